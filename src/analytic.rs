@@ -1,0 +1,258 @@
+//! Closed-form inverse kinematics: both elbow branches, honest about unreachable targets.
+//!
+//! For a target at radius `r`, the law of cosines gives `cos q2 = (r² - l1² - l2²) / (2 l1 l2)`;
+//! the two signs of `sin q2` are the elbow-up and elbow-down branches. A target off the reachable
+//! annulus is never silently clamped: the answer aims at the nearest reachable point and says by
+//! how much it missed.
+
+use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm, wrap_angle};
+use crate::solver::{IkSolver, Solution, SolveStatus, UnreachableReason};
+use serde::{Deserialize, Serialize};
+
+/// Both closed-form branches for one target.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Branches {
+    /// Elbow-up pose (`q2 <= 0`).
+    pub up: Pose,
+    /// Elbow-down pose (`q2 >= 0`).
+    pub down: Pose,
+    /// The point both poses reach: the target itself, or the nearest reachable point.
+    pub aimed: Point2,
+    /// `None` when the target is reachable, else why not and by how much it is missed.
+    pub unreachable: Option<(UnreachableReason, f64)>,
+    /// Whether each branch (up, down) lies inside the joint limits.
+    pub admissible: [bool; 2],
+}
+
+impl Branches {
+    /// The pose of one branch.
+    pub fn pose(&self, mode: ElbowMode) -> Pose {
+        match mode {
+            ElbowMode::Up => self.up,
+            ElbowMode::Down => self.down,
+        }
+    }
+
+    /// Whether one branch respects the joint limits.
+    pub fn is_admissible(&self, mode: ElbowMode) -> bool {
+        self.admissible[mode as usize]
+    }
+
+    /// The per-joint circular mean of the two branches: what a squared-error fit to data holding
+    /// both branches converges to. For a reachable target off the rim it is *not* a solution.
+    pub fn average(&self) -> Pose {
+        Pose::new(circular_mean(self.up.shoulder, self.down.shoulder), circular_mean(self.up.elbow, self.down.elbow))
+    }
+}
+
+/// The mean direction of two angles (their bisector), wrapped into `(-pi, pi]`.
+pub fn circular_mean(a: f64, b: f64) -> f64 {
+    wrap_angle(a + wrap_angle(b - a) / 2.0)
+}
+
+/// Where a target lies relative to the reachable annulus.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Projection {
+    /// The target itself when reachable, else the nearest reachable point.
+    pub aimed: Point2,
+    /// Distance of `aimed` from the base.
+    pub radius: f64,
+    /// Bearing of the target (and of `aimed`) from the base.
+    pub bearing: f64,
+    /// `None` when reachable, else why not and by how much it is missed.
+    pub unreachable: Option<(UnreachableReason, f64)>,
+}
+
+/// Projects a finite target onto the reachable annulus (never clamps silently: see `unreachable`).
+/// Returns `None` for a non-finite target.
+pub fn project_to_workspace(arm: &TwoLinkArm, target: Point2) -> Option<Projection> {
+    if !(target.x.is_finite() && target.y.is_finite()) {
+        return None;
+    }
+    let r = target.x.hypot(target.y);
+    let bearing = target.y.atan2(target.x);
+    let (inner, outer) = (arm.inner_radius(), arm.reach());
+    let degenerate_tol = 1e-12 * outer;
+    let (radius, unreachable) = if r > outer * (1.0 + crate::kinematics::REACH_EPS) {
+        (outer, Some((UnreachableReason::BeyondReach, r - outer)))
+    } else if r < inner * (1.0 - crate::kinematics::REACH_EPS) {
+        (inner, Some((UnreachableReason::InsideHole, inner - r)))
+    } else if r <= degenerate_tol && inner <= degenerate_tol {
+        (0.0, Some((UnreachableReason::Degenerate, r)))
+    } else {
+        return Some(Projection { aimed: target, radius: r.clamp(inner, outer), bearing, unreachable: None });
+    };
+    let aimed = Point2::new(radius * bearing.cos(), radius * bearing.sin());
+    Some(Projection { aimed, radius, bearing, unreachable })
+}
+
+/// Both closed-form solutions for `target` on `arm`, with reachability and limit admissibility.
+pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
+    let (l1, l2) = (arm.l1(), arm.l2());
+    let Some(Projection { aimed, radius: aim_r, bearing, unreachable }) = project_to_workspace(arm, target) else {
+        let rest = Pose::new(0.0, 0.0);
+        return Branches {
+            up: rest,
+            down: rest,
+            aimed: arm.tip(rest),
+            unreachable: Some((UnreachableReason::NonFinite, f64::INFINITY)),
+            admissible: [arm.within_limits(rest); 2],
+        };
+    };
+    let c2 = ((aim_r * aim_r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
+    let s2_abs = (1.0 - c2 * c2).max(0.0).sqrt();
+    let branch = |mode: ElbowMode| {
+        let s2 = mode.sign() * s2_abs;
+        let q2 = s2.atan2(c2);
+        let q1 = bearing - (l2 * s2).atan2(l1 + l2 * c2);
+        // The elbow of an exactly folded arm is +-pi: keep its sign with the branch.
+        let q2 = if mode == ElbowMode::Up && q2 > 0.0 { -q2 } else { q2 };
+        let pose = Pose::new(wrap_angle(q1), q2);
+        let limits = arm.limits();
+        match (limits[0].fit(pose.shoulder), limits[1].fit(pose.elbow)) {
+            (Some(a), Some(b)) => (Pose::new(a, b), true),
+            _ => (pose, false),
+        }
+    };
+    let (up, up_ok) = branch(ElbowMode::Up);
+    let (down, down_ok) = branch(ElbowMode::Down);
+    Branches { up, down, aimed, unreachable, admissible: [up_ok, down_ok] }
+}
+
+/// Which branch the analytic solver answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BranchChoice {
+    /// Always this branch.
+    Fixed(ElbowMode),
+    /// The admissible branch nearest the seed pose (the least joint motion).
+    NearestToSeed,
+}
+
+/// The closed-form solver as an [`IkSolver`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnalyticSolver {
+    /// The arm model it solves for.
+    pub arm: TwoLinkArm,
+    /// Which branch it answers with.
+    pub branch: BranchChoice,
+}
+
+impl AnalyticSolver {
+    /// A solver for `arm` answering with `branch`.
+    pub fn new(arm: TwoLinkArm, branch: BranchChoice) -> Self {
+        Self { arm, branch }
+    }
+}
+
+impl IkSolver for AnalyticSolver {
+    fn name(&self) -> &str {
+        match self.branch {
+            BranchChoice::Fixed(ElbowMode::Up) => "analytic (up)",
+            BranchChoice::Fixed(ElbowMode::Down) => "analytic (down)",
+            BranchChoice::NearestToSeed => "analytic",
+        }
+    }
+
+    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+        let b = solve_branches(&self.arm, target);
+        let mode = match self.branch {
+            BranchChoice::Fixed(mode) => mode,
+            BranchChoice::NearestToSeed => {
+                let seed = crate::solver::sane_seed(seed);
+                let cost = |m: ElbowMode| (!b.is_admissible(m), b.pose(m).max_joint_distance(seed));
+                if cost(ElbowMode::Up) <= cost(ElbowMode::Down) { ElbowMode::Up } else { ElbowMode::Down }
+            }
+        };
+        let (pose, status) = match (b.unreachable, b.is_admissible(mode)) {
+            (_, false) => (self.arm.clamp_to_limits(b.pose(mode)), SolveStatus::LimitViolated),
+            (Some((reason, missed_by)), true) => (b.pose(mode), SolveStatus::Unreachable { reason, missed_by }),
+            (None, true) => (b.pose(mode), SolveStatus::Converged),
+        };
+        let residual = if target.x.is_finite() && target.y.is_finite() {
+            (self.arm.tip(pose) - target).norm()
+        } else {
+            f64::INFINITY
+        };
+        Solution { pose, status, residual: Some(residual), iterations: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinematics::JointLimits;
+    use std::f64::consts::PI;
+
+    #[test]
+    fn seed_exercise_both_branches_reach_average_misses() {
+        // The seed exercise: lengths (1, 1), target (1.0, 0.8).
+        let arm = TwoLinkArm::new(1.0, 1.0).unwrap();
+        let target = Point2::new(1.0, 0.8);
+        let b = solve_branches(&arm, target);
+        assert!(b.unreachable.is_none());
+        for mode in ElbowMode::BOTH {
+            assert!((arm.tip(b.pose(mode)) - target).norm() < 1e-6);
+        }
+        assert!((arm.tip(b.average()) - target).norm() > 1e-2);
+        assert!(b.up.elbow < 0.0 && b.down.elbow > 0.0);
+    }
+
+    #[test]
+    fn unreachable_targets_are_reported_with_the_nearest_point() {
+        let arm = TwoLinkArm::new(1.0, 0.5).unwrap();
+        let far = solve_branches(&arm, Point2::new(3.0, 0.0));
+        assert_eq!(far.unreachable, Some((UnreachableReason::BeyondReach, 1.5)));
+        assert!((arm.tip(far.up) - Point2::new(1.5, 0.0)).norm() < 1e-9);
+        let hole = solve_branches(&arm, Point2::new(0.0, 0.2));
+        let (reason, miss) = hole.unreachable.unwrap();
+        assert_eq!(reason, UnreachableReason::InsideHole);
+        assert!((miss - 0.3).abs() < 1e-12);
+        assert!((arm.tip(hole.down) - Point2::new(0.0, 0.5)).norm() < 1e-9);
+        let equal = TwoLinkArm::new(1.0, 1.0).unwrap();
+        let base = solve_branches(&equal, Point2::zeros());
+        assert_eq!(base.unreachable.map(|u| u.0), Some(UnreachableReason::Degenerate));
+        assert!(arm.tip(base.up).norm() < 1.0);
+        let nan = solve_branches(&arm, Point2::new(f64::NAN, 1.0));
+        assert_eq!(nan.unreachable.map(|u| u.0), Some(UnreachableReason::NonFinite));
+        assert!(nan.up.is_finite());
+        let solver = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
+        let s = solver.solve(Point2::new(0.0, 9.0), Pose::default());
+        assert!(matches!(s.status, SolveStatus::Unreachable { reason: UnreachableReason::BeyondReach, .. }));
+        assert!(s.status.is_reported_failure());
+    }
+
+    #[test]
+    fn joint_limits_filter_branches() {
+        let arm = TwoLinkArm::new(1.0, 1.0)
+            .unwrap()
+            .with_limits(JointLimits::FULL, JointLimits::new(0.0, PI, "elbow").unwrap())
+            .unwrap();
+        let b = solve_branches(&arm, Point2::new(1.0, 0.8));
+        assert_eq!(b.admissible, [false, true]);
+        let up_only = AnalyticSolver::new(arm, BranchChoice::Fixed(ElbowMode::Up));
+        let s = up_only.solve(Point2::new(1.0, 0.8), Pose::default());
+        assert_eq!(s.status, SolveStatus::LimitViolated);
+        assert!(arm.within_limits(s.pose));
+        let nearest = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
+        let s = nearest.solve(Point2::new(1.0, 0.8), Pose::new(0.0, -1.0));
+        assert_eq!(s.status, SolveStatus::Converged);
+        assert!(s.pose.elbow > 0.0);
+    }
+
+    #[test]
+    fn nearest_branch_follows_the_seed() {
+        let arm = TwoLinkArm::default();
+        let solver = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
+        let t = Point2::new(0.5, 1.2);
+        let up = solver.solve(t, Pose::new(2.0, -1.0));
+        let down = solver.solve(t, Pose::new(0.5, 1.0));
+        assert!(up.pose.elbow < 0.0 && down.pose.elbow > 0.0);
+        assert!(up.residual.unwrap() < 1e-12 && down.residual.unwrap() < 1e-12);
+    }
+
+    #[test]
+    fn circular_mean_straddles_the_wrap() {
+        assert!((circular_mean(PI - 0.1, -PI + 0.1).abs() - PI).abs() < 1e-12);
+        assert!((circular_mean(0.2, 0.4) - 0.3).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,105 @@
+//! The Adam optimizer (Kingma & Ba), with bias correction and optional gradient clipping.
+
+use super::mlp::{Gradients, Mlp};
+
+/// Adam state for one network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adam {
+    /// Step size.
+    pub lr: f32,
+    /// Decay of the first-moment estimate.
+    pub beta1: f32,
+    /// Decay of the second-moment estimate.
+    pub beta2: f32,
+    /// Added to the root of the second moment to avoid division by zero.
+    pub eps: f32,
+    /// Gradients whose global L2 norm exceeds this are scaled down to it (`f32::INFINITY`: off).
+    pub clip_norm: f32,
+    m: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+    t: u32,
+}
+
+impl Adam {
+    /// Fresh state for `net` with learning rate `lr` and the usual betas (0.9, 0.999).
+    pub fn new(net: &Mlp, lr: f32) -> Self {
+        let zeros: Vec<Vec<f32>> = net
+            .layers
+            .iter()
+            .flat_map(|l| [vec![0.0; l.w.len()], vec![0.0; l.b.len()]])
+            .collect();
+        Self { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, clip_norm: 10.0, m: zeros.clone(), v: zeros, t: 0 }
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u32 {
+        self.t
+    }
+
+    /// One update of `net` from `grads`. Non-finite gradients skip the step and return false.
+    pub fn step(&mut self, net: &mut Mlp, grads: &Gradients) -> bool {
+        let slices = grads.slices();
+        let norm_sq: f32 = slices.iter().flat_map(|s| s.iter()).map(|g| g * g).sum();
+        if !norm_sq.is_finite() {
+            return false;
+        }
+        let norm = norm_sq.sqrt();
+        let scale = if norm > self.clip_norm { self.clip_norm / norm } else { 1.0 };
+        self.t += 1;
+        let t = self.t as i32;
+        let lr_t = self.lr * (1.0 - self.beta2.powi(t)).sqrt() / (1.0 - self.beta1.powi(t));
+        let (b1, b2, eps) = (self.beta1, self.beta2, self.eps);
+        for (((p, g), m), v) in net.parameters_mut().into_iter().zip(slices).zip(&mut self.m).zip(&mut self.v) {
+            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                let g = g * scale;
+                *m = b1 * *m + (1.0 - b1) * g;
+                *v = b2 * *v + (1.0 - b2) * g * g;
+                *p -= lr_t * *m / (v.sqrt() + eps);
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::{Activation, Loss, Mse, Scratch};
+    use nalgebra::DMatrix;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn fits_a_linear_map() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut net = Mlp::new(&[2, 1], Activation::Identity, &mut rng);
+        let x = DMatrix::from_fn(2, 32, |i, j| ((i * 7 + j * 3) % 11) as f32 / 11.0 - 0.5);
+        let y = DMatrix::from_fn(1, 32, |_, j| 2.0 * x[(0, j)] - x[(1, j)] + 0.5);
+        let mut adam = Adam::new(&net, 0.05);
+        let mut scratch = Scratch::default();
+        let mut grads = net.zero_gradients();
+        let mut d = DMatrix::zeros(1, 32);
+        let mut loss = f32::INFINITY;
+        for _ in 0..2000 {
+            let out = net.forward(&x, &mut scratch).clone();
+            loss = Mse.loss_and_grad(&out, &y, &mut d);
+            net.backward(&x, &d, &mut scratch, &mut grads);
+            assert!(adam.step(&mut net, &grads));
+        }
+        assert!(loss < 1e-6, "{loss}");
+        assert!((net.layers[0].w[(0, 0)] - 2.0).abs() < 1e-2);
+        assert_eq!(adam.steps(), 2000);
+    }
+
+    #[test]
+    fn skips_non_finite_gradients() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut net = Mlp::new(&[2, 1], Activation::Identity, &mut rng);
+        let before = net.clone();
+        let mut grads = net.zero_gradients();
+        grads.w[0][(0, 0)] = f32::NAN;
+        let mut adam = Adam::new(&net, 0.1);
+        assert!(!adam.step(&mut net, &grads));
+        assert_eq!(net, before);
+    }
+}

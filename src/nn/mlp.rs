@@ -1,0 +1,231 @@
+//! The model: a multi-layer perceptron with forward and backward passes written by hand.
+
+use super::dense::{Activation, Dense, gemm};
+use nalgebra::{DMatrix, DVector};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A stack of dense layers; hidden layers share one activation, the last is linear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mlp {
+    /// The layers, input side first.
+    pub layers: Vec<Dense>,
+}
+
+/// Gradients of a loss with respect to every parameter of an [`Mlp`], laid out like its layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gradients {
+    /// `dL/dW` per layer.
+    pub w: Vec<DMatrix<f32>>,
+    /// `dL/db` per layer.
+    pub b: Vec<DVector<f32>>,
+}
+
+/// Reusable buffers for batched forward and backward passes (no allocation per step).
+#[derive(Debug, Clone, Default)]
+pub struct Scratch {
+    /// Output of each layer, `outputs x batch`.
+    acts: Vec<DMatrix<f32>>,
+    /// `dL/d(output)` of each layer, same shapes.
+    deltas: Vec<DMatrix<f32>>,
+}
+
+impl Mlp {
+    /// A network with layer widths `sizes` (input first, output last), `hidden` activation on
+    /// every layer but the last, and seeded random weights.
+    ///
+    /// # Panics
+    /// If fewer than two sizes are given or any is zero (a programming error, not user input:
+    /// callers validate widths first).
+    pub fn new<R: Rng + ?Sized>(sizes: &[usize], hidden: Activation, rng: &mut R) -> Self {
+        assert!(sizes.len() >= 2 && sizes.iter().all(|&s| s > 0), "bad layer sizes {sizes:?}");
+        let last = sizes.len() - 2;
+        let layers = sizes
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| Dense::new(w[0], w[1], if i == last { Activation::Identity } else { hidden }, rng))
+            .collect();
+        Self { layers }
+    }
+
+    /// Number of inputs.
+    pub fn inputs(&self) -> usize {
+        self.layers[0].inputs()
+    }
+
+    /// Number of outputs.
+    pub fn outputs(&self) -> usize {
+        self.layers.last().map_or(0, Dense::outputs)
+    }
+
+    /// Total number of trainable parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.layers.iter().map(|l| l.w.len() + l.b.len()).sum()
+    }
+
+    /// Multiply-accumulates per sample for one forward pass.
+    pub fn macs_per_sample(&self) -> usize {
+        self.layers.iter().map(|l| l.w.len()).sum()
+    }
+
+    /// True when the layer shapes chain and every parameter is finite.
+    pub fn is_consistent(&self) -> bool {
+        !self.layers.is_empty()
+            && self.layers.windows(2).all(|w| w[0].outputs() == w[1].inputs())
+            && self.layers.iter().all(|l| {
+                l.b.len() == l.outputs()
+                    && l.w.iter().chain(l.b.iter()).all(|v| v.is_finite())
+            })
+    }
+
+    /// Zero gradients shaped like this network.
+    pub fn zero_gradients(&self) -> Gradients {
+        Gradients {
+            w: self.layers.iter().map(|l| DMatrix::zeros(l.outputs(), l.inputs())).collect(),
+            b: self.layers.iter().map(|l| DVector::zeros(l.outputs())).collect(),
+        }
+    }
+
+    fn fit_scratch(&self, scratch: &mut Scratch, batch: usize) {
+        let fits = scratch.acts.len() == self.layers.len()
+            && scratch.acts.iter().zip(&self.layers).all(|(a, l)| a.shape() == (l.outputs(), batch));
+        if !fits {
+            scratch.acts = self.layers.iter().map(|l| DMatrix::zeros(l.outputs(), batch)).collect();
+            scratch.deltas = scratch.acts.clone();
+        }
+    }
+
+    /// Forward pass of a batch `x` (`inputs x batch`); returns the output (`outputs x batch`).
+    pub fn forward<'s>(&self, x: &DMatrix<f32>, scratch: &'s mut Scratch) -> &'s DMatrix<f32> {
+        self.fit_scratch(scratch, x.ncols());
+        for (i, layer) in self.layers.iter().enumerate() {
+            let (done, rest) = scratch.acts.split_at_mut(i);
+            let input = if i == 0 { x } else { &done[i - 1] };
+            layer.forward_into(input, &mut rest[0]);
+        }
+        scratch.acts.last().expect("at least one layer")
+    }
+
+    /// Backward pass after [`Mlp::forward`] on the same `x`: given `dL/d(output)`, writes every
+    /// parameter gradient into `grads` (overwriting it).
+    pub fn backward(&self, x: &DMatrix<f32>, d_out: &DMatrix<f32>, scratch: &mut Scratch, grads: &mut Gradients) {
+        let n = self.layers.len();
+        scratch.deltas[n - 1].copy_from(d_out);
+        for i in (0..n).rev() {
+            let layer = &self.layers[i];
+            let (lower, upper) = scratch.deltas.split_at_mut(i);
+            let delta = &mut upper[0];
+            layer.activation.backprop(scratch.acts[i].as_slice(), delta.as_mut_slice());
+            let input = if i == 0 { x } else { &scratch.acts[i - 1] };
+            // dW = delta · inputᵀ, db = row sums of delta.
+            gemm(1.0, delta, false, input, true, 0.0, &mut grads.w[i]);
+            let db = &mut grads.b[i];
+            db.fill(0.0);
+            for col in delta.column_iter() {
+                *db += col;
+            }
+            if i > 0 {
+                // dL/d(input) = Wᵀ · delta.
+                gemm(1.0, &layer.w, true, delta, false, 0.0, &mut lower[i - 1]);
+            }
+        }
+    }
+
+    /// Forward pass of one sample, allocating only the small per-layer vectors.
+    pub fn forward_one(&self, x: &[f32]) -> DVector<f32> {
+        let mut a = DVector::from_column_slice(x);
+        for layer in &self.layers {
+            let mut z = layer.b.clone();
+            z.gemv(1.0, &layer.w, &a, 1.0);
+            layer.activation.apply(z.as_mut_slice());
+            a = z;
+        }
+        a
+    }
+
+    /// Mutable slices of every parameter, layer by layer (weights then bias).
+    pub fn parameters_mut(&mut self) -> Vec<&mut [f32]> {
+        self.layers.iter_mut().flat_map(|l| [l.w.as_mut_slice(), l.b.as_mut_slice()]).collect()
+    }
+}
+
+impl Gradients {
+    /// Slices of every gradient in the order of [`Mlp::parameters_mut`].
+    pub fn slices(&self) -> Vec<&[f32]> {
+        self.w.iter().zip(&self.b).flat_map(|(w, b)| [w.as_slice(), b.as_slice()]).collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::nn::loss::{Loss, Mse};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// Checks every parameter gradient of `net` under `loss` against central differences (f64
+    /// accumulation of the f32 losses keeps the check meaningful).
+    pub(crate) fn check_gradients(mut net: Mlp, loss: &dyn Loss, x: &DMatrix<f32>, y: &DMatrix<f32>) {
+        let mut scratch = Scratch::default();
+        let mut d_out = DMatrix::zeros(net.outputs(), x.ncols());
+        let out = net.forward(x, &mut scratch).clone();
+        loss.loss_and_grad(&out, y, &mut d_out);
+        let mut grads = net.zero_gradients();
+        net.backward(x, &d_out, &mut scratch, &mut grads);
+        let analytic: Vec<Vec<f32>> = grads.slices().iter().map(|s| s.to_vec()).collect();
+        let eval = |net: &Mlp| {
+            let mut s = Scratch::default();
+            let mut g = DMatrix::zeros(net.outputs(), x.ncols());
+            let out = net.forward(x, &mut s).clone();
+            loss.loss_and_grad(&out, y, &mut g) as f64
+        };
+        let h = 1e-3f32;
+        let n_params = analytic.len();
+        for p in 0..n_params {
+            for k in 0..analytic[p].len() {
+                let orig = net.parameters_mut()[p][k];
+                net.parameters_mut()[p][k] = orig + h;
+                let up = eval(&net);
+                net.parameters_mut()[p][k] = orig - h;
+                let down = eval(&net);
+                net.parameters_mut()[p][k] = orig;
+                let fd = (up - down) / (2.0 * h as f64);
+                let an = analytic[p][k] as f64;
+                let tol = 2e-3 * (1.0 + fd.abs().max(an.abs()));
+                assert!((fd - an).abs() < tol, "param {p}[{k}]: analytic {an} vs finite difference {fd}");
+            }
+        }
+    }
+
+    fn batch(rng: &mut ChaCha8Rng, rows: usize, cols: usize) -> DMatrix<f32> {
+        DMatrix::from_fn(rows, cols, |_, _| rng.random_range(-1.0..1.0))
+    }
+
+    use rand::RngExt;
+
+    #[test]
+    fn gradients_match_finite_differences_for_each_activation() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for act in [Activation::Tanh, Activation::Relu, Activation::Identity] {
+            let net = Mlp::new(&[3, 5, 4, 2], act, &mut rng);
+            let x = batch(&mut rng, 3, 6);
+            let y = batch(&mut rng, 2, 6);
+            check_gradients(net, &Mse, &x, &y);
+        }
+    }
+
+    #[test]
+    fn single_sample_forward_matches_batch() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let net = Mlp::new(&[2, 16, 16, 5], Activation::Tanh, &mut rng);
+        let x = batch(&mut rng, 2, 9);
+        let mut scratch = Scratch::default();
+        let out = net.forward(&x, &mut scratch).clone();
+        for j in 0..9 {
+            let one = net.forward_one(x.column(j).as_slice());
+            assert!((one - out.column(j)).amax() < 1e-5);
+        }
+        assert_eq!(net.parameter_count(), 2 * 16 + 16 + 16 * 16 + 16 + 16 * 5 + 5);
+        assert!(net.is_consistent());
+    }
+}

@@ -1,0 +1,120 @@
+//! The one interface every IK solver implements, and the result it returns.
+//!
+//! Analytic, iterative, learned and enveloped solvers all answer [`IkSolver::solve`] with a
+//! [`Solution`], so the app and the experiments can treat them alike.
+
+use crate::kinematics::{Point2, Pose};
+use serde::{Deserialize, Serialize};
+
+/// Why a target cannot be reached exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnreachableReason {
+    /// Farther than `l1 + l2` from the base.
+    BeyondReach,
+    /// Closer than `|l1 - l2|` to the base.
+    InsideHole,
+    /// The base itself with `l1 == l2`: every shoulder angle reaches it, so no answer is unique.
+    Degenerate,
+    /// A coordinate was NaN or infinite.
+    NonFinite,
+}
+
+impl std::fmt::Display for UnreachableReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UnreachableReason::BeyondReach => "beyond reach",
+            UnreachableReason::InsideHole => "inside the hole",
+            UnreachableReason::Degenerate => "degenerate (base with l1 = l2)",
+            UnreachableReason::NonFinite => "non-finite target",
+        })
+    }
+}
+
+/// What a solver says of its own answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum SolveStatus {
+    /// The pose reaches the target within the solver's tolerance and respects the joint limits.
+    Converged,
+    /// The target is not reachable; the pose reaches the nearest reachable point instead.
+    Unreachable {
+        /// Why not.
+        reason: UnreachableReason,
+        /// Distance from the target to the nearest reachable point (infinite for non-finite targets).
+        missed_by: f64,
+    },
+    /// The iteration budget ran out before the tolerance was met.
+    NotConverged,
+    /// The only poses that reach the target break a joint limit; the pose is clamped into them.
+    LimitViolated,
+    /// A learned proposal that nothing has checked: the network claims success by construction.
+    Unverified,
+}
+
+impl SolveStatus {
+    /// True when the solver itself admits it did not reach the target.
+    pub fn is_reported_failure(&self) -> bool {
+        matches!(self, SolveStatus::Unreachable { .. } | SolveStatus::NotConverged | SolveStatus::LimitViolated)
+    }
+
+    /// A short label for tables and the panel.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SolveStatus::Converged => "converged",
+            SolveStatus::Unreachable { .. } => "unreachable",
+            SolveStatus::NotConverged => "not converged",
+            SolveStatus::LimitViolated => "limit violated",
+            SolveStatus::Unverified => "unverified",
+        }
+    }
+}
+
+/// A solver's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Solution {
+    /// The joint angles to command; always finite.
+    pub pose: Pose,
+    /// What the solver says of the pose.
+    pub status: SolveStatus,
+    /// Tip miss the solver measured on its own model, metres (`None` when it does not check).
+    pub residual: Option<f64>,
+    /// Iterations used (0 for closed-form and learned solvers).
+    pub iterations: u32,
+}
+
+/// An inverse-kinematics solver for one arm model.
+pub trait IkSolver {
+    /// A short name for tables and legends.
+    fn name(&self) -> &str;
+
+    /// Solves for `target`, starting from (or near) `seed`, the pose the arm is in now.
+    /// Never panics and never returns a non-finite pose, whatever the input.
+    fn solve(&self, target: Point2, seed: Pose) -> Solution;
+}
+
+impl<S: IkSolver + ?Sized> IkSolver for Box<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+        (**self).solve(target, seed)
+    }
+}
+
+impl<S: IkSolver + ?Sized> IkSolver for &S {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+        (**self).solve(target, seed)
+    }
+}
+
+/// A finite stand-in for a non-finite seed pose.
+pub(crate) fn sane_seed(seed: Pose) -> Pose {
+    Pose::new(
+        if seed.shoulder.is_finite() { seed.shoulder } else { 0.0 },
+        if seed.elbow.is_finite() { seed.elbow } else { 0.0 },
+    )
+}
