@@ -38,10 +38,13 @@ impl Branches {
         self.admissible[mode as usize]
     }
 
-    /// The per-joint circular mean of the two branches: what a squared-error fit to data holding
-    /// both branches converges to. For a reachable target off the rim it is *not* a solution.
+    /// The average of the two branches: what a squared-error fit to data holding both converges
+    /// to. The shoulder takes the circular mean (the bisector, which points at the target), the
+    /// elbow the plain mean of `q2 <= 0` and `q2 >= 0` (zero: a straight arm). For a reachable
+    /// target off the rim it is *not* a solution: the tip lands on the outer rim.
     pub fn average(&self) -> Pose {
-        Pose::new(circular_mean(self.up.shoulder, self.down.shoulder), circular_mean(self.up.elbow, self.down.elbow))
+        let elbow = (crate::kinematics::wrap_angle(self.up.elbow).min(0.0) + crate::kinematics::wrap_angle(self.down.elbow).max(0.0)) / 2.0;
+        Pose::new(circular_mean(self.up.shoulder, self.down.shoulder), elbow)
     }
 }
 

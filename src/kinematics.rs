@@ -393,6 +393,47 @@ impl TwoLinkArm {
     }
 }
 
+/// The "real" arm behind a nominal model: other link lengths and joint encoder offsets.
+///
+/// Commanding angles `q` puts the real links at `q + joint_offsets`; the sim-to-real gap is the
+/// difference between this arm and the nominal model the controller believes in.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RealArm {
+    /// The true geometry (and limits) of the arm.
+    pub arm: TwoLinkArm,
+    /// Added to every commanded angle before it reaches the links, radians.
+    pub joint_offsets: Pose,
+}
+
+impl RealArm {
+    /// A real arm identical to the nominal one.
+    pub fn ideal(arm: TwoLinkArm) -> Self {
+        Self { arm, joint_offsets: Pose::default() }
+    }
+
+    /// `nominal` with its link lengths scaled by `1 + length_error` and the joints offset.
+    pub fn mismatched(nominal: &TwoLinkArm, length_error: [f64; 2], joint_offsets: Pose) -> Result<Self, ArmError> {
+        let arm = TwoLinkArm::new(nominal.l1 * (1.0 + length_error[0]), nominal.l2 * (1.0 + length_error[1]))?
+            .with_limits(nominal.limits[0], nominal.limits[1])?;
+        Ok(Self { arm, joint_offsets })
+    }
+
+    /// Where the tip really goes when `commanded` is sent.
+    pub fn tip(&self, commanded: Pose) -> Point2 {
+        self.arm.tip(self.actual(commanded))
+    }
+
+    /// The link angles that result from a command.
+    pub fn actual(&self, commanded: Pose) -> Pose {
+        Pose::new(commanded.shoulder + self.joint_offsets.shoulder, commanded.elbow + self.joint_offsets.elbow)
+    }
+
+    /// The command that puts the real links at `actual`.
+    pub fn command_for(&self, actual: Pose) -> Pose {
+        Pose::new(actual.shoulder - self.joint_offsets.shoulder, actual.elbow - self.joint_offsets.elbow).wrapped()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

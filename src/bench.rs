@@ -1,0 +1,219 @@
+//! `elbow bench`: headless speed figures, comparable with the criterion benches.
+//!
+//! Reports solves per second of the classical solvers, MDN training throughput (f32, batch 256,
+//! 2-64-64-out) against this core's measured FMA peak, and single-target inference time.
+
+use crate::analytic::{AnalyticSolver, BranchChoice};
+use crate::iterative::DlsSolver;
+use crate::kinematics::{Pose, Region, SampleMode, TwoLinkArm};
+use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer};
+use crate::solver::IkSolver;
+use clap::Args;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Arguments of `elbow bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Training steps timed for the throughput figure.
+    #[arg(long, default_value_t = 2000)]
+    pub train_steps: usize,
+}
+
+/// The figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Analytic solve (both branches computed, nearest chosen), nanoseconds.
+    pub analytic_ns: f64,
+    /// DLS solve from a warm start 0.02 rad away, converged, nanoseconds.
+    pub dls_warm_ns: f64,
+    /// Mean DLS iterations for those solves.
+    pub dls_warm_iterations: f64,
+    /// MDN (K=3, circular encoding) training samples per second, f32, batch 256, one core.
+    pub mdn_train_samples_per_second: f64,
+    /// Floating-point operations per training sample (forward + backward GEMMs).
+    pub flops_per_sample: f64,
+    /// Achieved GFLOP/s in MDN training.
+    pub train_gflops: f64,
+    /// This core's f32 FMA peak, measured with a register-only FMA loop, GFLOP/s.
+    pub fma_peak_gflops: f64,
+    /// Vector width used for the peak measurement.
+    pub fma_kernel: &'static str,
+    /// MDN single-target inference, microseconds.
+    pub mdn_inference_us: f64,
+    /// MSE single-target inference, microseconds.
+    pub mse_inference_us: f64,
+}
+
+fn time_per_call(mut f: impl FnMut(usize), calls: usize) -> f64 {
+    // One warm-up pass, then the timed one.
+    for i in 0..calls / 10 {
+        f(i);
+    }
+    let t = Instant::now();
+    for i in 0..calls {
+        f(i);
+    }
+    t.elapsed().as_secs_f64() / calls as f64
+}
+
+/// Measures every figure (takes a few seconds).
+pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
+    let arm = TwoLinkArm::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let targets = arm.sample_targets(&mut rng, 4096, SampleMode::UniformArea, Region::Annulus);
+    let analytic = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
+    let analytic_ns = 1e9 * time_per_call(|i| {
+        black_box(analytic.solve(black_box(targets[i % 4096]), Pose::default()));
+    }, 2_000_000);
+    let dls = DlsSolver::new(arm);
+    let warm: Vec<(crate::Point2, Pose)> = targets
+        .iter()
+        .map(|&t| {
+            let q = crate::solve_branches(&arm, t).down;
+            let jitter = Pose::new(q.shoulder + rng.random_range(-0.02..0.02), q.elbow + rng.random_range(-0.02..0.02));
+            (t, jitter)
+        })
+        .collect();
+    let iterations: u32 = warm.iter().map(|&(t, s)| dls.solve(t, s).iterations).sum();
+    let dls_warm_ns = 1e9 * time_per_call(|i| {
+        let (t, s) = warm[i % 4096];
+        black_box(dls.solve(black_box(t), s));
+    }, 500_000);
+
+    let cfg = TrainConfig { head: HeadKind::Mdn, steps: train_steps.max(10), ..TrainConfig::default() };
+    let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
+    for _ in 0..20 {
+        trainer.step();
+    }
+    let t = Instant::now();
+    for _ in 0..cfg.steps {
+        trainer.step();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let samples_per_second = (cfg.steps * cfg.batch) as f64 / secs;
+    let net = &trainer.model().net;
+    // Forward: one MAC per weight. Backward: dW for every layer, dX for all but the first.
+    let macs = net.macs_per_sample() * 2 - net.layers[0].w.len();
+    let flops_per_sample = 2.0 * macs as f64;
+    let (fma_peak_gflops, fma_kernel) = fma_peak_gflops();
+    let mdn = trainer.model().clone();
+    let mdn_inference_us = 1e6 * time_per_call(|i| {
+        black_box(mdn.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
+    }, 200_000);
+    let mse_cfg = TrainConfig { head: HeadKind::Mse, steps: 10, ..TrainConfig::default() };
+    let mse = Trainer::new(mse_cfg).map_err(|e| e.to_string())?.into_model();
+    let mse_inference_us = 1e6 * time_per_call(|i| {
+        black_box(mse.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
+    }, 200_000);
+    Ok(BenchReport {
+        analytic_ns,
+        dls_warm_ns,
+        dls_warm_iterations: iterations as f64 / warm.len() as f64,
+        mdn_train_samples_per_second: samples_per_second,
+        flops_per_sample,
+        train_gflops: samples_per_second * flops_per_sample / 1e9,
+        fma_peak_gflops,
+        fma_kernel,
+        mdn_inference_us,
+        mse_inference_us,
+    })
+}
+
+/// Measures the f32 fused-multiply-add peak of one core with independent register accumulators.
+pub fn fma_peak_gflops() -> (f64, &'static str) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return (unsafe { peak::avx512() }, "avx512 (16 lanes)");
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            return (unsafe { peak::avx2() }, "avx2+fma (8 lanes)");
+        }
+    }
+    (0.0, "unmeasured (no x86 FMA)")
+}
+
+#[cfg(target_arch = "x86_64")]
+mod peak {
+    use std::arch::x86_64::*;
+    use std::time::Instant;
+
+    const ITERS: usize = 20_000_000;
+
+    /// 16 independent 16-lane FMA chains.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512() -> f64 {
+        let a = _mm512_set1_ps(0.999_999);
+        let b = _mm512_set1_ps(1e-7);
+        let mut acc = [_mm512_set1_ps(1.0); 16];
+        let t = Instant::now();
+        for _ in 0..ITERS {
+            for x in acc.iter_mut() {
+                *x = _mm512_fmadd_ps(*x, a, b);
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let mut sum = _mm512_setzero_ps();
+        for x in acc {
+            sum = _mm512_add_ps(sum, x);
+        }
+        std::hint::black_box(sum);
+        (ITERS * 16 * 16 * 2) as f64 / secs / 1e9
+    }
+
+    /// 16 independent 8-lane FMA chains.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2() -> f64 {
+        let a = _mm256_set1_ps(0.999_999);
+        let b = _mm256_set1_ps(1e-7);
+        let mut acc = [_mm256_set1_ps(1.0); 16];
+        let t = Instant::now();
+        for _ in 0..ITERS {
+            for x in acc.iter_mut() {
+                *x = _mm256_fmadd_ps(*x, a, b);
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let mut sum = _mm256_setzero_ps();
+        for x in acc {
+            sum = _mm256_add_ps(sum, x);
+        }
+        std::hint::black_box(sum);
+        (ITERS * 16 * 8 * 2) as f64 / secs / 1e9
+    }
+}
+
+/// `elbow bench`.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let r = measure(args.train_steps)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
+        return Ok(());
+    }
+    println!("analytic solve           {:>10.1} ns   ({:.1} M solves/s)", r.analytic_ns, 1e3 / r.analytic_ns);
+    println!("DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)", r.dls_warm_ns, r.dls_warm_iterations);
+    println!(
+        "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
+        r.mdn_train_samples_per_second / 1e6,
+        r.train_gflops,
+        r.flops_per_sample
+    );
+    println!(
+        "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it",
+        r.fma_peak_gflops,
+        r.fma_kernel,
+        100.0 * r.train_gflops / r.fma_peak_gflops.max(1e-9)
+    );
+    println!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
+    println!("MSE inference            {:>10.3} µs", r.mse_inference_us);
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Reproducible experiments behind `elbow experiment ...`.
+//!
+//! - [`averaging`]: exercise 1, the averaging trap (MSE vs branch average vs MDN).
+//! - [`degradation`]: every solver on the simulated real arm under noise and backlash.
+
+pub mod averaging;
+pub mod degradation;
+
+pub use averaging::{AveragingArgs, AveragingReport, averaging, run_averaging};
+pub use degradation::{DegradationArgs, DegradationReport, degradation, run_degradation};

@@ -1,0 +1,355 @@
+//! The four learned heads behind one trait, their solver adapter, and their model files.
+
+use super::data::AngleEncoding;
+use crate::analytic::solve_branches;
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, TwoLinkArm};
+use crate::nn::{MdnNll, Mlp};
+use crate::solver::{IkSolver, Solution, SolveStatus};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Which learned head a model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HeadKind {
+    /// Squared error on data holding both branches: learns their invalid average.
+    Mse,
+    /// Mixture density network: one Gaussian component per branch, picks the likeliest.
+    Mdn,
+    /// The elbow mode is an input; each mode gives its own branch.
+    Mode,
+    /// Analytic answer on the nominal model plus a learned correction for the real arm.
+    Residual,
+}
+
+impl HeadKind {
+    /// Every head, in display order.
+    pub const ALL: [HeadKind; 4] = [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode, HeadKind::Residual];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeadKind::Mse => "mse",
+            HeadKind::Mdn => "mdn",
+            HeadKind::Mode => "mode",
+            HeadKind::Residual => "residual",
+        }
+    }
+
+    /// True when the network takes the elbow mode as a third input.
+    pub fn takes_mode(self) -> bool {
+        matches!(self, HeadKind::Mode | HeadKind::Residual)
+    }
+}
+
+impl std::fmt::Display for HeadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for HeadKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HeadKind::ALL
+            .into_iter()
+            .find(|h| h.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("head must be one of mse, mdn, mode, residual; got `{s}`"))
+    }
+}
+
+/// One weighted candidate pose (an MDN component, or the single answer of other heads).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Mixture weight in `[0, 1]`.
+    pub weight: f32,
+    /// The decoded pose.
+    pub pose: Pose,
+}
+
+/// What a learned head proposes for one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The proposed pose (for the MDN: the mean of the likeliest component).
+    pub pose: Pose,
+    /// Every candidate with its weight, likeliest first.
+    pub candidates: Vec<Candidate>,
+    /// For the residual hybrid: the correction applied on top of the analytic answer.
+    pub correction: Option<Pose>,
+    /// For the residual hybrid: the analytic answer it started from.
+    pub base: Option<Pose>,
+}
+
+/// One interface for every learned head, used by the app and the experiments.
+pub trait LearnedIk: Send + Sync {
+    /// Which head this is.
+    fn kind(&self) -> HeadKind;
+
+    /// The proposal for `target`; `mode` is used by heads that take the elbow mode and ignored by
+    /// the others. Always finite, whatever the input.
+    fn predict(&self, target: Point2, mode: ElbowMode) -> Prediction;
+}
+
+/// Why a model file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The file could not be read or written.
+    #[error("model file {path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid model (corrupt, truncated, or another format).
+    #[error("model file {path} is not a valid Elbow model: {reason}")]
+    Corrupt {
+        /// The path.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Identifies the file format.
+const FORMAT: &str = "elbow-model";
+/// Bumped whenever the layout changes.
+const VERSION: u32 = 1;
+
+/// A trained network with everything needed to use it: its head, arm, encoding and scaling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedModel {
+    /// File-format tag, always `elbow-model`.
+    pub format: String,
+    /// File-format version.
+    pub version: u32,
+    /// Which head.
+    pub kind: HeadKind,
+    /// The network.
+    pub net: Mlp,
+    /// The nominal arm it was trained for.
+    pub arm: TwoLinkArm,
+    /// The region its training targets came from (outside it, the model extrapolates).
+    pub region: Region,
+    /// How poses are encoded at its output (unused by the residual head, which outputs angles).
+    pub encoding: AngleEncoding,
+    /// The mixture layout, for the MDN head.
+    pub mdn: Option<MdnNll>,
+    /// Network outputs are divided by this to give radians (residual head).
+    pub output_scale: f32,
+    /// Residual head: a correction larger than this on either joint (radians) is rejected and
+    /// the analytic answer is returned unchanged.
+    pub max_correction: f64,
+    /// For the residual head: the real arm its corrections were fitted to.
+    pub real: Option<RealArm>,
+}
+
+impl LearnedModel {
+    /// A model around a freshly built network.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        kind: HeadKind,
+        net: Mlp,
+        arm: TwoLinkArm,
+        region: Region,
+        encoding: AngleEncoding,
+        mdn: Option<MdnNll>,
+        output_scale: f32,
+        real: Option<RealArm>,
+    ) -> Self {
+        Self {
+            format: FORMAT.into(),
+            version: VERSION,
+            kind,
+            net,
+            arm,
+            region,
+            encoding,
+            mdn,
+            output_scale,
+            max_correction: 0.5,
+            real,
+        }
+    }
+
+    /// Inputs of the network for one target: position scaled by the reach, then the mode as +-1.
+    /// Non-finite or huge coordinates are clamped so the network output stays finite.
+    pub fn features(&self, target: Point2, mode: ElbowMode, out: &mut [f32]) {
+        let scale = 1.0 / self.arm.reach();
+        let clean = |v: f64| if v.is_nan() { 0.0 } else { (v * scale).clamp(-1e3, 1e3) as f32 };
+        out[0] = clean(target.x);
+        out[1] = clean(target.y);
+        if self.kind.takes_mode() {
+            out[2] = mode.sign() as f32;
+        }
+    }
+
+    /// Network inputs per sample.
+    pub fn input_dims(&self) -> usize {
+        if self.kind.takes_mode() { 3 } else { 2 }
+    }
+
+    /// Network outputs per sample.
+    pub fn output_dims(&self) -> usize {
+        match (self.kind, self.mdn) {
+            (HeadKind::Mdn, Some(m)) => m.outputs(),
+            (HeadKind::Residual, _) => 2,
+            _ => self.encoding.dims(),
+        }
+    }
+
+    /// Checks the model is internally consistent (what a loaded file must satisfy).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!("format is `{}`, expected `{FORMAT}`", self.format));
+        }
+        if self.version != VERSION {
+            return Err(format!("version {} is not supported (this build reads {VERSION})", self.version));
+        }
+        if self.kind == HeadKind::Mdn && self.mdn.is_none_or(|m| m.k == 0 || m.d != self.encoding.dims()) {
+            return Err("an MDN head needs a mixture layout matching its encoding".into());
+        }
+        if self.kind == HeadKind::Residual && self.real.is_none() {
+            return Err("a residual head needs the real arm it was fitted to".into());
+        }
+        if !self.net.is_consistent() {
+            return Err("layer shapes do not chain, or a weight is not finite".into());
+        }
+        if self.net.inputs() != self.input_dims() || self.net.outputs() != self.output_dims() {
+            return Err(format!(
+                "network is {}->{} but a {} head needs {}->{}",
+                self.net.inputs(),
+                self.net.outputs(),
+                self.kind,
+                self.input_dims(),
+                self.output_dims()
+            ));
+        }
+        if !(self.output_scale.is_finite() && self.output_scale > 0.0) || !(self.max_correction >= 0.0) {
+            return Err("output scale and correction bound must be positive numbers".into());
+        }
+        Ok(())
+    }
+
+    /// Writes the model as JSON.
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let io = |source| ModelError::Io { path: path.display().to_string(), source };
+        let json = serde_json::to_string(self).expect("a model always serialises");
+        std::fs::write(path, json).map_err(io)
+    }
+
+    /// Reads and validates a model file.
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
+        Self::from_json(&text).map_err(|reason| ModelError::Corrupt { path: path.display().to_string(), reason })
+    }
+
+    /// Parses and validates a model from JSON text.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let model: LearnedModel = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    /// The residual head's proposal with the correction switched on or off.
+    pub fn predict_residual(&self, target: Point2, mode: ElbowMode, use_correction: bool) -> Prediction {
+        let base = solve_branches(&self.arm, target).pose(mode);
+        let mut correction = None;
+        let mut pose = base;
+        if use_correction {
+            let mut x = [0f32; 3];
+            self.features(target, mode, &mut x);
+            let out = self.net.forward_one(&x);
+            let d = Pose::new(out[0] as f64 / self.output_scale as f64, out[1] as f64 / self.output_scale as f64);
+            if d.is_finite() && d.shoulder.abs().max(d.elbow.abs()) <= self.max_correction {
+                pose = Pose::new(base.shoulder + d.shoulder, base.elbow + d.elbow).wrapped();
+                correction = Some(d);
+            }
+        }
+        Prediction { pose, candidates: vec![Candidate { weight: 1.0, pose }], correction, base: Some(base) }
+    }
+}
+
+impl LearnedIk for LearnedModel {
+    fn kind(&self) -> HeadKind {
+        self.kind
+    }
+
+    fn predict(&self, target: Point2, mode: ElbowMode) -> Prediction {
+        if self.kind == HeadKind::Residual {
+            return self.predict_residual(target, mode, true);
+        }
+        let mut x = [0f32; 3];
+        self.features(target, mode, &mut x);
+        let out = self.net.forward_one(&x[..self.input_dims()]);
+        let mut candidates = match (self.kind, self.mdn) {
+            (HeadKind::Mdn, Some(mdn)) => mdn
+                .components(out.as_view())
+                .into_iter()
+                .map(|c| Candidate { weight: c.weight, pose: self.encoding.decode(&c.mean) })
+                .collect(),
+            _ => vec![Candidate { weight: 1.0, pose: self.encoding.decode(out.as_slice()) }],
+        };
+        for c in &mut candidates {
+            if !c.pose.is_finite() || !c.weight.is_finite() {
+                *c = Candidate { weight: 0.0, pose: Pose::default() };
+            }
+        }
+        candidates.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+        Prediction { pose: candidates[0].pose, candidates, correction: None, base: None }
+    }
+}
+
+/// How a learned solver picks the elbow mode it asks heads that take one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModeChoice {
+    /// Always this mode.
+    Fixed(ElbowMode),
+    /// The mode of the seed pose (the arm keeps its current branch).
+    FromSeed,
+}
+
+/// A learned head used as an [`IkSolver`]: it proposes, nothing checks. Its status is
+/// [`SolveStatus::Unverified`] (the residual hybrid passes on the analytic solver's failures).
+#[derive(Debug, Clone, Copy)]
+pub struct LearnedSolver<'m> {
+    /// The head.
+    pub model: &'m LearnedModel,
+    /// How the mode input is chosen.
+    pub mode: ModeChoice,
+    /// Residual head only: apply the learned correction (off: exactly the analytic answer).
+    pub use_correction: bool,
+}
+
+impl<'m> LearnedSolver<'m> {
+    /// A solver using `model`, keeping the seed's elbow mode, with corrections on.
+    pub fn new(model: &'m LearnedModel) -> Self {
+        Self { model, mode: ModeChoice::FromSeed, use_correction: true }
+    }
+}
+
+impl IkSolver for LearnedSolver<'_> {
+    fn name(&self) -> &str {
+        self.model.kind.name()
+    }
+
+    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+        let mode = match self.mode {
+            ModeChoice::Fixed(m) => m,
+            ModeChoice::FromSeed => ElbowMode::of(crate::solver::sane_seed(seed)),
+        };
+        let (pose, status) = if self.model.kind == HeadKind::Residual {
+            let p = self.model.predict_residual(target, mode, self.use_correction);
+            let analytic = solve_branches(&self.model.arm, target);
+            let status = match analytic.unreachable {
+                Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
+                None if p.correction.is_some() => SolveStatus::Unverified,
+                None => SolveStatus::Converged,
+            };
+            (p.pose, status)
+        } else {
+            (self.model.predict(target, mode).pose, SolveStatus::Unverified)
+        };
+        Solution { pose, status, residual: None, iterations: 0 }
+    }
+}

@@ -1,0 +1,377 @@
+//! The training loop: minibatches from a [`Dataset`], a loss per head, Adam, and evaluation.
+//!
+//! [`Trainer::step`] does one minibatch update, so callers decide how much to train at a time:
+//! the command line runs to completion with a progress bar, the app trains on a background thread.
+
+use super::data::{AngleEncoding, DataConfig, Dataset};
+use super::model::{HeadKind, LearnedIk, LearnedModel};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
+use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, Mlp, Mse, Scratch};
+use crate::stats::Summary;
+use nalgebra::DMatrix;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Everything that defines a training run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Which head to train.
+    pub head: HeadKind,
+    /// Nominal arm.
+    pub arm: TwoLinkArm,
+    /// Workspace region of the training targets.
+    pub region: Region,
+    /// How targets spread over the region.
+    pub sampling: SampleMode,
+    /// Number of training targets.
+    pub data_size: usize,
+    /// Minibatch updates.
+    pub steps: usize,
+    /// Samples per minibatch.
+    pub batch: usize,
+    /// Width of each hidden layer.
+    pub hidden: usize,
+    /// Number of hidden layers.
+    pub depth: usize,
+    /// Hidden activation.
+    pub activation: Activation,
+    /// MDN components.
+    pub components: usize,
+    /// MDN standard-deviation floor (in encoded units).
+    pub sigma_min: f32,
+    /// Peak learning rate; it decays along a cosine to 5% of this by the last step.
+    pub lr: f32,
+    /// Output encoding of the angle heads.
+    pub encoding: AngleEncoding,
+    /// Seed of data, initialisation and batching.
+    pub seed: u64,
+    /// Residual head: the real arm to fit corrections to.
+    pub real: RealArm,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        let arm = TwoLinkArm::default();
+        Self {
+            head: HeadKind::Mdn,
+            arm,
+            region: Region::Annulus,
+            sampling: SampleMode::UniformArea,
+            data_size: 20_000,
+            steps: 6_000,
+            batch: 256,
+            hidden: 64,
+            depth: 2,
+            activation: Activation::Tanh,
+            components: 3,
+            sigma_min: 0.01,
+            lr: 3e-3,
+            encoding: AngleEncoding::Circular,
+            seed: 0,
+            real: default_real_arm(&arm),
+        }
+    }
+}
+
+/// The mismatched "real" arm used by default: links 6% long and 4% short, joints offset by
+/// 0.03 and -0.05 rad.
+pub fn default_real_arm(nominal: &TwoLinkArm) -> RealArm {
+    RealArm::mismatched(nominal, [0.06, -0.04], Pose::new(0.03, -0.05)).unwrap_or(RealArm::ideal(*nominal))
+}
+
+/// Why a training configuration was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainError {
+    /// A size or rate was out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl TrainConfig {
+    /// Checks every field, with a message naming the first bad one.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let bad = |m: String| Err(TrainError::Invalid(m));
+        if self.batch == 0 || self.batch > 65_536 {
+            return bad(format!("batch must be in 1..=65536, got {}", self.batch));
+        }
+        if self.hidden == 0 || self.hidden > 4096 {
+            return bad(format!("hidden width must be in 1..=4096, got {}", self.hidden));
+        }
+        if self.depth == 0 || self.depth > 8 {
+            return bad(format!("depth must be in 1..=8, got {}", self.depth));
+        }
+        if self.head == HeadKind::Mdn && (self.components == 0 || self.components > 32) {
+            return bad(format!("components must be in 1..=32, got {}", self.components));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
+            return bad(format!("learning rate must be in (0, 1), got {}", self.lr));
+        }
+        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0) {
+            return bad(format!("sigma floor must be > 0, got {}", self.sigma_min));
+        }
+        if self.data_size < 16 || self.data_size > 10_000_000 {
+            return bad(format!("data size must be in 16..=10000000, got {}", self.data_size));
+        }
+        Ok(())
+    }
+
+    fn data_config(&self) -> DataConfig {
+        DataConfig { arm: self.arm, region: self.region, sampling: self.sampling, size: self.data_size, seed: self.seed }
+    }
+
+    /// Layer widths of the network this configuration builds.
+    fn layer_sizes(&self, inputs: usize, outputs: usize) -> Vec<usize> {
+        let mut sizes = vec![inputs];
+        sizes.extend(std::iter::repeat_n(self.hidden, self.depth));
+        sizes.push(outputs);
+        sizes
+    }
+}
+
+/// Corrections are scaled by this before the network sees them, so they are of order one.
+const RESIDUAL_SCALE: f32 = 10.0;
+
+/// An in-progress training run.
+pub struct Trainer {
+    cfg: TrainConfig,
+    model: LearnedModel,
+    loss: Box<dyn Loss>,
+    adam: Adam,
+    data: Dataset,
+    rng: ChaCha8Rng,
+    scratch: Scratch,
+    grads: Gradients,
+    x: DMatrix<f32>,
+    y: DMatrix<f32>,
+    d_out: DMatrix<f32>,
+    order: Vec<usize>,
+    cursor: usize,
+    step: usize,
+    /// Loss of every step so far.
+    pub history: Vec<f32>,
+}
+
+impl Trainer {
+    /// Builds data, network and optimizer for `cfg`.
+    pub fn new(cfg: TrainConfig) -> Result<Self, TrainError> {
+        cfg.validate()?;
+        let data = match cfg.head {
+            HeadKind::Residual => Dataset::residuals(&cfg.data_config(), &cfg.real),
+            _ => Dataset::both_branches(&cfg.data_config()),
+        };
+        if data.len() < cfg.batch.min(16) {
+            return Err(TrainError::Invalid(format!(
+                "only {} usable targets in region {} with these joint limits",
+                data.len(),
+                cfg.region
+            )));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mdn = (cfg.head == HeadKind::Mdn).then_some(MdnNll {
+            k: cfg.components,
+            d: cfg.encoding.dims(),
+            sigma_min: cfg.sigma_min,
+        });
+        let (inputs, outputs) = match cfg.head {
+            HeadKind::Mse => (2, cfg.encoding.dims()),
+            HeadKind::Mdn => (2, mdn.map_or(0, |m| m.outputs())),
+            HeadKind::Mode => (3, cfg.encoding.dims()),
+            HeadKind::Residual => (3, 2),
+        };
+        let net = Mlp::new(&cfg.layer_sizes(inputs, outputs), cfg.activation, &mut rng);
+        let real = (cfg.head == HeadKind::Residual).then_some(cfg.real);
+        let scale = if cfg.head == HeadKind::Residual { RESIDUAL_SCALE } else { 1.0 };
+        let model = LearnedModel::new(cfg.head, net, cfg.arm, cfg.region, cfg.encoding, mdn, scale, real);
+        let loss: Box<dyn Loss> = match mdn {
+            Some(m) => Box::new(m),
+            None => Box::new(Mse),
+        };
+        let adam = Adam::new(&model.net, cfg.lr);
+        let grads = model.net.zero_gradients();
+        let order: Vec<usize> = (0..data.len()).collect();
+        Ok(Self {
+            x: DMatrix::zeros(inputs, cfg.batch),
+            y: DMatrix::zeros(if cfg.head == HeadKind::Residual { 2 } else { cfg.encoding.dims() }, cfg.batch),
+            d_out: DMatrix::zeros(outputs, cfg.batch),
+            cfg,
+            model,
+            loss,
+            adam,
+            data,
+            rng,
+            scratch: Scratch::default(),
+            grads,
+            order,
+            cursor: usize::MAX,
+            step: 0,
+            history: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TrainConfig {
+        &self.cfg
+    }
+
+    /// The model as trained so far.
+    pub fn model(&self) -> &LearnedModel {
+        &self.model
+    }
+
+    /// Steps done.
+    pub fn steps_done(&self) -> usize {
+        self.step
+    }
+
+    /// Samples in the training set.
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Changes the peak learning rate from the next step on (ignored unless in `(0, 1)`).
+    pub fn set_lr(&mut self, lr: f32) {
+        if lr.is_finite() && lr > 0.0 && lr < 1.0 {
+            self.cfg.lr = lr;
+        }
+    }
+
+    /// Fills the minibatch buffers: a fresh shuffle each epoch, a random branch per sample.
+    fn fill_batch(&mut self) {
+        let y_dims = self.y.nrows();
+        for j in 0..self.cfg.batch {
+            if self.cursor >= self.order.len() {
+                // Fisher-Yates shuffle at the start of every epoch.
+                for i in (1..self.order.len()).rev() {
+                    let k = self.rng.random_range(0..=i);
+                    self.order.swap(i, k);
+                }
+                self.cursor = 0;
+            }
+            let sample = self.data.samples[self.order[self.cursor]];
+            self.cursor += 1;
+            let mode = if self.rng.random::<bool>() { ElbowMode::Up } else { ElbowMode::Down };
+            let mut x = [0f32; 3];
+            self.model.features(sample.target, mode, &mut x);
+            let inputs = self.x.nrows();
+            self.x.column_mut(j).copy_from_slice(&x[..inputs]);
+            let answer = sample.answer(mode);
+            let mut col = self.y.column_mut(j);
+            if self.cfg.head == HeadKind::Residual {
+                col[0] = answer.shoulder as f32 * RESIDUAL_SCALE;
+                col[1] = answer.elbow as f32 * RESIDUAL_SCALE;
+            } else {
+                let mut enc = [0f32; 4];
+                self.cfg.encoding.encode(answer, &mut enc);
+                col.copy_from_slice(&enc[..y_dims]);
+            }
+        }
+    }
+
+    /// The learning rate of the current step (cosine decay to 5%).
+    pub fn current_lr(&self) -> f32 {
+        let t = (self.step as f32 / self.cfg.steps.max(1) as f32).min(1.0);
+        let floor = 0.05;
+        self.cfg.lr * (floor + (1.0 - floor) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
+    }
+
+    /// One minibatch update; returns its loss.
+    pub fn step(&mut self) -> f32 {
+        self.fill_batch();
+        self.adam.lr = self.current_lr();
+        let out = self.model.net.forward(&self.x, &mut self.scratch);
+        let loss = self.loss.loss_and_grad(out, &self.y, &mut self.d_out);
+        self.model.net.backward(&self.x, &self.d_out, &mut self.scratch, &mut self.grads);
+        self.adam.step(&mut self.model.net, &self.grads);
+        self.step += 1;
+        self.history.push(loss);
+        loss
+    }
+
+    /// Runs the remaining configured steps, calling `progress(step, loss)` after each.
+    pub fn run(&mut self, mut progress: impl FnMut(usize, f32)) {
+        while self.step < self.cfg.steps {
+            let loss = self.step();
+            progress(self.step, loss);
+        }
+    }
+
+    /// Consumes the trainer, returning the model.
+    pub fn into_model(self) -> LearnedModel {
+        self.model
+    }
+}
+
+/// Held-out evaluation targets for a model: the same region, another seed.
+pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x5eed_0f_7e57));
+    arm.sample_targets(&mut rng, n, SampleMode::UniformArea, region)
+}
+
+/// Tip misses of a model on `targets`: on the nominal arm, or on the real arm for the residual
+/// head. Heads that take a mode are asked for both modes (two misses per target).
+pub fn fk_misses(model: &LearnedModel, targets: &[Point2]) -> Vec<f64> {
+    let modes: &[ElbowMode] = if model.kind.takes_mode() { &ElbowMode::BOTH } else { &[ElbowMode::Down] };
+    let mut misses = Vec::with_capacity(targets.len() * modes.len());
+    for &t in targets {
+        for &mode in modes {
+            let pose = model.predict(t, mode).pose;
+            let tip = match (model.kind, model.real) {
+                (HeadKind::Residual, Some(real)) => real.tip(pose),
+                _ => model.arm.tip(pose),
+            };
+            misses.push((tip - t).norm());
+        }
+    }
+    misses
+}
+
+/// Summary of [`fk_misses`].
+pub fn evaluate(model: &LearnedModel, targets: &[Point2]) -> Summary {
+    Summary::of(&fk_misses(model, targets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(head: HeadKind) -> TrainConfig {
+        TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() }
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        for cfg in [
+            TrainConfig { batch: 0, ..TrainConfig::default() },
+            TrainConfig { hidden: 0, ..TrainConfig::default() },
+            TrainConfig { lr: f32::NAN, ..TrainConfig::default() },
+            TrainConfig { components: 0, ..TrainConfig::default() },
+        ] {
+            assert!(Trainer::new(cfg).is_err());
+        }
+    }
+
+    #[test]
+    fn loss_falls_for_every_head() {
+        for head in HeadKind::ALL {
+            let mut t = Trainer::new(TrainConfig { steps: 300, ..quick(head) }).unwrap();
+            let first: f32 = (0..20).map(|_| t.step()).sum::<f32>() / 20.0;
+            t.run(|_, _| {});
+            let last: f32 = t.history[t.history.len() - 20..].iter().sum::<f32>() / 20.0;
+            assert!(last < first, "{head}: {first} -> {last}");
+        }
+    }
+
+    #[test]
+    fn mse_falls_into_the_averaging_trap_and_mdn_escapes_it() {
+        let arm = TwoLinkArm::default();
+        let targets = held_out_targets(&arm, Region::Annulus, 1000, 1);
+        let mut mse = Trainer::new(quick(HeadKind::Mse)).unwrap();
+        mse.run(|_, _| {});
+        let mut mdn = Trainer::new(quick(HeadKind::Mdn)).unwrap();
+        mdn.run(|_, _| {});
+        let (mse, mdn) = (evaluate(mse.model(), &targets), evaluate(mdn.model(), &targets));
+        assert!(mse.mean > 0.2, "MSE mean miss {}", mse.mean);
+        assert!(mdn.mean < mse.mean / 4.0, "MDN {} vs MSE {}", mdn.mean, mse.mean);
+    }
+}
