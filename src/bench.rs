@@ -35,7 +35,7 @@ pub struct BenchReport {
     pub dls_warm_ns: f64,
     /// Mean DLS iterations for those solves.
     pub dls_warm_iterations: f64,
-    /// MDN (K=3, circular encoding) training samples per second, f32, batch 256, one core.
+    /// MDN (K=2, circular encoding) training samples per second, f32, batch 256, one core.
     pub mdn_train_samples_per_second: f64,
     /// Floating-point operations per training sample (forward + backward GEMMs).
     pub flops_per_sample: f64,

@@ -103,13 +103,20 @@ pub fn parse_finite(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses a comma-separated list of finite, non-negative numbers.
-pub fn parse_levels(s: &str) -> Result<Vec<f64>, String> {
-    let v: Vec<f64> = s.split(',').map(parse_finite).collect::<Result<_, _>>()?;
-    if v.iter().any(|&x| x < 0.0) || v.is_empty() || v.len() > 16 {
-        return Err(format!("levels must be 1 to 16 numbers >= 0, got `{s}`"));
+/// A comma-separated list of 1 to 16 finite, non-negative levels (`0,0.01,0.05`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels(pub Vec<f64>);
+
+impl std::str::FromStr for Levels {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: Vec<f64> = s.split(',').map(parse_finite).collect::<Result<_, _>>()?;
+        if v.iter().any(|&x| x < 0.0) || v.is_empty() || v.len() > 16 {
+            return Err(format!("levels must be 1 to 16 numbers >= 0, got `{s}`"));
+        }
+        Ok(Levels(v))
     }
-    Ok(v)
 }
 
 /// Arguments of `elbow solve`.
@@ -213,7 +220,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 2)]
     pub depth: usize,
     /// MDN mixture components.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 2)]
     pub components: usize,
     /// Peak learning rate (cosine-decayed).
     #[arg(long, default_value_t = 3e-3)]
@@ -387,5 +394,38 @@ pub fn run(command: &Command) -> Result<(), String> {
         Command::Experiment(ExperimentCommand::Averaging(a)) => crate::experiments::run_averaging(a),
         Command::Experiment(ExperimentCommand::Degradation(a)) => crate::experiments::run_degradation(a),
         Command::Bench(a) => crate::bench::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_every_subcommand() {
+        for args in [
+            vec!["elbow", "solve", "1", "-0.5", "--lengths", "1,0.5", "--json"],
+            vec!["elbow", "train", "--head", "residual", "--region", "sector:-90,90", "--steps", "10"],
+            vec!["elbow", "experiment", "averaging", "--json"],
+            vec!["elbow", "experiment", "degradation", "--noise", "0,0.1", "--backlash", "0", "--csv"],
+            vec!["elbow", "bench", "--json"],
+        ] {
+            Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        for bad in [
+            vec!["elbow", "solve", "1", "inf"],
+            vec!["elbow", "solve", "1", "1", "--lengths", "-1,1"],
+            vec!["elbow", "train", "--head", "mlp"],
+            vec!["elbow", "train", "--region", "sector:10,5"],
+            vec!["elbow", "experiment", "degradation", "--noise", "-1"],
+        ] {
+            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod app;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = elbow::cli::Cli::parse();
     match cli.command {
         Some(command) => match elbow::cli::run(&command) {
@@ -29,4 +30,14 @@ fn run_app() -> ExitCode {
 fn run_app() -> ExitCode {
     eprintln!("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
+}
+
+/// Lets `elbow ... | head` end quietly, as command-line tools do, instead of panicking on a
+/// closed pipe (Rust ignores SIGPIPE by default).
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

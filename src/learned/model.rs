@@ -172,21 +172,25 @@ impl LearnedModel {
         }
     }
 
-    /// Inputs of the network for one target: position scaled by the reach, then the mode as +-1.
+    /// Inputs of the network for one target, in polar form: the bearing as `[cos, sin]`, the
+    /// radius over the reach, then (for heads that take one) the mode as +-1. Polar inputs keep
+    /// the map smooth near the base, where the shoulder angle turns with the bearing.
     /// Non-finite or huge coordinates are clamped so the network output stays finite.
     pub fn features(&self, target: Point2, mode: ElbowMode, out: &mut [f32]) {
-        let scale = 1.0 / self.arm.reach();
-        let clean = |v: f64| if v.is_nan() { 0.0 } else { (v * scale).clamp(-1e3, 1e3) as f32 };
-        out[0] = clean(target.x);
-        out[1] = clean(target.y);
+        let (x, y) = if target.x.is_finite() && target.y.is_finite() { (target.x, target.y) } else { (0.0, 0.0) };
+        let r = x.hypot(y);
+        let (c, s) = if r > 0.0 { (x / r, y / r) } else { (1.0, 0.0) };
+        out[0] = c as f32;
+        out[1] = s as f32;
+        out[2] = (r / self.arm.reach()).min(1e3) as f32;
         if self.kind.takes_mode() {
-            out[2] = mode.sign() as f32;
+            out[3] = mode.sign() as f32;
         }
     }
 
     /// Network inputs per sample.
     pub fn input_dims(&self) -> usize {
-        if self.kind.takes_mode() { 3 } else { 2 }
+        if self.kind.takes_mode() { 4 } else { 3 }
     }
 
     /// Network outputs per sample.
@@ -257,7 +261,7 @@ impl LearnedModel {
         let mut correction = None;
         let mut pose = base;
         if use_correction {
-            let mut x = [0f32; 3];
+            let mut x = [0f32; 4];
             self.features(target, mode, &mut x);
             let out = self.net.forward_one(&x);
             let d = Pose::new(out[0] as f64 / self.output_scale as f64, out[1] as f64 / self.output_scale as f64);
@@ -279,7 +283,7 @@ impl LearnedIk for LearnedModel {
         if self.kind == HeadKind::Residual {
             return self.predict_residual(target, mode, true);
         }
-        let mut x = [0f32; 3];
+        let mut x = [0f32; 4];
         self.features(target, mode, &mut x);
         let out = self.net.forward_one(&x[..self.input_dims()]);
         let mut candidates = match (self.kind, self.mdn) {

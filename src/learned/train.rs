@@ -64,7 +64,7 @@ impl Default for TrainConfig {
             hidden: 64,
             depth: 2,
             activation: Activation::Tanh,
-            components: 3,
+            components: 2,
             sigma_min: 0.01,
             lr: 3e-3,
             encoding: AngleEncoding::Circular,
@@ -145,6 +145,9 @@ pub struct Trainer {
     x: DMatrix<f32>,
     y: DMatrix<f32>,
     d_out: DMatrix<f32>,
+    /// Network inputs and training targets of every (sample, mode), computed once.
+    inputs: Vec<[f32; 4]>,
+    targets: Vec<[f32; 3]>,
     order: Vec<usize>,
     cursor: usize,
     step: usize,
@@ -173,13 +176,13 @@ impl Trainer {
             d: cfg.encoding.dims(),
             sigma_min: cfg.sigma_min,
         });
-        let (inputs, outputs) = match cfg.head {
-            HeadKind::Mse => (2, cfg.encoding.dims()),
-            HeadKind::Mdn => (2, mdn.map_or(0, |m| m.outputs())),
-            HeadKind::Mode => (3, cfg.encoding.dims()),
-            HeadKind::Residual => (3, 2),
+        let (n_in, outputs) = match cfg.head {
+            HeadKind::Mse => (3, cfg.encoding.dims()),
+            HeadKind::Mdn => (3, mdn.map_or(0, |m| m.outputs())),
+            HeadKind::Mode => (4, cfg.encoding.dims()),
+            HeadKind::Residual => (4, 2),
         };
-        let net = Mlp::new(&cfg.layer_sizes(inputs, outputs), cfg.activation, &mut rng);
+        let net = Mlp::new(&cfg.layer_sizes(n_in, outputs), cfg.activation, &mut rng);
         let real = (cfg.head == HeadKind::Residual).then_some(cfg.real);
         let scale = if cfg.head == HeadKind::Residual { RESIDUAL_SCALE } else { 1.0 };
         let model = LearnedModel::new(cfg.head, net, cfg.arm, cfg.region, cfg.encoding, mdn, scale, real);
@@ -190,8 +193,28 @@ impl Trainer {
         let adam = Adam::new(&model.net, cfg.lr);
         let grads = model.net.zero_gradients();
         let order: Vec<usize> = (0..data.len()).collect();
+        let mut inputs = Vec::with_capacity(2 * data.len());
+        let mut targets = Vec::with_capacity(2 * data.len());
+        for sample in &data.samples {
+            for mode in ElbowMode::BOTH {
+                let mut x = [0f32; 4];
+                model.features(sample.target, mode, &mut x);
+                inputs.push(x);
+                let answer = sample.answer(mode);
+                let mut y = [0f32; 3];
+                if cfg.head == HeadKind::Residual {
+                    y[0] = answer.shoulder as f32 * RESIDUAL_SCALE;
+                    y[1] = answer.elbow as f32 * RESIDUAL_SCALE;
+                } else {
+                    cfg.encoding.encode(answer, &mut y);
+                }
+                targets.push(y);
+            }
+        }
         Ok(Self {
-            x: DMatrix::zeros(inputs, cfg.batch),
+            inputs,
+            targets,
+            x: DMatrix::zeros(n_in, cfg.batch),
             y: DMatrix::zeros(if cfg.head == HeadKind::Residual { 2 } else { cfg.encoding.dims() }, cfg.batch),
             d_out: DMatrix::zeros(outputs, cfg.batch),
             cfg,
@@ -238,7 +261,7 @@ impl Trainer {
 
     /// Fills the minibatch buffers: a fresh shuffle each epoch, a random branch per sample.
     fn fill_batch(&mut self) {
-        let y_dims = self.y.nrows();
+        let (x_dims, y_dims) = (self.x.nrows(), self.y.nrows());
         for j in 0..self.cfg.batch {
             if self.cursor >= self.order.len() {
                 // Fisher-Yates shuffle at the start of every epoch.
@@ -248,23 +271,10 @@ impl Trainer {
                 }
                 self.cursor = 0;
             }
-            let sample = self.data.samples[self.order[self.cursor]];
+            let row = 2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>());
             self.cursor += 1;
-            let mode = if self.rng.random::<bool>() { ElbowMode::Up } else { ElbowMode::Down };
-            let mut x = [0f32; 3];
-            self.model.features(sample.target, mode, &mut x);
-            let inputs = self.x.nrows();
-            self.x.column_mut(j).copy_from_slice(&x[..inputs]);
-            let answer = sample.answer(mode);
-            let mut col = self.y.column_mut(j);
-            if self.cfg.head == HeadKind::Residual {
-                col[0] = answer.shoulder as f32 * RESIDUAL_SCALE;
-                col[1] = answer.elbow as f32 * RESIDUAL_SCALE;
-            } else {
-                let mut enc = [0f32; 4];
-                self.cfg.encoding.encode(answer, &mut enc);
-                col.copy_from_slice(&enc[..y_dims]);
-            }
+            self.x.column_mut(j).copy_from_slice(&self.inputs[row][..x_dims]);
+            self.y.column_mut(j).copy_from_slice(&self.targets[row][..y_dims]);
         }
     }
 

@@ -110,11 +110,15 @@ impl Dense {
 
     /// `out = act(W x + b)` for a whole batch; `out` must be `outputs x batch`.
     pub fn forward_into(&self, x: &DMatrix<f32>, out: &mut DMatrix<f32>) {
-        for mut col in out.column_iter_mut() {
-            col.copy_from(&self.b);
+        gemm(1.0, &self.w, false, x, false, 0.0, out);
+        // Bias and activation in one pass over the output, a column (sample) at a time.
+        let b = self.b.as_slice();
+        let columns = out.as_mut_slice().chunks_exact_mut(b.len());
+        match self.activation {
+            Activation::Tanh => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = fast_tanh(*v + bi))),
+            Activation::Relu => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = (*v + bi).max(0.0))),
+            Activation::Identity => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v += bi)),
         }
-        gemm(1.0, &self.w, false, x, false, 1.0, out);
-        self.activation.apply(out.as_mut_slice());
     }
 }
 

@@ -30,7 +30,8 @@ impl Loss for Mse {
 /// Negative log-likelihood of a mixture of `k` diagonal Gaussians over `d`-dimensional targets.
 ///
 /// The network output for one sample is `[logits (k), means (k·d), raw log-sigmas (k·d)]`; the
-/// standard deviation is `sigma_min + exp(raw)`, so it never collapses below the floor.
+/// log standard deviation is `max(raw, ln sigma_min)`, so a component never collapses below the
+/// floor (and, once at it, gets no gradient pushing it further down).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MdnNll {
     /// Number of mixture components.
@@ -53,14 +54,18 @@ pub struct MdnComponent {
 }
 
 const LOG_SQRT_2PI: f32 = 0.918_938_5;
-/// Bounds on the raw log-sigma, so `exp` can neither overflow nor vanish.
-const RAW_MIN: f32 = -16.0;
+/// Upper bound on the log-sigma, so `exp` cannot overflow.
 const RAW_MAX: f32 = 8.0;
 
 impl MdnNll {
     /// Network outputs needed per sample: `k · (1 + 2d)`.
     pub fn outputs(&self) -> usize {
         self.k * (1 + 2 * self.d)
+    }
+
+    /// The log standard deviation a raw output stands for (floored, and capped so `exp` stays finite).
+    fn log_sigma(&self, raw: f32) -> f32 {
+        raw.clamp(self.sigma_min.ln(), RAW_MAX)
     }
 
     /// Decodes the mixture of one output column (softmaxed weights, floored sigmas).
@@ -73,9 +78,7 @@ impl MdnNll {
             .map(|i| MdnComponent {
                 weight: exps[i] / sum,
                 mean: (0..d).map(|j| out[k + i * d + j]).collect(),
-                sigma: (0..d)
-                    .map(|j| self.sigma_min + out[k + k * d + i * d + j].clamp(RAW_MIN, RAW_MAX).exp())
-                    .collect(),
+                sigma: (0..d).map(|j| self.log_sigma(out[k + k * d + i * d + j]).exp()).collect(),
             })
             .collect()
     }
@@ -86,9 +89,11 @@ impl Loss for MdnNll {
         let (k, d) = (self.k, self.d);
         let batch = output.ncols();
         let inv_b = 1.0 / batch.max(1) as f32;
+        let floor = self.sigma_min.ln();
         let mut total = 0.0f32;
         let mut log_like = vec![0f32; k];
-        let mut sigma = vec![0f32; k * d];
+        let mut prior = vec![0f32; k];
+        let mut inv_sigma = vec![0f32; k * d];
         for col in 0..batch {
             let o = output.column(col);
             let t = target.column(col);
@@ -98,37 +103,47 @@ impl Loss for MdnNll {
             let (means, raws) = rest.split_at(k * d);
             // log softmax of the logits.
             let lmax = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let lse_logits = lmax + logits.iter().map(|&l| (l - lmax).exp()).sum::<f32>().ln();
+            let mut psum = 0.0;
             for i in 0..k {
+                prior[i] = (logits[i] - lmax).exp();
+                psum += prior[i];
+            }
+            let lse_logits = lmax + psum.ln();
+            for i in 0..k {
+                prior[i] /= psum;
                 let mut ll = logits[i] - lse_logits;
                 for j in 0..d {
                     let idx = i * d + j;
-                    let s = self.sigma_min + raws[idx].clamp(RAW_MIN, RAW_MAX).exp();
-                    sigma[idx] = s;
-                    let z = (t[j] - means[idx]) / s;
-                    ll -= 0.5 * z * z + s.ln() + LOG_SQRT_2PI;
+                    let log_s = raws[idx].clamp(floor, RAW_MAX);
+                    let inv_s = (-log_s).exp();
+                    inv_sigma[idx] = inv_s;
+                    let z = (t[j] - means[idx]) * inv_s;
+                    ll -= 0.5 * z * z + log_s + LOG_SQRT_2PI;
                 }
                 log_like[i] = ll;
             }
             let m = log_like.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = log_like.iter().map(|&l| (l - m).exp()).sum();
+            let mut sum = 0.0;
+            for ll in log_like.iter_mut() {
+                *ll = (*ll - m).exp(); // now unnormalised responsibilities
+                sum += *ll;
+            }
             total -= m + sum.ln();
             let mut g = grad.column_mut(col);
             let g = g.as_mut_slice();
             let (g_logits, g_rest) = g.split_at_mut(k);
             let (g_means, g_raws) = g_rest.split_at_mut(k * d);
             for i in 0..k {
-                let resp = (log_like[i] - m).exp() / sum; // posterior responsibility
-                let prior = (logits[i] - lse_logits).exp();
-                g_logits[i] = (prior - resp) * inv_b;
+                let resp = log_like[i] / sum; // posterior responsibility
+                g_logits[i] = (prior[i] - resp) * inv_b;
                 for j in 0..d {
                     let idx = i * d + j;
-                    let s = sigma[idx];
-                    let z = (t[j] - means[idx]) / s;
-                    g_means[idx] = -resp * z / s * inv_b;
+                    let inv_s = inv_sigma[idx];
+                    let z = (t[j] - means[idx]) * inv_s;
+                    g_means[idx] = -resp * z * inv_s * inv_b;
                     let raw = raws[idx];
-                    let ds_draw = if (RAW_MIN..=RAW_MAX).contains(&raw) { s - self.sigma_min } else { 0.0 };
-                    g_raws[idx] = -resp * (z * z - 1.0) / s * ds_draw * inv_b;
+                    let free = raw > floor && raw < RAW_MAX;
+                    g_raws[idx] = if free { -resp * (z * z - 1.0) * inv_b } else { 0.0 };
                 }
             }
         }

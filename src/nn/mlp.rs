@@ -119,10 +119,10 @@ impl Mlp {
             let input = if i == 0 { x } else { &scratch.acts[i - 1] };
             // dW = delta · inputᵀ, db = row sums of delta.
             gemm(1.0, delta, false, input, true, 0.0, &mut grads.w[i]);
-            let db = &mut grads.b[i];
+            let db = grads.b[i].as_mut_slice();
             db.fill(0.0);
-            for col in delta.column_iter() {
-                *db += col;
+            for col in delta.as_slice().chunks_exact(db.len()) {
+                db.iter_mut().zip(col).for_each(|(s, &v)| *s += v);
             }
             if i > 0 {
                 // dL/d(input) = Wᵀ · delta.

@@ -1,0 +1,75 @@
+//! The desktop app: a bevy window over the headless core.
+//!
+//! The plugins split in two halves. The logic half ([`logic_plugin`]: state, target, training,
+//! solvers, plant) needs no window or renderer, so tests drive it with [`MinimalPlugins`]. The
+//! presentation half (camera and pointer, gizmo drawing, the egui panel, the screenshot hook)
+//! is added by [`plugin`] only, which [`run`] uses.
+//!
+//! Every frame runs the [`AppSet`]s in order: read the pointer, move the target, collect
+//! training progress, run every solver, step the plant, draw.
+
+mod camera;
+mod draw;
+mod panel;
+mod plant;
+mod screenshot;
+mod solvers;
+mod state;
+mod target;
+mod training;
+
+#[cfg(test)]
+mod tests;
+
+use bevy::prelude::*;
+use bevy_egui::EguiPlugin;
+use std::process::ExitCode;
+
+/// The stages of a frame, chained in this order in [`Update`].
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum AppSet {
+    /// Devices become messages (mouse to world-space pointer drags).
+    Input,
+    /// The target follows the pointer or the sweep.
+    Target,
+    /// Training commands go out, model snapshots and losses come in.
+    Train,
+    /// Every solver answers for the target.
+    Solve,
+    /// The driving answer is commanded and the plant steps.
+    Plant,
+    /// Gizmos.
+    Draw,
+}
+
+/// Opens the window and runs the lab until it closes.
+pub(crate) fn run() -> ExitCode {
+    let window = Window {
+        title: "Elbow: the failure modes of learned IK".into(),
+        resolution: (1400, 900).into(),
+        ..default()
+    };
+    let exit = App::new()
+        .add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
+        .add_plugins(EguiPlugin::default())
+        .add_plugins(plugin)
+        .run();
+    match exit {
+        AppExit::Success => ExitCode::SUCCESS,
+        AppExit::Error(code) => ExitCode::from(code.get()),
+    }
+}
+
+/// Everything the windowed app adds on top of bevy's and egui's plugins.
+pub(crate) fn plugin(app: &mut App) {
+    app.add_plugins((logic_plugin, camera::plugin, draw::plugin, panel::plugin, screenshot::plugin));
+}
+
+/// The headless half: resources and systems that need no window, renderer or egui.
+pub(crate) fn logic_plugin(app: &mut App) {
+    app.configure_sets(
+        Update,
+        (AppSet::Input, AppSet::Target, AppSet::Train, AppSet::Solve, AppSet::Plant, AppSet::Draw).chain(),
+    );
+    app.add_plugins((state::plugin, target::plugin, training::plugin, solvers::plugin, plant::plugin));
+}
