@@ -129,6 +129,23 @@ impl TrainConfig {
     }
 }
 
+/// Starts the mixture with its components' elbow means spread from elbow-up to elbow-down (and
+/// small output weights, so the biases dominate at first). Identical components would otherwise
+/// have to break their symmetry by chance, and with some seeds one broad component ends up
+/// straddling both branches: the averaging trap again, inside the mixture.
+fn spread_components(net: &mut Mlp, m: MdnNll) {
+    let last = net.layers.last_mut().expect("at least one layer");
+    last.w *= 0.1;
+    let elbow_dim = m.d - 1; // the elbow is the last value of every encoding
+    for i in 0..m.k {
+        let t = if m.k == 1 { 0.0 } else { i as f32 / (m.k - 1) as f32 * 2.0 - 1.0 };
+        last.b[m.k + i * m.d + elbow_dim] = 0.5 * t;
+        for j in 0..m.d {
+            last.b[m.k + m.k * m.d + i * m.d + j] = -1.0; // sigma about 0.37 to start
+        }
+    }
+}
+
 /// Corrections are scaled by this before the network sees them, so they are of order one.
 const RESIDUAL_SCALE: f32 = 10.0;
 
@@ -182,7 +199,10 @@ impl Trainer {
             HeadKind::Mode => (4, cfg.encoding.dims()),
             HeadKind::Residual => (4, 2),
         };
-        let net = Mlp::new(&cfg.layer_sizes(n_in, outputs), cfg.activation, &mut rng);
+        let mut net = Mlp::new(&cfg.layer_sizes(n_in, outputs), cfg.activation, &mut rng);
+        if let Some(m) = mdn {
+            spread_components(&mut net, m);
+        }
         let real = (cfg.head == HeadKind::Residual).then_some(cfg.real);
         let scale = if cfg.head == HeadKind::Residual { RESIDUAL_SCALE } else { 1.0 };
         let model = LearnedModel::new(cfg.head, net, cfg.arm, cfg.region, cfg.encoding, mdn, scale, real);

@@ -1,0 +1,123 @@
+//! The cameras and the pointer: the world camera renders into the part of the window right of
+//! the egui panel (its viewport follows the panel's width, so the arm stays centred there), a
+//! second camera renders egui over the whole window, and left-button drags inside the world
+//! viewport become world-space [`PointerDrag`] messages. Drags that start over the panel, or
+//! wander onto it, do not move the target.
+
+use super::AppSet;
+use super::state::Nominal;
+use super::target::PointerDrag;
+use bevy::camera::visibility::RenderLayers;
+use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
+use bevy::prelude::*;
+use bevy::render::render_resource::BlendState;
+use bevy::window::PrimaryWindow;
+use bevy_egui::input::EguiWantsInput;
+use bevy_egui::{EguiGlobalSettings, PrimaryEguiContext};
+use elbow::Point2;
+
+/// Registers the cameras and the viewport and pointer systems.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<PanelWidth>()
+        .add_systems(Startup, spawn_cameras)
+        .add_systems(Update, (fit_viewport, pointer).chain().in_set(AppSet::Input));
+}
+
+/// Background of the world viewport.
+const BACKGROUND: Color = Color::srgb(0.07, 0.075, 0.09);
+
+/// Logical pixels right of the panel edge that still belong to the panel's resize handle.
+const HANDLE_MARGIN: f32 = 6.0;
+
+/// The world camera.
+#[derive(Component)]
+pub(crate) struct WorldCamera;
+
+/// Width of the egui side panel in logical pixels, written by the panel each frame.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct PanelWidth(pub(crate) f32);
+
+/// Spawns the world camera (metres, the whole workspace in view) and the egui camera on top.
+fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, nominal: Res<Nominal>) {
+    // The egui context goes on the second camera, which covers the whole window.
+    egui.auto_create_primary_context = false;
+    let span = 2.3 * nominal.0.reach() as f32;
+    commands.spawn((
+        WorldCamera,
+        Camera2d,
+        Camera { clear_color: ClearColorConfig::Custom(BACKGROUND), ..default() },
+        Projection::Orthographic(OrthographicProjection {
+            scaling_mode: ScalingMode::AutoMin { min_width: span, min_height: span },
+            ..OrthographicProjection::default_2d()
+        }),
+    ));
+    commands.spawn((
+        PrimaryEguiContext,
+        Camera2d,
+        // Draws nothing of the world, only egui.
+        RenderLayers::none(),
+        Camera {
+            order: 1,
+            output_mode: CameraOutputMode::Write {
+                blend_state: Some(BlendState::ALPHA_BLENDING),
+                clear_color: ClearColorConfig::None,
+            },
+            clear_color: ClearColorConfig::Custom(Color::NONE),
+            ..default()
+        },
+    ));
+}
+
+/// Shrinks the world camera's viewport to the window right of the panel.
+fn fit_viewport(
+    window: Single<&Window, With<PrimaryWindow>>,
+    panel: Res<PanelWidth>,
+    mut camera: Single<&mut Camera, With<WorldCamera>>,
+) {
+    let (w, h) = (window.physical_width(), window.physical_height());
+    let panel_px = (panel.0.max(0.0) * window.scale_factor()).round() as u32;
+    let viewport = (w > panel_px + 1 && h > 1).then(|| Viewport {
+        physical_position: UVec2::new(panel_px, 0),
+        physical_size: UVec2::new(w - panel_px, h),
+        ..default()
+    });
+    let same = match (&camera.viewport, &viewport) {
+        (Some(a), Some(b)) => a.physical_position == b.physical_position && a.physical_size == b.physical_size,
+        (None, None) => true,
+        _ => false,
+    };
+    if !same {
+        camera.viewport = viewport;
+    }
+}
+
+/// Turns left-button drags inside the world viewport into [`PointerDrag`] messages.
+fn pointer(
+    buttons: Res<ButtonInput<MouseButton>>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
+    egui: Res<EguiWantsInput>,
+    mut dragging: Local<bool>,
+    mut drags: MessageWriter<PointerDrag>,
+) {
+    let (camera, transform) = *camera;
+    // The viewport already excludes the panel; the margin keeps the panel's resize handle out.
+    // (Egui's "pointer over area" is not used: its background-layer panels can report it
+    // everywhere.) Drags of egui widgets and open popups keep the pointer for egui.
+    let egui_busy = egui.is_using_pointer() || egui.is_popup_open();
+    let in_view = window.cursor_position().filter(|&c| {
+        !egui_busy && camera.logical_viewport_rect().is_some_and(|r| r.contains(c) && c.x > r.min.x + HANDLE_MARGIN)
+    });
+    if buttons.just_pressed(MouseButton::Left) {
+        *dragging = in_view.is_some();
+    }
+    if !buttons.pressed(MouseButton::Left) {
+        *dragging = false;
+    }
+    if *dragging
+        && let Some(cursor) = in_view
+        && let Ok(world) = camera.viewport_to_world_2d(transform, cursor)
+    {
+        drags.write(PointerDrag(Point2::new(world.x as f64, world.y as f64)));
+    }
+}

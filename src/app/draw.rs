@@ -1,0 +1,131 @@
+//! Gizmo drawing in world units (metres): the reachable annulus, the ghost arms of every shown
+//! solver, the MDN's components faded by weight, the plant's real arm on top, and the target,
+//! which flashes red while the safety envelope intervenes.
+
+use super::AppSet;
+use super::plant::Sim;
+use super::solvers::{EnvelopeStats, FLASH_SECS, Solutions};
+use super::state::{FLASH_COLOR, Nominal, PLANT_COLOR, Row, Shown, TARGET_COLOR};
+use super::target::Target;
+use bevy::prelude::*;
+use elbow::{Point2, Pose};
+
+/// Registers the gizmo groups (line widths and styles) and the drawing system.
+pub(crate) fn plugin(app: &mut App) {
+    let config = |width: f32, style: GizmoLineStyle| GizmoConfig {
+        line: GizmoLineConfig { width, style, joints: GizmoLineJoint::Round(6), ..default() },
+        ..default()
+    };
+    app.insert_gizmo_config(PlantGizmos, config(9.0, GizmoLineStyle::Solid))
+        .insert_gizmo_config(GhostGizmos, config(4.0, GizmoLineStyle::Solid))
+        .insert_gizmo_config(DashedGizmos, config(4.0, GizmoLineStyle::Dashed { gap_scale: 2.0, line_scale: 4.0 }))
+        .insert_gizmo_config(WorkspaceGizmos, config(1.5, GizmoLineStyle::Solid))
+        .add_systems(Update, draw.in_set(AppSet::Draw));
+}
+
+/// Thick lines of the plant.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct PlantGizmos;
+
+/// Lines of the ghost arms.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct GhostGizmos;
+
+/// Dashed lines: the average of the branches, and the MSE head's miss.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct DashedGizmos;
+
+/// Thin lines of the workspace.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct WorkspaceGizmos;
+
+/// World point of a core point.
+fn v(p: Point2) -> Vec2 {
+    Vec2::new(p.x as f32, p.y as f32)
+}
+
+/// Draws an arm through `joints` (base, elbow, tip) with joint and tip markers scaled by `size`.
+fn arm<C: GizmoConfigGroup>(g: &mut Gizmos<C>, joints: [Point2; 3], color: Color, size: f32) {
+    let [base, elbow, tip] = joints.map(v);
+    if !(elbow.is_finite() && tip.is_finite()) {
+        return;
+    }
+    g.line_2d(base, elbow, color);
+    g.line_2d(elbow, tip, color);
+    g.circle_2d(elbow, 0.025 * size, color);
+    g.circle_2d(tip, 0.035 * size, color);
+}
+
+/// The drawing bundle of gizmo groups.
+#[derive(bevy::ecs::system::SystemParam)]
+struct Pens<'w, 's> {
+    plant: Gizmos<'w, 's, PlantGizmos>,
+    ghost: Gizmos<'w, 's, GhostGizmos>,
+    dashed: Gizmos<'w, 's, DashedGizmos>,
+    workspace: Gizmos<'w, 's, WorkspaceGizmos>,
+}
+
+/// Draws one frame.
+fn draw(
+    mut pens: Pens,
+    nominal: Res<Nominal>,
+    target: Res<Target>,
+    solutions: Res<Solutions>,
+    shown: Res<Shown>,
+    sim: Res<Sim>,
+    stats: Res<EnvelopeStats>,
+) {
+    let arm_model = nominal.0;
+    let reach = arm_model.reach() as f32;
+
+    // Workspace: the reachable annulus, the axes and the base.
+    let rim = Color::srgb(0.42, 0.45, 0.52);
+    pens.workspace.circle_2d(Vec2::ZERO, reach, rim).resolution(128);
+    let inner = arm_model.inner_radius() as f32;
+    if inner > 1e-6 {
+        pens.workspace.circle_2d(Vec2::ZERO, inner, rim).resolution(64);
+    }
+    let axis = Color::srgba(0.5, 0.52, 0.6, 0.25);
+    pens.workspace.line_2d(Vec2::new(-1.1 * reach, 0.0), Vec2::new(1.1 * reach, 0.0), axis);
+    pens.workspace.line_2d(Vec2::new(0.0, -1.1 * reach), Vec2::new(0.0, 1.1 * reach), axis);
+
+    let ghost = |pose: Option<Pose>| pose.map(|p| arm_model.joints(p));
+    // Ghosts, the average first (underneath) and the MSE head last (on top).
+    let t = v(target.pos);
+    for row in [Row::Average, Row::ElbowUp, Row::ElbowDown, Row::Iterative, Row::Mode, Row::Residual] {
+        let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) else { continue };
+        if row == Row::Average {
+            arm(&mut pens.dashed, joints, row.color(), 1.0);
+        } else {
+            arm(&mut pens.ghost, joints, row.color().with_alpha(0.8), 1.0);
+        }
+    }
+    if shown.get(Row::Mdn) {
+        for c in &solutions.mdn_candidates {
+            let alpha = 0.12 + 0.88 * c.weight.clamp(0.0, 1.0);
+            if c.pose.is_finite() {
+                arm(&mut pens.ghost, arm_model.joints(c.pose), Row::Mdn.color().with_alpha(alpha), 1.0);
+            }
+        }
+    }
+    if shown.get(Row::Mse)
+        && let Some(joints) = ghost(solutions.row(Row::Mse).pose)
+    {
+        arm(&mut pens.ghost, joints, Row::Mse.color(), 1.0);
+        // How far the averaged answer misses.
+        pens.dashed.line_2d(v(joints[2]), t, Row::Mse.color().with_alpha(0.7));
+    }
+
+    // The plant on top: the real arm where it really is.
+    let flash = (stats.flash / FLASH_SECS).clamp(0.0, 1.0);
+    let plant_color = PLANT_COLOR.mix(&FLASH_COLOR, flash);
+    arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.85), 1.3);
+    pens.plant.circle_2d(Vec2::ZERO, 0.05, PLANT_COLOR);
+
+    // The target: a ring and a cross, red and larger while the envelope intervenes.
+    let target_color = TARGET_COLOR.mix(&FLASH_COLOR, flash);
+    let r = 0.06 * (1.0 + flash);
+    pens.ghost.circle_2d(t, r, target_color);
+    pens.ghost.line_2d(t - Vec2::X * 1.8 * r, t + Vec2::X * 1.8 * r, target_color);
+    pens.ghost.line_2d(t - Vec2::Y * 1.8 * r, t + Vec2::Y * 1.8 * r, target_color);
+}

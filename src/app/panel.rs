@@ -1,0 +1,380 @@
+//! The egui side panel: which solver drives the plant, the legend with per-solver readouts and
+//! show/hide toggles, live loss and tip-error plots, the envelope's intervention counts, and
+//! the target, plant and training controls.
+//!
+//! Widgets edit copies of the resources, written back only when they changed, so change
+//! detection (the plant re-reads its settings on change) sees real edits only. Every number
+//! goes through [`metres`] or [`number`], which show "—" for anything not finite.
+
+use super::camera::PanelWidth;
+use super::plant::{PlantSettings, Sim, TipHistory, range};
+use super::solvers::{EnvelopeStats, Readout, Solutions, finite};
+use super::state::{Driver, DriverKind, FLASH_COLOR, Nominal, PLANT_COLOR, Row, Shown, TARGET_COLOR, head_label};
+use super::target::{DEFAULT_TARGET, Target};
+use super::training::{Models, RunState, TrainCommand, Training, TrainingParams};
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
+use elbow::HeadKind;
+use elbow::envelope::Reason;
+
+/// Registers the panel system in egui's pass.
+pub(crate) fn plugin(app: &mut App) {
+    app.add_systems(EguiPrimaryContextPass, panel);
+}
+
+/// Height of each plot, logical pixels.
+const PLOT_HEIGHT: f32 = 130.0;
+
+/// A length for display: millimetres below a metre, "—" when not finite.
+pub(crate) fn metres(v: Option<f64>) -> String {
+    match v.and_then(finite) {
+        Some(x) if x.abs() < 1.0 => format!("{:.1} mm", x * 1e3),
+        Some(x) => format!("{x:.3} m"),
+        None => "—".into(),
+    }
+}
+
+/// A number with `decimals` decimals, "—" when not finite.
+pub(crate) fn number(v: Option<f64>, decimals: usize) -> String {
+    match v.and_then(finite) {
+        Some(x) => format!("{x:.decimals$}"),
+        None => "—".into(),
+    }
+}
+
+/// An egui colour from a bevy one.
+fn color32(c: Color) -> egui::Color32 {
+    let s = c.to_srgba();
+    let byte = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
+    egui::Color32::from_rgba_unmultiplied(byte(s.red), byte(s.green), byte(s.blue), byte(s.alpha))
+}
+
+/// A small filled square of `color`.
+fn swatch(ui: &mut egui::Ui, color: Color) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(14.0, 14.0), egui::Sense::hover());
+    ui.painter().rect_filled(rect, 3.0, color32(color));
+}
+
+/// Everything the panel reads and edits.
+#[derive(SystemParam)]
+struct Lab<'w> {
+    target: ResMut<'w, Target>,
+    driver: ResMut<'w, Driver>,
+    shown: ResMut<'w, Shown>,
+    plant: ResMut<'w, PlantSettings>,
+    params: ResMut<'w, TrainingParams>,
+    stats: ResMut<'w, EnvelopeStats>,
+    training: Res<'w, Training>,
+    models: Res<'w, Models>,
+    solutions: Res<'w, Solutions>,
+    history: Res<'w, TipHistory>,
+    sim: Res<'w, Sim>,
+    nominal: Res<'w, Nominal>,
+    time: Res<'w, Time>,
+    train: MessageWriter<'w, TrainCommand>,
+}
+
+/// Shows the panel and records its width for the world viewport.
+fn panel(mut contexts: EguiContexts, mut width: ResMut<PanelWidth>, mut lab: Lab) -> Result {
+    let ctx = contexts.ctx_mut()?.clone();
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        egui::Id::new("elbow-root"),
+        egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
+    );
+    let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
+        &mut root,
+        |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab));
+        },
+    );
+    width.set_if_neq(PanelWidth(shown.response.rect.width()));
+    Ok(())
+}
+
+/// The panel's sections, top to bottom.
+fn contents(ui: &mut egui::Ui, lab: &mut Lab) {
+    ui.heading("Elbow — learned IK lab");
+    ui.label("Drag anywhere in the view to move the target.");
+    ui.separator();
+    driver_section(ui, lab);
+    ui.separator();
+    legend_section(ui, lab);
+    ui.separator();
+    plots_section(ui, lab);
+    ui.separator();
+    egui::CollapsingHeader::new("Safety envelope").default_open(true).show(ui, |ui| envelope_section(ui, lab));
+    egui::CollapsingHeader::new("Target").default_open(true).show(ui, |ui| target_section(ui, lab));
+    egui::CollapsingHeader::new("Plant (the real arm)").default_open(true).show(ui, |ui| plant_section(ui, lab));
+    egui::CollapsingHeader::new("Training").default_open(true).show(ui, |ui| training_section(ui, lab));
+}
+
+/// Which solver drives the plant, and the envelope toggle.
+fn driver_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut d = *lab.driver;
+    ui.horizontal_wrapped(|ui| {
+        ui.strong("Drives the plant:");
+        ui.selectable_value(&mut d.kind, DriverKind::Analytic, "analytic");
+        ui.selectable_value(&mut d.kind, DriverKind::Iterative, "iterative");
+    });
+    ui.horizontal_wrapped(|ui| {
+        ui.label("learned head:");
+        for head in HeadKind::ALL {
+            if ui.selectable_label(d.kind == DriverKind::Learned && d.head == head, head_label(head)).clicked() {
+                d.kind = DriverKind::Learned;
+                d.head = head;
+            }
+        }
+    });
+    ui.checkbox(&mut d.envelope, "safety envelope around the learned head");
+    lab.driver.set_if_neq(d);
+}
+
+/// The status text of a row.
+fn status_text(row: Row, r: &Readout, lab: &Lab) -> String {
+    if let Some(head) = row.head()
+        && lab.models.get(head).is_none()
+    {
+        return match lab.training.head(head).state {
+            RunState::Running | RunState::Paused => "training…".into(),
+            _ => "no model".into(),
+        };
+    }
+    match (row, r.status) {
+        (Row::Average, _) => "not a solution".into(),
+        (_, Some(s)) => s.label().into(),
+        (_, None) => "—".into(),
+    }
+}
+
+/// Legend with swatches, show toggles and readouts: tip error on the nominal model, status,
+/// iterations.
+fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut shown = *lab.shown;
+    egui::Grid::new("legend").striped(true).num_columns(5).spacing([8.0, 3.0]).show(ui, |ui| {
+        ui.label("");
+        ui.strong("solver");
+        ui.strong("tip error");
+        ui.strong("status");
+        ui.strong("iters");
+        ui.end_row();
+        for row in Row::ALL {
+            let r = lab.solutions.row(row);
+            ui.horizontal(|ui| {
+                ui.checkbox(&mut shown.0[row.index()], "");
+                swatch(ui, row.color());
+            });
+            let name = match row {
+                Row::Mdn if !lab.solutions.mdn_candidates.is_empty() => {
+                    format!("{} ({} comp.)", row.name(), lab.solutions.mdn_candidates.len())
+                }
+                _ => row.name().into(),
+            };
+            ui.label(name);
+            let untrained = row.head().is_some_and(|h| lab.models.get(h).is_none());
+            ui.label(if untrained { "—".into() } else { metres(r.tip_error) });
+            ui.label(status_text(row, r, lab));
+            ui.label(if r.iterations > 0 { r.iterations.to_string() } else { "—".into() });
+            ui.end_row();
+        }
+        ui.horizontal(|ui| {
+            ui.add_space(22.0);
+            swatch(ui, PLANT_COLOR);
+        });
+        ui.label("plant (real arm)");
+        ui.label(metres(Some((lab.sim.plant.tip() - lab.target.pos).norm())));
+        let status = match (lab.solutions.command, lab.solutions.driver_status) {
+            (None, _) => "holding (no model)".to_string(),
+            (Some(_), Some(s)) => s.label().to_string(),
+            (Some(_), None) => "—".into(),
+        };
+        ui.label(format!("{}: {status}", lab.solutions.driver_name));
+        ui.label("");
+        ui.end_row();
+        ui.horizontal(|ui| {
+            ui.add_space(22.0);
+            swatch(ui, TARGET_COLOR);
+        });
+        ui.label("target");
+        ui.label(format!("({}, {})", number(Some(lab.target.pos.x), 2), number(Some(lab.target.pos.y), 2)));
+        ui.end_row();
+    });
+    ui.small("Tip errors are on the nominal model; ghost opacity of the MDN follows component weight.");
+    lab.shown.set_if_neq(shown);
+}
+
+/// Plots: training losses (log10; the MDN's negative log-likelihood apart, clamped) and the
+/// plant's rolling tip error.
+fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let width = ui.available_width();
+    ui.columns(2, |cols| {
+        cols[0].small("training loss (log₁₀): MSE, mode, residual");
+        Plot::new("loss")
+            .height(PLOT_HEIGHT)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .legend(Legend::default())
+            .show(&mut cols[0], |plot| {
+                for head in [HeadKind::Mse, HeadKind::Mode, HeadKind::Residual] {
+                    let points: Vec<[f64; 2]> = lab
+                        .training
+                        .head(head)
+                        .losses
+                        .iter()
+                        .filter(|p| p[1] > 0.0)
+                        .map(|p| [p[0], p[1].log10().clamp(-12.0, 6.0)])
+                        .collect();
+                    let color = row_of(head).color();
+                    plot.line(Line::new(head_label(head), PlotPoints::from(points)).color(color32(color)));
+                }
+            });
+        cols[1].small("MDN negative log-likelihood");
+        Plot::new("nll").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
+            &mut cols[1],
+            |plot| {
+                let points: Vec<[f64; 2]> =
+                    lab.training.head(HeadKind::Mdn).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
+                plot.line(Line::new("MDN", PlotPoints::from(points)).color(color32(Row::Mdn.color())));
+            },
+        );
+    });
+    let now = lab.time.elapsed_secs_f64();
+    ui.small(format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {}", lab.solutions.driver_name));
+    let points: Vec<[f64; 2]> =
+        lab.history.0.iter().map(|p| [p[0] - now, p[1].max(1e-9).log10().clamp(-6.0, 1.0)]).collect();
+    let tolerance = elbow::EnvelopeConfig::for_arm(&lab.nominal.0).max_fk_miss;
+    Plot::new("tip")
+        .height(PLOT_HEIGHT)
+        .width(width)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .include_x(-super::plant::HISTORY_SECS)
+        .include_x(0.0)
+        .include_y(-4.0)
+        .include_y(0.0)
+        .legend(Legend::default())
+        .show(ui, |plot| {
+            plot.hline(HLine::new("envelope tolerance", tolerance.log10()).color(color32(FLASH_COLOR.with_alpha(0.6))));
+            plot.line(Line::new("plant", PlotPoints::from(points)).color(color32(PLANT_COLOR)));
+        });
+}
+
+/// The row of a learned head.
+fn row_of(head: HeadKind) -> Row {
+    match head {
+        HeadKind::Mse => Row::Mse,
+        HeadKind::Mdn => Row::Mdn,
+        HeadKind::Mode => Row::Mode,
+        HeadKind::Residual => Row::Residual,
+    }
+}
+
+/// Intervention counts per reason, and the flash.
+fn envelope_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    if !(lab.driver.envelope && lab.driver.kind == DriverKind::Learned) {
+        ui.label("Off: the learned head's proposals go to the plant unchecked.");
+    }
+    if lab.stats.flash > 0.0 {
+        let why = lab.stats.last.map_or("", Reason::label);
+        ui.colored_label(color32(FLASH_COLOR), format!("INTERVENING: {why}"));
+    }
+    let log = lab.stats.log;
+    egui::Grid::new("interventions").num_columns(2).show(ui, |ui| {
+        ui.label("accepted");
+        ui.label(log.accepted.to_string());
+        ui.end_row();
+        for reason in Reason::ALL {
+            ui.label(format!("rejected: {}", reason.label()));
+            ui.label(log.count(reason).to_string());
+            ui.end_row();
+        }
+    });
+    if ui.button("reset counts").clicked() {
+        *lab.stats = EnvelopeStats::default();
+    }
+}
+
+/// Target position, sweep toggle and speed.
+fn target_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut t = *lab.target;
+    ui.checkbox(&mut t.sweep, "auto-sweep along a figure eight");
+    ui.add(egui::Slider::new(&mut t.speed, 0.05..=2.0).text("sweep speed (rad/s)"));
+    if ui.button(format!("reset target to ({:.1}, {:.1})", DEFAULT_TARGET.x, DEFAULT_TARGET.y)).clicked() {
+        t.pos = DEFAULT_TARGET;
+        t.sweep = false;
+    }
+    lab.target.set_if_neq(t);
+}
+
+/// Noise, backlash, lag and mismatch of the plant.
+fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut s = *lab.plant;
+    ui.add(egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"));
+    ui.add(egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"));
+    ui.add(egui::Slider::new(&mut s.lag, range::LAG).text("motor lag (s)"));
+    ui.add(egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"));
+    ui.add(egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"));
+    ui.add(egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"));
+    ui.add(egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"));
+    ui.horizontal(|ui| {
+        if ui.button("ideal plant").clicked() {
+            s = PlantSettings { noise_std: 0.0, backlash: 0.0, lag: 0.0, length_error: [0.0; 2], joint_offset: [0.0; 2] };
+        }
+        if ui.button("defaults").clicked() {
+            s = PlantSettings::default();
+        }
+    });
+    ui.small("The residual head learns the mismatch in force when training starts.");
+    lab.plant.set_if_neq(s.sanitized());
+}
+
+/// Per-head progress, start/pause/reset and the training parameters.
+fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    egui::Grid::new("training").striped(true).num_columns(4).show(ui, |ui| {
+        for head in HeadKind::ALL {
+            let run = lab.training.head(head);
+            ui.horizontal(|ui| {
+                swatch(ui, row_of(head).color());
+                ui.label(head_label(head));
+            });
+            ui.label(run.state.label());
+            ui.label(format!("{}/{}", run.steps_done, run.total));
+            ui.label(format!("loss {}", number(run.last_loss(), 4)));
+            ui.end_row();
+        }
+    });
+    ui.horizontal(|ui| {
+        if ui.button("▶ start / resume").clicked() {
+            lab.train.write(TrainCommand::Start);
+        }
+        if ui.button("⏸ pause").clicked() {
+            lab.train.write(TrainCommand::Pause);
+        }
+        if ui.button("⟲ reset").clicked() {
+            lab.train.write(TrainCommand::Reset);
+        }
+    });
+    let mut p = *lab.params;
+    if ui.add(egui::Slider::new(&mut p.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
+        lab.train.write(TrainCommand::SetLr(p.lr));
+    }
+    if ui.add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)")).changed()
+    {
+        lab.train.write(TrainCommand::SetRate(p.steps_per_sec));
+    }
+    ui.small("Applied at the next start after a reset:");
+    ui.add(egui::Slider::new(&mut p.hidden, 4..=256).text("hidden width"));
+    ui.add(egui::Slider::new(&mut p.depth, 1..=4).text("hidden layers"));
+    ui.add(egui::Slider::new(&mut p.components, 1..=8).text("MDN components"));
+    ui.add(egui::Slider::new(&mut p.batch, 16..=1024).logarithmic(true).text("batch"));
+    ui.add(egui::Slider::new(&mut p.steps, 100..=50_000).logarithmic(true).text("steps"));
+    ui.horizontal(|ui| {
+        ui.add(egui::DragValue::new(&mut p.seed));
+        ui.label("seed");
+    });
+    lab.params.set_if_neq(p);
+}

@@ -1,0 +1,60 @@
+//! The command line as a user runs it: output, JSON, exit codes and messages on bad input.
+
+use std::process::Command;
+
+fn elbow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elbow")).args(args).output().expect("runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn solve_prints_both_branches_and_the_average() {
+    let (code, out, _) = elbow(&["solve", "1.0", "0.8"]);
+    assert_eq!(code, 0);
+    for word in ["elbow-up", "elbow-down", "average", "reachable"] {
+        assert!(out.contains(word), "{out}");
+    }
+    let (code, out, _) = elbow(&["solve", "1.0", "0.8", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["reachable"], true);
+    assert!(v["rows"][0]["fk_error"].as_f64().unwrap() < 1e-6);
+    assert!(v["rows"][2]["fk_error"].as_f64().unwrap() > 1e-2);
+}
+
+#[test]
+fn unreachable_targets_are_said_so() {
+    let (code, out, _) = elbow(&["solve", "--lengths", "1,0.5", "--", "-3", "0"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("UNREACHABLE") && out.contains("beyond reach"), "{out}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code_2() {
+    for (args, needle) in [
+        (vec!["solve", "1", "nan"], "not a finite number"),
+        (vec!["solve", "1", "1", "--lengths", "1,-2"], "must be > 0"),
+        (vec!["train", "--head", "transformer"], "head must be one of"),
+        (vec!["train", "--batch", "0", "--steps", "1"], "batch must be"),
+        (vec!["train", "--region", "sector:50,10"], "FROM < TO"),
+        (vec!["experiment", "degradation", "--noise", "0,-1"], "levels must be"),
+    ] {
+        let (code, _, err) = elbow(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn train_saves_a_model_that_loads() {
+    let path = std::env::temp_dir().join(format!("elbow-cli-{}.json", std::process::id()));
+    let p = path.to_str().unwrap();
+    let (code, out, err) = elbow(&["train", "--head", "mse", "--steps", "200", "--quiet", "--out", p, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["fk_miss"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(v["fk_miss"]["p95"].as_f64().is_some() && v["fk_miss"]["median"].as_f64().is_some());
+    assert!(elbow::LearnedModel::load(&path).is_ok());
+    std::fs::remove_file(&path).ok();
+}

@@ -1,0 +1,175 @@
+//! Learned heads: the averaging trap, the MDN's way out, the mode-conditioned and residual heads,
+//! model files, and robustness to any input.
+
+use elbow::analytic::solve_branches;
+use elbow::learned::{AngleEncoding, HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer, evaluate, held_out_targets};
+use elbow::{ElbowMode, IkSolver, Point2, Pose, Region, SolveStatus, TwoLinkArm};
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+fn trained(head: HeadKind) -> &'static LearnedModel {
+    static MODELS: OnceLock<Vec<LearnedModel>> = OnceLock::new();
+    let models = MODELS.get_or_init(|| {
+        HeadKind::ALL
+            .iter()
+            .map(|&head| {
+                let mut t = Trainer::new(TrainConfig { head, steps: 4000, ..TrainConfig::default() }).unwrap();
+                t.run(|_, _| {});
+                t.into_model()
+            })
+            .collect()
+    });
+    models.iter().find(|m| m.kind == head).unwrap()
+}
+
+fn held_out() -> Vec<Point2> {
+    held_out_targets(&TwoLinkArm::default(), Region::Annulus, 2000, 0)
+}
+
+#[test]
+fn mse_learns_the_invalid_average() {
+    let arm = TwoLinkArm::default();
+    let mse = trained(HeadKind::Mse);
+    let (mut to_avg, mut to_branch, mut miss) = (0.0, 0.0, 0.0);
+    let targets = held_out();
+    for &t in &targets {
+        let pose = mse.predict(t, ElbowMode::Down).pose;
+        let b = solve_branches(&arm, t);
+        to_avg += pose.max_joint_distance(b.average());
+        to_branch += pose.max_joint_distance(b.up).min(pose.max_joint_distance(b.down));
+        miss += (arm.tip(pose) - t).norm();
+    }
+    let n = targets.len() as f64;
+    let (to_avg, to_branch, miss) = (to_avg / n, to_branch / n, miss / n);
+    assert!(to_avg < to_branch / 2.0, "MSE output should sit near the average: {to_avg} vs {to_branch} rad");
+    assert!(miss > 0.2, "its FK should miss badly, mean {miss} m");
+    // The average itself is the straight arm, tip on the outer rim.
+    let avg_tip = arm.tip(solve_branches(&arm, Point2::new(1.0, 0.8)).average());
+    assert!((avg_tip.norm() - arm.reach()).abs() < 1e-9);
+}
+
+#[test]
+fn mdn_meets_the_accuracy_target() {
+    let arm = TwoLinkArm::default();
+    let stats = evaluate(trained(HeadKind::Mdn), &held_out());
+    assert!(stats.mean < 0.01 * arm.reach(), "MDN mean FK miss {} m, over 1% of reach", stats.mean);
+    let mse = evaluate(trained(HeadKind::Mse), &held_out());
+    assert!(stats.mean * 10.0 < mse.mean, "MDN {} vs MSE {}", stats.mean, mse.mean);
+    let p = trained(HeadKind::Mdn).predict(Point2::new(1.0, 0.8), ElbowMode::Down);
+    assert_eq!(p.candidates.len(), 2);
+    let total: f32 = p.candidates.iter().map(|c| c.weight).sum();
+    assert!((total - 1.0).abs() < 1e-4);
+    assert!(p.candidates[0].weight >= p.candidates[1].weight);
+}
+
+#[test]
+fn mode_conditioned_net_gives_each_mode_its_branch() {
+    let arm = TwoLinkArm::default();
+    let model = trained(HeadKind::Mode);
+    let mut right_mode = 0;
+    let targets = held_out();
+    for &t in &targets {
+        for mode in ElbowMode::BOTH {
+            let pose = model.predict(t, mode).pose;
+            right_mode += usize::from(ElbowMode::of(pose) == mode);
+        }
+    }
+    assert!(right_mode as f64 > 0.97 * (2 * targets.len()) as f64, "{right_mode} of {}", 2 * targets.len());
+    let stats = evaluate(model, &targets);
+    assert!(stats.mean < 0.02 * arm.reach(), "mode net mean miss {}", stats.mean);
+}
+
+#[test]
+fn residual_hybrid_corrects_the_gap_and_degrades_to_analytic() {
+    let model = trained(HeadKind::Residual);
+    let real = model.real.unwrap();
+    let targets = held_out();
+    let (mut with, mut without) = (0.0, 0.0);
+    for &t in &targets {
+        for mode in ElbowMode::BOTH {
+            let on = model.predict_residual(t, mode, true);
+            let off = model.predict_residual(t, mode, false);
+            // Off: exactly the analytic answer on the nominal model.
+            assert_eq!(off.pose, solve_branches(&model.arm, t).pose(mode));
+            assert!(off.correction.is_none());
+            with += (real.tip(on.pose) - t).norm();
+            without += (real.tip(off.pose) - t).norm();
+        }
+    }
+    assert!(with * 5.0 < without, "corrected {with} vs analytic {without}");
+    // A rejected correction also returns the analytic answer exactly.
+    let mut strict = model.clone();
+    strict.max_correction = 0.0;
+    let t = Point2::new(0.9, -0.7);
+    let p = strict.predict_residual(t, ElbowMode::Up, true);
+    assert_eq!(p.pose, solve_branches(&strict.arm, t).up);
+    // Its solver passes the analytic solver's honesty through.
+    let s = LearnedSolver::new(model).solve(Point2::new(5.0, 0.0), Pose::default());
+    assert!(matches!(s.status, SolveStatus::Unreachable { .. }));
+}
+
+#[test]
+fn models_save_load_and_refuse_bad_files() {
+    let dir = std::env::temp_dir().join(format!("elbow-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = trained(HeadKind::Mdn);
+    let path = dir.join("mdn.json");
+    model.save(&path).unwrap();
+    let back = LearnedModel::load(&path).unwrap();
+    assert_eq!(&back, model);
+    let t = Point2::new(-0.4, 1.1);
+    assert_eq!(back.predict(t, ElbowMode::Up), model.predict(t, ElbowMode::Up));
+
+    let corrupt = dir.join("corrupt.json");
+    std::fs::write(&corrupt, "{\"format\": \"elbow-model\", \"version\": 1, \"kind\": ").unwrap();
+    let err = LearnedModel::load(&corrupt).unwrap_err().to_string();
+    assert!(err.contains("not a valid Elbow model"), "{err}");
+
+    let mut mismatched = model.clone();
+    mismatched.net.layers.pop();
+    let bad = dir.join("mismatched.json");
+    mismatched.save(&bad).unwrap();
+    let err = LearnedModel::load(&bad).unwrap_err().to_string();
+    assert!(err.contains("needs"), "{err}");
+
+    let mut future = model.clone();
+    future.version = 99;
+    future.save(&bad).unwrap();
+    assert!(LearnedModel::load(&bad).unwrap_err().to_string().contains("version 99"));
+
+    let missing = LearnedModel::load(&dir.join("nope.json")).unwrap_err().to_string();
+    assert!(missing.contains("nope.json"), "{missing}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn raw_angles_wrap_where_the_sector_avoids_it() {
+    // With raw angles the shoulder wraps at +-pi somewhere in the full annulus; restricted to the
+    // right half-plane (no wrap for unit links) the same net does much better.
+    let arm = TwoLinkArm::default();
+    let sector: Region = "sector:-80,80".parse().unwrap();
+    let run = |region| {
+        let cfg = TrainConfig { head: HeadKind::Mode, encoding: AngleEncoding::Raw, region, steps: 2500, ..TrainConfig::default() };
+        let mut t = Trainer::new(cfg).unwrap();
+        t.run(|_, _| {});
+        evaluate(t.model(), &held_out_targets(&arm, region, 1000, 5)).mean
+    };
+    let (full, half) = (run(Region::Annulus), run(sector));
+    assert!(half * 2.0 < full, "sector {half} vs full annulus {full}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn learned_heads_never_return_nan(x in proptest::num::f64::ANY, y in proptest::num::f64::ANY, seed_q in proptest::num::f64::ANY) {
+        for head in HeadKind::ALL {
+            let model = trained(head);
+            let s = LearnedSolver::new(model).solve(Point2::new(x, y), Pose::new(seed_q, seed_q));
+            prop_assert!(s.pose.is_finite(), "{head}: {s:?}");
+            for c in model.predict(Point2::new(x, y), ElbowMode::Up).candidates {
+                prop_assert!(c.pose.is_finite() && c.weight.is_finite());
+            }
+        }
+    }
+}
