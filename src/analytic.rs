@@ -103,15 +103,14 @@ pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
         };
     };
     let c2 = ((aim_r * aim_r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
-    let s2_abs = (1.0 - c2 * c2).max(0.0).sqrt();
+    let s2 = (1.0 - c2 * c2).max(0.0).sqrt();
+    // Both branches share |q2| and the angle beta between the upper arm and the target line.
+    let q2 = s2.atan2(c2);
+    let beta = (l2 * s2).atan2(l1 + l2 * c2);
+    let limits = arm.limits();
     let branch = |mode: ElbowMode| {
-        let s2 = mode.sign() * s2_abs;
-        let q2 = s2.atan2(c2);
-        let q1 = bearing - (l2 * s2).atan2(l1 + l2 * c2);
-        // The elbow of an exactly folded arm is +-pi: keep its sign with the branch.
-        let q2 = if mode == ElbowMode::Up && q2 > 0.0 { -q2 } else { q2 };
-        let pose = Pose::new(wrap_angle(q1), q2);
-        let limits = arm.limits();
+        let sign = mode.sign();
+        let pose = Pose::new(wrap_angle(bearing - sign * beta), sign * q2);
         match (limits[0].fit(pose.shoulder), limits[1].fit(pose.elbow)) {
             (Some(a), Some(b)) => (Pose::new(a, b), true),
             _ => (pose, false),

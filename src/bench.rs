@@ -99,8 +99,8 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let secs = t.elapsed().as_secs_f64();
     let samples_per_second = (cfg.steps * cfg.batch) as f64 / secs;
     let net = &trainer.model().net;
-    // Forward: one MAC per weight. Backward: dW for every layer, dX for all but the first.
-    let macs = net.macs_per_sample() * 2 - net.layers[0].w.len();
+    // One MAC per weight per sample: forward, dW for every layer, dX for all but the first.
+    let macs = net.macs_per_sample() * 3 - net.layers[0].w.len();
     let flops_per_sample = 2.0 * macs as f64;
     let (fma_peak_gflops, fma_kernel) = fma_peak_gflops();
     let mdn = trainer.model().clone();

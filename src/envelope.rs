@@ -153,7 +153,7 @@ impl<S: IkSolver> SafetyEnvelope<S> {
             Some(Reason::JointLimit)
         } else if pose.max_joint_distance(seed) > self.config.max_joint_step {
             Some(Reason::JointStep)
-        } else if !(proposal_miss <= self.config.max_fk_miss) {
+        } else if proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss {
             Some(Reason::FkMiss)
         } else {
             None

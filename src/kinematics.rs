@@ -18,6 +18,16 @@ pub(crate) const REACH_EPS: f64 = 1e-12;
 
 /// Wraps an angle into `(-pi, pi]`; non-finite input comes back unchanged.
 pub fn wrap_angle(a: f64) -> f64 {
+    // Fast paths for the common cases (already wrapped, or one turn out); fmod for the rest.
+    if a > -PI && a <= PI {
+        return a;
+    }
+    if a > PI && a <= 3.0 * PI {
+        return a - 2.0 * PI;
+    }
+    if a > -3.0 * PI && a <= -PI {
+        return a + 2.0 * PI;
+    }
     if !a.is_finite() {
         return a;
     }
@@ -157,6 +167,9 @@ impl JointLimits {
 
     /// The representative of `angle` (modulo a whole turn) that lies inside the range, if any.
     pub fn fit(&self, angle: f64) -> Option<f64> {
+        if angle >= self.min && angle <= self.max {
+            return Some(angle);
+        }
         if !angle.is_finite() {
             return None;
         }

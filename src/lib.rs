@@ -8,7 +8,7 @@
 //! - [`learned`]: the learned heads (MSE, MDN, mode-conditioned, residual hybrid) and training;
 //! - [`plant`]: the simulated real arm (mismatch, backlash, lag, encoder noise);
 //! - [`envelope`]: the safety envelope around learned solvers;
-//! - [`experiments`], [`cli`] and [`bench`]: everything the command line reproduces;
+//! - [`experiments`], [`cli`] and [`bench`](mod@bench): everything the command line reproduces;
 //! - [`stats`]: error summaries.
 //!
 //! The desktop app (`src/app/`, behind the default `app` feature) is a thin layer over this core.

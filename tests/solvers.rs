@@ -100,8 +100,8 @@ proptest! {
     fn unreachable_targets_are_always_reported(r in 0.0..10.0f64, bearing in -4.0..4.0f64) {
         let arm = TwoLinkArm::new(1.0, 0.6).unwrap();
         let t = Point2::new(r * bearing.cos(), r * bearing.sin());
-        let reachable = r >= 0.4 * (1.0 + 1e-9) && r <= 1.6 * (1.0 - 1e-9);
-        let unreachable = r < 0.4 * (1.0 - 1e-9) || r > 1.6 * (1.0 + 1e-9);
+        let reachable = (0.4 * (1.0 + 1e-9)..=1.6 * (1.0 - 1e-9)).contains(&r);
+        let unreachable = !(0.4 * (1.0 - 1e-9)..=1.6 * (1.0 + 1e-9)).contains(&r);
         for solver in all_solvers(arm) {
             let s = solver.solve(t, Pose::new(0.3, 0.3));
             if unreachable {

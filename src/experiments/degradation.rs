@@ -211,7 +211,7 @@ pub fn train_heads(arm: TwoLinkArm, region: Region, real: RealArm, steps: usize,
 
 /// Out-of-distribution targets: beyond the reach, and outside the training sector if any.
 fn ood_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00d_0d);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0d0d);
     (0..n)
         .map(|i| {
             if i % 2 == 1
@@ -309,7 +309,7 @@ pub fn degradation(args: &DegradationArgs) -> Result<DegradationReport, String> 
             let targets = if split == 0 { &inside } else { &ood };
             let (errors, reported, log) = episode(&entries[e], plant_cfg, targets, args.ticks);
             let n = errors.len().max(1) as f64;
-            let missed: Vec<bool> = errors.iter().map(|&err| !(err <= args.tolerance)).collect();
+            let missed: Vec<bool> = errors.iter().map(|&err| err.is_nan() || err > args.tolerance).collect();
             let frac = |v: &mut dyn Iterator<Item = bool>| v.filter(|&b| b).count() as f64 / n;
             Cell {
                 solver: entries[e].name().to_string(),

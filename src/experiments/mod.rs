@@ -1,7 +1,7 @@
 //! Reproducible experiments behind `elbow experiment ...`.
 //!
-//! - [`averaging`]: exercise 1, the averaging trap (MSE vs branch average vs MDN).
-//! - [`degradation`]: every solver on the simulated real arm under noise and backlash.
+//! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
+//! - [`degradation`](mod@degradation): every solver on the simulated real arm under noise and backlash.
 
 pub mod averaging;
 pub mod degradation;

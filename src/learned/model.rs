@@ -229,7 +229,7 @@ impl LearnedModel {
                 self.output_dims()
             ));
         }
-        if !(self.output_scale.is_finite() && self.output_scale > 0.0) || !(self.max_correction >= 0.0) {
+        if !(self.output_scale.is_finite() && self.output_scale > 0.0 && self.max_correction >= 0.0) {
             return Err("output scale and correction bound must be positive numbers".into());
         }
         Ok(())

@@ -293,8 +293,11 @@ impl Trainer {
             }
             let row = 2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>());
             self.cursor += 1;
-            self.x.column_mut(j).copy_from_slice(&self.inputs[row][..x_dims]);
-            self.y.column_mut(j).copy_from_slice(&self.targets[row][..y_dims]);
+            // Element loops: a 3- or 4-value copy_from_slice would become a memcpy call each.
+            let x = &mut self.x.as_mut_slice()[j * x_dims..(j + 1) * x_dims];
+            x.iter_mut().zip(&self.inputs[row]).for_each(|(d, &v)| *d = v);
+            let y = &mut self.y.as_mut_slice()[j * y_dims..(j + 1) * y_dims];
+            y.iter_mut().zip(&self.targets[row]).for_each(|(d, &v)| *d = v);
         }
     }
 
@@ -334,7 +337,7 @@ impl Trainer {
 
 /// Held-out evaluation targets for a model: the same region, another seed.
 pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x5eed_0f_7e57));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x005e_ed0f_7e57));
     arm.sample_targets(&mut rng, n, SampleMode::UniformArea, region)
 }
 

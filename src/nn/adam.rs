@@ -50,16 +50,25 @@ impl Adam {
         let lr_t = self.lr * (1.0 - self.beta2.powi(t)).sqrt() / (1.0 - self.beta1.powi(t));
         let (b1, b2, eps) = (self.beta1, self.beta2, self.eps);
         for (((p, g), m), v) in net.parameters_mut().into_iter().zip(slices).zip(&mut self.m).zip(&mut self.v) {
-            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-                let g = g * scale;
-                *m = b1 * *m + (1.0 - b1) * g;
-                *v = b2 * *v + (1.0 - b2) * g * g;
-                *p -= lr_t * *m / (v.sqrt() + eps);
-            }
+            adam_update(p, g, m, v, [scale, b1, b2, lr_t, eps]);
         }
         true
     }
 }
+
+/// One Adam update of a parameter slice; `k` is `[grad scale, beta1, beta2, lr_t, eps]`.
+#[inline(always)]
+fn adam_update_body(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) {
+    let [scale, b1, b2, lr_t, eps] = k;
+    for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+        let g = g * scale;
+        *m = b1 * *m + (1.0 - b1) * g;
+        *v = b2 * *v + (1.0 - b2) * g * g;
+        *p -= lr_t * *m / (v.sqrt() + eps);
+    }
+}
+
+super::simd::dispatch!(fn adam_update(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) => adam_update_body);
 
 #[cfg(test)]
 mod tests {

@@ -37,8 +37,8 @@ pub fn fast_tanh(x: f32) -> f32 {
     const A3: f32 = 6.372_619_3e-4;
     const A5: f32 = 1.485_722_4e-5;
     const A7: f32 = 5.122_297e-8;
-    const A9: f32 = -8.604_671_5e-11;
-    const A11: f32 = 2.000_187_9e-13;
+    const A9: f32 = -8.604_672e-11;
+    const A11: f32 = 2.000_188e-13;
     const A13: f32 = -2.760_768_5e-16;
     const B0: f32 = 4.893_525e-3;
     const B2: f32 = 2.268_434_6e-3;
@@ -64,7 +64,7 @@ impl Activation {
     /// Multiplies `grad` in place by the derivative, given the activation's *output* `a`.
     pub fn backprop(self, a: &[f32], grad: &mut [f32]) {
         match self {
-            Activation::Tanh => grad.iter_mut().zip(a).for_each(|(g, &y)| *g *= 1.0 - y * y),
+            Activation::Tanh => tanh_backprop(a, grad),
             Activation::Relu => grad.iter_mut().zip(a).for_each(|(g, &y)| {
                 if y <= 0.0 {
                     *g = 0.0
@@ -74,6 +74,26 @@ impl Activation {
         }
     }
 }
+
+#[inline(always)]
+fn tanh_backprop_body(a: &[f32], grad: &mut [f32]) {
+    grad.iter_mut().zip(a).for_each(|(g, &y)| *g *= 1.0 - y * y);
+}
+
+super::simd::dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
+
+/// `out[:, j] = act(out[:, j] + b)` for every column `j`, in one pass.
+#[inline(always)]
+fn bias_activation_body(out: &mut [f32], b: &[f32], activation: Activation) {
+    let columns = out.chunks_exact_mut(b.len());
+    match activation {
+        Activation::Tanh => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = fast_tanh(*v + bi))),
+        Activation::Relu => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = (*v + bi).max(0.0))),
+        Activation::Identity => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v += bi)),
+    }
+}
+
+super::simd::dispatch!(fn bias_activation(out: &mut [f32], b: &[f32], activation: Activation) => bias_activation_body);
 
 /// One dense layer: weights `W` (`out x in`), bias `b` (`out`) and its activation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,14 +131,7 @@ impl Dense {
     /// `out = act(W x + b)` for a whole batch; `out` must be `outputs x batch`.
     pub fn forward_into(&self, x: &DMatrix<f32>, out: &mut DMatrix<f32>) {
         gemm(1.0, &self.w, false, x, false, 0.0, out);
-        // Bias and activation in one pass over the output, a column (sample) at a time.
-        let b = self.b.as_slice();
-        let columns = out.as_mut_slice().chunks_exact_mut(b.len());
-        match self.activation {
-            Activation::Tanh => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = fast_tanh(*v + bi))),
-            Activation::Relu => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = (*v + bi).max(0.0))),
-            Activation::Identity => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v += bi)),
-        }
+        bias_activation(out.as_mut_slice(), self.b.as_slice(), self.activation);
     }
 }
 

@@ -85,6 +85,8 @@ impl MdnNll {
 }
 
 impl Loss for MdnNll {
+    // Logits, means, sigmas and targets share the component and dimension indices.
+    #[allow(clippy::needless_range_loop)]
     fn loss_and_grad(&self, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 {
         let (k, d) = (self.k, self.d);
         let batch = output.ncols();

@@ -165,6 +165,7 @@ pub(crate) mod tests {
 
     /// Checks every parameter gradient of `net` under `loss` against central differences (f64
     /// accumulation of the f32 losses keeps the check meaningful).
+    #[allow(clippy::needless_range_loop)] // parameters are perturbed in place by index
     pub(crate) fn check_gradients(mut net: Mlp, loss: &dyn Loss, x: &DMatrix<f32>, y: &DMatrix<f32>) {
         let mut scratch = Scratch::default();
         let mut d_out = DMatrix::zeros(net.outputs(), x.ncols());
