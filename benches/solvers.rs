@@ -22,6 +22,13 @@ fn solvers(c: &mut Criterion) {
             black_box(analytic.solve(black_box(targets[i]), Pose::default()))
         })
     });
+    let one = AnalyticSolver::new(arm, BranchChoice::Fixed(ElbowMode::Down));
+    g.bench_function("analytic_one_branch", |b| {
+        b.iter(|| {
+            i = (i + 1) % targets.len();
+            black_box(one.solve(black_box(targets[i]), Pose::default()))
+        })
+    });
     let dls = DlsSolver::new(arm);
     let warm: Vec<Pose> = targets
         .iter()

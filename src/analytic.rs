@@ -60,8 +60,8 @@ pub struct Projection {
     pub aimed: Point2,
     /// Distance of `aimed` from the base.
     pub radius: f64,
-    /// Bearing of the target (and of `aimed`) from the base.
-    pub bearing: f64,
+    /// Unit vector from the base towards the target (+x for the base itself).
+    pub direction: Point2,
     /// `None` when reachable, else why not and by how much it is missed.
     pub unreachable: Option<(UnreachableReason, f64)>,
 }
@@ -73,7 +73,15 @@ pub fn project_to_workspace(arm: &TwoLinkArm, target: Point2) -> Option<Projecti
         return None;
     }
     let r = target.x.hypot(target.y);
-    let bearing = target.y.atan2(target.x);
+    let direction = if r > 0.0 && r.is_finite() {
+        target / r
+    } else if r > 0.0 {
+        // Coordinates so large that the radius overflows: the bearing still tells the direction.
+        let b = target.y.atan2(target.x);
+        Point2::new(b.cos(), b.sin())
+    } else {
+        Point2::new(1.0, 0.0)
+    };
     let (inner, outer) = (arm.inner_radius(), arm.reach());
     let degenerate_tol = 1e-12 * outer;
     let (radius, unreachable) = if r > outer * (1.0 + crate::kinematics::REACH_EPS) {
@@ -83,16 +91,54 @@ pub fn project_to_workspace(arm: &TwoLinkArm, target: Point2) -> Option<Projecti
     } else if r <= degenerate_tol && inner <= degenerate_tol {
         (0.0, Some((UnreachableReason::Degenerate, r)))
     } else {
-        return Some(Projection { aimed: target, radius: r.clamp(inner, outer), bearing, unreachable: None });
+        return Some(Projection { aimed: target, radius: r.clamp(inner, outer), direction, unreachable: None });
     };
-    let aimed = Point2::new(radius * bearing.cos(), radius * bearing.sin());
-    Some(Projection { aimed, radius, bearing, unreachable })
+    Some(Projection { aimed: direction * radius, radius, direction, unreachable })
+}
+
+/// The law-of-cosines quantities one target's branches share.
+struct Triangle {
+    projection: Projection,
+    /// `cos q2` and `|sin q2|`.
+    c2: f64,
+    s2: f64,
+    /// `|q2|`.
+    q2: f64,
+}
+
+impl Triangle {
+    fn new(arm: &TwoLinkArm, target: Point2) -> Option<Self> {
+        let projection = project_to_workspace(arm, target)?;
+        let (l1, l2, r) = (arm.l1(), arm.l2(), projection.radius);
+        let c2 = ((r * r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
+        let s2 = (1.0 - c2 * c2).max(0.0).sqrt();
+        Some(Self { projection, c2, s2, q2: s2.atan2(c2) })
+    }
+
+    /// One branch: its pose, whether it is inside the limits, and `[cos q1, sin q1, sin q2]`.
+    fn branch(&self, arm: &TwoLinkArm, mode: ElbowMode) -> (Pose, bool, [f64; 3]) {
+        let (l1, l2) = (arm.l1(), arm.l2());
+        let s2 = mode.sign() * self.s2;
+        // The tip is the vector (l1 + l2 c2, l2 s2) turned by q1; turning the target direction
+        // back by that vector's angle gives q1 with a single atan2.
+        let (k1, k2) = (l1 + l2 * self.c2, l2 * s2);
+        let d = self.projection.direction;
+        let (x, y) = (d.x * k1 + d.y * k2, d.y * k1 - d.x * k2);
+        let q1 = y.atan2(x);
+        let n = x.hypot(y);
+        let trig = if n > 0.0 { [x / n, y / n, s2] } else { [q1.cos(), q1.sin(), s2] };
+        let pose = Pose::new(q1, mode.sign() * self.q2);
+        let limits = arm.limits();
+        match (limits[0].fit(pose.shoulder), limits[1].fit(pose.elbow)) {
+            (Some(a), Some(b)) => (Pose::new(a, b), true, trig),
+            _ => (pose, false, trig),
+        }
+    }
 }
 
 /// Both closed-form solutions for `target` on `arm`, with reachability and limit admissibility.
 pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
-    let (l1, l2) = (arm.l1(), arm.l2());
-    let Some(Projection { aimed, radius: aim_r, bearing, unreachable }) = project_to_workspace(arm, target) else {
+    let Some(tri) = Triangle::new(arm, target) else {
         let rest = Pose::new(0.0, 0.0);
         return Branches {
             up: rest,
@@ -102,23 +148,9 @@ pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
             admissible: [arm.within_limits(rest); 2],
         };
     };
-    let c2 = ((aim_r * aim_r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
-    let s2 = (1.0 - c2 * c2).max(0.0).sqrt();
-    // Both branches share |q2| and the angle beta between the upper arm and the target line.
-    let q2 = s2.atan2(c2);
-    let beta = (l2 * s2).atan2(l1 + l2 * c2);
-    let limits = arm.limits();
-    let branch = |mode: ElbowMode| {
-        let sign = mode.sign();
-        let pose = Pose::new(wrap_angle(bearing - sign * beta), sign * q2);
-        match (limits[0].fit(pose.shoulder), limits[1].fit(pose.elbow)) {
-            (Some(a), Some(b)) => (Pose::new(a, b), true),
-            _ => (pose, false),
-        }
-    };
-    let (up, up_ok) = branch(ElbowMode::Up);
-    let (down, down_ok) = branch(ElbowMode::Down);
-    Branches { up, down, aimed, unreachable, admissible: [up_ok, down_ok] }
+    let (up, up_ok, _) = tri.branch(arm, ElbowMode::Up);
+    let (down, down_ok, _) = tri.branch(arm, ElbowMode::Down);
+    Branches { up, down, aimed: tri.projection.aimed, unreachable: tri.projection.unreachable, admissible: [up_ok, down_ok] }
 }
 
 /// Which branch the analytic solver answers with.
@@ -156,24 +188,34 @@ impl IkSolver for AnalyticSolver {
     }
 
     fn solve(&self, target: Point2, seed: Pose) -> Solution {
-        let b = solve_branches(&self.arm, target);
-        let mode = match self.branch {
-            BranchChoice::Fixed(mode) => mode,
+        let Some(tri) = Triangle::new(&self.arm, target) else {
+            let status = SolveStatus::Unreachable { reason: UnreachableReason::NonFinite, missed_by: f64::INFINITY };
+            return Solution { pose: Pose::default(), status, residual: Some(f64::INFINITY), iterations: 0 };
+        };
+        let (pose, admissible, trig) = match self.branch {
+            BranchChoice::Fixed(mode) => tri.branch(&self.arm, mode),
             BranchChoice::NearestToSeed => {
                 let seed = crate::solver::sane_seed(seed);
-                let cost = |m: ElbowMode| (!b.is_admissible(m), b.pose(m).max_joint_distance(seed));
-                if cost(ElbowMode::Up) <= cost(ElbowMode::Down) { ElbowMode::Up } else { ElbowMode::Down }
+                let up = tri.branch(&self.arm, ElbowMode::Up);
+                let down = tri.branch(&self.arm, ElbowMode::Down);
+                let cost = |b: &(Pose, bool, [f64; 3])| (!b.1, b.0.max_joint_distance(seed));
+                if cost(&up) <= cost(&down) { up } else { down }
             }
         };
-        let (pose, status) = match (b.unreachable, b.is_admissible(mode)) {
-            (_, false) => (self.arm.clamp_to_limits(b.pose(mode)), SolveStatus::LimitViolated),
-            (Some((reason, missed_by)), true) => (b.pose(mode), SolveStatus::Unreachable { reason, missed_by }),
-            (None, true) => (b.pose(mode), SolveStatus::Converged),
-        };
-        let residual = if target.x.is_finite() && target.y.is_finite() {
-            (self.arm.tip(pose) - target).norm()
-        } else {
-            f64::INFINITY
+        let (l1, l2) = (self.arm.l1(), self.arm.l2());
+        if !admissible {
+            let pose = self.arm.clamp_to_limits(pose);
+            let residual = (self.arm.tip(pose) - target).norm();
+            return Solution { pose, status: SolveStatus::LimitViolated, residual: Some(residual), iterations: 0 };
+        }
+        // Forward kinematics of the answer, from the cosines and sines its angles were taken of.
+        let [c1, s1, s2] = trig;
+        let (c12, s12) = (c1 * tri.c2 - s1 * s2, s1 * tri.c2 + c1 * s2);
+        let tip = Point2::new(l1 * c1 + l2 * c12, l1 * s1 + l2 * s12);
+        let residual = (tip - target).norm();
+        let status = match tri.projection.unreachable {
+            Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
+            None => SolveStatus::Converged,
         };
         Solution { pose, status, residual: Some(residual), iterations: 0 }
     }

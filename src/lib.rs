@@ -13,6 +13,8 @@
 //!
 //! The desktop app (`src/app/`, behind the default `app` feature) is a thin layer over this core.
 
+#![warn(missing_docs)]
+
 pub mod analytic;
 pub mod bench;
 pub mod cli;

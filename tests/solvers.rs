@@ -40,6 +40,21 @@ fn fk_of_ik_round_trips_on_10000_targets_for_both_branches() {
 }
 
 #[test]
+fn reported_residuals_are_the_forward_kinematics_miss() {
+    let arm = TwoLinkArm::new(1.0, 0.6).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut targets = arm.sample_targets(&mut rng, 2000, SampleMode::UniformArea, Region::Annulus);
+    targets.extend([Point2::new(3.0, 1.0), Point2::new(0.1, -0.1), Point2::new(0.0, 0.0)]);
+    for solver in all_solvers(arm) {
+        for &t in &targets {
+            let s = solver.solve(t, Pose::new(0.2, 0.4));
+            let fk = (arm.tip(s.pose) - t).norm();
+            assert!((s.residual.unwrap() - fk).abs() < 1e-9, "{}: {t:?} {s:?} vs {fk}", solver.name());
+        }
+    }
+}
+
+#[test]
 fn dls_converges_from_warm_starts() {
     let arm = TwoLinkArm::new(1.0, 0.8).unwrap();
     let dls = DlsSolver::new(arm);
