@@ -18,20 +18,24 @@ pub fn level() -> &'static str {
     "baseline"
 }
 
-/// `dispatch!(fn name(args) => body_fn)`: defines `name`, which calls the `#[inline(always)]`
-/// function `body_fn` compiled for AVX-512, AVX2+FMA or the baseline, whichever the CPU supports.
+/// `dispatch!(fn name(args) -> Ret => body_fn)`: defines `name`, which calls the
+/// `#[inline(always)]` function `body_fn` compiled for AVX-512, AVX2+FMA or the baseline,
+/// whichever the CPU supports. `-> Ret` may be left out for `()`.
 macro_rules! dispatch {
     ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        $crate::nn::simd::dispatch!($(#[$doc])* $vis fn $name($($arg: $ty),*) -> () => $body);
+    };
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty => $body:path) => {
         $(#[$doc])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) -> $ret {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx2,fma")]
-                unsafe fn wide($($arg: $ty),*) {
+                unsafe fn wide($($arg: $ty),*) -> $ret {
                     $body($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn narrow($($arg: $ty),*) {
+                unsafe fn narrow($($arg: $ty),*) -> $ret {
                     $body($($arg),*)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
