@@ -71,13 +71,21 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let targets = arm.sample_targets(&mut rng, 4096, SampleMode::UniformArea, Region::Annulus);
     let analytic = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
-    let analytic_ns = 1e9 * time_per_call(|i| {
-        black_box(analytic.solve(black_box(targets[i % 4096]), Pose::default()));
-    }, 2_000_000);
+    let analytic_ns = 1e9
+        * time_per_call(
+            |i| {
+                black_box(analytic.solve(black_box(targets[i % 4096]), Pose::default()));
+            },
+            2_000_000,
+        );
     let one = AnalyticSolver::new(arm, BranchChoice::Fixed(crate::ElbowMode::Down));
-    let analytic_one_branch_ns = 1e9 * time_per_call(|i| {
-        black_box(one.solve(black_box(targets[i % 4096]), Pose::default()));
-    }, 2_000_000);
+    let analytic_one_branch_ns = 1e9
+        * time_per_call(
+            |i| {
+                black_box(one.solve(black_box(targets[i % 4096]), Pose::default()));
+            },
+            2_000_000,
+        );
     let dls = DlsSolver::new(arm);
     let warm: Vec<(crate::Point2, Pose)> = targets
         .iter()
@@ -88,10 +96,14 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
         })
         .collect();
     let iterations: u32 = warm.iter().map(|&(t, s)| dls.solve(t, s).iterations).sum();
-    let dls_warm_ns = 1e9 * time_per_call(|i| {
-        let (t, s) = warm[i % 4096];
-        black_box(dls.solve(black_box(t), s));
-    }, 500_000);
+    let dls_warm_ns = 1e9
+        * time_per_call(
+            |i| {
+                let (t, s) = warm[i % 4096];
+                black_box(dls.solve(black_box(t), s));
+            },
+            500_000,
+        );
 
     let cfg = TrainConfig { head: HeadKind::Mdn, steps: train_steps.max(10), ..TrainConfig::default() };
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
@@ -110,14 +122,22 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let flops_per_sample = 2.0 * macs as f64;
     let (fma_peak_gflops, fma_kernel) = fma_peak_gflops();
     let mdn = trainer.model().clone();
-    let mdn_inference_us = 1e6 * time_per_call(|i| {
-        black_box(mdn.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
-    }, 200_000);
+    let mdn_inference_us = 1e6
+        * time_per_call(
+            |i| {
+                black_box(mdn.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
+            },
+            200_000,
+        );
     let mse_cfg = TrainConfig { head: HeadKind::Mse, steps: 10, ..TrainConfig::default() };
     let mse = Trainer::new(mse_cfg).map_err(|e| e.to_string())?.into_model();
-    let mse_inference_us = 1e6 * time_per_call(|i| {
-        black_box(mse.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
-    }, 200_000);
+    let mse_inference_us = 1e6
+        * time_per_call(
+            |i| {
+                black_box(mse.predict(black_box(targets[i % 4096]), crate::ElbowMode::Down));
+            },
+            200_000,
+        );
     Ok(BenchReport {
         analytic_ns,
         analytic_one_branch_ns,
@@ -206,13 +226,20 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
         return Ok(());
     }
-    println!("analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)", r.analytic_ns, 1e3 / r.analytic_ns);
+    println!(
+        "analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)",
+        r.analytic_ns,
+        1e3 / r.analytic_ns
+    );
     println!(
         "analytic solve, 1 branch {:>10.1} ns   ({:.1} M solves/s)",
         r.analytic_one_branch_ns,
         1e3 / r.analytic_one_branch_ns
     );
-    println!("DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)", r.dls_warm_ns, r.dls_warm_iterations);
+    println!(
+        "DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)",
+        r.dls_warm_ns, r.dls_warm_iterations
+    );
     println!(
         "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
         r.mdn_train_samples_per_second / 1e6,

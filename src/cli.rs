@@ -188,9 +188,14 @@ fn run_solve(args: &SolveArgs) -> Result<(), String> {
     println!("target ({}, {}) on arm l1={} l2={}", args.x, args.y, arm.l1(), arm.l2());
     match b.unreachable {
         None => println!("reachable"),
-        Some((reason, d)) => println!("UNREACHABLE: {reason}; solving for the nearest reachable point, missed by {d:.6} m"),
+        Some((reason, d)) => {
+            println!("UNREACHABLE: {reason}; solving for the nearest reachable point, missed by {d:.6} m")
+        }
     }
-    println!("{:<11} {:>12} {:>12} {:>22} {:>12} {:>10}", "pose", "shoulder°", "elbow°", "tip (x, y)", "FK error m", "in limits");
+    println!(
+        "{:<11} {:>12} {:>12} {:>22} {:>12} {:>10}",
+        "pose", "shoulder°", "elbow°", "tip (x, y)", "FK error m", "in limits"
+    );
     for r in &report.rows {
         let tip = format!("({:.6}, {:.6})", r.tip[0], r.tip[1]);
         println!(
@@ -303,7 +308,11 @@ pub struct TrainReport {
 }
 
 /// Trains per `cfg`, with an optional progress bar; returns the model and its report.
-pub fn train_and_evaluate(cfg: TrainConfig, eval_targets: usize, progress: bool) -> Result<(LearnedModel, TrainReport), String> {
+pub fn train_and_evaluate(
+    cfg: TrainConfig,
+    eval_targets: usize,
+    progress: bool,
+) -> Result<(LearnedModel, TrainReport), String> {
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
     let bar = if progress {
         let bar = indicatif::ProgressBar::new(cfg.steps as u64);
@@ -377,7 +386,10 @@ fn run_train(args: &TrainArgs) -> Result<(), String> {
             s.n, s.mean, report.mean_miss_percent_of_reach, s.median, s.p95, s.max
         );
         if let Some(a) = report.analytic_on_real_arm {
-            println!("analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}", a.mean, a.median, a.p95);
+            println!(
+                "analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}",
+                a.mean, a.median, a.p95
+            );
         }
         if let Some(path) = &args.out {
             println!("saved {}", path.display());

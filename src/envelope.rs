@@ -229,7 +229,11 @@ mod tests {
         let v = env.vet(Point2::new(3.0, 0.0), Pose::default());
         assert_eq!(v.intervention, Some(Reason::FkMiss));
         assert!(v.solution.status.is_reported_failure());
-        let dls = SafetyEnvelope::new(Fixed(Pose::new(0.0, 0.0)), arm, EnvelopeConfig { fallback: Fallback::Iterative, ..EnvelopeConfig::for_arm(&arm) });
+        let dls = SafetyEnvelope::new(
+            Fixed(Pose::new(0.0, 0.0)),
+            arm,
+            EnvelopeConfig { fallback: Fallback::Iterative, ..EnvelopeConfig::for_arm(&arm) },
+        );
         assert!(dls.solve(Point2::new(0.0, -3.0), Pose::default()).status.is_reported_failure());
     }
 }

@@ -345,12 +345,7 @@ impl TwoLinkArm {
     pub fn jacobian(&self, pose: Pose) -> Matrix2<f64> {
         let (s1, c1) = pose.shoulder.sin_cos();
         let (s12, c12) = (pose.shoulder + pose.elbow).sin_cos();
-        Matrix2::new(
-            -self.l1 * s1 - self.l2 * s12,
-            -self.l2 * s12,
-            self.l1 * c1 + self.l2 * c12,
-            self.l2 * c12,
-        )
+        Matrix2::new(-self.l1 * s1 - self.l2 * s12, -self.l2 * s12, self.l1 * c1 + self.l2 * c12, self.l2 * c12)
     }
 
     /// True when `r` lies in `[|l1-l2|, l1+l2]` (with a relative slack of 1e-12).
@@ -401,7 +396,13 @@ impl TwoLinkArm {
     }
 
     /// Draws `n` reachable targets; see [`TwoLinkArm::sample_target`].
-    pub fn sample_targets<R: Rng + ?Sized>(&self, rng: &mut R, n: usize, mode: SampleMode, region: Region) -> Vec<Point2> {
+    pub fn sample_targets<R: Rng + ?Sized>(
+        &self,
+        rng: &mut R,
+        n: usize,
+        mode: SampleMode,
+        region: Region,
+    ) -> Vec<Point2> {
         (0..n).map(|_| self.sample_target(rng, mode, region)).collect()
     }
 }
@@ -462,7 +463,10 @@ mod tests {
         }
         let arm = TwoLinkArm::new(1.0, 0.5).unwrap();
         let empty = JointLimits { min: 1.0, max: 1.0 };
-        assert!(matches!(arm.with_limits(empty, JointLimits::FULL), Err(ArmError::BadLimits { joint: "shoulder", .. })));
+        assert!(matches!(
+            arm.with_limits(empty, JointLimits::FULL),
+            Err(ArmError::BadLimits { joint: "shoulder", .. })
+        ));
         let nan = JointLimits { min: f64::NAN, max: 1.0 };
         assert!(matches!(arm.with_limits(JointLimits::FULL, nan), Err(ArmError::BadLimits { joint: "elbow", .. })));
         let msg = TwoLinkArm::new(-2.0, 1.0).unwrap_err().to_string();

@@ -29,9 +29,9 @@ pub mod solver;
 pub mod stats;
 
 pub use analytic::{AnalyticSolver, BranchChoice, Branches, solve_branches};
+pub use envelope::{EnvelopeConfig, InterventionLog, SafetyEnvelope};
 pub use iterative::DlsSolver;
 pub use kinematics::{ElbowMode, JointLimits, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
-pub use envelope::{EnvelopeConfig, InterventionLog, SafetyEnvelope};
 pub use learned::{HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer};
 pub use plant::{Plant, PlantConfig};
 pub use solver::{IkSolver, Solution, SolveStatus, UnreachableReason};

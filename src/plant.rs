@@ -107,7 +107,8 @@ impl Plant {
     pub fn step(&mut self, dt: f64) {
         let alpha = if self.cfg.lag > 0.0 && dt.is_finite() { 1.0 - (-dt.max(0.0) / self.cfg.lag).exp() } else { 1.0 };
         let follow = |m: f64, c: f64| m + alpha * (c - m);
-        self.motor = Pose::new(follow(self.motor.shoulder, self.command.shoulder), follow(self.motor.elbow, self.command.elbow));
+        self.motor =
+            Pose::new(follow(self.motor.shoulder, self.command.shoulder), follow(self.motor.elbow, self.command.elbow));
         let b = self.cfg.backlash;
         self.link = Pose::new(
             with_backlash(self.link.shoulder, self.motor.shoulder, b),
@@ -135,7 +136,9 @@ impl Plant {
     pub fn measure(&mut self) -> Pose {
         match &self.noise {
             None => self.link,
-            Some(n) => Pose::new(self.link.shoulder + n.sample(&mut self.rng), self.link.elbow + n.sample(&mut self.rng)),
+            Some(n) => {
+                Pose::new(self.link.shoulder + n.sample(&mut self.rng), self.link.elbow + n.sample(&mut self.rng))
+            }
         }
     }
 

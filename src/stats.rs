@@ -27,7 +27,13 @@ impl Summary {
         let mut v: Vec<f64> = values.iter().map(|&x| if x.is_nan() { f64::INFINITY } else { x }).collect();
         v.sort_by(f64::total_cmp);
         let pick = |q: f64| v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
-        Self { n: v.len(), mean: v.iter().sum::<f64>() / v.len() as f64, median: pick(0.5), p95: pick(0.95), max: v[v.len() - 1] }
+        Self {
+            n: v.len(),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            median: pick(0.5),
+            p95: pick(0.95),
+            max: v[v.len() - 1],
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! model files, and robustness to any input.
 
 use elbow::analytic::solve_branches;
-use elbow::learned::{AngleEncoding, HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer, evaluate, held_out_targets};
+use elbow::learned::{
+    AngleEncoding, HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer, evaluate, held_out_targets,
+};
 use elbow::{ElbowMode, IkSolver, Point2, Pose, Region, SolveStatus, TwoLinkArm};
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -149,7 +151,13 @@ fn raw_angles_wrap_where_the_sector_avoids_it() {
     let arm = TwoLinkArm::default();
     let sector: Region = "sector:-80,80".parse().unwrap();
     let run = |region| {
-        let cfg = TrainConfig { head: HeadKind::Mode, encoding: AngleEncoding::Raw, region, steps: 2500, ..TrainConfig::default() };
+        let cfg = TrainConfig {
+            head: HeadKind::Mode,
+            encoding: AngleEncoding::Raw,
+            region,
+            steps: 2500,
+            ..TrainConfig::default()
+        };
         let mut t = Trainer::new(cfg).unwrap();
         t.run(|_, _| {});
         evaluate(t.model(), &held_out_targets(&arm, region, 1000, 5)).mean

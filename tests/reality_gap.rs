@@ -1,9 +1,9 @@
 //! The gap to reality: the direction of each of the seed's claims, on seeded data.
 //! Nothing here hard-codes a measured number; each test compares solvers or settings.
 
+use elbow::Region;
 use elbow::cli::{ArmArgs, Levels};
 use elbow::experiments::{DegradationArgs, DegradationReport, degradation};
-use elbow::Region;
 use std::sync::OnceLock;
 
 fn args(ticks: usize) -> DegradationArgs {
@@ -30,7 +30,13 @@ fn report() -> &'static DegradationReport {
     R.get_or_init(|| degradation(&args(3)).unwrap())
 }
 
-fn cell<'a>(r: &'a DegradationReport, solver: &str, split: &str, noise: f64, backlash: f64) -> &'a elbow::experiments::degradation::Cell {
+fn cell<'a>(
+    r: &'a DegradationReport,
+    solver: &str,
+    split: &str,
+    noise: f64,
+    backlash: f64,
+) -> &'a elbow::experiments::degradation::Cell {
     r.cell(solver, split, noise, backlash).unwrap_or_else(|| panic!("no cell {solver} {split} {noise} {backlash}"))
 }
 

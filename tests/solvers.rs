@@ -1,7 +1,10 @@
 //! Classical solvers: the seed exercise, round trips, and robustness on any f64 input.
 
 use elbow::analytic::solve_branches;
-use elbow::{AnalyticSolver, BranchChoice, DlsSolver, ElbowMode, IkSolver, Point2, Pose, Region, SampleMode, SolveStatus, TwoLinkArm};
+use elbow::{
+    AnalyticSolver, BranchChoice, DlsSolver, ElbowMode, IkSolver, Point2, Pose, Region, SampleMode, SolveStatus,
+    TwoLinkArm,
+};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -87,6 +90,8 @@ fn any_f64() -> impl Strategy<Value = f64> {
         Just(f64::MIN),
         Just(f64::MIN_POSITIVE),
         Just(5e-324),
+        Just(-2.93e-309),
+        Just(1e-200),
         Just(-0.0),
         Just(0.0),
         -1e300..1e300f64,

@@ -1,6 +1,7 @@
-//! Gizmo drawing in world units (metres): the reachable annulus, the ghost arms of every shown
-//! solver, the MDN's components faded by weight, the plant's real arm on top, and the target,
-//! which flashes red while the safety envelope intervenes.
+//! Gizmo drawing in world units (metres): the reachable annulus, the plant's real arm as a wide
+//! translucent band, the ghost arms of every shown solver (analytic answers dashed, learned
+//! heads solid, the MDN's components faded by weight), and the target. Plant and target flash
+//! red while the safety envelope intervenes.
 
 use super::AppSet;
 use super::plant::Sim;
@@ -16,9 +17,9 @@ pub(crate) fn plugin(app: &mut App) {
         line: GizmoLineConfig { width, style, joints: GizmoLineJoint::Round(6), ..default() },
         ..default()
     };
-    app.insert_gizmo_config(PlantGizmos, config(9.0, GizmoLineStyle::Solid))
+    app.insert_gizmo_config(PlantGizmos, config(14.0, GizmoLineStyle::Solid))
         .insert_gizmo_config(GhostGizmos, config(4.0, GizmoLineStyle::Solid))
-        .insert_gizmo_config(DashedGizmos, config(4.0, GizmoLineStyle::Dashed { gap_scale: 2.0, line_scale: 4.0 }))
+        .insert_gizmo_config(DashedGizmos, config(3.0, GizmoLineStyle::Dashed { gap_scale: 2.5, line_scale: 4.0 }))
         .insert_gizmo_config(WorkspaceGizmos, config(1.5, GizmoLineStyle::Solid))
         .add_systems(Update, draw.in_set(AppSet::Draw));
 }
@@ -31,11 +32,11 @@ struct PlantGizmos;
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct GhostGizmos;
 
-/// Dashed lines: the average of the branches, and the MSE head's miss.
+/// Dashed lines: the analytic branches and their average.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct DashedGizmos;
 
-/// Thin lines of the workspace.
+/// Thin lines: the workspace and the MSE head's miss.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct WorkspaceGizmos;
 
@@ -89,20 +90,30 @@ fn draw(
     pens.workspace.line_2d(Vec2::new(-1.1 * reach, 0.0), Vec2::new(1.1 * reach, 0.0), axis);
     pens.workspace.line_2d(Vec2::new(0.0, -1.1 * reach), Vec2::new(0.0, 1.1 * reach), axis);
 
+    // The plant first, as a wide translucent band under the ghosts: the real arm where it
+    // really is (it flashes red while the envelope intervenes).
+    let flash = (stats.flash / FLASH_SECS).clamp(0.0, 1.0);
+    let plant_color = PLANT_COLOR.mix(&FLASH_COLOR, flash);
+    arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.3 + 0.4 * flash), 1.6);
+    pens.plant.circle_2d(Vec2::ZERO, 0.05, PLANT_COLOR.with_alpha(0.6));
+
     let ghost = |pose: Option<Pose>| pose.map(|p| arm_model.joints(p));
-    // Ghosts, the average first (underneath) and the MSE head last (on top).
     let t = v(target.pos);
-    for row in [Row::Average, Row::ElbowUp, Row::ElbowDown, Row::Iterative, Row::Mode, Row::Residual] {
-        let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) else { continue };
-        if row == Row::Average {
+    // The analytic answers are references: dashed. The learned heads are solid, the MDN's
+    // components faded by weight, the MSE head last (on top of the average it converges to).
+    for row in [Row::Average, Row::ElbowUp, Row::ElbowDown] {
+        if let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) {
             arm(&mut pens.dashed, joints, row.color(), 1.0);
-        } else {
-            arm(&mut pens.ghost, joints, row.color().with_alpha(0.8), 1.0);
+        }
+    }
+    for row in [Row::Iterative, Row::Mode, Row::Residual] {
+        if let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) {
+            arm(&mut pens.ghost, joints, row.color().with_alpha(0.85), 1.0);
         }
     }
     if shown.get(Row::Mdn) {
         for c in &solutions.mdn_candidates {
-            let alpha = 0.12 + 0.88 * c.weight.clamp(0.0, 1.0);
+            let alpha = 0.15 + 0.85 * c.weight.clamp(0.0, 1.0);
             if c.pose.is_finite() {
                 arm(&mut pens.ghost, arm_model.joints(c.pose), Row::Mdn.color().with_alpha(alpha), 1.0);
             }
@@ -113,14 +124,8 @@ fn draw(
     {
         arm(&mut pens.ghost, joints, Row::Mse.color(), 1.0);
         // How far the averaged answer misses.
-        pens.dashed.line_2d(v(joints[2]), t, Row::Mse.color().with_alpha(0.7));
+        pens.workspace.line_2d(v(joints[2]), t, Row::Mse.color());
     }
-
-    // The plant on top: the real arm where it really is.
-    let flash = (stats.flash / FLASH_SECS).clamp(0.0, 1.0);
-    let plant_color = PLANT_COLOR.mix(&FLASH_COLOR, flash);
-    arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.85), 1.3);
-    pens.plant.circle_2d(Vec2::ZERO, 0.05, PLANT_COLOR);
 
     // The target: a ring and a cross, red and larger while the envelope intervenes.
     let target_color = TARGET_COLOR.mix(&FLASH_COLOR, flash);

@@ -2,7 +2,8 @@
 //!
 //! The plugins split in two halves. The logic half ([`logic_plugin`]: state, target, training,
 //! solvers, plant) needs no window or renderer, so tests drive it with [`MinimalPlugins`]. The
-//! presentation half (camera and pointer, gizmo drawing, the egui panel, the screenshot hook)
+//! presentation half (camera and pointer, gizmo drawing, the egui panel and world labels, the
+//! screenshot hook)
 //! is added by [`plugin`] only, which [`run`] uses.
 //!
 //! Every frame runs the [`AppSet`]s in order: read the pointer, move the target, collect
@@ -10,6 +11,7 @@
 
 mod camera;
 mod draw;
+mod labels;
 mod panel;
 mod plant;
 mod screenshot;
@@ -44,11 +46,8 @@ pub(crate) enum AppSet {
 
 /// Opens the window and runs the lab until it closes.
 pub(crate) fn run() -> ExitCode {
-    let window = Window {
-        title: "Elbow: the failure modes of learned IK".into(),
-        resolution: (1400, 900).into(),
-        ..default()
-    };
+    let window =
+        Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
     let exit = App::new()
         .add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
@@ -62,7 +61,7 @@ pub(crate) fn run() -> ExitCode {
 
 /// Everything the windowed app adds on top of bevy's and egui's plugins.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_plugins((logic_plugin, camera::plugin, draw::plugin, panel::plugin, screenshot::plugin));
+    app.add_plugins((logic_plugin, camera::plugin, draw::plugin, panel::plugin, labels::plugin, screenshot::plugin));
 }
 
 /// The headless half: resources and systems that need no window, renderer or egui.

@@ -45,7 +45,7 @@ pub(crate) fn number(v: Option<f64>, decimals: usize) -> String {
 }
 
 /// An egui colour from a bevy one.
-fn color32(c: Color) -> egui::Color32 {
+pub(crate) fn color32(c: Color) -> egui::Color32 {
     let s = c.to_srgba();
     let byte = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
     egui::Color32::from_rgba_unmultiplied(byte(s.red), byte(s.green), byte(s.blue), byte(s.alpha))
@@ -77,7 +77,16 @@ struct Lab<'w> {
 }
 
 /// Shows the panel and records its width for the world viewport.
-fn panel(mut contexts: EguiContexts, mut width: ResMut<PanelWidth>, mut lab: Lab) -> Result {
+fn panel(
+    mut contexts: EguiContexts,
+    mut width: ResMut<PanelWidth>,
+    mut frame_secs: Local<f32>,
+    mut lab: Lab,
+) -> Result {
+    // Smoothed frame time for the header.
+    let dt = lab.time.delta_secs();
+    *frame_secs = if *frame_secs > 0.0 { 0.95 * *frame_secs + 0.05 * dt } else { dt };
+    let frame_secs = *frame_secs;
     let ctx = contexts.ctx_mut()?.clone();
     let mut root = egui::Ui::new(
         ctx.clone(),
@@ -87,7 +96,7 @@ fn panel(mut contexts: EguiContexts, mut width: ResMut<PanelWidth>, mut lab: Lab
     let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
         &mut root,
         |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab));
+            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab, frame_secs));
         },
     );
     width.set_if_neq(PanelWidth(shown.response.rect.width()));
@@ -95,9 +104,15 @@ fn panel(mut contexts: EguiContexts, mut width: ResMut<PanelWidth>, mut lab: Lab
 }
 
 /// The panel's sections, top to bottom.
-fn contents(ui: &mut egui::Ui, lab: &mut Lab) {
+fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
     ui.heading("Elbow — learned IK lab");
-    ui.label("Drag anywhere in the view to move the target.");
+    let ms = f64::from(frame_secs) * 1e3;
+    let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
+    ui.label(format!(
+        "Drag anywhere in the view to move the target.   frame {} ms ({} fps)",
+        number(Some(ms), 1),
+        number(fps, 0)
+    ));
     ui.separator();
     driver_section(ui, lab);
     ui.separator();
@@ -201,7 +216,10 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.label(format!("({}, {})", number(Some(lab.target.pos.x), 2), number(Some(lab.target.pos.y), 2)));
         ui.end_row();
     });
-    ui.small("Tip errors are on the nominal model; ghost opacity of the MDN follows component weight.");
+    ui.small(
+        "Tip errors are on the nominal model (the residual hybrid's on the real arm it was fitted to); \
+         ghost opacity of the MDN follows component weight.",
+    );
     lab.shown.set_if_neq(shown);
 }
 
@@ -322,7 +340,13 @@ fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
     ui.add(egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"));
     ui.horizontal(|ui| {
         if ui.button("ideal plant").clicked() {
-            s = PlantSettings { noise_std: 0.0, backlash: 0.0, lag: 0.0, length_error: [0.0; 2], joint_offset: [0.0; 2] };
+            s = PlantSettings {
+                noise_std: 0.0,
+                backlash: 0.0,
+                lag: 0.0,
+                length_error: [0.0; 2],
+                joint_offset: [0.0; 2],
+            };
         }
         if ui.button("defaults").clicked() {
             s = PlantSettings::default();
@@ -362,7 +386,9 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
     if ui.add(egui::Slider::new(&mut p.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
         lab.train.write(TrainCommand::SetLr(p.lr));
     }
-    if ui.add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)")).changed()
+    if ui
+        .add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)"))
+        .changed()
     {
         lab.train.write(TrainCommand::SetRate(p.steps_per_sec));
     }

@@ -12,13 +12,10 @@ use std::collections::VecDeque;
 
 /// Registers the plant, its settings and the tip-error history.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<PlantSettings>()
-        .init_resource::<TipHistory>()
-        .init_resource::<Sim>()
-        .add_systems(
-            Update,
-            (apply_settings.run_if(resource_changed::<PlantSettings>), drive, fade_flash).chain().in_set(AppSet::Plant),
-        );
+    app.init_resource::<PlantSettings>().init_resource::<TipHistory>().init_resource::<Sim>().add_systems(
+        Update,
+        (apply_settings.run_if(resource_changed::<PlantSettings>), drive, fade_flash).chain().in_set(AppSet::Plant),
+    );
 }
 
 /// Seconds of tip error kept for the plot.

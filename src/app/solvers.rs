@@ -18,7 +18,9 @@ use elbow::{
 
 /// Registers the solver results and the envelope statistics, and the system that fills them.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Solutions>().init_resource::<EnvelopeStats>().add_systems(Update, solve_all.in_set(AppSet::Solve));
+    app.init_resource::<Solutions>()
+        .init_resource::<EnvelopeStats>()
+        .add_systems(Update, solve_all.in_set(AppSet::Solve));
 }
 
 /// How long an intervention flash lasts, seconds.
@@ -31,7 +33,8 @@ pub(crate) struct Readout {
     pub(crate) pose: Option<Pose>,
     /// What the solver says of it (`None` for the average, which is no solver).
     pub(crate) status: Option<SolveStatus>,
-    /// Tip miss on the nominal model, metres; `None` when not finite.
+    /// Tip miss on the nominal model (the residual hybrid: on the real arm it was fitted to),
+    /// metres; `None` when not finite.
     pub(crate) tip_error: Option<f64>,
     /// Iterations used.
     pub(crate) iterations: u32,
@@ -121,7 +124,14 @@ fn solve_all(
     for row in [Row::Mse, Row::Mdn, Row::Mode, Row::Residual] {
         let model = row.head().and_then(|h| models.get(h));
         out.rows[row.index()] = match model {
-            Some(m) => readout(&arm, t, LearnedSolver::new(m).solve(t, seed)),
+            Some(m) => {
+                let mut r = readout(&arm, t, LearnedSolver::new(m).solve(t, seed));
+                // The hybrid exists to fit the real arm: judge it there.
+                if let (Some(real), Some(pose)) = (m.real, r.pose) {
+                    r.tip_error = finite((real.tip(pose) - t).norm());
+                }
+                r
+            }
             None => Readout::default(),
         };
         if let (Row::Mdn, Some(m)) = (row, model) {

@@ -71,8 +71,9 @@ fn sweep(time: Res<Time>, nominal: Res<Nominal>, mut target: ResMut<Target>) {
 fn follow_pointer(mut drags: MessageReader<PointerDrag>, nominal: Res<Nominal>, mut target: ResMut<Target>) {
     let limit = MAX_TARGET_REACHES * nominal.0.reach();
     if let Some(PointerDrag(p)) = drags.read().filter(|d| d.0.x.is_finite() && d.0.y.is_finite()).last() {
-        let p = if p.norm() > limit { p * (limit / p.norm()) } else { *p };
-        target.pos = p;
+        // Scale by the largest coordinate first so the norm of a huge point cannot overflow.
+        let direction = if p.amax() > 0.0 { p / p.amax() } else { *p };
+        target.pos = if p.norm() <= limit { *p } else { direction.normalize() * limit };
         target.sweep = false;
     }
 }

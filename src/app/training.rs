@@ -363,7 +363,10 @@ fn collect_reports(mut training: ResMut<Training>, mut models: ResMut<Models>) {
                     }
                 }
                 Ok(Report::Snapshot(model)) => models.set(HeadKind::ALL[i], Some(*model)),
-                Ok(Report::Finished) => run.state = RunState::Finished,
+                Ok(Report::Finished) => {
+                    info!("{} head: training done after {} steps", HeadKind::ALL[i], run.steps_done);
+                    run.state = RunState::Finished;
+                }
                 Ok(Report::Failed(why)) => run.state = RunState::Failed(why),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {

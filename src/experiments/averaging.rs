@@ -97,7 +97,8 @@ pub fn averaging(args: &AveragingArgs) -> Result<AveragingReport, String> {
         })
         .collect();
     let seed_t = Point2::new(1.0, 0.8);
-    let seed_target = sources.iter().map(|(name, f)| (name.to_string(), (arm.tip(f(seed_t)) - seed_t).norm())).collect();
+    let seed_target =
+        sources.iter().map(|(name, f)| (name.to_string(), (arm.tip(f(seed_t)) - seed_t).norm())).collect();
     Ok(AveragingReport {
         targets: targets.len(),
         reach: arm.reach(),
@@ -114,7 +115,10 @@ pub fn run_averaging(args: &AveragingArgs) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
         return Ok(());
     }
-    println!("The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)", r.targets, r.reach, r.train_seconds);
+    println!(
+        "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
+        r.targets, r.reach, r.train_seconds
+    );
     println!(
         "{:<20} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}",
         "pose from", "mean miss", "median", "p95", "% of reach", "Δq to avg", "Δq to branch"
@@ -132,6 +136,9 @@ pub fn run_averaging(args: &AveragingArgs) -> Result<(), String> {
             row.mean_distance_to_nearest_branch
         );
     }
-    println!("seed target (1.0, 0.8): {}", r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "seed target (1.0, 0.8): {}",
+        r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", ")
+    );
     Ok(())
 }

@@ -154,7 +154,9 @@ impl DegradationReport {
             (cells.iter().map(|c| c.reported).sum::<f64>() / n, cells.iter().map(|c| c.silent).sum::<f64>() / n)
         };
         if self.targets.1 > 0 {
-            for solver in ["analytic", "iterative (DLS)", "mse", "mdn", "mode", "residual", "envelope(mse)", "envelope(mdn)"] {
+            for solver in
+                ["analytic", "iterative (DLS)", "mse", "mdn", "mode", "residual", "envelope(mse)", "envelope(mdn)"]
+            {
                 let (reported, silent) = ood(solver);
                 out.push(format!(
                     "{solver:<16} out-of-distribution: reported failure {:5.1}%, silent failure {:5.1}%",
@@ -197,7 +199,13 @@ impl Entry<'_> {
 }
 
 /// Trains the four heads (in parallel) for the experiment.
-pub fn train_heads(arm: TwoLinkArm, region: Region, real: RealArm, steps: usize, seed: u64) -> Result<Vec<LearnedModel>, String> {
+pub fn train_heads(
+    arm: TwoLinkArm,
+    region: Region,
+    real: RealArm,
+    steps: usize,
+    seed: u64,
+) -> Result<Vec<LearnedModel>, String> {
     HeadKind::ALL
         .par_iter()
         .map(|&head| {
@@ -233,7 +241,12 @@ fn ood_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Poi
 }
 
 /// Runs one solver through one setting over `targets`; returns (errors, reported, log).
-fn episode(entry: &Entry, plant_cfg: PlantConfig, targets: &[Point2], ticks: usize) -> (Vec<f64>, Vec<bool>, InterventionLog) {
+fn episode(
+    entry: &Entry,
+    plant_cfg: PlantConfig,
+    targets: &[Point2],
+    ticks: usize,
+) -> (Vec<f64>, Vec<bool>, InterventionLog) {
     let mut plant = Plant::new(plant_cfg, Pose::new(0.0, std::f64::consts::FRAC_PI_2));
     let mut log = InterventionLog::default();
     let mut errors = Vec::with_capacity(targets.len());
@@ -274,7 +287,8 @@ pub fn degradation(args: &DegradationArgs) -> Result<DegradationReport, String> 
         return Err(format!("ticks must be in 1..=100, got {}", args.ticks));
     }
     let offsets = Pose::new(args.joint_offset.0, args.joint_offset.1);
-    let real = RealArm::mismatched(&arm, [args.length_error.0, args.length_error.1], offsets).map_err(|e| e.to_string())?;
+    let real =
+        RealArm::mismatched(&arm, [args.length_error.0, args.length_error.1], offsets).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
     let models = train_heads(arm, args.region, real, args.train_steps, args.seed)?;
     let train_seconds = t0.elapsed().as_secs_f64();
@@ -293,7 +307,8 @@ pub fn degradation(args: &DegradationArgs) -> Result<DegradationReport, String> 
     let inside = held_out_targets(&arm, args.region, args.targets, args.seed);
     let n_ood = (args.targets as f64 * args.ood_fraction).round() as usize;
     let ood = ood_targets(&arm, args.region, n_ood, args.seed);
-    let settings: Vec<(f64, f64)> = args.noise.0.iter().flat_map(|&n| args.backlash.0.iter().map(move |&b| (n, b))).collect();
+    let settings: Vec<(f64, f64)> =
+        args.noise.0.iter().flat_map(|&n| args.backlash.0.iter().map(move |&b| (n, b))).collect();
     let splits = if n_ood > 0 { 2 } else { 1 };
     let n_entries = entries.len();
     let jobs: Vec<(usize, usize, usize)> = (0..settings.len())
@@ -325,7 +340,13 @@ pub fn degradation(args: &DegradationArgs) -> Result<DegradationReport, String> 
         })
         .collect();
     let eval_seconds = t1.elapsed().as_secs_f64();
-    Ok(DegradationReport { cells, train_seconds, eval_seconds, targets: (inside.len(), ood.len()), tolerance: args.tolerance })
+    Ok(DegradationReport {
+        cells,
+        train_seconds,
+        eval_seconds,
+        targets: (inside.len(), ood.len()),
+        tolerance: args.tolerance,
+    })
 }
 
 /// `elbow experiment degradation`.

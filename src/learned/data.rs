@@ -64,9 +64,10 @@ impl AngleEncoding {
             AngleEncoding::Circular => {
                 Pose::new((v[1] as f64).atan2(v[0] as f64), wrap_angle(v[2] as f64 * std::f64::consts::PI))
             }
-            AngleEncoding::Raw => {
-                Pose::new(wrap_angle(v[0] as f64 * std::f64::consts::PI), wrap_angle(v[1] as f64 * std::f64::consts::PI))
-            }
+            AngleEncoding::Raw => Pose::new(
+                wrap_angle(v[0] as f64 * std::f64::consts::PI),
+                wrap_angle(v[1] as f64 * std::f64::consts::PI),
+            ),
         }
     }
 }

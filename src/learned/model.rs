@@ -244,7 +244,8 @@ impl LearnedModel {
 
     /// Reads and validates a model file.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
         Self::from_json(&text).map_err(|reason| ModelError::Corrupt { path: path.display().to_string(), reason })
     }
 

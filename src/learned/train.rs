@@ -117,7 +117,13 @@ impl TrainConfig {
     }
 
     fn data_config(&self) -> DataConfig {
-        DataConfig { arm: self.arm, region: self.region, sampling: self.sampling, size: self.data_size, seed: self.seed }
+        DataConfig {
+            arm: self.arm,
+            region: self.region,
+            sampling: self.sampling,
+            size: self.data_size,
+            seed: self.seed,
+        }
     }
 
     /// Layer widths of the network this configuration builds.

@@ -23,11 +23,8 @@ pub struct Adam {
 impl Adam {
     /// Fresh state for `net` with learning rate `lr` and the usual betas (0.9, 0.999).
     pub fn new(net: &Mlp, lr: f32) -> Self {
-        let zeros: Vec<Vec<f32>> = net
-            .layers
-            .iter()
-            .flat_map(|l| [vec![0.0; l.w.len()], vec![0.0; l.b.len()]])
-            .collect();
+        let zeros: Vec<Vec<f32>> =
+            net.layers.iter().flat_map(|l| [vec![0.0; l.w.len()], vec![0.0; l.b.len()]]).collect();
         Self { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, clip_norm: 10.0, m: zeros.clone(), v: zeros, t: 0 }
     }
 

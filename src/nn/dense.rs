@@ -142,7 +142,15 @@ impl Dense {
 ///
 /// # Panics
 /// If the shapes do not chain (a programming error).
-pub(crate) fn gemm(alpha: f32, a: &DMatrix<f32>, ta: bool, b: &DMatrix<f32>, tb: bool, beta: f32, c: &mut DMatrix<f32>) {
+pub(crate) fn gemm(
+    alpha: f32,
+    a: &DMatrix<f32>,
+    ta: bool,
+    b: &DMatrix<f32>,
+    tb: bool,
+    beta: f32,
+    c: &mut DMatrix<f32>,
+) {
     let (ar, ac) = a.shape();
     let (br, bc) = b.shape();
     let (m, k) = if ta { (ac, ar) } else { (ar, ac) };

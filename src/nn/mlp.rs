@@ -72,10 +72,10 @@ impl Mlp {
     pub fn is_consistent(&self) -> bool {
         !self.layers.is_empty()
             && self.layers.windows(2).all(|w| w[0].outputs() == w[1].inputs())
-            && self.layers.iter().all(|l| {
-                l.b.len() == l.outputs()
-                    && l.w.iter().chain(l.b.iter()).all(|v| v.is_finite())
-            })
+            && self
+                .layers
+                .iter()
+                .all(|l| l.b.len() == l.outputs() && l.w.iter().chain(l.b.iter()).all(|v| v.is_finite()))
     }
 
     /// Zero gradients shaped like this network.

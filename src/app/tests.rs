@@ -1,0 +1,296 @@
+//! Headless tests of the app's logic: [`MinimalPlugins`] plus [`super::logic_plugin`], no window,
+//! renderer or egui. Pointer input is injected as [`PointerDrag`] messages, models are trained
+//! synchronously with tiny configurations (or, in one test, by the background workers).
+
+use super::logic_plugin;
+use super::panel::{metres, number};
+use super::plant::{PlantSettings, Sim, TipHistory};
+use super::solvers::{EnvelopeStats, Solutions};
+use super::state::{Driver, DriverKind, Row};
+use super::target::{DEFAULT_TARGET, PointerDrag, Target};
+use super::training::{Models, RunState, TrainCommand, Training, TrainingParams};
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use elbow::envelope::Reason;
+use elbow::{HeadKind, Point2, TrainConfig, Trainer};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::{Duration, Instant};
+
+/// Training parameters small enough to finish in milliseconds.
+fn tiny_params() -> TrainingParams {
+    TrainingParams {
+        autostart: false,
+        hidden: 8,
+        depth: 1,
+        batch: 32,
+        steps: 60,
+        data_size: 256,
+        steps_per_sec: 0.0,
+        ..TrainingParams::default()
+    }
+}
+
+/// The logic plugins on a fixed 16 ms clock, training off.
+fn app() -> App {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(16)));
+    app.insert_resource(tiny_params());
+    app
+}
+
+/// A few synchronous training steps of every head.
+fn tiny_models() -> Models {
+    let mut models = Models::default();
+    for head in HeadKind::ALL {
+        let cfg =
+            TrainConfig { head, steps: 30, data_size: 256, batch: 32, hidden: 8, depth: 1, ..TrainConfig::default() };
+        let mut trainer = Trainer::new(cfg).expect("tiny config is valid");
+        for _ in 0..30 {
+            trainer.step();
+        }
+        models.set(head, Some(trainer.model().clone()));
+    }
+    models
+}
+
+fn drag(app: &mut App, x: f64, y: f64) {
+    app.world_mut().write_message(PointerDrag(Point2::new(x, y)));
+}
+
+#[test]
+fn a_drag_moves_the_target_and_stops_the_sweep() {
+    let mut app = app();
+    app.update();
+    assert_eq!(app.world().resource::<Target>().pos, DEFAULT_TARGET);
+    app.world_mut().resource_mut::<Target>().sweep = true;
+    app.update();
+    assert_ne!(app.world().resource::<Target>().pos, DEFAULT_TARGET, "the sweep moves the target");
+    drag(&mut app, -0.4, 1.3);
+    app.update();
+    let target = *app.world().resource::<Target>();
+    assert_eq!(target.pos, Point2::new(-0.4, 1.3));
+    assert!(!target.sweep, "a drag takes over from the sweep");
+    drag(&mut app, f64::NAN, 0.0);
+    drag(&mut app, 1e308, -1e308);
+    app.update();
+    let pos = app.world().resource::<Target>().pos;
+    assert!(pos.x.is_finite() && pos.y.is_finite() && pos.norm() <= 20.0 + 1e-9, "{pos:?}");
+    // The solvers saw the dragged target.
+    let up = app.world().resource::<Solutions>().row(Row::ElbowUp).tip_error;
+    assert!(up.is_some_and(|e| e > 1.0), "a far target is missed: {up:?}");
+}
+
+#[test]
+fn every_solver_answers_every_frame() {
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    app.update();
+    let first = app.world().resource::<Solutions>().clone();
+    drag(&mut app, -1.2, 0.4);
+    app.update();
+    let second = app.world().resource::<Solutions>().clone();
+    assert_eq!(second.frame, first.frame + 1);
+    for row in Row::ALL {
+        let (a, b) = (first.row(row), second.row(row));
+        assert!(a.pose.is_some() && b.pose.is_some(), "{row:?} has an answer");
+        assert!(b.tip_error.is_some(), "{row:?} has a tip error");
+        assert_ne!(a.pose, b.pose, "{row:?} follows the target");
+    }
+    assert!(!second.mdn_candidates.is_empty());
+    assert_ne!(first.mdn_candidates, second.mdn_candidates);
+    // The analytic branches reach the new target exactly; their average does not.
+    assert!(second.row(Row::ElbowUp).tip_error.unwrap() < 1e-9);
+    assert!(second.row(Row::ElbowDown).tip_error.unwrap() < 1e-9);
+    assert!(second.row(Row::Average).tip_error.unwrap() > 0.1);
+}
+
+#[test]
+fn learned_rows_wait_for_a_model_and_the_plant_holds() {
+    let mut app = app();
+    app.update();
+    let s = app.world().resource::<Solutions>().clone();
+    for row in [Row::Mse, Row::Mdn, Row::Mode, Row::Residual] {
+        assert_eq!(s.row(row).pose, None, "{row:?}");
+    }
+    assert_eq!(s.command, None, "the default learned driver has no model yet");
+    assert!(s.row(Row::Iterative).pose.is_some());
+}
+
+#[test]
+fn switching_the_head_switches_the_driver() {
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    let drive = |app: &mut App, driver: Driver| {
+        *app.world_mut().resource_mut::<Driver>() = driver;
+        app.update();
+        app.world().resource::<Solutions>().clone()
+    };
+    let learned = |head| Driver { kind: DriverKind::Learned, head, envelope: false };
+    let mse = drive(&mut app, learned(HeadKind::Mse));
+    assert_eq!(mse.driver_name, "MSE");
+    assert_eq!(mse.command, mse.row(Row::Mse).pose);
+    let mdn = drive(&mut app, learned(HeadKind::Mdn));
+    assert_eq!(mdn.driver_name, "MDN");
+    assert_eq!(mdn.command, mdn.row(Row::Mdn).pose);
+    assert_ne!(mse.command, mdn.command);
+    let iterative = drive(&mut app, Driver { kind: DriverKind::Iterative, ..learned(HeadKind::Mdn) });
+    assert_eq!(iterative.command, iterative.row(Row::Iterative).pose);
+    let analytic = drive(&mut app, Driver { kind: DriverKind::Analytic, ..learned(HeadKind::Mdn) });
+    assert!(
+        analytic.command == analytic.row(Row::ElbowUp).pose || analytic.command == analytic.row(Row::ElbowDown).pose
+    );
+    let enveloped = drive(&mut app, Driver { envelope: true, ..learned(HeadKind::Mse) });
+    assert_eq!(enveloped.driver_name, "envelope(MSE)");
+}
+
+#[test]
+fn the_envelope_catches_the_averaging_trap_and_counts_it() {
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    *app.world_mut().resource_mut::<Driver>() =
+        Driver { kind: DriverKind::Learned, head: HeadKind::Mse, envelope: true };
+    for _ in 0..5 {
+        app.update();
+    }
+    let s = app.world().resource::<Solutions>().clone();
+    let stats = app.world().resource::<EnvelopeStats>().clone();
+    assert_eq!(s.intervention, Some(Reason::FkMiss), "a barely trained MSE head misses");
+    assert_eq!(stats.log.count(Reason::FkMiss), 5);
+    assert!(stats.flash > 0.0);
+    // The fallback is classical: the command reaches the target on the nominal model.
+    let arm = elbow::TwoLinkArm::default();
+    assert!((arm.tip(s.command.unwrap()) - DEFAULT_TARGET).norm() < 1e-9);
+    // The flash fades once the envelope stops intervening.
+    *app.world_mut().resource_mut::<Driver>() = Driver { kind: DriverKind::Analytic, ..Driver::default() };
+    for _ in 0..30 {
+        app.update();
+    }
+    assert_eq!(app.world().resource::<EnvelopeStats>().flash, 0.0);
+}
+
+#[test]
+fn background_training_delivers_models_and_losses() {
+    let mut app = app();
+    app.insert_resource(TrainingParams { autostart: true, ..tiny_params() });
+    let started = Instant::now();
+    loop {
+        app.update();
+        let training = app.world().resource::<Training>();
+        let done = HeadKind::ALL.iter().all(|&h| training.head(h).state == RunState::Finished);
+        if done {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(8), "training did not finish");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The final snapshot arrives before the "finished" report.
+    let models = app.world().resource::<Models>();
+    let training = app.world().resource::<Training>();
+    for head in HeadKind::ALL {
+        assert!(models.get(head).is_some(), "{head}");
+        assert_eq!(training.head(head).steps_done, 60);
+        assert!(!training.head(head).losses.is_empty());
+    }
+    app.update();
+    assert!(app.world().resource::<Solutions>().command.is_some(), "the MDN now drives the plant");
+    app.world_mut().write_message(TrainCommand::Reset);
+    app.update();
+    assert!(app.world().resource::<Models>().get(HeadKind::Mdn).is_none());
+    assert_eq!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Idle);
+}
+
+/// Asserts that everything the app shows or acts on is finite.
+fn assert_all_finite(app: &App, frame: usize) {
+    let world = app.world();
+    let target = world.resource::<Target>();
+    assert!(target.pos.x.is_finite() && target.pos.y.is_finite(), "frame {frame}: target");
+    let s = world.resource::<Solutions>();
+    for row in Row::ALL {
+        let r = s.row(row);
+        assert!(r.pose.is_none_or(|p| p.is_finite()), "frame {frame}: {row:?} pose");
+        assert!(r.tip_error.is_none_or(f64::is_finite), "frame {frame}: {row:?} tip error");
+        for text in [metres(r.tip_error), number(r.tip_error, 3)] {
+            assert!(!text.contains("NaN") && !text.contains("inf"), "frame {frame}: {row:?} shows {text}");
+        }
+    }
+    for c in &s.mdn_candidates {
+        assert!(c.pose.is_finite() && c.weight.is_finite(), "frame {frame}: MDN candidate");
+    }
+    assert!(s.command.is_none_or(|p| p.is_finite()), "frame {frame}: command");
+    let sim = world.resource::<Sim>();
+    assert!(sim.measured.is_finite(), "frame {frame}: measured pose");
+    for p in sim.plant.joints() {
+        assert!(p.x.is_finite() && p.y.is_finite(), "frame {frame}: plant joints");
+    }
+    assert!(world.resource::<TipHistory>().0.iter().all(|p| p[0].is_finite() && p[1].is_finite()));
+    assert!(world.resource::<EnvelopeStats>().flash.is_finite());
+    let plant_error = (sim.plant.tip() - target.pos).norm();
+    assert!(!metres(Some(plant_error)).contains("NaN"), "frame {frame}: plant error");
+}
+
+/// A random value that is sometimes hostile: NaN, infinite, huge or zero.
+fn hostile(rng: &mut ChaCha8Rng, typical: f64) -> f64 {
+    match rng.random_range(0..20) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => -1e300,
+        3 => 0.0,
+        _ => rng.random_range(-typical..=typical),
+    }
+}
+
+#[test]
+fn ten_thousand_random_frames_never_panic_or_show_nan() {
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for frame in 0..10_000 {
+        match rng.random_range(0..100) {
+            0..40 => {
+                let (x, y) = (hostile(&mut rng, 3.0), hostile(&mut rng, 3.0));
+                drag(&mut app, x, y);
+            }
+            40..45 => drag(&mut app, 0.0, 0.0),
+            45..50 => {
+                let mut target = app.world_mut().resource_mut::<Target>();
+                target.sweep = !target.sweep;
+                target.speed = hostile(&mut rng, 5.0);
+            }
+            50..56 => {
+                let kind = [DriverKind::Analytic, DriverKind::Iterative, DriverKind::Learned][rng.random_range(0..3)];
+                let head = HeadKind::ALL[rng.random_range(0..4)];
+                let envelope = rng.random::<bool>();
+                *app.world_mut().resource_mut::<Driver>() = Driver { kind, head, envelope };
+            }
+            56..60 => {
+                let settings = PlantSettings {
+                    noise_std: hostile(&mut rng, 0.05),
+                    backlash: hostile(&mut rng, 0.1),
+                    lag: hostile(&mut rng, 0.5),
+                    length_error: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
+                    joint_offset: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
+                };
+                *app.world_mut().resource_mut::<PlantSettings>() = settings;
+            }
+            60 => {
+                let command = match rng.random_range(0..5) {
+                    0 => TrainCommand::Start,
+                    1 => TrainCommand::Pause,
+                    2 => TrainCommand::Reset,
+                    3 => TrainCommand::SetLr(hostile(&mut rng, 1.0) as f32),
+                    _ => TrainCommand::SetRate(hostile(&mut rng, 1e4)),
+                };
+                app.world_mut().write_message(command);
+            }
+            61 => {
+                // Bring the models back after a reset, so the learned paths keep running.
+                app.insert_resource(tiny_models());
+            }
+            _ => {}
+        }
+        app.update();
+        assert_all_finite(&app, frame);
+    }
+}
