@@ -138,7 +138,10 @@ pub fn project_to_workspace(arm: &TwoLinkArm, target: Point2) -> Option<Projecti
 
 /// The law-of-cosines quantities one target's branches share.
 struct Triangle {
-    projection: Projection,
+    /// The point solved for: the target, or the nearest reachable point.
+    aim: Point2,
+    /// `None` when the target is reachable.
+    unreachable: Option<(UnreachableReason, f64)>,
     /// `cos q2` and `|sin q2|`.
     c2: f64,
     s2: f64,
@@ -148,22 +151,33 @@ struct Triangle {
 
 impl Triangle {
     fn new(arm: &TwoLinkArm, target: Point2) -> Option<Self> {
-        let projection = project_to_workspace(arm, target)?;
-        let (l1, l2, r) = (arm.l1(), arm.l2(), projection.radius);
-        let c2 = ((r * r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
+        let (l1, l2) = (arm.l1(), arm.l2());
+        let (inner, outer) = (arm.inner_radius(), arm.reach());
+        let r2 = target.x * target.x + target.y * target.y;
+        // Fast path, no square root: comfortably inside the annulus. Targets near its edges, far
+        // off or non-finite go through the careful projection.
+        let margin = 4.0 * crate::kinematics::REACH_EPS;
+        let (aim, r2, unreachable) =
+            if r2 < outer * outer * (1.0 - margin) && r2 > inner * inner * (1.0 + margin) && r2 > 1e-200 {
+                (target, r2, None)
+            } else {
+                let p = project_to_workspace(arm, target)?;
+                (p.aimed, p.radius * p.radius, p.unreachable)
+            };
+        let c2 = ((r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
         let s2 = (1.0 - c2 * c2).max(0.0).sqrt();
-        Some(Self { projection, c2, s2, q2: atan2(s2, c2) })
+        Some(Self { aim, unreachable, c2, s2, q2: atan2(s2, c2) })
     }
 
     /// One branch: its pose, whether it is inside the limits, and `[cos q1, sin q1, sin q2]`.
     fn branch(&self, arm: &TwoLinkArm, mode: ElbowMode) -> (Pose, bool, [f64; 3]) {
         let (l1, l2) = (arm.l1(), arm.l2());
         let s2 = mode.sign() * self.s2;
-        // The tip is the vector (l1 + l2 c2, l2 s2) turned by q1; turning the target direction
-        // back by that vector's angle gives q1 with a single atan2.
+        // The tip is the vector (l1 + l2 c2, l2 s2) turned by q1; turning the aim point back by
+        // that vector's angle gives q1 with a single atan2 (atan2 ignores the common scale).
         let (k1, k2) = (l1 + l2 * self.c2, l2 * s2);
-        let d = self.projection.direction;
-        let (x, y) = (d.x * k1 + d.y * k2, d.y * k1 - d.x * k2);
+        let a = self.aim;
+        let (x, y) = (a.x * k1 + a.y * k2, a.y * k1 - a.x * k2);
         let q1 = atan2(y, x);
         let n = norm(x, y);
         let trig = if n > 0.0 { [x / n, y / n, s2] } else { [q1.cos(), q1.sin(), s2] };
@@ -190,13 +204,7 @@ pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
     };
     let (up, up_ok, _) = tri.branch(arm, ElbowMode::Up);
     let (down, down_ok, _) = tri.branch(arm, ElbowMode::Down);
-    Branches {
-        up,
-        down,
-        aimed: tri.projection.aimed,
-        unreachable: tri.projection.unreachable,
-        admissible: [up_ok, down_ok],
-    }
+    Branches { up, down, aimed: tri.aim, unreachable: tri.unreachable, admissible: [up_ok, down_ok] }
 }
 
 /// Which branch the analytic solver answers with.
@@ -259,7 +267,7 @@ impl IkSolver for AnalyticSolver {
         let (c12, s12) = (c1 * tri.c2 - s1 * s2, s1 * tri.c2 + c1 * s2);
         let tip = Point2::new(l1 * c1 + l2 * c12, l1 * s1 + l2 * s12);
         let residual = (tip - target).norm();
-        let status = match tri.projection.unreachable {
+        let status = match tri.unreachable {
             Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
             None => SolveStatus::Converged,
         };

@@ -81,6 +81,13 @@ pub struct Solution {
     pub iterations: u32,
 }
 
+impl Solution {
+    /// True when the solver reached the target within its tolerance (status `Converged`).
+    pub fn converged(&self) -> bool {
+        self.status == SolveStatus::Converged
+    }
+}
+
 /// An inverse-kinematics solver for one arm model.
 pub trait IkSolver {
     /// A short name for tables and legends.
