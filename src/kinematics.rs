@@ -17,6 +17,7 @@ pub type Point2 = Vector2<f64>;
 pub(crate) const REACH_EPS: f64 = 1e-12;
 
 /// Wraps an angle into `(-pi, pi]`; non-finite input comes back unchanged.
+#[inline]
 pub fn wrap_angle(a: f64) -> f64 {
     // Fast paths for the common cases (already wrapped, or one turn out); fmod for the rest.
     if a > -PI && a <= PI {
@@ -74,6 +75,7 @@ impl Pose {
     }
 
     /// Largest absolute per-joint difference, each wrapped to `(-pi, pi]`.
+    #[inline]
     pub fn max_joint_distance(self, other: Pose) -> f64 {
         let d1 = wrap_angle(self.shoulder - other.shoulder).abs();
         let d2 = wrap_angle(self.elbow - other.elbow).abs();
@@ -166,6 +168,7 @@ impl JointLimits {
     }
 
     /// The representative of `angle` (modulo a whole turn) that lies inside the range, if any.
+    #[inline]
     pub fn fit(&self, angle: f64) -> Option<f64> {
         if angle >= self.min && angle <= self.max {
             return Some(angle);

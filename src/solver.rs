@@ -119,6 +119,7 @@ impl<S: IkSolver + ?Sized> IkSolver for &S {
 }
 
 /// A finite stand-in for a non-finite seed pose.
+#[inline]
 pub(crate) fn sane_seed(seed: Pose) -> Pose {
     Pose::new(
         if seed.shoulder.is_finite() { seed.shoulder } else { 0.0 },
