@@ -62,3 +62,16 @@ fn train_saves_a_model_that_loads() {
     assert!(elbow::LearnedModel::load(&path).is_ok());
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn the_app_without_a_display_says_so_instead_of_panicking() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elbow"))
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("desktop app") && !err.contains("panicked"), "{err}");
+}

@@ -46,6 +46,10 @@ pub(crate) enum AppSet {
 
 /// Opens the window and runs the lab until it closes.
 pub(crate) fn run() -> ExitCode {
+    if let Some(problem) = missing_display() {
+        eprintln!("error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)");
+        return ExitCode::from(2);
+    }
     let window =
         Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
     let exit = App::new()
@@ -57,6 +61,14 @@ pub(crate) fn run() -> ExitCode {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(code) => ExitCode::from(code.get()),
     }
+}
+
+/// Why no window can open, when that can be told before bevy tries (and panics).
+fn missing_display() -> Option<&'static str> {
+    let unix_desktop = cfg!(all(unix, not(target_os = "macos")));
+    let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
+    let any = set("DISPLAY") || set("WAYLAND_DISPLAY") || set("WAYLAND_SOCKET");
+    (unix_desktop && !any).then_some("no display found (DISPLAY and WAYLAND_DISPLAY are unset)")
 }
 
 /// Everything the windowed app adds on top of bevy's and egui's plugins.
