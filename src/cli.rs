@@ -369,7 +369,20 @@ fn analytic_miss_on(real: &RealArm, model: &LearnedModel, targets: &[Point2]) ->
 
 fn run_train(args: &TrainArgs) -> Result<(), String> {
     let cfg = args.config()?;
-    let (model, report) = train_and_evaluate(cfg, args.eval_targets, !args.quiet && !args.json)?;
+    let mut probed = None;
+    if let Some(path) = &args.out {
+        // Find out now, not after training, whether the model can be written there (appending
+        // opens an existing file without touching it).
+        let existed = path.exists();
+        let probe = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        probe.map_err(|e| format!("cannot write the model to {}: {e}", path.display()))?;
+        probed = (!existed).then_some(path);
+    }
+    let (model, report) = train_and_evaluate(cfg, args.eval_targets, !args.quiet && !args.json).inspect_err(|_| {
+        if let Some(path) = probed {
+            let _ = std::fs::remove_file(path); // the empty file the probe left
+        }
+    })?;
     if let Some(path) = &args.out {
         model.save(path).map_err(|e| e.to_string())?;
     }

@@ -42,6 +42,7 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
         (vec!["train", "--batch", "0", "--steps", "1"], "batch must be"),
         (vec!["train", "--region", "sector:50,10"], "FROM < TO"),
         (vec!["experiment", "degradation", "--noise", "0,-1"], "levels must be"),
+        (vec!["train", "--steps", "100000000", "--out", "/nonexistent-dir/m.json"], "cannot write the model"),
     ] {
         let (code, _, err) = elbow(&args);
         assert_eq!(code, 2, "{args:?}");
