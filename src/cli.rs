@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
 #[derive(Debug, Parser)]
-#[command(name = "elbow", version, about)]
+#[command(name = "elbow", version, about, after_help = "With no command, the desktop app opens.")]
 pub struct Cli {
     /// What to run; with none, the desktop app opens.
     #[command(subcommand)]
