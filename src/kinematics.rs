@@ -129,6 +129,14 @@ pub enum ArmError {
         /// The value given.
         value: f64,
     },
+    /// A joint offset was not a finite number.
+    #[error("joint offsets must be finite, got ({shoulder}, {elbow})")]
+    BadOffset {
+        /// Shoulder offset given.
+        shoulder: f64,
+        /// Elbow offset given.
+        elbow: f64,
+    },
     /// A joint range was empty, reversed or not finite.
     #[error("joint range for {joint} must be finite with min < max, got [{min}, {max}]")]
     BadLimits {
@@ -430,6 +438,9 @@ impl RealArm {
 
     /// `nominal` with its link lengths scaled by `1 + length_error` and the joints offset.
     pub fn mismatched(nominal: &TwoLinkArm, length_error: [f64; 2], joint_offsets: Pose) -> Result<Self, ArmError> {
+        if !joint_offsets.is_finite() {
+            return Err(ArmError::BadOffset { shoulder: joint_offsets.shoulder, elbow: joint_offsets.elbow });
+        }
         let arm = TwoLinkArm::new(nominal.l1 * (1.0 + length_error[0]), nominal.l2 * (1.0 + length_error[1]))?
             .with_limits(nominal.limits[0], nominal.limits[1])?;
         Ok(Self { arm, joint_offsets })
@@ -472,6 +483,11 @@ mod tests {
         ));
         let nan = JointLimits { min: f64::NAN, max: 1.0 };
         assert!(matches!(arm.with_limits(JointLimits::FULL, nan), Err(ArmError::BadLimits { joint: "elbow", .. })));
+        assert!(matches!(
+            RealArm::mismatched(&arm, [0.0, 0.0], Pose::new(f64::NAN, 0.0)),
+            Err(ArmError::BadOffset { .. })
+        ));
+        assert!(RealArm::mismatched(&arm, [f64::INFINITY, 0.0], Pose::default()).is_err());
         let msg = TwoLinkArm::new(-2.0, 1.0).unwrap_err().to_string();
         assert!(msg.contains("l1") && msg.contains("-2"), "{msg}");
     }
