@@ -1,7 +1,7 @@
 //! The four learned heads behind one trait, their solver adapter, and their model files.
 
 use super::data::AngleEncoding;
-use crate::analytic::solve_branches;
+use crate::analytic::{Branches, solve_branches};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, TwoLinkArm};
 use crate::nn::{MdnNll, Mlp};
 use crate::solver::{IkSolver, Solution, SolveStatus};
@@ -258,7 +258,12 @@ impl LearnedModel {
 
     /// The residual head's proposal with the correction switched on or off.
     pub fn predict_residual(&self, target: Point2, mode: ElbowMode, use_correction: bool) -> Prediction {
-        let base = solve_branches(&self.arm, target).pose(mode);
+        self.residual_on(&solve_branches(&self.arm, target), target, mode, use_correction)
+    }
+
+    /// [`LearnedModel::predict_residual`] on branches the caller has already solved.
+    fn residual_on(&self, branches: &Branches, target: Point2, mode: ElbowMode, use_correction: bool) -> Prediction {
+        let base = branches.pose(mode);
         let mut correction = None;
         let mut pose = base;
         if use_correction {
@@ -344,8 +349,8 @@ impl IkSolver for LearnedSolver<'_> {
             ModeChoice::FromSeed => ElbowMode::of(crate::solver::sane_seed(seed)),
         };
         let (pose, status) = if self.model.kind == HeadKind::Residual {
-            let p = self.model.predict_residual(target, mode, self.use_correction);
             let analytic = solve_branches(&self.model.arm, target);
+            let p = self.model.residual_on(&analytic, target, mode, self.use_correction);
             let status = match analytic.unreachable {
                 Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
                 None if p.correction.is_some() => SolveStatus::Unverified,
