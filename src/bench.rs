@@ -160,17 +160,12 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
 /// Measures the f32 fused-multiply-add peak of one core with independent register accumulators.
 pub fn fma_peak_gflops() -> (f64, &'static str) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            return (unsafe { peak::avx512() }, "avx512 (16 lanes)");
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-            return (unsafe { peak::avx2() }, "avx2+fma (8 lanes)");
-        }
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports AVX-512F (checked just above).
+        return (unsafe { peak::avx512() }, "avx512 (16 lanes)");
     }
-    (0.0, "unmeasured (no x86 FMA)")
+    let avx2 = fma_peak_avx2_gflops();
+    if avx2 > 0.0 { (avx2, "avx2+fma (8 lanes)") } else { (0.0, "unmeasured (no x86 FMA)") }
 }
 
 /// The 8-lane (AVX2 + FMA) peak of one core, GFLOP/s; 0 where the CPU lacks them.
