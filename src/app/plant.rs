@@ -54,14 +54,13 @@ pub(crate) mod range {
 impl Default for PlantSettings {
     fn default() -> Self {
         // The core's default mismatch, so the residual head trains against the plant it drives.
-        let real = elbow::learned::default_real_arm(&TwoLinkArm::default());
-        let nominal = TwoLinkArm::default();
+        let offsets = elbow::learned::DEFAULT_JOINT_OFFSETS;
         Self {
             noise_std: 0.002,
             backlash: 0.0,
             lag: 0.06,
-            length_error: [real.arm.l1() / nominal.l1() - 1.0, real.arm.l2() / nominal.l2() - 1.0],
-            joint_offset: [real.joint_offsets.shoulder, real.joint_offsets.elbow],
+            length_error: elbow::learned::DEFAULT_LENGTH_ERROR,
+            joint_offset: [offsets.shoulder, offsets.elbow],
         }
     }
 }

@@ -12,4 +12,7 @@ pub mod train;
 
 pub use data::{AngleEncoding, DataConfig, Dataset, Sample};
 pub use model::{Candidate, HeadKind, LearnedIk, LearnedModel, LearnedSolver, ModeChoice, ModelError, Prediction};
-pub use train::{TrainConfig, TrainError, Trainer, default_real_arm, evaluate, fk_misses, held_out_targets};
+pub use train::{
+    DEFAULT_JOINT_OFFSETS, DEFAULT_LENGTH_ERROR, TrainConfig, TrainError, Trainer, default_real_arm, evaluate,
+    fk_misses, held_out_targets,
+};

@@ -74,10 +74,14 @@ impl Default for TrainConfig {
     }
 }
 
-/// The mismatched "real" arm used by default: links 6% long and 4% short, joints offset by
-/// 0.03 and -0.05 rad.
+/// Relative link-length errors of the default "real" arm: upper link 6% long, forearm 4% short.
+pub const DEFAULT_LENGTH_ERROR: [f64; 2] = [0.06, -0.04];
+/// Joint offsets of the default "real" arm, radians.
+pub const DEFAULT_JOINT_OFFSETS: Pose = Pose::new(0.03, -0.05);
+
+/// The mismatched "real" arm used by default ([`DEFAULT_LENGTH_ERROR`], [`DEFAULT_JOINT_OFFSETS`]).
 pub fn default_real_arm(nominal: &TwoLinkArm) -> RealArm {
-    RealArm::mismatched(nominal, [0.06, -0.04], Pose::new(0.03, -0.05)).unwrap_or(RealArm::ideal(*nominal))
+    RealArm::mismatched(nominal, DEFAULT_LENGTH_ERROR, DEFAULT_JOINT_OFFSETS).unwrap_or(RealArm::ideal(*nominal))
 }
 
 /// Why a training configuration was refused.
