@@ -34,7 +34,7 @@ fn solvers(c: &mut Criterion) {
         .iter()
         .map(|&t| {
             let q = elbow::solve_branches(&arm, t).down;
-            Pose::new(q.shoulder + 0.02, q.elbow - 0.02)
+            q + Pose::new(0.02, -0.02)
         })
         .collect();
     g.bench_function("dls_warm_start", |b| {

@@ -5,8 +5,8 @@
 //! annulus is never silently clamped: the answer aims at the nearest reachable point and says by
 //! how much it missed.
 
-use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm, wrap_angle};
-use crate::solver::{IkSolver, Solution, SolveStatus, UnreachableReason};
+use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm, UnreachableReason, project_to_workspace, wrap_angle};
+use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
 
 /// Both closed-form branches for one target.
@@ -43,8 +43,8 @@ impl Branches {
     /// elbow the plain mean of `q2 <= 0` and `q2 >= 0` (zero: a straight arm). For a reachable
     /// target off the rim it is *not* a solution: the tip lands on the outer rim.
     pub fn average(&self) -> Pose {
-        let elbow = (crate::kinematics::wrap_angle(self.up.elbow).min(0.0)
-            + crate::kinematics::wrap_angle(self.down.elbow).max(0.0))
+        let elbow = (wrap_angle(self.up.elbow).min(0.0)
+            + wrap_angle(self.down.elbow).max(0.0))
             / 2.0;
         Pose::new(circular_mean(self.up.shoulder, self.down.shoulder), elbow)
     }
@@ -53,19 +53,6 @@ impl Branches {
 /// The mean direction of two angles (their bisector), wrapped into `(-pi, pi]`.
 pub fn circular_mean(a: f64, b: f64) -> f64 {
     wrap_angle(a + wrap_angle(b - a) / 2.0)
-}
-
-/// Where a target lies relative to the reachable annulus.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Projection {
-    /// The target itself when reachable, else the nearest reachable point.
-    pub aimed: Point2,
-    /// Distance of `aimed` from the base.
-    pub radius: f64,
-    /// Unit vector from the base towards the target (+x for the base itself).
-    pub direction: Point2,
-    /// `None` when reachable, else why not and by how much it is missed.
-    pub unreachable: Option<(UnreachableReason, f64)>,
 }
 
 /// `atan2(y, x)` by Cephes' method: reduce to `|t| <= tan(pi/8)`, then a rational minimax fit.
@@ -101,43 +88,6 @@ pub fn atan2(y: f64, x: f64) -> f64 {
     // Back to the quadrant of (x, y).
     let a = if x < 0.0 { PI - a } else { a };
     if y < 0.0 || (y == 0.0 && y.is_sign_negative()) { -a } else { a }
-}
-
-/// `sqrt(x² + y²)`, directly where it cannot overflow or underflow, by `hypot` elsewhere.
-#[inline]
-fn norm(x: f64, y: f64) -> f64 {
-    let m = x.abs().max(y.abs());
-    if m < 1e150 && m > 1e-150 { (x * x + y * y).sqrt() } else { x.hypot(y) }
-}
-
-/// Projects a finite target onto the reachable annulus (never clamps silently: see `unreachable`).
-/// Returns `None` for a non-finite target.
-pub fn project_to_workspace(arm: &TwoLinkArm, target: Point2) -> Option<Projection> {
-    if !(target.x.is_finite() && target.y.is_finite()) {
-        return None;
-    }
-    let r = norm(target.x, target.y);
-    let direction = if r > 0.0 && r.is_finite() {
-        target / r
-    } else if r > 0.0 {
-        // Coordinates so large that the radius overflows: the bearing still tells the direction.
-        let b = target.y.atan2(target.x);
-        Point2::new(b.cos(), b.sin())
-    } else {
-        Point2::new(1.0, 0.0)
-    };
-    let (inner, outer) = (arm.inner_radius(), arm.reach());
-    let degenerate_tol = 1e-12 * outer;
-    let (radius, unreachable) = if r > outer * (1.0 + crate::kinematics::REACH_EPS) {
-        (outer, Some((UnreachableReason::BeyondReach, r - outer)))
-    } else if r < inner * (1.0 - crate::kinematics::REACH_EPS) {
-        (inner, Some((UnreachableReason::InsideHole, inner - r)))
-    } else if r <= degenerate_tol && inner <= degenerate_tol {
-        (0.0, Some((UnreachableReason::Degenerate, r)))
-    } else {
-        return Some(Projection { aimed: target, radius: r.clamp(inner, outer), direction, unreachable: None });
-    };
-    Some(Projection { aimed: direction * radius, radius, direction, unreachable })
 }
 
 /// The law-of-cosines quantities one target's branches share.
@@ -259,7 +209,7 @@ impl IkSolver for AnalyticSolver {
     }
 }
 
-crate::nn::simd::dispatch!(fn analytic_solve(solver: &AnalyticSolver, target: Point2, seed: Pose) -> Solution => analytic_solve_body);
+crate::simd::dispatch!(fn analytic_solve(solver: &AnalyticSolver, target: Point2, seed: Pose) -> Solution => analytic_solve_body);
 
 /// [`AnalyticSolver::solve`], inlined into each instruction-set variant.
 #[inline(always)]
@@ -281,7 +231,7 @@ fn analytic_solve_body(solver: &AnalyticSolver, target: Point2, seed: Pose) -> S
     let (l1, l2) = (solver.arm.l1(), solver.arm.l2());
     if !admissible {
         let pose = solver.arm.clamp_to_limits(pose);
-        let residual = (solver.arm.tip(pose) - target).norm();
+        let residual = solver.arm.miss(pose, target);
         return Solution { pose, status: SolveStatus::LimitViolated, residual: Some(residual), iterations: 0 };
     }
     // Forward kinematics of the answer, from the cosines and sines its angles were taken of.
@@ -310,9 +260,9 @@ mod tests {
         let b = solve_branches(&arm, target);
         assert!(b.unreachable.is_none());
         for mode in ElbowMode::BOTH {
-            assert!((arm.tip(b.pose(mode)) - target).norm() < 1e-6);
+            assert!(arm.miss(b.pose(mode), target) < 1e-6);
         }
-        assert!((arm.tip(b.average()) - target).norm() > 1e-2);
+        assert!(arm.miss(b.average(), target) > 1e-2);
         assert!(b.up.elbow < 0.0 && b.down.elbow > 0.0);
     }
 

@@ -1,4 +1,4 @@
-//! `elbow bench`: headless speed figures, comparable with the criterion benches.
+//! Headless speed figures (`elbow bench` prints them), comparable with the criterion benches.
 //!
 //! Reports solves per second of the classical solvers, MDN training throughput (f32, batch 256,
 //! 2-64-64-out) against this core's measured FMA peak, and single-target inference time.
@@ -8,23 +8,11 @@ use crate::iterative::DlsSolver;
 use crate::kinematics::{Pose, Region, SampleMode, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer};
 use crate::solver::IkSolver;
-use clap::Args;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::Instant;
-
-/// Arguments of `elbow bench`.
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Training steps timed for the throughput figure.
-    #[arg(long, default_value_t = 2000)]
-    pub train_steps: usize,
-}
 
 /// The figures.
 #[derive(Debug, Clone, Serialize)]
@@ -229,49 +217,4 @@ mod peak {
         std::hint::black_box(sum);
         (ITERS * 12 * 8 * 2) as f64 / secs / 1e9
     }
-}
-
-/// `elbow bench`.
-pub fn run(args: &BenchArgs) -> Result<(), String> {
-    let r = measure(args.train_steps)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
-        return Ok(());
-    }
-    println!(
-        "analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)",
-        r.analytic_ns,
-        1e3 / r.analytic_ns
-    );
-    println!(
-        "analytic solve, 1 branch {:>10.1} ns   ({:.1} M solves/s)",
-        r.analytic_one_branch_ns,
-        1e3 / r.analytic_one_branch_ns
-    );
-    println!(
-        "DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)",
-        r.dls_warm_ns, r.dls_warm_iterations
-    );
-    println!(
-        "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
-        r.mdn_train_samples_per_second / 1e6,
-        r.train_gflops,
-        r.flops_per_sample
-    );
-    println!(
-        "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it",
-        r.fma_peak_gflops,
-        r.fma_kernel,
-        100.0 * r.train_gflops / r.fma_peak_gflops.max(1e-9)
-    );
-    if r.fma_peak_avx2_gflops > 0.0 && r.fma_kernel.starts_with("avx512") {
-        println!(
-            "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it",
-            r.fma_peak_avx2_gflops,
-            100.0 * r.train_gflops / r.fma_peak_avx2_gflops
-        );
-    }
-    println!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
-    println!("MSE inference            {:>10.3} µs", r.mse_inference_us);
-    Ok(())
 }

@@ -114,6 +114,48 @@ impl InterventionLog {
     }
 }
 
+/// The envelope's checks and fallback for one arm, independent of who proposes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Envelope {
+    /// The nominal arm every check runs on.
+    pub arm: TwoLinkArm,
+    /// Tuning.
+    pub config: EnvelopeConfig,
+}
+
+impl Envelope {
+    /// The classical answer used when a proposal is rejected.
+    pub fn fallback(&self, target: Point2, seed: Pose) -> Solution {
+        match self.config.fallback {
+            Fallback::Analytic => AnalyticSolver::new(self.arm, BranchChoice::NearestToSeed).solve(target, seed),
+            Fallback::Iterative => DlsSolver::new(self.arm).solve(target, seed),
+        }
+    }
+
+    /// Decides on `proposal` for `target`, the arm being at `seed`.
+    pub fn review(&self, proposal: Solution, target: Point2, seed: Pose) -> Vetted {
+        let pose = proposal.pose;
+        let proposal_miss = if pose.is_finite() { self.arm.miss(pose, target) } else { f64::INFINITY };
+        let seed = crate::solver::sane_seed(seed);
+        let reason = if !pose.is_finite() {
+            Some(Reason::NonFinite)
+        } else if !self.arm.within_limits(pose) {
+            Some(Reason::JointLimit)
+        } else if pose.max_joint_distance(seed) > self.config.max_joint_step {
+            Some(Reason::JointStep)
+        } else if proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss {
+            Some(Reason::FkMiss)
+        } else {
+            None
+        };
+        let solution = match reason {
+            None => Solution { status: SolveStatus::Converged, residual: Some(proposal_miss), ..proposal },
+            Some(_) => self.fallback(target, seed),
+        };
+        Vetted { solution, intervention: reason, proposal_miss }
+    }
+}
+
 /// A learned (or any) solver wrapped in the envelope.
 #[derive(Debug, Clone)]
 pub struct SafetyEnvelope<S> {
@@ -133,36 +175,18 @@ impl<S: IkSolver> SafetyEnvelope<S> {
         Self { inner, arm, config, name }
     }
 
+    fn checks(&self) -> Envelope {
+        Envelope { arm: self.arm, config: self.config }
+    }
+
     /// The classical answer used when a proposal is rejected.
     pub fn fallback(&self, target: Point2, seed: Pose) -> Solution {
-        match self.config.fallback {
-            Fallback::Analytic => AnalyticSolver::new(self.arm, BranchChoice::NearestToSeed).solve(target, seed),
-            Fallback::Iterative => DlsSolver::new(self.arm).solve(target, seed),
-        }
+        self.checks().fallback(target, seed)
     }
 
     /// Runs the proposer and decides.
     pub fn vet(&self, target: Point2, seed: Pose) -> Vetted {
-        let proposal = self.inner.solve(target, seed);
-        let pose = proposal.pose;
-        let proposal_miss = if pose.is_finite() { (self.arm.tip(pose) - target).norm() } else { f64::INFINITY };
-        let seed = crate::solver::sane_seed(seed);
-        let reason = if !pose.is_finite() {
-            Some(Reason::NonFinite)
-        } else if !self.arm.within_limits(pose) {
-            Some(Reason::JointLimit)
-        } else if pose.max_joint_distance(seed) > self.config.max_joint_step {
-            Some(Reason::JointStep)
-        } else if proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss {
-            Some(Reason::FkMiss)
-        } else {
-            None
-        };
-        let solution = match reason {
-            None => Solution { status: SolveStatus::Converged, residual: Some(proposal_miss), ..proposal },
-            Some(_) => self.fallback(target, seed),
-        };
-        Vetted { solution, intervention: reason, proposal_miss }
+        self.checks().review(self.inner.solve(target, seed), target, seed)
     }
 }
 
@@ -214,7 +238,7 @@ mod tests {
             let v = SafetyEnvelope::new(Fixed(pose), arm, cfg).vet(target, seed);
             assert_eq!(v.intervention, want, "{pose:?}");
             assert!(v.solution.pose.is_finite());
-            assert!((arm.tip(v.solution.pose) - target).norm() < 1e-9);
+            assert!(arm.miss(v.solution.pose, target) < 1e-9);
             log.record(v.intervention);
         }
         assert_eq!(log.interventions(), 4);

@@ -5,8 +5,7 @@
 //! below [`DlsSolver::singularity_threshold`], `λ` ramps up to [`DlsSolver::max_damping`], trading
 //! exactness for bounded joint motion near the straight and folded arm.
 
-use crate::analytic::project_to_workspace;
-use crate::kinematics::{Point2, Pose, TwoLinkArm};
+use crate::kinematics::{Point2, Pose, TwoLinkArm, project_to_workspace};
 use crate::solver::{IkSolver, Solution, SolveStatus, UnreachableReason, sane_seed};
 
 /// Damped-least-squares solver with its tuning fields.

@@ -1,37 +1,44 @@
 //! Elbow: a lab for the failure modes of learned inverse kinematics on a planar two-link arm.
 //!
 //! This library is the headless core; it never touches bevy. It holds:
-//! - [`kinematics`]: the arm, forward kinematics, the Jacobian and the reachable workspace;
+//! - [`kinematics`]: poses, the arm (FK, the Jacobian, the mismatched real arm) and the
+//!   reachable workspace;
 //! - [`solver`]: the [`solver::IkSolver`] trait every solver implements and its [`solver::Solution`];
 //! - [`analytic`] and [`iterative`]: the classical solvers (closed form, damped least squares);
 //! - [`nn`]: small networks written with nalgebra (dense layers, losses, Adam);
 //! - [`learned`]: the learned heads (MSE, MDN, mode-conditioned, residual hybrid) and training;
 //! - [`plant`]: the simulated real arm (mismatch, backlash, lag, encoder noise);
 //! - [`envelope`]: the safety envelope around learned solvers;
-//! - [`experiments`], [`cli`] and [`bench`](mod@bench): everything the command line reproduces;
-//! - [`stats`]: error summaries.
+//! - [`lineup`]: one typed identity per solver ([`lineup::SolverId`]), pipelines with or without
+//!   the envelope, tables keyed by them, and the one place that runs any solver;
+//! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
+//! - [`stats`]: error summaries; [`simd`]: runtime dispatch of hot loops to the CPU's widest
+//!   vector unit.
 //!
-//! The desktop app (`src/app/`, behind the default `app` feature) is a thin layer over this core.
+//! The command line (`src/cli/`, the `cli` feature) and the desktop app (`src/app/`, the `app`
+//! feature) live in the binary: thin layers that parse, call and print or draw.
 
 #![warn(missing_docs)]
 
 pub mod analytic;
 pub mod bench;
-pub mod cli;
 pub mod envelope;
 pub mod experiments;
 pub mod iterative;
 pub mod kinematics;
 pub mod learned;
+pub mod lineup;
 pub mod nn;
 pub mod plant;
+pub mod simd;
 pub mod solver;
 pub mod stats;
 
 pub use analytic::{AnalyticSolver, BranchChoice, Branches, solve_branches};
-pub use envelope::{EnvelopeConfig, InterventionLog, SafetyEnvelope};
+pub use envelope::{Envelope, EnvelopeConfig, InterventionLog, SafetyEnvelope};
 pub use iterative::DlsSolver;
-pub use kinematics::{ElbowMode, JointLimits, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
+pub use kinematics::{ElbowMode, JointLimits, Mismatch, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
 pub use learned::{HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer};
+pub use lineup::{Lineup, Pipeline, SolverId, Table};
 pub use plant::{Plant, PlantConfig};
 pub use solver::{IkSolver, Solution, SolveStatus, UnreachableReason};

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 #[cfg(feature = "app")]
 mod app;
+mod cli;
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = elbow::cli::Cli::parse();
-    match cli.command {
-        Some(command) => match elbow::cli::run(&command) {
+    match cli::Cli::parse().command {
+        Some(command) => match cli::run(&command) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("error: {message}");

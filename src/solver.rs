@@ -3,32 +3,9 @@
 //! Analytic, iterative, learned and enveloped solvers all answer [`IkSolver::solve`] with a
 //! [`Solution`], so the app and the experiments can treat them alike.
 
+pub use crate::kinematics::UnreachableReason;
 use crate::kinematics::{Point2, Pose};
 use serde::{Deserialize, Serialize};
-
-/// Why a target cannot be reached exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum UnreachableReason {
-    /// Farther than `l1 + l2` from the base.
-    BeyondReach,
-    /// Closer than `|l1 - l2|` to the base.
-    InsideHole,
-    /// The base itself with `l1 == l2`: every shoulder angle reaches it, so no answer is unique.
-    Degenerate,
-    /// A coordinate was NaN or infinite.
-    NonFinite,
-}
-
-impl std::fmt::Display for UnreachableReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            UnreachableReason::BeyondReach => "beyond reach",
-            UnreachableReason::InsideHole => "inside the hole",
-            UnreachableReason::Degenerate => "degenerate (base with l1 = l2)",
-            UnreachableReason::NonFinite => "non-finite target",
-        })
-    }
-}
 
 /// What a solver says of its own answer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -39,7 +39,7 @@ fn mse_learns_the_invalid_average() {
         let b = solve_branches(&arm, t);
         to_avg += pose.max_joint_distance(b.average());
         to_branch += pose.max_joint_distance(b.up).min(pose.max_joint_distance(b.down));
-        miss += (arm.tip(pose) - t).norm();
+        miss += arm.miss(pose, t);
     }
     let n = targets.len() as f64;
     let (to_avg, to_branch, miss) = (to_avg / n, to_branch / n, miss / n);
@@ -94,8 +94,8 @@ fn residual_hybrid_corrects_the_gap_and_degrades_to_analytic() {
             // Off: exactly the analytic answer on the nominal model.
             assert_eq!(off.pose, solve_branches(&model.arm, t).pose(mode));
             assert!(off.correction.is_none());
-            with += (real.tip(on.pose) - t).norm();
-            without += (real.tip(off.pose) - t).norm();
+            with += real.miss(on.pose, t);
+            without += real.miss(off.pose, t);
         }
     }
     assert!(with * 5.0 < without, "corrected {with} vs analytic {without}");

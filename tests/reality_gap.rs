@@ -1,28 +1,34 @@
 //! The gap to reality: the direction of each of the seed's claims, on seeded data.
 //! Nothing here hard-codes a measured number; each test compares solvers or settings.
 
-use elbow::Region;
-use elbow::cli::{ArmArgs, Levels};
-use elbow::experiments::{DegradationArgs, DegradationReport, degradation};
+use elbow::experiments::{DegradationConfig, DegradationReport, Split, degradation};
+use elbow::{HeadKind, Mismatch, Pipeline, Pose, Region, SolverId, TwoLinkArm};
 use std::sync::OnceLock;
 
-fn args(ticks: usize) -> DegradationArgs {
-    DegradationArgs {
-        noise: Levels(vec![0.0, 0.02, 0.06]),
-        backlash: Levels(vec![0.0, 0.05]),
+fn args(ticks: usize) -> DegradationConfig {
+    DegradationConfig {
+        noise: vec![0.0, 0.02, 0.06],
+        backlash: vec![0.0, 0.05],
         targets: 1500,
         ood_fraction: 0.3,
         tolerance: 0.05,
         ticks,
         train_steps: 3000,
         region: Region::Annulus,
-        length_error: (0.02, -0.02),
-        joint_offset: (0.01, -0.01),
+        mismatch: Mismatch { length_error: [0.02, -0.02], joint_offsets: Pose::new(0.01, -0.01) },
         seed: 7,
-        arm: ArmArgs { lengths: (1.0, 1.0), elbow_limits: None },
-        json: false,
-        csv: false,
+        arm: TwoLinkArm::default(),
     }
+}
+
+/// A pipeline by its key (`analytic`, `mse`, `envelope(mdn)`).
+fn p(key: &str) -> Pipeline {
+    key.parse().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A split by its old name.
+fn split(name: &str) -> Split {
+    if name == "in" { Split::In } else { Split::Ood }
 }
 
 fn report() -> &'static DegradationReport {
@@ -37,7 +43,8 @@ fn cell<'a>(
     noise: f64,
     backlash: f64,
 ) -> &'a elbow::experiments::degradation::Cell {
-    r.cell(solver, split, noise, backlash).unwrap_or_else(|| panic!("no cell {solver} {split} {noise} {backlash}"))
+    r.cell(p(solver), self::split(split), noise, backlash)
+        .unwrap_or_else(|| panic!("no cell {solver} {split} {noise} {backlash}"))
 }
 
 #[test]
@@ -99,6 +106,16 @@ fn envelope_turns_silent_failures_into_reported_fallbacks() {
 }
 
 #[test]
+fn the_lineup_measures_every_solver_and_every_enveloped_head() {
+    let r = report();
+    for pipeline in Pipeline::lineup() {
+        assert!(r.cell(pipeline, Split::In, 0.0, 0.0).is_some(), "{pipeline}");
+    }
+    let heads = HeadKind::ALL.map(|h| Pipeline::enveloped(SolverId::Learned(h)));
+    assert!(heads.iter().all(|&h| r.cells.iter().any(|c| c.solver == h)));
+}
+
+#[test]
 fn residual_hybrid_closes_the_sim_to_real_gap() {
     let r = report();
     let analytic = cell(r, "analytic", "in", 0.0, 0.0).error.mean;
@@ -108,7 +125,7 @@ fn residual_hybrid_closes_the_sim_to_real_gap() {
 
 #[test]
 fn backlash_hurts_an_open_loop_arm_and_the_servo_takes_it_up() {
-    let open = degradation(&DegradationArgs { targets: 400, ood_fraction: 0.0, train_steps: 300, ..args(1) }).unwrap();
+    let open = degradation(&DegradationConfig { targets: 400, ood_fraction: 0.0, train_steps: 300, ..args(1) }).unwrap();
     let without = cell(&open, "analytic", "in", 0.0, 0.0).error.mean;
     let with = cell(&open, "analytic", "in", 0.0, 0.05).error.mean;
     assert!(with > without + 0.01, "open loop: backlash {with} vs none {without}");
@@ -119,10 +136,11 @@ fn backlash_hurts_an_open_loop_arm_and_the_servo_takes_it_up() {
 #[test]
 fn bad_arguments_are_refused_not_panicked_on() {
     for bad in [
-        DegradationArgs { targets: 0, ..args(3) },
-        DegradationArgs { tolerance: f64::NAN, ..args(3) },
-        DegradationArgs { ticks: 0, ..args(3) },
-        DegradationArgs { arm: ArmArgs { lengths: (0.0, 1.0), elbow_limits: None }, ..args(3) },
+        DegradationConfig { targets: 0, ..args(3) },
+        DegradationConfig { tolerance: f64::NAN, ..args(3) },
+        DegradationConfig { ticks: 0, ..args(3) },
+        DegradationConfig { noise: vec![-1.0], ..args(3) },
+        DegradationConfig { mismatch: Mismatch { length_error: [-1.0, 0.0], ..Mismatch::NONE }, ..args(3) },
     ] {
         assert!(degradation(&bad).is_err());
     }

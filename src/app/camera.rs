@@ -5,8 +5,7 @@
 //! wander onto it, do not move the target.
 
 use super::AppSet;
-use super::state::Nominal;
-use super::target::PointerDrag;
+use super::state::{Nominal, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
 use bevy::prelude::*;
@@ -18,8 +17,7 @@ use elbow::Point2;
 
 /// Registers the cameras and the viewport and pointer systems.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<PanelWidth>()
-        .add_systems(Startup, spawn_cameras)
+    app.add_systems(Startup, spawn_cameras)
         .add_systems(Update, (fit_viewport, pointer).chain().in_set(AppSet::Input));
 }
 
@@ -32,10 +30,6 @@ const HANDLE_MARGIN: f32 = 6.0;
 /// The world camera.
 #[derive(Component)]
 pub(crate) struct WorldCamera;
-
-/// Width of the egui side panel in logical pixels, written by the panel each frame.
-#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct PanelWidth(pub(crate) f32);
 
 /// Spawns the world camera (metres, the whole workspace in view) and the egui camera on top.
 fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, nominal: Res<Nominal>) {

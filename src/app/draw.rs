@@ -4,12 +4,10 @@
 //! red while the safety envelope intervenes.
 
 use super::AppSet;
-use super::plant::Sim;
-use super::solvers::{EnvelopeStats, FLASH_SECS, Solutions};
-use super::state::{FLASH_COLOR, Nominal, PLANT_COLOR, Row, Shown, TARGET_COLOR};
-use super::target::Target;
+use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
+use super::state::{EnvelopeStats, FLASH_SECS, Nominal, Shown, Sim, Solutions, Target};
 use bevy::prelude::*;
-use elbow::{Point2, Pose};
+use elbow::{HeadKind, Output, Point2, SolverId};
 
 /// Registers the gizmo groups (line widths and styles) and the drawing system.
 pub(crate) fn plugin(app: &mut App) {
@@ -97,34 +95,38 @@ fn draw(
     arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.3 + 0.4 * flash), 1.6);
     pens.plant.circle_2d(Vec2::ZERO, 0.05, PLANT_COLOR.with_alpha(0.6));
 
-    let ghost = |pose: Option<Pose>| pose.map(|p| arm_model.joints(p));
+    // References and the classical answers are dashed; learned heads are solid, a mixture's
+    // components faded by weight. The MSE head goes last, on top of the average it lands on.
     let t = v(target.pos);
-    // The analytic answers are references: dashed. The learned heads are solid, the MDN's
-    // components faded by weight, the MSE head last (on top of the average it converges to).
-    for row in [Row::Average, Row::ElbowUp, Row::ElbowDown] {
-        if let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) {
-            arm(&mut pens.dashed, joints, row.color(), 1.0);
-        }
-    }
-    for row in [Row::Iterative, Row::Mode, Row::Residual] {
-        if let Some(joints) = ghost(solutions.row(row).pose).filter(|_| shown.get(row)) {
-            arm(&mut pens.ghost, joints, row.color().with_alpha(0.85), 1.0);
-        }
-    }
-    if shown.get(Row::Mdn) {
-        for c in &solutions.mdn_candidates {
-            let alpha = 0.15 + 0.85 * c.weight.clamp(0.0, 1.0);
-            if c.pose.is_finite() {
-                arm(&mut pens.ghost, arm_model.joints(c.pose), Row::Mdn.color().with_alpha(alpha), 1.0);
+    let mse = SolverId::Learned(HeadKind::Mse);
+    let order = SolverId::ALL.into_iter().filter(|&id| id != mse).chain([mse]);
+    for id in order.filter(|&id| shown.0[id]) {
+        let color = solver_color(id);
+        match id.head() {
+            None => {
+                if let Some(pose) = solutions.row(id).pose {
+                    // Closed-form answers and their average are dashed; the iteration is solid.
+                    let pen = if id == SolverId::Iterative { &mut pens.ghost } else { &mut pens.dashed };
+                    arm(pen, arm_model.joints(pose), color, 1.0);
+                }
+            }
+            Some(head) if head.spec().output == Output::Mixture => {
+                for c in solutions.candidates[head].iter().filter(|c| c.pose.is_finite()) {
+                    let alpha = 0.15 + 0.85 * c.weight.clamp(0.0, 1.0);
+                    arm(&mut pens.ghost, arm_model.joints(c.pose), color.with_alpha(alpha), 1.0);
+                }
+            }
+            Some(_) => {
+                if let Some(pose) = solutions.row(id).pose {
+                    let joints = arm_model.joints(pose);
+                    arm(&mut pens.ghost, joints, color.with_alpha(if id == mse { 1.0 } else { 0.85 }), 1.0);
+                    if id == mse {
+                        // How far the averaged answer misses.
+                        pens.workspace.line_2d(v(joints[2]), t, color);
+                    }
+                }
             }
         }
-    }
-    if shown.get(Row::Mse)
-        && let Some(joints) = ghost(solutions.row(Row::Mse).pose)
-    {
-        arm(&mut pens.ghost, joints, Row::Mse.color(), 1.0);
-        // How far the averaged answer misses.
-        pens.workspace.line_2d(v(joints[2]), t, Row::Mse.color());
     }
 
     // The target: a ring and a cross, red and larger while the envelope intervenes.

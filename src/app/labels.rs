@@ -3,13 +3,11 @@
 //! clipped to the world viewport.
 
 use super::camera::WorldCamera;
-use super::panel::metres;
-use super::solvers::Solutions;
-use super::state::{Nominal, Row, Shown, TARGET_COLOR};
-use super::target::Target;
+use super::format::{TARGET_COLOR, color32, metres, solver_color};
+use super::state::{Nominal, Shown, Solutions, Target};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use elbow::Point2;
+use elbow::{HeadKind, Output, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -38,7 +36,7 @@ fn labels(
     let font = egui::FontId::proportional(15.0);
     let text = |at: Point2, offset: egui::Vec2, anchor: egui::Align2, label: String, color: Color| {
         if let Some(pos) = screen(at) {
-            painter.text(pos + offset, anchor, label, font.clone(), super::panel::color32(color));
+            painter.text(pos + offset, anchor, label, font.clone(), color32(color));
         }
     };
     let arm = nominal.0;
@@ -51,26 +49,30 @@ fn labels(
             (elbow, egui::vec2(10.0, dy), egui::Align2::LEFT_CENTER)
         }
     };
-    for row in [Row::ElbowUp, Row::ElbowDown] {
-        if let Some(pose) = solutions.row(row).pose.filter(|_| shown.get(row)) {
-            let name = if row == Row::ElbowUp { "elbow-up" } else { "elbow-down" };
+    for id in [SolverId::ElbowUp, SolverId::ElbowDown] {
+        if let Some(pose) = solutions.row(id).pose.filter(|_| shown.0[id]) {
             let (at, offset, anchor) = beside(pose, 0.0);
-            text(at, offset, anchor, name.into(), row.color());
+            text(at, offset, anchor, id.short().into(), solver_color(id));
         }
     }
-    if shown.get(Row::Mdn) {
-        // Each component at its elbow, below the analytic branch label it usually sits on.
-        for c in solutions.mdn_candidates.iter().filter(|c| c.pose.is_finite() && c.weight >= 0.05) {
+    // Each mixture component at its elbow, below the analytic branch label it usually sits on.
+    for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output == Output::Mixture) {
+        let id = SolverId::Learned(head);
+        if !shown.0[id] {
+            continue;
+        }
+        for c in solutions.candidates[head].iter().filter(|c| c.pose.is_finite() && c.weight >= 0.05) {
             let (at, offset, anchor) = beside(c.pose, 18.0);
-            text(at, offset, anchor, format!("MDN w={:.2}", c.weight), Row::Mdn.color());
+            text(at, offset, anchor, format!("{} w={:.2}", id.short(), c.weight), solver_color(id));
         }
     }
-    if shown.get(Row::Mse)
-        && let Some(pose) = solutions.row(Row::Mse).pose
+    let mse = SolverId::Learned(HeadKind::Mse);
+    if shown.0[mse]
+        && let Some(pose) = solutions.row(mse).pose
     {
         let tip = arm.tip(pose);
-        let label = format!("MSE ≈ average of the branches\nmisses by {}", metres(solutions.row(Row::Mse).tip_error));
-        text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, Row::Mse.color());
+        let label = format!("MSE ≈ average of the branches\nmisses by {}", metres(solutions.row(mse).tip_error));
+        text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
     }
     text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
     Ok(())

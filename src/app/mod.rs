@@ -1,16 +1,21 @@
 //! The desktop app: a bevy window over the headless core.
 //!
+//! One plugin per concern (`pub(crate) fn plugin(app: &mut App)` in each module). Shared
+//! resources and messages live in [`state`] and display helpers in [`format`]; plugins import
+//! those two and never each other (a test checks the import graph has no cycle).
+//!
 //! The plugins split in two halves. The logic half ([`logic_plugin`]: state, target, training,
-//! solvers, plant) needs no window or renderer, so tests drive it with [`MinimalPlugins`]. The
-//! presentation half (camera and pointer, gizmo drawing, the egui panel and world labels, the
-//! screenshot hook)
-//! is added by [`plugin`] only, which [`run`] uses.
+//! solvers, envelope, plant) needs no window or renderer, so tests drive it with
+//! [`MinimalPlugins`]. The presentation half (camera and pointer, gizmo drawing, the egui panel
+//! and world labels, the screenshot hook) is added by [`plugin`] only, which [`run`] uses.
 //!
 //! Every frame runs the [`AppSet`]s in order: read the pointer, move the target, collect
-//! training progress, run every solver, step the plant, draw.
+//! training progress, run every solver, let the envelope decide, step the plant, draw.
 
 mod camera;
 mod draw;
+mod envelope;
+mod format;
 mod labels;
 mod panel;
 mod plant;
@@ -36,9 +41,11 @@ pub(crate) enum AppSet {
     Target,
     /// Training commands go out, model snapshots and losses come in.
     Train,
-    /// Every solver answers for the target.
+    /// Every solver answers for the target; the driver's answer is the proposal.
     Solve,
-    /// The driving answer is commanded and the plant steps.
+    /// The envelope (when on) turns the proposal into the command, and counts its decisions.
+    Envelope,
+    /// The command goes to the plant and the plant steps.
     Plant,
     /// Gizmos.
     Draw,
@@ -80,7 +87,15 @@ pub(crate) fn plugin(app: &mut App) {
 pub(crate) fn logic_plugin(app: &mut App) {
     app.configure_sets(
         Update,
-        (AppSet::Input, AppSet::Target, AppSet::Train, AppSet::Solve, AppSet::Plant, AppSet::Draw).chain(),
+        (AppSet::Input, AppSet::Target, AppSet::Train, AppSet::Solve, AppSet::Envelope, AppSet::Plant, AppSet::Draw)
+            .chain(),
     );
-    app.add_plugins((state::plugin, target::plugin, training::plugin, solvers::plugin, plant::plugin));
+    app.add_plugins((
+        state::plugin,
+        target::plugin,
+        training::plugin,
+        solvers::plugin,
+        envelope::plugin,
+        plant::plugin,
+    ));
 }

@@ -5,19 +5,23 @@
 //! Widgets edit copies of the resources, written back only when they changed, so change
 //! detection (the plant re-reads its settings on change) sees real edits only. Every number
 //! goes through [`metres`] or [`number`], which show "—" for anything not finite.
+//!
+//! Every solver list here (the driver buttons, the legend, the training table) iterates
+//! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
-use super::camera::PanelWidth;
-use super::plant::{PlantSettings, Sim, TipHistory, range};
-use super::solvers::{EnvelopeStats, Readout, Solutions, finite};
-use super::state::{Driver, DriverKind, FLASH_COLOR, Nominal, PLANT_COLOR, Row, Shown, TARGET_COLOR, head_label};
-use super::target::{DEFAULT_TARGET, Target};
-use super::training::{Models, RunState, TrainCommand, Training, TrainingParams};
+use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
+use super::state::{
+    DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Models, Nominal, PanelWidth, PlantSettings, Readout, RunState,
+    Shown, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams, range,
+};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
-use elbow::HeadKind;
 use elbow::envelope::Reason;
+use elbow::learned::Output;
+use elbow::lineup::Family;
+use elbow::{HeadKind, SolverId};
 
 /// Registers the panel system in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -26,36 +30,6 @@ pub(crate) fn plugin(app: &mut App) {
 
 /// Height of each plot, logical pixels.
 const PLOT_HEIGHT: f32 = 130.0;
-
-/// A length for display: millimetres below a metre, "—" when not finite.
-pub(crate) fn metres(v: Option<f64>) -> String {
-    match v.and_then(finite) {
-        Some(x) if x.abs() < 1.0 => format!("{:.1} mm", x * 1e3),
-        Some(x) => format!("{x:.3} m"),
-        None => "—".into(),
-    }
-}
-
-/// A number with `decimals` decimals, "—" when not finite.
-pub(crate) fn number(v: Option<f64>, decimals: usize) -> String {
-    match v.and_then(finite) {
-        Some(x) => format!("{x:.decimals$}"),
-        None => "—".into(),
-    }
-}
-
-/// An egui colour from a bevy one.
-pub(crate) fn color32(c: Color) -> egui::Color32 {
-    let s = c.to_srgba();
-    let byte = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
-    egui::Color32::from_rgba_unmultiplied(byte(s.red), byte(s.green), byte(s.blue), byte(s.alpha))
-}
-
-/// A small filled square of `color`.
-fn swatch(ui: &mut egui::Ui, color: Color) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(14.0, 14.0), egui::Sense::hover());
-    ui.painter().rect_filled(rect, 3.0, color32(color));
-}
 
 /// Everything the panel reads and edits.
 #[derive(SystemParam)]
@@ -126,30 +100,34 @@ fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
     egui::CollapsingHeader::new("Training").default_open(true).show(ui, |ui| training_section(ui, lab));
 }
 
+/// The solvers that can drive the plant (every one but the branch average, which is no solver).
+pub(crate) fn driver_choices() -> impl Iterator<Item = SolverId> {
+    SolverId::ALL.into_iter().filter(|id| id.family() != Family::Reference)
+}
+
+/// The rows of the legend, in order: every solver.
+pub(crate) fn legend_rows() -> impl Iterator<Item = SolverId> {
+    SolverId::ALL.into_iter()
+}
+
 /// Which solver drives the plant, and the envelope toggle.
 fn driver_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut d = *lab.driver;
-    ui.horizontal_wrapped(|ui| {
-        ui.strong("Drives the plant:");
-        ui.selectable_value(&mut d.kind, DriverKind::Analytic, "analytic");
-        ui.selectable_value(&mut d.kind, DriverKind::Iterative, "iterative");
-    });
-    ui.horizontal_wrapped(|ui| {
-        ui.label("learned head:");
-        for head in HeadKind::ALL {
-            if ui.selectable_label(d.kind == DriverKind::Learned && d.head == head, head_label(head)).clicked() {
-                d.kind = DriverKind::Learned;
-                d.head = head;
+    let mut d = lab.driver.0;
+    for family in [Family::Classical, Family::Learned] {
+        ui.horizontal_wrapped(|ui| {
+            ui.strong(if family == Family::Classical { "Drives the plant:" } else { "learned head:" });
+            for id in driver_choices().filter(|id| id.family() == family) {
+                ui.selectable_value(&mut d.solver, id, id.short());
             }
-        }
-    });
-    ui.checkbox(&mut d.envelope, "safety envelope around the learned head");
-    lab.driver.set_if_neq(d);
+        });
+    }
+    ui.checkbox(&mut d.envelope, "safety envelope around the driver");
+    lab.driver.set_if_neq(Driver(d));
 }
 
 /// The status text of a row.
-fn status_text(row: Row, r: &Readout, lab: &Lab) -> String {
-    if let Some(head) = row.head()
+fn status_text(id: SolverId, r: &Readout, lab: &Lab) -> String {
+    if let Some(head) = id.head()
         && lab.models.get(head).is_none()
     {
         return match lab.training.head(head).state {
@@ -157,8 +135,8 @@ fn status_text(row: Row, r: &Readout, lab: &Lab) -> String {
             _ => "no model".into(),
         };
     }
-    match (row, r.status) {
-        (Row::Average, _) => "not a solution".into(),
+    match (id.family(), r.status) {
+        (Family::Reference, _) => "not a solution".into(),
         (_, Some(s)) => s.label().into(),
         (_, None) => "—".into(),
     }
@@ -167,7 +145,7 @@ fn status_text(row: Row, r: &Readout, lab: &Lab) -> String {
 /// Legend with swatches, show toggles and readouts: tip error on the nominal model, status,
 /// iterations.
 fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut shown = *lab.shown;
+    let mut shown = lab.shown.clone();
     egui::Grid::new("legend").striped(true).num_columns(5).spacing([8.0, 3.0]).show(ui, |ui| {
         ui.label("");
         ui.strong("solver");
@@ -175,22 +153,20 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.strong("status");
         ui.strong("iters");
         ui.end_row();
-        for row in Row::ALL {
-            let r = lab.solutions.row(row);
+        for id in legend_rows() {
+            let r = lab.solutions.row(id);
             ui.horizontal(|ui| {
-                ui.checkbox(&mut shown.0[row.index()], "");
-                swatch(ui, row.color());
+                ui.checkbox(&mut shown.0[id], "");
+                swatch(ui, solver_color(id));
             });
-            let name = match row {
-                Row::Mdn if !lab.solutions.mdn_candidates.is_empty() => {
-                    format!("{} ({} comp.)", row.name(), lab.solutions.mdn_candidates.len())
-                }
-                _ => row.name().into(),
-            };
-            ui.label(name);
-            let untrained = row.head().is_some_and(|h| lab.models.get(h).is_none());
+            let components = id.head().filter(|h| h.spec().output == Output::Mixture).map(|h| lab.solutions.candidates[h].len());
+            ui.label(match components {
+                Some(n) if n > 0 => format!("{} ({n} comp.)", id.name()),
+                _ => id.name().into(),
+            });
+            let untrained = id.head().is_some_and(|h| lab.models.get(h).is_none());
             ui.label(if untrained { "—".into() } else { metres(r.tip_error) });
-            ui.label(status_text(row, r, lab));
+            ui.label(status_text(id, r, lab));
             ui.label(if r.iterations > 0 { r.iterations.to_string() } else { "—".into() });
             ui.end_row();
         }
@@ -228,7 +204,7 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
 fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
     let width = ui.available_width();
     ui.columns(2, |cols| {
-        cols[0].small("training loss (log₁₀): MSE, mode, residual");
+        cols[0].small("training loss (log₁₀), squared-error heads");
         Plot::new("loss")
             .height(PLOT_HEIGHT)
             .allow_drag(false)
@@ -236,7 +212,7 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
             .allow_scroll(false)
             .legend(Legend::default())
             .show(&mut cols[0], |plot| {
-                for head in [HeadKind::Mse, HeadKind::Mode, HeadKind::Residual] {
+                for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output != Output::Mixture) {
                     let points: Vec<[f64; 2]> = lab
                         .training
                         .head(head)
@@ -245,17 +221,20 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
                         .filter(|p| p[1] > 0.0)
                         .map(|p| [p[0], p[1].log10().clamp(-12.0, 6.0)])
                         .collect();
-                    let color = row_of(head).color();
-                    plot.line(Line::new(head_label(head), PlotPoints::from(points)).color(color32(color)));
+                    let color = solver_color(SolverId::Learned(head));
+                    plot.line(Line::new(head.spec().short, PlotPoints::from(points)).color(color32(color)));
                 }
             });
-        cols[1].small("MDN negative log-likelihood");
+        cols[1].small("mixture negative log-likelihood");
         Plot::new("nll").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
             &mut cols[1],
             |plot| {
-                let points: Vec<[f64; 2]> =
-                    lab.training.head(HeadKind::Mdn).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
-                plot.line(Line::new("MDN", PlotPoints::from(points)).color(color32(Row::Mdn.color())));
+                for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output == Output::Mixture) {
+                    let points: Vec<[f64; 2]> =
+                        lab.training.head(head).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
+                    let color = color32(solver_color(SolverId::Learned(head)));
+                    plot.line(Line::new(head.spec().short, PlotPoints::from(points)).color(color));
+                }
             },
         );
     });
@@ -270,7 +249,7 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
         .allow_drag(false)
         .allow_zoom(false)
         .allow_scroll(false)
-        .include_x(-super::plant::HISTORY_SECS)
+        .include_x(-HISTORY_SECS)
         .include_x(0.0)
         .include_y(-4.0)
         .include_y(0.0)
@@ -281,20 +260,10 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
         });
 }
 
-/// The row of a learned head.
-fn row_of(head: HeadKind) -> Row {
-    match head {
-        HeadKind::Mse => Row::Mse,
-        HeadKind::Mdn => Row::Mdn,
-        HeadKind::Mode => Row::Mode,
-        HeadKind::Residual => Row::Residual,
-    }
-}
-
 /// Intervention counts per reason, and the flash.
 fn envelope_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    if !(lab.driver.envelope && lab.driver.kind == DriverKind::Learned) {
-        ui.label("Off: the learned head's proposals go to the plant unchecked.");
+    if !lab.driver.0.envelope {
+        ui.label("Off: the driver's proposals go to the plant unchecked.");
     }
     if lab.stats.flash > 0.0 {
         let why = lab.stats.last.map_or("", Reason::label);
@@ -340,13 +309,7 @@ fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
     ui.add(egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"));
     ui.horizontal(|ui| {
         if ui.button("ideal plant").clicked() {
-            s = PlantSettings {
-                noise_std: 0.0,
-                backlash: 0.0,
-                lag: 0.0,
-                length_error: [0.0; 2],
-                joint_offset: [0.0; 2],
-            };
+            s = PlantSettings::IDEAL;
         }
         if ui.button("defaults").clicked() {
             s = PlantSettings::default();
@@ -362,8 +325,8 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
         for head in HeadKind::ALL {
             let run = lab.training.head(head);
             ui.horizontal(|ui| {
-                swatch(ui, row_of(head).color());
-                ui.label(head_label(head));
+                swatch(ui, solver_color(SolverId::Learned(head)));
+                ui.label(head.spec().short);
             });
             ui.label(run.state.label());
             ui.label(format!("{}/{}", run.steps_done, run.total));
@@ -383,8 +346,9 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
         }
     });
     let mut p = *lab.params;
-    if ui.add(egui::Slider::new(&mut p.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
-        lab.train.write(TrainCommand::SetLr(p.lr));
+    let c = &mut p.config;
+    if ui.add(egui::Slider::new(&mut c.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
+        lab.train.write(TrainCommand::SetLr(c.lr));
     }
     if ui
         .add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)"))
@@ -393,13 +357,14 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
         lab.train.write(TrainCommand::SetRate(p.steps_per_sec));
     }
     ui.small("Applied at the next start after a reset:");
-    ui.add(egui::Slider::new(&mut p.hidden, 4..=256).text("hidden width"));
-    ui.add(egui::Slider::new(&mut p.depth, 1..=4).text("hidden layers"));
-    ui.add(egui::Slider::new(&mut p.components, 1..=8).text("MDN components"));
-    ui.add(egui::Slider::new(&mut p.batch, 16..=1024).logarithmic(true).text("batch"));
-    ui.add(egui::Slider::new(&mut p.steps, 100..=50_000).logarithmic(true).text("steps"));
+    let c = &mut p.config;
+    ui.add(egui::Slider::new(&mut c.hidden, 4..=256).text("hidden width"));
+    ui.add(egui::Slider::new(&mut c.depth, 1..=4).text("hidden layers"));
+    ui.add(egui::Slider::new(&mut c.components, 1..=8).text("MDN components"));
+    ui.add(egui::Slider::new(&mut c.batch, 16..=1024).logarithmic(true).text("batch"));
+    ui.add(egui::Slider::new(&mut c.steps, 100..=50_000).logarithmic(true).text("steps"));
     ui.horizontal(|ui| {
-        ui.add(egui::DragValue::new(&mut p.seed));
+        ui.add(egui::DragValue::new(&mut c.seed));
         ui.label("seed");
     });
     lab.params.set_if_neq(p);

@@ -1,168 +1,380 @@
-//! The lab's shared choices: the nominal arm, which solver drives the plant, and the rows of the
-//! solver table (each one a ghost arm with its own colour) with their show/hide toggles.
+//! Every resource and message the plugins share, in one place, so that plugins depend on this
+//! module (and [`super::format`]) and never on each other.
+//!
+//! Per-solver and per-head data live in [`Table`]s keyed by [`SolverId`] and [`HeadKind`], so a
+//! new head gets its row, model slot, training run and toggle without touching this file.
 
 use bevy::prelude::*;
-use elbow::{HeadKind, TwoLinkArm};
+use elbow::envelope::{InterventionLog, Reason};
+use elbow::learned::Candidate;
+use elbow::{
+    HeadKind, LearnedModel, Mismatch, Pipeline, Plant, PlantConfig, Point2, Pose, RealArm, Solution, SolveStatus,
+    SolverId, Table, TrainConfig, TwoLinkArm, solve_branches,
+};
+use std::collections::VecDeque;
 
-/// Registers the shared choices with their defaults.
+/// Registers every shared resource with its default, and the shared messages.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Nominal>().init_resource::<Driver>().init_resource::<Shown>();
+    app.init_resource::<Nominal>()
+        .init_resource::<Driver>()
+        .init_resource::<Shown>()
+        .init_resource::<Target>()
+        .init_resource::<Solutions>()
+        .init_resource::<EnvelopeStats>()
+        .init_resource::<PlantSettings>()
+        .init_resource::<TipHistory>()
+        .init_resource::<Sim>()
+        .init_resource::<Models>()
+        .init_resource::<Training>()
+        .init_resource::<TrainingParams>()
+        .init_resource::<PanelWidth>()
+        .add_message::<PointerDrag>()
+        .add_message::<TrainCommand>();
 }
 
 /// The nominal arm model every solver plans on (the plant's real arm differs from it).
 #[derive(Resource, Debug, Clone, Copy, Default)]
 pub(crate) struct Nominal(pub(crate) TwoLinkArm);
 
-/// The family of the solver that drives the plant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DriverKind {
-    /// Closed form, the branch nearest the current pose.
-    Analytic,
-    /// Damped least squares, warm-started from the measured pose.
-    Iterative,
-    /// The learned head in [`Driver::head`].
-    Learned,
-}
-
-/// Which solver's answer is sent to the plant.
+/// Which pipeline's answer is sent to the plant: a solver, inside the envelope or not.
 #[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Driver {
-    /// Solver family.
-    pub(crate) kind: DriverKind,
-    /// The learned head used when `kind` is [`DriverKind::Learned`].
-    pub(crate) head: HeadKind,
-    /// Wrap the learned head in the safety envelope.
-    pub(crate) envelope: bool,
-}
+pub(crate) struct Driver(pub(crate) Pipeline);
 
 impl Default for Driver {
     fn default() -> Self {
-        Self { kind: DriverKind::Learned, head: HeadKind::Mdn, envelope: false }
+        Self(Pipeline::plain(SolverId::Learned(HeadKind::Mdn)))
     }
 }
 
-impl Driver {
-    /// What the panel calls the driver, e.g. `envelope(MDN)`.
-    pub(crate) fn name(&self) -> String {
-        match self.kind {
-            DriverKind::Analytic => "analytic".into(),
-            DriverKind::Iterative => "iterative (DLS)".into(),
-            DriverKind::Learned if self.envelope => format!("envelope({})", head_label(self.head)),
-            DriverKind::Learned => head_label(self.head).into(),
-        }
-    }
-}
-
-/// The display name of a learned head.
-pub(crate) fn head_label(head: HeadKind) -> &'static str {
-    match head {
-        HeadKind::Mse => "MSE",
-        HeadKind::Mdn => "MDN",
-        HeadKind::Mode => "mode",
-        HeadKind::Residual => "residual",
-    }
-}
-
-/// Position of a head in [`HeadKind::ALL`], used to index per-head arrays.
-pub(crate) fn head_index(head: HeadKind) -> usize {
-    HeadKind::ALL.iter().position(|&h| h == head).unwrap_or(0)
-}
-
-/// One line of the solver table and one ghost arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Row {
-    /// Analytic elbow-up branch.
-    ElbowUp,
-    /// Analytic elbow-down branch.
-    ElbowDown,
-    /// The average of the two branches: what a squared-error fit converges to.
-    Average,
-    /// Damped least squares from the measured pose.
-    Iterative,
-    /// Learned MSE head.
-    Mse,
-    /// Learned mixture density network (its ghost shows every component).
-    Mdn,
-    /// Learned mode-conditioned head.
-    Mode,
-    /// Learned residual hybrid (analytic plus a learned correction for the real arm).
-    Residual,
-}
-
-impl Row {
-    /// Every row, in table order.
-    pub(crate) const ALL: [Row; 8] =
-        [Row::ElbowUp, Row::ElbowDown, Row::Average, Row::Iterative, Row::Mse, Row::Mdn, Row::Mode, Row::Residual];
-
-    /// Position in [`Row::ALL`].
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Legend name.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Row::ElbowUp => "elbow-up (analytic)",
-            Row::ElbowDown => "elbow-down (analytic)",
-            Row::Average => "average of branches",
-            Row::Iterative => "iterative (DLS)",
-            Row::Mse => "MSE head",
-            Row::Mdn => "MDN head",
-            Row::Mode => "mode head",
-            Row::Residual => "residual hybrid",
-        }
-    }
-
-    /// The ghost's colour; the same swatch appears in the legend.
-    pub(crate) fn color(self) -> Color {
-        match self {
-            Row::ElbowUp => Color::srgb(0.25, 0.72, 1.0),
-            Row::ElbowDown => Color::srgb(0.3, 0.9, 0.45),
-            Row::Average => Color::srgb(1.0, 0.62, 0.1),
-            Row::Iterative => Color::srgb(0.85, 0.82, 0.55),
-            Row::Mse => Color::srgb(1.0, 0.22, 0.3),
-            Row::Mdn => Color::srgb(0.78, 0.45, 1.0),
-            Row::Mode => Color::srgb(1.0, 0.5, 0.82),
-            Row::Residual => Color::srgb(0.3, 0.95, 0.9),
-        }
-    }
-
-    /// The learned head behind this row, if any.
-    pub(crate) fn head(self) -> Option<HeadKind> {
-        match self {
-            Row::Mse => Some(HeadKind::Mse),
-            Row::Mdn => Some(HeadKind::Mdn),
-            Row::Mode => Some(HeadKind::Mode),
-            Row::Residual => Some(HeadKind::Residual),
-            _ => None,
-        }
-    }
-}
-
-/// Colour of the plant (the real arm).
-pub(crate) const PLANT_COLOR: Color = Color::srgb(0.86, 0.87, 0.92);
-/// Colour of the target.
-pub(crate) const TARGET_COLOR: Color = Color::srgb(1.0, 0.92, 0.25);
-/// Colour of an envelope intervention flash.
-pub(crate) const FLASH_COLOR: Color = Color::srgb(1.0, 0.1, 0.1);
-
-/// Which ghost arms are drawn, indexed by [`Row::index`].
-#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shown(pub(crate) [bool; 8]);
+/// Which ghost arms are drawn.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub(crate) struct Shown(pub(crate) Table<SolverId, bool>);
 
 impl Default for Shown {
     fn default() -> Self {
-        let mut shown = [false; 8];
-        for row in [Row::ElbowUp, Row::ElbowDown, Row::Average, Row::Mse, Row::Mdn] {
-            shown[row.index()] = true;
-        }
-        Self(shown)
+        use SolverId::*;
+        let on = [ElbowUp, ElbowDown, Average, Learned(HeadKind::Mse), Learned(HeadKind::Mdn)];
+        Self(Table::from_fn(|id| on.contains(&id)))
     }
 }
 
-impl Shown {
-    /// Whether `row`'s ghost is drawn.
-    pub(crate) fn get(&self, row: Row) -> bool {
-        self.0[row.index()]
+/// Where the target starts: a point where the two elbow branches are far apart, so the average
+/// of them (the MSE head's answer) visibly misses.
+pub(crate) const DEFAULT_TARGET: Point2 = Point2::new(1.0, 0.8);
+
+/// The pointer is held down at this world-space point (metres) this frame.
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PointerDrag(pub(crate) Point2);
+
+/// The point every solver aims at.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Target {
+    /// Position, metres.
+    pub(crate) pos: Point2,
+    /// Follow the figure-eight sweep (a drag turns it off).
+    pub(crate) sweep: bool,
+    /// Sweep speed, radians of the path parameter per second.
+    pub(crate) speed: f64,
+    /// Current path parameter of the sweep.
+    pub(crate) phase: f64,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Self { pos: DEFAULT_TARGET, sweep: false, speed: 0.35, phase: 0.0 }
     }
 }
+
+/// One solver's answer this frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Readout {
+    /// The pose, `None` when the solver has nothing to say (an untrained head).
+    pub(crate) pose: Option<Pose>,
+    /// What the solver says of it.
+    pub(crate) status: Option<SolveStatus>,
+    /// Tip miss on the arm the solver is judged on (the nominal model; the real arm for heads
+    /// that fit it), metres; `None` when not finite.
+    pub(crate) tip_error: Option<f64>,
+    /// Iterations used.
+    pub(crate) iterations: u32,
+}
+
+/// Every solver's answer this frame, and what goes to the plant.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct Solutions {
+    /// One readout per solver.
+    pub(crate) rows: Table<SolverId, Readout>,
+    /// Every head's candidates with their weights, likeliest first (the MDN: one per component).
+    pub(crate) candidates: Table<HeadKind, Vec<Candidate>>,
+    /// The driving solver's own answer, before any envelope.
+    pub(crate) proposal: Option<Solution>,
+    /// The pose commanded to the plant (`None`: the driver has no model yet, the plant holds).
+    pub(crate) command: Option<Pose>,
+    /// The status of what goes to the plant.
+    pub(crate) driver_status: Option<SolveStatus>,
+    /// The driving pipeline's label.
+    pub(crate) driver_name: String,
+    /// Why the envelope rejected this frame's proposal, if it did.
+    pub(crate) intervention: Option<Reason>,
+    /// Frames solved so far.
+    pub(crate) frame: u64,
+}
+
+impl Solutions {
+    /// The readout of `id`.
+    pub(crate) fn row(&self, id: SolverId) -> &Readout {
+        &self.rows[id]
+    }
+}
+
+/// How long an intervention flash lasts, seconds.
+pub(crate) const FLASH_SECS: f32 = 0.3;
+
+/// The envelope's running tally and flash.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct EnvelopeStats {
+    /// Decisions so far, by reason.
+    pub(crate) log: InterventionLog,
+    /// Seconds of flash left.
+    pub(crate) flash: f32,
+    /// The reason of the latest intervention.
+    pub(crate) last: Option<Reason>,
+}
+
+/// The plant knobs the panel exposes. Every value is clamped to its range before use.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PlantSettings {
+    /// Encoder noise standard deviation, radians.
+    pub(crate) noise_std: f64,
+    /// Backlash half-width, radians.
+    pub(crate) backlash: f64,
+    /// Motor time constant, seconds.
+    pub(crate) lag: f64,
+    /// Relative link length errors of the real arm.
+    pub(crate) length_error: [f64; 2],
+    /// Joint offsets of the real arm (shoulder, elbow), radians.
+    pub(crate) joint_offset: [f64; 2],
+}
+
+/// Slider ranges of the plant knobs.
+pub(crate) mod range {
+    use std::ops::RangeInclusive;
+    /// Encoder noise, radians.
+    pub(crate) const NOISE: RangeInclusive<f64> = 0.0..=0.05;
+    /// Backlash half-width, radians.
+    pub(crate) const BACKLASH: RangeInclusive<f64> = 0.0..=0.1;
+    /// Motor lag, seconds.
+    pub(crate) const LAG: RangeInclusive<f64> = 0.0..=0.5;
+    /// Relative link length error.
+    pub(crate) const LENGTH_ERROR: RangeInclusive<f64> = -0.2..=0.2;
+    /// Joint offset, radians.
+    pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
+}
+
+impl Default for PlantSettings {
+    /// The core's default mismatch, so the residual head trains against the plant it drives.
+    fn default() -> Self {
+        let m = Mismatch::DEFAULT;
+        Self {
+            noise_std: 0.002,
+            backlash: 0.0,
+            lag: 0.06,
+            length_error: m.length_error,
+            joint_offset: [m.joint_offsets.shoulder, m.joint_offsets.elbow],
+        }
+    }
+}
+
+/// `v` clamped into `range`; non-finite values become 0 clamped into it.
+fn clamp(v: f64, range: &std::ops::RangeInclusive<f64>) -> f64 {
+    let v = if v.is_finite() { v } else { 0.0 };
+    v.clamp(*range.start(), *range.end())
+}
+
+impl PlantSettings {
+    /// No noise, backlash, lag or mismatch.
+    pub(crate) const IDEAL: PlantSettings =
+        PlantSettings { noise_std: 0.0, backlash: 0.0, lag: 0.0, length_error: [0.0; 2], joint_offset: [0.0; 2] };
+
+    /// Every knob clamped into its range.
+    pub(crate) fn sanitized(&self) -> Self {
+        Self {
+            noise_std: clamp(self.noise_std, &range::NOISE),
+            backlash: clamp(self.backlash, &range::BACKLASH),
+            lag: clamp(self.lag, &range::LAG),
+            length_error: self.length_error.map(|e| clamp(e, &range::LENGTH_ERROR)),
+            joint_offset: self.joint_offset.map(|o| clamp(o, &range::OFFSET)),
+        }
+    }
+
+    /// The mismatch these settings describe.
+    pub(crate) fn mismatch(&self) -> Mismatch {
+        let s = self.sanitized();
+        Mismatch { length_error: s.length_error, joint_offsets: Pose::new(s.joint_offset[0], s.joint_offset[1]) }
+    }
+
+    /// The real arm these settings describe for `nominal`.
+    pub(crate) fn real_arm(&self, nominal: &TwoLinkArm) -> RealArm {
+        self.mismatch().real_arm(nominal)
+    }
+
+    /// The plant configuration for `nominal`.
+    pub(crate) fn config(&self, nominal: &TwoLinkArm) -> PlantConfig {
+        let s = self.sanitized();
+        PlantConfig { real: self.real_arm(nominal), backlash: s.backlash, lag: s.lag, noise_std: s.noise_std, seed: 7 }
+    }
+}
+
+/// The plant and its latest encoder reading (the seed of every solver).
+#[derive(Resource, Debug, Clone)]
+pub(crate) struct Sim {
+    /// The simulated arm.
+    pub(crate) plant: Plant,
+    /// What the encoders read at the end of the last frame.
+    pub(crate) measured: Pose,
+}
+
+impl Sim {
+    /// A plant at rest in `pose`.
+    pub(crate) fn new(cfg: PlantConfig, pose: Pose) -> Self {
+        let plant = Plant::new(cfg, pose);
+        Self { measured: plant.link_pose(), plant }
+    }
+}
+
+impl FromWorld for Sim {
+    /// The plant for the world's nominal arm and settings, resting on the elbow-down answer for
+    /// the default target.
+    fn from_world(world: &mut World) -> Self {
+        let nominal = world.get_resource::<Nominal>().copied().unwrap_or_default().0;
+        let settings = world.get_resource::<PlantSettings>().copied().unwrap_or_default();
+        Sim::new(settings.config(&nominal), solve_branches(&nominal, DEFAULT_TARGET).down)
+    }
+}
+
+/// Seconds of tip error kept for the plot.
+pub(crate) const HISTORY_SECS: f64 = 15.0;
+
+/// Rolling `[time s, plant tip error m]` samples over the last [`HISTORY_SECS`].
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct TipHistory(pub(crate) VecDeque<[f64; 2]>);
+
+/// The latest snapshot of each head; `None` until one arrives.
+#[derive(Resource, Clone, Default)]
+pub(crate) struct Models(pub(crate) Table<HeadKind, Option<LearnedModel>>);
+
+impl Models {
+    /// The latest model of `head`.
+    pub(crate) fn get(&self, head: HeadKind) -> Option<&LearnedModel> {
+        self.0[head].as_ref()
+    }
+
+    /// Replaces the model of `head`.
+    pub(crate) fn set(&mut self, head: HeadKind, model: Option<LearnedModel>) {
+        self.0[head] = model;
+    }
+}
+
+/// Training parameters shared by all heads. Sizes and the seed apply from the next start after
+/// a reset; learning rate and speed apply live. Defaults come from [`TrainConfig::default`].
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TrainingParams {
+    /// Start every head at startup.
+    pub(crate) autostart: bool,
+    /// Speed limit per head, steps per second (keeps the CPU free for the frame).
+    pub(crate) steps_per_sec: f64,
+    /// Everything else, as the core defines it (head and real arm are set per run).
+    pub(crate) config: TrainConfig,
+}
+
+impl Default for TrainingParams {
+    fn default() -> Self {
+        Self { autostart: true, steps_per_sec: 1500.0, config: TrainConfig::default() }
+    }
+}
+
+impl TrainingParams {
+    /// The core configuration for `head` on `arm`; heads that fit the real arm fit `real`.
+    pub(crate) fn config(&self, head: HeadKind, arm: TwoLinkArm, real: RealArm) -> TrainConfig {
+        TrainConfig { head, arm, real, ..self.config }
+    }
+}
+
+/// What the panel (or a test) asks of training.
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TrainCommand {
+    /// Start idle heads with the current parameters and resume paused ones.
+    Start,
+    /// Pause every running head.
+    Pause,
+    /// Stop every head and forget its model and losses.
+    Reset,
+    /// Change the learning rate of the running heads.
+    SetLr(f32),
+    /// Change the speed limit of the running heads.
+    SetRate(f64),
+}
+
+/// Where one head's training stands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum RunState {
+    /// Not started (or reset).
+    #[default]
+    Idle,
+    /// Training on its thread.
+    Running,
+    /// Paused on its thread.
+    Paused,
+    /// All configured steps done.
+    Finished,
+    /// The configuration was refused, or the thread stopped.
+    Failed(String),
+}
+
+impl RunState {
+    /// A short label for the panel.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            RunState::Idle => "idle".into(),
+            RunState::Running => "training…".into(),
+            RunState::Paused => "paused".into(),
+            RunState::Finished => "done".into(),
+            RunState::Failed(why) => format!("failed: {why}"),
+        }
+    }
+}
+
+/// One head's training as the app shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct HeadRun {
+    /// Where the run stands.
+    pub(crate) state: RunState,
+    /// Steps done.
+    pub(crate) steps_done: usize,
+    /// Steps configured.
+    pub(crate) total: usize,
+    /// `[step, mean loss]` per report, finite losses only.
+    pub(crate) losses: Vec<[f64; 2]>,
+}
+
+impl HeadRun {
+    /// The most recent loss.
+    pub(crate) fn last_loss(&self) -> Option<f64> {
+        self.losses.last().map(|p| p[1])
+    }
+}
+
+/// Every head's training run.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct Training(pub(crate) Table<HeadKind, HeadRun>);
+
+impl Training {
+    /// The run of `head`.
+    pub(crate) fn head(&self, head: HeadKind) -> &HeadRun {
+        &self.0[head]
+    }
+}
+
+/// Width of the egui side panel in logical pixels, written by the panel each frame.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct PanelWidth(pub(crate) f32);

@@ -5,47 +5,18 @@
 //! camera plugin from the mouse and by tests directly, so this module never touches a window.
 
 use super::AppSet;
-use super::state::Nominal;
+use super::state::{Nominal, PointerDrag, Target};
 use bevy::prelude::*;
 use elbow::{Point2, TwoLinkArm};
 use std::f64::consts::TAU;
 
-/// Registers the target, the pointer message and the systems that move the target.
+/// Registers the systems that move the target.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Target>()
-        .add_message::<PointerDrag>()
-        .add_systems(Update, (sweep, follow_pointer).chain().in_set(AppSet::Target));
+    app.add_systems(Update, (sweep, follow_pointer).chain().in_set(AppSet::Target));
 }
-
-/// Where the target starts: a point where the two elbow branches are far apart, so the average
-/// of them (the MSE head's answer) visibly misses.
-pub(crate) const DEFAULT_TARGET: Point2 = Point2::new(1.0, 0.8);
 
 /// Targets are kept within this many reaches of the base, so drawing stays sane.
 const MAX_TARGET_REACHES: f64 = 10.0;
-
-/// The pointer is held down at this world-space point (metres) this frame.
-#[derive(Message, Debug, Clone, Copy, PartialEq)]
-pub(crate) struct PointerDrag(pub(crate) Point2);
-
-/// The point every solver aims at.
-#[derive(Resource, Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Target {
-    /// Position, metres.
-    pub(crate) pos: Point2,
-    /// Follow the figure-eight sweep (a drag turns it off).
-    pub(crate) sweep: bool,
-    /// Sweep speed, radians of the path parameter per second.
-    pub(crate) speed: f64,
-    /// Current path parameter of the sweep.
-    pub(crate) phase: f64,
-}
-
-impl Default for Target {
-    fn default() -> Self {
-        Self { pos: DEFAULT_TARGET, sweep: false, speed: 0.35, phase: 0.0 }
-    }
-}
 
 /// A figure-eight (1:2 Lissajous curve) through the upper workspace, crossing over the base so
 /// both sides and the near-singular regions are visited.

@@ -2,17 +2,16 @@
 //! renderer or egui. Pointer input is injected as [`PointerDrag`] messages, models are trained
 //! synchronously with tiny configurations (or, in one test, by the background workers).
 
+use super::format::{metres, number};
 use super::logic_plugin;
-use super::panel::{metres, number};
-use super::plant::{PlantSettings, Sim, TipHistory};
-use super::solvers::{EnvelopeStats, Solutions};
-use super::state::{Driver, DriverKind, Row};
-use super::target::{DEFAULT_TARGET, PointerDrag, Target};
-use super::training::{Models, RunState, TrainCommand, Training, TrainingParams};
+use super::state::{
+    DEFAULT_TARGET, Driver, EnvelopeStats, Models, PlantSettings, PointerDrag, RunState, Sim, Solutions, Target,
+    TipHistory, TrainCommand, Training, TrainingParams,
+};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::envelope::Reason;
-use elbow::{HeadKind, Point2, TrainConfig, Trainer};
+use elbow::{HeadKind, Pipeline, Point2, SolverId, TrainConfig, Trainer};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::{Duration, Instant};
@@ -21,14 +20,24 @@ use std::time::{Duration, Instant};
 fn tiny_params() -> TrainingParams {
     TrainingParams {
         autostart: false,
-        hidden: 8,
-        depth: 1,
-        batch: 32,
-        steps: 60,
-        data_size: 256,
         steps_per_sec: 0.0,
-        ..TrainingParams::default()
+        config: TrainConfig { hidden: 8, depth: 1, batch: 32, steps: 60, data_size: 256, ..TrainConfig::default() },
     }
+}
+
+/// The solver rows of the old table, by their new identity.
+#[allow(non_snake_case, non_upper_case_globals)]
+mod Row {
+    use elbow::{HeadKind, SolverId};
+    pub(super) const ElbowUp: SolverId = SolverId::ElbowUp;
+    pub(super) const ElbowDown: SolverId = SolverId::ElbowDown;
+    pub(super) const Average: SolverId = SolverId::Average;
+    pub(super) const Iterative: SolverId = SolverId::Iterative;
+    pub(super) const Mse: SolverId = SolverId::Learned(HeadKind::Mse);
+    pub(super) const Mdn: SolverId = SolverId::Learned(HeadKind::Mdn);
+    pub(super) const Mode: SolverId = SolverId::Learned(HeadKind::Mode);
+    pub(super) const Residual: SolverId = SolverId::Learned(HeadKind::Residual);
+    pub(super) const ALL: [SolverId; SolverId::COUNT] = SolverId::ALL;
 }
 
 /// The logic plugins on a fixed 16 ms clock, training off.
@@ -98,8 +107,8 @@ fn every_solver_answers_every_frame() {
         assert!(b.tip_error.is_some(), "{row:?} has a tip error");
         assert_ne!(a.pose, b.pose, "{row:?} follows the target");
     }
-    assert!(!second.mdn_candidates.is_empty());
-    assert_ne!(first.mdn_candidates, second.mdn_candidates);
+    assert!(!second.candidates[HeadKind::Mdn].is_empty());
+    assert_ne!(first.candidates[HeadKind::Mdn], second.candidates[HeadKind::Mdn]);
     // The analytic branches reach the new target exactly; their average does not.
     assert!(second.row(Row::ElbowUp).tip_error.unwrap() < 1e-9);
     assert!(second.row(Row::ElbowDown).tip_error.unwrap() < 1e-9);
@@ -127,7 +136,7 @@ fn switching_the_head_switches_the_driver() {
         app.update();
         app.world().resource::<Solutions>().clone()
     };
-    let learned = |head| Driver { kind: DriverKind::Learned, head, envelope: false };
+    let learned = |head| Driver(Pipeline::plain(SolverId::Learned(head)));
     let mse = drive(&mut app, learned(HeadKind::Mse));
     assert_eq!(mse.driver_name, "MSE");
     assert_eq!(mse.command, mse.row(Row::Mse).pose);
@@ -135,13 +144,13 @@ fn switching_the_head_switches_the_driver() {
     assert_eq!(mdn.driver_name, "MDN");
     assert_eq!(mdn.command, mdn.row(Row::Mdn).pose);
     assert_ne!(mse.command, mdn.command);
-    let iterative = drive(&mut app, Driver { kind: DriverKind::Iterative, ..learned(HeadKind::Mdn) });
+    let iterative = drive(&mut app, Driver(Pipeline::plain(SolverId::Iterative)));
     assert_eq!(iterative.command, iterative.row(Row::Iterative).pose);
-    let analytic = drive(&mut app, Driver { kind: DriverKind::Analytic, ..learned(HeadKind::Mdn) });
+    let analytic = drive(&mut app, Driver(Pipeline::plain(SolverId::Analytic)));
     assert!(
         analytic.command == analytic.row(Row::ElbowUp).pose || analytic.command == analytic.row(Row::ElbowDown).pose
     );
-    let enveloped = drive(&mut app, Driver { envelope: true, ..learned(HeadKind::Mse) });
+    let enveloped = drive(&mut app, Driver(Pipeline::enveloped(SolverId::Learned(HeadKind::Mse))));
     assert_eq!(enveloped.driver_name, "envelope(MSE)");
 }
 
@@ -149,8 +158,7 @@ fn switching_the_head_switches_the_driver() {
 fn the_envelope_catches_the_averaging_trap_and_counts_it() {
     let mut app = app();
     app.insert_resource(tiny_models());
-    *app.world_mut().resource_mut::<Driver>() =
-        Driver { kind: DriverKind::Learned, head: HeadKind::Mse, envelope: true };
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::enveloped(SolverId::Learned(HeadKind::Mse)));
     for _ in 0..5 {
         app.update();
     }
@@ -163,7 +171,7 @@ fn the_envelope_catches_the_averaging_trap_and_counts_it() {
     let arm = elbow::TwoLinkArm::default();
     assert!((arm.tip(s.command.unwrap()) - DEFAULT_TARGET).norm() < 1e-9);
     // The flash fades once the envelope stops intervening.
-    *app.world_mut().resource_mut::<Driver>() = Driver { kind: DriverKind::Analytic, ..Driver::default() };
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Analytic));
     for _ in 0..30 {
         app.update();
     }
@@ -215,8 +223,10 @@ fn assert_all_finite(app: &App, frame: usize) {
             assert!(!text.contains("NaN") && !text.contains("inf"), "frame {frame}: {row:?} shows {text}");
         }
     }
-    for c in &s.mdn_candidates {
-        assert!(c.pose.is_finite() && c.weight.is_finite(), "frame {frame}: MDN candidate");
+    for (head, candidates) in s.candidates.iter() {
+        for c in candidates {
+            assert!(c.pose.is_finite() && c.weight.is_finite(), "frame {frame}: {head} candidate");
+        }
     }
     assert!(s.command.is_none_or(|p| p.is_finite()), "frame {frame}: command");
     let sim = world.resource::<Sim>();
@@ -259,10 +269,9 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                 target.speed = hostile(&mut rng, 5.0);
             }
             50..56 => {
-                let kind = [DriverKind::Analytic, DriverKind::Iterative, DriverKind::Learned][rng.random_range(0..3)];
-                let head = HeadKind::ALL[rng.random_range(0..4)];
+                let solver = SolverId::ALL[rng.random_range(0..SolverId::COUNT)];
                 let envelope = rng.random::<bool>();
-                *app.world_mut().resource_mut::<Driver>() = Driver { kind, head, envelope };
+                *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline { solver, envelope });
             }
             56..60 => {
                 let settings = PlantSettings {
@@ -293,4 +302,91 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
         app.update();
         assert_all_finite(&app, frame);
     }
+}
+
+#[test]
+fn one_identity_drives_the_table_the_legend_and_the_degradation_lineup() {
+    let mut app = app();
+    app.update();
+    let table = super::solvers::table_rows(app.world().resource::<Solutions>());
+    let legend: Vec<SolverId> = super::panel::legend_rows().collect();
+    let lineup: Vec<SolverId> = Pipeline::lineup().into_iter().filter(|p| !p.envelope).map(|p| p.solver).collect();
+    assert_eq!(table, SolverId::ALL.to_vec());
+    assert_eq!(legend, table);
+    assert_eq!(lineup, table);
+    // Every solver but the reference can drive, and every head can be enveloped.
+    let drivers: Vec<SolverId> = super::panel::driver_choices().collect();
+    assert_eq!(drivers.len(), SolverId::COUNT - 1);
+    assert!(HeadKind::ALL.iter().all(|&h| Pipeline::lineup().contains(&Pipeline::enveloped(SolverId::Learned(h)))));
+}
+
+#[test]
+fn the_app_modules_import_each_other_without_a_cycle() {
+    let sources: [(&str, &str); 12] = [
+        ("camera", include_str!("camera.rs")),
+        ("draw", include_str!("draw.rs")),
+        ("envelope", include_str!("envelope.rs")),
+        ("format", include_str!("format.rs")),
+        ("labels", include_str!("labels.rs")),
+        ("panel", include_str!("panel.rs")),
+        ("plant", include_str!("plant.rs")),
+        ("screenshot", include_str!("screenshot.rs")),
+        ("solvers", include_str!("solvers.rs")),
+        ("state", include_str!("state.rs")),
+        ("target", include_str!("target.rs")),
+        ("training", include_str!("training.rs")),
+    ];
+    let names: Vec<&str> = sources.iter().map(|s| s.0).collect();
+    let edges: Vec<Vec<usize>> = sources
+        .iter()
+        .map(|(_, text)| {
+            let uses: String = text.lines().filter(|l| l.trim_start().starts_with("use super::")).collect();
+            names.iter().enumerate().filter(|(_, n)| uses.contains(&format!("super::{n}::"))).map(|(i, _)| i).collect()
+        })
+        .collect();
+    // Depth-first search for a back edge.
+    fn visit(n: usize, edges: &[Vec<usize>], mark: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+        mark[n] = 1;
+        path.push(n);
+        for &m in &edges[n] {
+            if mark[m] == 1 {
+                return Some(path.clone());
+            }
+            if mark[m] == 0
+                && let Some(cycle) = visit(m, edges, mark, path)
+            {
+                return Some(cycle);
+            }
+        }
+        mark[n] = 2;
+        path.pop();
+        None
+    }
+    let mut mark = vec![0u8; names.len()];
+    for n in 0..names.len() {
+        if mark[n] == 0
+            && let Some(cycle) = visit(n, &edges, &mut mark, &mut Vec::new())
+        {
+            panic!("import cycle through {:?}", cycle.iter().map(|&i| names[i]).collect::<Vec<_>>());
+        }
+    }
+    // Shared state and formatting depend on no other plugin.
+    for leaf in ["state", "format"] {
+        let i = names.iter().position(|n| *n == leaf).unwrap();
+        assert!(edges[i].is_empty(), "{leaf} imports {:?}", edges[i].iter().map(|&j| names[j]).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn reset_joins_the_training_threads() {
+    let mut app = app();
+    app.insert_resource(TrainingParams { autostart: true, steps_per_sec: 20.0, ..tiny_params() });
+    app.update();
+    app.update();
+    assert_eq!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Running);
+    let t = Instant::now();
+    app.world_mut().write_message(TrainCommand::Reset);
+    app.update();
+    assert!(t.elapsed() < Duration::from_secs(2), "reset took {:?}", t.elapsed());
+    assert!(HeadKind::ALL.iter().all(|&h| app.world().resource::<Training>().head(h).state == RunState::Idle));
 }

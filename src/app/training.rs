@@ -2,159 +2,39 @@
 //!
 //! Each worker owns a [`Trainer`] and talks to the app over two channels: [`Control`] messages
 //! in (pause, resume, learning rate, speed), [`Report`]s out (mean loss per chunk of steps,
-//! model snapshots a few times a second, completion or failure). Dropping a worker's handle
-//! closes its channel and the thread ends at its next check. The app side turns
-//! [`TrainCommand`] messages (from the panel or tests) into these, and copies snapshots into
-//! [`Models`], which the solvers read.
+//! model snapshots a few times a second, completion or failure). The app side turns
+//! [`TrainCommand`] messages (from the panel or tests) into these, copies snapshots into
+//! [`Models`], which the solvers read, and progress into [`Training`], which the panel shows.
+//!
+//! Workers are joined, never left detached: dropping a [`Worker`] closes its channel, which
+//! wakes the thread wherever it waits, and then waits for it to end. That happens on reset, and
+//! on exit (the app's `AppExit` message, or the world being dropped).
 
 use super::AppSet;
-use super::plant::PlantSettings;
-use super::state::{Nominal, head_index};
+use super::state::{HeadRun, Models, Nominal, PlantSettings, RunState, TrainCommand, Training, TrainingParams};
 use bevy::prelude::*;
-use elbow::{HeadKind, LearnedModel, RealArm, TrainConfig, Trainer};
+use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 use std::sync::Mutex;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Registers the training resources and systems, and starts training at startup when
-/// [`TrainingParams::autostart`] is set.
+/// Registers the workers and the systems that command them and collect their reports, and
+/// starts training at startup when [`TrainingParams::autostart`] is set.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<TrainingParams>()
-        .init_resource::<Training>()
-        .init_resource::<Models>()
-        .add_message::<TrainCommand>()
+    app.init_resource::<Workers>()
         .add_systems(Startup, autostart)
-        .add_systems(Update, (handle_commands, collect_reports).chain().in_set(AppSet::Train));
+        .add_systems(Update, (handle_commands, collect_reports).chain().in_set(AppSet::Train))
+        .add_systems(Last, join_on_exit);
 }
 
 /// Steps per loss report.
 const CHUNK: usize = 10;
 /// Least time between two model snapshots.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(200);
-
-/// The latest snapshot of each head, indexed by [`head_index`]; `None` until one arrives.
-#[derive(Resource, Default, Clone)]
-pub(crate) struct Models(pub(crate) [Option<LearnedModel>; 4]);
-
-impl Models {
-    /// The latest model of `head`.
-    pub(crate) fn get(&self, head: HeadKind) -> Option<&LearnedModel> {
-        self.0[head_index(head)].as_ref()
-    }
-
-    /// Replaces the model of `head`.
-    pub(crate) fn set(&mut self, head: HeadKind, model: Option<LearnedModel>) {
-        self.0[head_index(head)] = model;
-    }
-}
-
-/// Training parameters shared by all heads. Sizes and the seed apply from the next start after
-/// a reset; learning rate and speed apply live.
-#[derive(Resource, Debug, Clone, Copy, PartialEq)]
-pub(crate) struct TrainingParams {
-    /// Start every head at startup.
-    pub(crate) autostart: bool,
-    /// Peak learning rate.
-    pub(crate) lr: f32,
-    /// Hidden layer width.
-    pub(crate) hidden: usize,
-    /// Hidden layers.
-    pub(crate) depth: usize,
-    /// MDN components.
-    pub(crate) components: usize,
-    /// Minibatch size.
-    pub(crate) batch: usize,
-    /// Total steps per head.
-    pub(crate) steps: usize,
-    /// Training targets per head.
-    pub(crate) data_size: usize,
-    /// Speed limit per head, steps per second (keeps the CPU free for the frame).
-    pub(crate) steps_per_sec: f64,
-    /// Seed of data, initialisation and batching.
-    pub(crate) seed: u64,
-}
-
-impl Default for TrainingParams {
-    fn default() -> Self {
-        let d = TrainConfig::default();
-        Self {
-            autostart: true,
-            lr: d.lr,
-            hidden: d.hidden,
-            depth: d.depth,
-            components: d.components,
-            batch: d.batch,
-            steps: d.steps,
-            data_size: d.data_size,
-            steps_per_sec: 1500.0,
-            seed: d.seed,
-        }
-    }
-}
-
-impl TrainingParams {
-    /// The core configuration for `head`; the residual head fits corrections for `real`.
-    pub(crate) fn config(&self, head: HeadKind, arm: elbow::TwoLinkArm, real: RealArm) -> TrainConfig {
-        TrainConfig {
-            head,
-            arm,
-            steps: self.steps,
-            batch: self.batch,
-            hidden: self.hidden,
-            depth: self.depth,
-            components: self.components,
-            lr: self.lr,
-            data_size: self.data_size,
-            seed: self.seed,
-            real,
-            ..TrainConfig::default()
-        }
-    }
-}
-
-/// What the panel (or a test) asks of training.
-#[derive(Message, Debug, Clone, Copy, PartialEq)]
-pub(crate) enum TrainCommand {
-    /// Start idle heads with the current parameters and resume paused ones.
-    Start,
-    /// Pause every running head.
-    Pause,
-    /// Stop every head and forget its model and losses.
-    Reset,
-    /// Change the learning rate of the running heads.
-    SetLr(f32),
-    /// Change the speed limit of the running heads.
-    SetRate(f64),
-}
-
-/// Where one head's training stands.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) enum RunState {
-    /// Not started (or reset).
-    #[default]
-    Idle,
-    /// Training on its thread.
-    Running,
-    /// Paused on its thread.
-    Paused,
-    /// All configured steps done.
-    Finished,
-    /// The configuration was refused.
-    Failed(String),
-}
-
-impl RunState {
-    /// A short label for the panel.
-    pub(crate) fn label(&self) -> String {
-        match self {
-            RunState::Idle => "idle".into(),
-            RunState::Running => "training…".into(),
-            RunState::Paused => "paused".into(),
-            RunState::Finished => "done".into(),
-            RunState::Failed(why) => format!("failed: {why}"),
-        }
-    }
-}
+/// The slowest speed limit a worker honours, steps per second (slower limits are raised to it,
+/// so a worker never sleeps for long).
+const MIN_RATE: f64 = 10.0;
 
 /// Messages to a worker.
 #[derive(Debug, Clone, Copy)]
@@ -177,10 +57,11 @@ enum Report {
     Failed(String),
 }
 
-/// The app's end of one worker thread.
+/// The app's end of one worker thread; dropping it ends and joins the thread.
 struct Worker {
-    control: Sender<Control>,
+    control: Option<Sender<Control>>,
     reports: Mutex<Receiver<Report>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Worker {
@@ -188,14 +69,57 @@ impl Worker {
     fn spawn(cfg: TrainConfig, rate: f64) -> std::io::Result<Self> {
         let (control, control_rx) = mpsc::channel();
         let (report_tx, reports) = mpsc::channel();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("train-{}", cfg.head))
             .spawn(move || work(cfg, rate, &control_rx, &report_tx))?;
-        Ok(Self { control, reports: Mutex::new(reports) })
+        Ok(Self { control: Some(control), reports: Mutex::new(reports), thread: Some(thread) })
+    }
+
+    fn send(&self, msg: Control) {
+        if let Some(control) = &self.control {
+            let _ = control.send(msg);
+        }
     }
 }
 
-/// A worker thread's loop; returns when the app drops its end of the channel.
+impl Drop for Worker {
+    fn drop(&mut self) {
+        drop(self.control.take()); // wakes the thread: its next receive sees the channel closed
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The live workers, one slot per head.
+#[derive(Resource, Default)]
+struct Workers(Table<HeadKind, Option<Worker>>);
+
+impl Workers {
+    /// Ends and joins every worker.
+    fn stop_all(&mut self) {
+        for (_, worker) in self.0.iter_mut() {
+            *worker = None;
+        }
+    }
+}
+
+/// A speed limit as the worker honours it: `None` for no limit.
+fn sane_rate(rate: f64) -> Option<f64> {
+    (rate.is_finite() && rate > 0.0).then(|| rate.max(MIN_RATE))
+}
+
+/// Applies one control message; `paused` and `rate` are the worker's state.
+fn apply(msg: Control, trainer: &mut Trainer, paused: &mut bool, rate: &mut f64) {
+    match msg {
+        Control::Pause => *paused = true,
+        Control::Resume => *paused = false,
+        Control::SetLr(lr) => trainer.set_lr(lr),
+        Control::SetRate(r) => *rate = r,
+    }
+}
+
+/// A worker thread's loop; returns when the app drops its end of the control channel.
 fn work(cfg: TrainConfig, mut rate: f64, control: &Receiver<Control>, reports: &Sender<Report>) {
     let mut trainer = match Trainer::new(cfg) {
         Ok(t) => t,
@@ -211,10 +135,7 @@ fn work(cfg: TrainConfig, mut rate: f64, control: &Receiver<Control>, reports: &
         loop {
             let msg = if paused { control.recv().map_err(|_| TryRecvError::Disconnected) } else { control.try_recv() };
             match msg {
-                Ok(Control::Pause) => paused = true,
-                Ok(Control::Resume) => paused = false,
-                Ok(Control::SetLr(lr)) => trainer.set_lr(lr),
-                Ok(Control::SetRate(r)) => rate = r,
+                Ok(msg) => apply(msg, &mut trainer, &mut paused, &mut rate),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return,
             }
@@ -241,50 +162,16 @@ fn work(cfg: TrainConfig, mut rate: f64, control: &Receiver<Control>, reports: &
             while control.recv().is_ok() {}
             return;
         }
-        if rate.is_finite() && rate > 0.0 {
-            let budget = Duration::from_secs_f64(n as f64 / rate);
-            if let Some(rest) = budget.checked_sub(started.elapsed()) {
-                std::thread::sleep(rest);
+        // Keep to the speed limit, waking at once for a message (or the app letting go).
+        if let Some(rate) = sane_rate(rate)
+            && let Some(rest) = Duration::from_secs_f64(n as f64 / rate).checked_sub(started.elapsed())
+        {
+            match control.recv_timeout(rest) {
+                Ok(msg) => apply(msg, &mut trainer, &mut paused, &mut rate),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
             }
         }
-    }
-}
-
-/// One head's run as the app sees it.
-#[derive(Default)]
-pub(crate) struct HeadRun {
-    worker: Option<Worker>,
-    /// Where the run stands.
-    pub(crate) state: RunState,
-    /// Steps done.
-    pub(crate) steps_done: usize,
-    /// Steps configured.
-    pub(crate) total: usize,
-    /// `[step, mean loss]` per report, finite losses only.
-    pub(crate) losses: Vec<[f64; 2]>,
-}
-
-impl HeadRun {
-    /// The most recent loss.
-    pub(crate) fn last_loss(&self) -> Option<f64> {
-        self.losses.last().map(|p| p[1])
-    }
-
-    fn send(&self, msg: Control) {
-        if let Some(w) = &self.worker {
-            let _ = w.control.send(msg);
-        }
-    }
-}
-
-/// Every head's run, indexed by [`head_index`].
-#[derive(Resource, Default)]
-pub(crate) struct Training(pub(crate) [HeadRun; 4]);
-
-impl Training {
-    /// The run of `head`.
-    pub(crate) fn head(&self, head: HeadKind) -> &HeadRun {
-        &self.0[head_index(head)]
     }
 }
 
@@ -295,63 +182,70 @@ fn autostart(params: Res<TrainingParams>, mut commands: MessageWriter<TrainComma
     }
 }
 
-/// The real arm the residual head should learn to correct for: the plant's.
-fn plant_real_arm(nominal: &Nominal, settings: &PlantSettings) -> RealArm {
-    settings.real_arm(&nominal.0)
-}
-
 /// Applies training commands.
+#[allow(clippy::too_many_arguments)]
 fn handle_commands(
     mut commands: MessageReader<TrainCommand>,
     params: Res<TrainingParams>,
     nominal: Res<Nominal>,
     settings: Res<PlantSettings>,
     mut training: ResMut<Training>,
+    mut workers: ResMut<Workers>,
     mut models: ResMut<Models>,
 ) {
     for &command in commands.read() {
-        for (i, run) in training.0.iter_mut().enumerate() {
-            let head = HeadKind::ALL[i];
+        for head in HeadKind::ALL {
+            let run = &mut training.0[head];
+            let worker = &mut workers.0[head];
+            let send = |msg| worker.as_ref().inspect(|w| w.send(msg)).is_some();
             match command {
                 TrainCommand::Start => match run.state {
                     RunState::Idle | RunState::Failed(_) => {
-                        let cfg = params.config(head, nominal.0, plant_real_arm(&nominal, &settings));
+                        // The residual head learns the mismatch of the plant it drives.
+                        let cfg = params.config(head, nominal.0, settings.real_arm(&nominal.0));
                         *run = HeadRun { total: cfg.steps, ..HeadRun::default() };
                         match Worker::spawn(cfg, params.steps_per_sec) {
                             Ok(w) => {
-                                run.worker = Some(w);
+                                *worker = Some(w);
                                 run.state = RunState::Running;
                             }
                             Err(e) => run.state = RunState::Failed(e.to_string()),
                         }
                     }
                     RunState::Paused => {
-                        run.send(Control::Resume);
+                        send(Control::Resume);
                         run.state = RunState::Running;
                     }
                     RunState::Running | RunState::Finished => {}
                 },
                 TrainCommand::Pause => {
                     if run.state == RunState::Running {
-                        run.send(Control::Pause);
+                        send(Control::Pause);
                         run.state = RunState::Paused;
                     }
                 }
                 TrainCommand::Reset => {
+                    *worker = None; // joins the thread
                     *run = HeadRun::default();
                     models.set(head, None);
                 }
-                TrainCommand::SetLr(lr) => run.send(Control::SetLr(lr)),
-                TrainCommand::SetRate(r) => run.send(Control::SetRate(r)),
+                TrainCommand::SetLr(lr) => {
+                    send(Control::SetLr(lr));
+                }
+                TrainCommand::SetRate(r) => {
+                    send(Control::SetRate(r));
+                }
             }
         }
     }
 }
 
 /// Takes in every report that has arrived.
-fn collect_reports(mut training: ResMut<Training>, mut models: ResMut<Models>) {
-    for (i, run) in training.0.iter_mut().enumerate() {
-        let Some(worker) = &mut run.worker else { continue };
+fn collect_reports(mut training: ResMut<Training>, mut workers: ResMut<Workers>, mut models: ResMut<Models>) {
+    for head in HeadKind::ALL {
+        let run = &mut training.0[head];
+        let slot = &mut workers.0[head];
+        let Some(worker) = slot else { continue };
         let reports = worker.reports.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut ended = false;
         loop {
@@ -362,9 +256,9 @@ fn collect_reports(mut training: ResMut<Training>, mut models: ResMut<Models>) {
                         run.losses.push([steps as f64, loss as f64]);
                     }
                 }
-                Ok(Report::Snapshot(model)) => models.set(HeadKind::ALL[i], Some(*model)),
+                Ok(Report::Snapshot(model)) => models.set(head, Some(*model)),
                 Ok(Report::Finished) => {
-                    info!("{} head: training done after {} steps", HeadKind::ALL[i], run.steps_done);
+                    info!("{head} head: training done after {} steps", run.steps_done);
                     run.state = RunState::Finished;
                 }
                 Ok(Report::Failed(why)) => run.state = RunState::Failed(why),
@@ -379,7 +273,33 @@ fn collect_reports(mut training: ResMut<Training>, mut models: ResMut<Models>) {
             if matches!(run.state, RunState::Running | RunState::Paused) {
                 run.state = RunState::Failed("training thread stopped".into());
             }
-            run.worker = None;
+            *slot = None;
         }
+    }
+}
+
+/// Ends and joins every worker when the app exits.
+fn join_on_exit(mut exits: MessageReader<AppExit>, mut workers: ResMut<Workers>) {
+    if exits.read().next().is_some() {
+        workers.stop_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropping_a_worker_joins_its_thread_even_mid_wait() {
+        let cfg = TrainConfig { steps: 1_000_000, data_size: 256, batch: 16, hidden: 4, depth: 1, ..TrainConfig::default() };
+        // A slow speed limit: the worker spends its time waiting between chunks.
+        let worker = Worker::spawn(cfg, 0.001).expect("spawns");
+        std::thread::sleep(Duration::from_millis(50));
+        let t = Instant::now();
+        drop(worker);
+        assert!(t.elapsed() < Duration::from_secs(2), "joined in {:?}", t.elapsed());
+        assert_eq!(sane_rate(0.001), Some(MIN_RATE));
+        assert_eq!(sane_rate(f64::NAN), None);
+        assert_eq!(sane_rate(0.0), None);
     }
 }

@@ -1,35 +1,34 @@
 //! Exercise 1, the averaging trap: an MSE net trained on data holding both elbow branches lands on
 //! their (invalid) average, an MDN on that same data picks a real branch.
 
+use super::ExperimentError;
 use crate::analytic::solve_branches;
-use crate::cli::{ArmArgs, train_and_evaluate};
-use crate::kinematics::{ElbowMode, Point2, Region};
-use crate::learned::{HeadKind, LearnedIk, TrainConfig, held_out_targets};
+use crate::kinematics::{ElbowMode, Point2, Pose, Region, TwoLinkArm};
+use crate::learned::{HeadKind, LearnedIk, TrainConfig, held_out_targets, train_and_evaluate};
 use crate::stats::Summary;
-use clap::Args;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Arguments of `elbow experiment averaging`.
-#[derive(Debug, Args)]
-pub struct AveragingArgs {
+/// Everything that defines an averaging run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AveragingConfig {
+    /// The arm.
+    pub arm: TwoLinkArm,
+    /// Training region of both nets.
+    pub region: Region,
     /// Training steps for each net.
-    #[arg(long, default_value_t = 6000)]
     pub steps: usize,
     /// Held-out targets.
-    #[arg(long, default_value_t = 5000)]
     pub targets: usize,
-    /// Training region: `annulus` or `sector:FROM,TO` in degrees.
-    #[arg(long, default_value = "annulus")]
-    pub region: Region,
     /// Seed.
-    #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub arm: ArmArgs,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl Default for AveragingConfig {
+    fn default() -> Self {
+        let t = TrainConfig::default();
+        Self { arm: t.arm, region: t.region, steps: t.steps, targets: 5000, seed: t.seed }
+    }
 }
 
 /// One row of the comparison.
@@ -61,13 +60,13 @@ pub struct AveragingReport {
 }
 
 /// Runs the experiment and returns the report (the CLI prints it).
-pub fn averaging(args: &AveragingArgs) -> Result<AveragingReport, String> {
-    let arm = args.arm.arm()?;
-    let base = TrainConfig { arm, region: args.region, steps: args.steps, seed: args.seed, ..TrainConfig::default() };
-    let (mse, mse_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mse, ..base }, 1, false)?;
-    let (mdn, mdn_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mdn, ..base }, 1, false)?;
-    let targets = held_out_targets(&arm, args.region, args.targets.max(1), args.seed);
-    type PoseOf<'a> = Box<dyn Fn(Point2) -> crate::Pose + 'a>;
+pub fn averaging(cfg: &AveragingConfig) -> Result<AveragingReport, ExperimentError> {
+    let arm = cfg.arm;
+    let base = TrainConfig { arm, region: cfg.region, steps: cfg.steps, seed: cfg.seed, ..TrainConfig::default() };
+    let (mse, mse_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mse, ..base }, 1, |_, _| {})?;
+    let (mdn, mdn_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mdn, ..base }, 1, |_, _| {})?;
+    let targets = held_out_targets(&arm, cfg.region, cfg.targets.max(1), cfg.seed);
+    type PoseOf<'a> = Box<dyn Fn(Point2) -> Pose + 'a>;
     let sources: Vec<(&str, PoseOf)> = vec![
         ("MSE net", Box::new(|t| mse.predict(t, ElbowMode::Down).pose)),
         ("branch average", Box::new(|t| solve_branches(&arm, t).average())),
@@ -83,7 +82,7 @@ pub fn averaging(args: &AveragingArgs) -> Result<AveragingReport, String> {
             for &t in &targets {
                 let pose = f(t);
                 let b = solve_branches(&arm, t);
-                misses.push((arm.tip(pose) - t).norm());
+                misses.push(arm.miss(pose, t));
                 to_avg += pose.max_joint_distance(b.average());
                 to_branch += pose.max_joint_distance(b.up).min(pose.max_joint_distance(b.down));
             }
@@ -97,8 +96,7 @@ pub fn averaging(args: &AveragingArgs) -> Result<AveragingReport, String> {
         })
         .collect();
     let seed_t = Point2::new(1.0, 0.8);
-    let seed_target =
-        sources.iter().map(|(name, f)| (name.to_string(), (arm.tip(f(seed_t)) - seed_t).norm())).collect();
+    let seed_target = sources.iter().map(|(name, f)| (name.to_string(), arm.miss(f(seed_t), seed_t))).collect();
     Ok(AveragingReport {
         targets: targets.len(),
         reach: arm.reach(),
@@ -106,39 +104,4 @@ pub fn averaging(args: &AveragingArgs) -> Result<AveragingReport, String> {
         seed_target,
         train_seconds: mse_report.train_seconds + mdn_report.train_seconds,
     })
-}
-
-/// `elbow experiment averaging`.
-pub fn run_averaging(args: &AveragingArgs) -> Result<(), String> {
-    let r = averaging(args)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
-        return Ok(());
-    }
-    println!(
-        "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
-        r.targets, r.reach, r.train_seconds
-    );
-    println!(
-        "{:<20} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}",
-        "pose from", "mean miss", "median", "p95", "% of reach", "Δq to avg", "Δq to branch"
-    );
-    for row in &r.rows {
-        let s = row.fk_miss;
-        println!(
-            "{:<20} {:>11.4} {:>11.4} {:>11.4} {:>10.2}% {:>13.3} {:>13.3}",
-            row.name,
-            s.mean,
-            s.median,
-            s.p95,
-            100.0 * s.mean / r.reach,
-            row.mean_distance_to_average,
-            row.mean_distance_to_nearest_branch
-        );
-    }
-    println!(
-        "seed target (1.0, 0.8): {}",
-        r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", ")
-    );
-    Ok(())
 }

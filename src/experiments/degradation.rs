@@ -10,89 +10,114 @@
 //! (link lengths, joint offsets) stays invisible to it. The tip error is measured on the real arm
 //! after the last tick.
 
-use crate::analytic::{AnalyticSolver, BranchChoice};
-use crate::cli::{ArmArgs, Levels};
-use crate::envelope::{EnvelopeConfig, InterventionLog, SafetyEnvelope};
-use crate::iterative::DlsSolver;
-use crate::kinematics::{Point2, Pose, RealArm, Region, TwoLinkArm};
-use crate::learned::{HeadKind, LearnedModel, LearnedSolver, TrainConfig, Trainer, held_out_targets};
+use super::ExperimentError;
+use crate::envelope::InterventionLog;
+use crate::kinematics::{Mismatch, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
+use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
+use crate::lineup::{Lineup, Pipeline, SolverId, Table};
 use crate::plant::{Plant, PlantConfig};
-use crate::solver::{IkSolver, SolveStatus};
 use crate::stats::Summary;
-use clap::Args;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Arguments of `elbow experiment degradation`.
-#[derive(Debug, Clone, Args)]
-pub struct DegradationArgs {
-    /// Encoder noise levels (standard deviation, radians), comma-separated.
-    #[arg(long, default_value = "0,0.01,0.05")]
-    pub noise: Levels,
-    /// Backlash levels (dead-zone half-width, radians), comma-separated.
-    #[arg(long, default_value = "0,0.01,0.05")]
-    pub backlash: Levels,
+/// Everything that defines a degradation run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DegradationConfig {
+    /// The nominal arm every solver plans on.
+    pub arm: TwoLinkArm,
+    /// Encoder noise levels (standard deviation, radians).
+    pub noise: Vec<f64>,
+    /// Backlash levels (dead-zone half-width, radians).
+    pub backlash: Vec<f64>,
     /// Held-out (in-distribution) targets per setting.
-    #[arg(long, default_value_t = 10_000)]
     pub targets: usize,
-    /// Out-of-distribution targets per setting, as a fraction of `--targets` (beyond the reach,
+    /// Out-of-distribution targets per setting, as a fraction of `targets` (beyond the reach,
     /// and outside the training sector when the region is one).
-    #[arg(long, default_value_t = 0.2)]
     pub ood_fraction: f64,
     /// A tip error above this (metres) counts as a miss.
-    #[arg(long, default_value_t = 0.05)]
     pub tolerance: f64,
     /// Joint-servo ticks per target (1: open loop).
-    #[arg(long, default_value_t = 3)]
     pub ticks: usize,
     /// Training steps of each learned head.
-    #[arg(long, default_value_t = 4000)]
     pub train_steps: usize,
-    /// Training region of the learned heads: `annulus` or `sector:FROM,TO` in degrees.
-    #[arg(long, default_value = "annulus")]
+    /// Training region of the learned heads.
     pub region: Region,
-    /// Real arm's relative link-length errors `E1,E2` (the sim-to-real gap).
-    #[arg(long, default_value = "0.02,-0.02", value_parser = parse_signed_pair)]
-    pub length_error: (f64, f64),
-    /// Real arm's joint offsets `O1,O2`, radians.
-    #[arg(long, default_value = "0.01,-0.01", value_parser = parse_signed_pair)]
-    pub joint_offset: (f64, f64),
+    /// How the real arm departs from the nominal one (the sim-to-real gap).
+    pub mismatch: Mismatch,
     /// Seed of targets, training and noise.
-    #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub arm: ArmArgs,
-    /// Print JSON.
-    #[arg(long, conflicts_with = "csv")]
-    pub json: bool,
-    /// Print CSV.
-    #[arg(long)]
-    pub csv: bool,
 }
 
-fn parse_signed_pair(s: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s.split_once(',').ok_or_else(|| format!("expected `A,B`, got `{s}`"))?;
-    let (a, b) = (crate::cli::parse_finite(a)?, crate::cli::parse_finite(b)?);
-    if a.abs() > 0.5 || b.abs() > 0.5 {
-        return Err(format!("values must lie in [-0.5, 0.5], got `{s}`"));
+impl Default for DegradationConfig {
+    fn default() -> Self {
+        Self {
+            arm: TwoLinkArm::default(),
+            noise: vec![0.0, 0.01, 0.05],
+            backlash: vec![0.0, 0.01, 0.05],
+            targets: 10_000,
+            ood_fraction: 0.2,
+            tolerance: 0.05,
+            ticks: 3,
+            train_steps: 4000,
+            region: Region::Annulus,
+            mismatch: Mismatch::DEFAULT,
+            seed: 0,
+        }
     }
-    Ok((a, b))
 }
 
-/// One solver's figures in one setting, for one split of the targets.
+/// Most levels per perturbation channel.
+pub const MAX_LEVELS: usize = 16;
+
+impl DegradationConfig {
+    /// Checks every field, with a message naming the first bad one.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |m: String| Err(ExperimentError::Invalid(m));
+        for (name, levels) in [("noise", &self.noise), ("backlash", &self.backlash)] {
+            if levels.is_empty() || levels.len() > MAX_LEVELS || levels.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                return bad(format!("{name} levels must be 1 to {MAX_LEVELS} finite numbers >= 0, got {levels:?}"));
+            }
+        }
+        if self.targets == 0 || self.targets > 1_000_000 {
+            return bad(format!("targets must be in 1..=1000000, got {}", self.targets));
+        }
+        if !(0.0..=10.0).contains(&self.ood_fraction) {
+            return bad(format!("ood fraction must be in [0, 10], got {}", self.ood_fraction));
+        }
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return bad(format!("tolerance must be > 0, got {}", self.tolerance));
+        }
+        if self.ticks == 0 || self.ticks > 100 {
+            return bad(format!("ticks must be in 1..=100, got {}", self.ticks));
+        }
+        Ok(())
+    }
+}
+
+/// Which targets a cell covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// Held-out targets from the training distribution.
+    In,
+    /// Out-of-distribution targets.
+    Ood,
+}
+
+/// One pipeline's figures in one setting, for one split of the targets.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
-    /// Solver name.
-    pub solver: String,
+    /// The solver (and whether the envelope wraps it).
+    pub solver: Pipeline,
     /// Encoder noise, radians.
     pub noise: f64,
     /// Backlash half-width, radians.
     pub backlash: f64,
-    /// `in` (held-out, reachable by the nominal model) or `ood` (out of distribution).
-    pub split: &'static str,
+    /// Held-out or out-of-distribution targets.
+    pub split: Split,
     /// Tip error on the real arm, metres.
     pub error: Summary,
     /// Fraction of targets where the solver reported failure.
@@ -101,16 +126,18 @@ pub struct Cell {
     pub missed: f64,
     /// Fraction where it missed without reporting it.
     pub silent: f64,
-    /// Envelope decisions (enveloped solvers only).
+    /// Envelope decisions (enveloped pipelines only).
     pub envelope: Option<InterventionLog>,
 }
 
 /// The whole result.
 #[derive(Debug, Clone, Serialize)]
 pub struct DegradationReport {
+    /// The configuration that produced it.
+    pub config: DegradationConfig,
     /// Every cell.
     pub cells: Vec<Cell>,
-    /// Training wall time of the four heads, seconds.
+    /// Training wall time of the heads, seconds.
     pub train_seconds: f64,
     /// Wall time of the evaluation (all settings, solvers and targets), seconds.
     pub eval_seconds: f64,
@@ -121,8 +148,9 @@ pub struct DegradationReport {
 }
 
 impl DegradationReport {
-    /// The cell for one solver, split and setting, if present.
-    pub fn cell(&self, solver: &str, split: &str, noise: f64, backlash: f64) -> Option<&Cell> {
+    /// The cell for one pipeline, split and setting, if present.
+    pub fn cell(&self, solver: impl Into<Pipeline>, split: Split, noise: f64, backlash: f64) -> Option<&Cell> {
+        let solver = solver.into();
         self.cells.iter().find(|c| c.solver == solver && c.split == split && c.noise == noise && c.backlash == backlash)
     }
 
@@ -133,33 +161,38 @@ impl DegradationReport {
         noises.sort_by(f64::total_cmp);
         noises.dedup();
         let b0 = self.cells.iter().map(|c| c.backlash).fold(f64::INFINITY, f64::min);
-        let series = |solver: &str, f: &dyn Fn(&Cell) -> f64| {
+        let series = |solver: Pipeline, f: &dyn Fn(&Cell) -> f64| {
             noises
                 .iter()
-                .filter_map(|&n| self.cell(solver, "in", n, b0).map(f))
+                .filter_map(|&n| self.cell(solver, Split::In, n, b0).map(f))
                 .map(|v| format!("{v:.4}"))
                 .collect::<Vec<_>>()
                 .join(" -> ")
         };
-        for solver in ["analytic", "mdn", "mse", "envelope(mdn)"] {
+        let mdn = SolverId::Learned(HeadKind::Mdn);
+        let mse = SolverId::Learned(HeadKind::Mse);
+        for solver in
+            [Pipeline::plain(SolverId::Analytic), Pipeline::plain(mdn), Pipeline::plain(mse), Pipeline::enveloped(mdn)]
+        {
             out.push(format!(
-                "{solver:<14} held-out mean error as noise rises {noises:?} (backlash {b0}): {} m; silent misses {}",
+                "{:<14} held-out mean error as noise rises {noises:?} (backlash {b0}): {} m; silent misses {}",
+                solver.key(),
                 series(solver, &|c| c.error.mean),
                 series(solver, &|c| c.silent)
             ));
         }
-        let ood = |solver: &str| {
-            let cells: Vec<&Cell> = self.cells.iter().filter(|c| c.solver == solver && c.split == "ood").collect();
+        let ood = |solver: Pipeline| {
+            let cells: Vec<&Cell> =
+                self.cells.iter().filter(|c| c.solver == solver && c.split == Split::Ood).collect();
             let n = cells.len().max(1) as f64;
             (cells.iter().map(|c| c.reported).sum::<f64>() / n, cells.iter().map(|c| c.silent).sum::<f64>() / n)
         };
         if self.targets.1 > 0 {
-            for solver in
-                ["analytic", "iterative (DLS)", "mse", "mdn", "mode", "residual", "envelope(mse)", "envelope(mdn)"]
-            {
+            for solver in Pipeline::lineup() {
                 let (reported, silent) = ood(solver);
                 out.push(format!(
-                    "{solver:<16} out-of-distribution: reported failure {:5.1}%, silent failure {:5.1}%",
+                    "{:<16} out-of-distribution: reported failure {:5.1}%, silent failure {:5.1}%",
+                    solver.key(),
                     100.0 * reported,
                     100.0 * silent
                 ));
@@ -169,52 +202,25 @@ impl DegradationReport {
     }
 }
 
-/// A solver under test: plain, or wrapped in the envelope (so its decisions can be counted).
-enum Entry<'m> {
-    Plain(Box<dyn IkSolver + Sync + 'm>),
-    Enveloped(SafetyEnvelope<LearnedSolver<'m>>),
-}
-
-impl Entry<'_> {
-    fn name(&self) -> &str {
-        match self {
-            Entry::Plain(s) => s.name(),
-            Entry::Enveloped(e) => e.name(),
-        }
-    }
-
-    fn solve(&self, aim: Point2, seed: Pose, log: &mut InterventionLog) -> (Pose, SolveStatus) {
-        match self {
-            Entry::Plain(s) => {
-                let s = s.solve(aim, seed);
-                (s.pose, s.status)
-            }
-            Entry::Enveloped(e) => {
-                let v = e.vet(aim, seed);
-                log.record(v.intervention);
-                (v.solution.pose, v.solution.status)
-            }
-        }
-    }
-}
-
-/// Trains the four heads (in parallel) for the experiment.
+/// Trains every head (in parallel) for the experiment.
 pub fn train_heads(
     arm: TwoLinkArm,
     region: Region,
     real: RealArm,
     steps: usize,
     seed: u64,
-) -> Result<Vec<LearnedModel>, String> {
-    HeadKind::ALL
+) -> Result<Table<HeadKind, LearnedModel>, ExperimentError> {
+    let models: Vec<LearnedModel> = HeadKind::ALL
         .par_iter()
         .map(|&head| {
             let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
-            let mut t = Trainer::new(cfg).map_err(|e| e.to_string())?;
+            let mut t = Trainer::new(cfg)?;
             t.run(|_, _| {});
             Ok(t.into_model())
         })
-        .collect()
+        .collect::<Result<_, ExperimentError>>()?;
+    let mut models = models.into_iter();
+    Ok(Table::from_fn(|_| models.next().expect("one model per head, in order")))
 }
 
 /// Out-of-distribution targets: beyond the reach, and outside the training sector if any.
@@ -227,7 +233,7 @@ fn ood_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Poi
             {
                 // Reachable, but outside the sector the nets were trained on.
                 for _ in 0..1000 {
-                    let p = arm.sample_target(&mut rng, crate::SampleMode::UniformArea, Region::Annulus);
+                    let p = arm.sample_target(&mut rng, SampleMode::UniformArea, Region::Annulus);
                     if !region.contains_bearing(p) {
                         return p;
                     }
@@ -240,9 +246,10 @@ fn ood_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Poi
         .collect()
 }
 
-/// Runs one solver through one setting over `targets`; returns (errors, reported, log).
+/// Runs one pipeline through one setting over `targets`; returns (errors, reported, log).
 fn episode(
-    entry: &Entry,
+    lineup: &Lineup,
+    pipeline: Pipeline,
     plant_cfg: PlantConfig,
     targets: &[Point2],
     ticks: usize,
@@ -252,161 +259,77 @@ fn episode(
     let mut errors = Vec::with_capacity(targets.len());
     let mut reported = Vec::with_capacity(targets.len());
     for &target in targets {
-        let (setpoint, status) = entry.solve(target, plant.measure(), &mut log);
+        let Some(answer) = lineup.run(pipeline, target, plant.measure()) else { continue };
+        if let Some(verdict) = answer.verdict {
+            log.record(verdict);
+        }
+        let setpoint = answer.solution.pose;
         let mut command = setpoint;
         for tick in 0..ticks.max(1) {
             if tick > 0 {
-                let measured = plant.measure();
-                command = Pose::new(
-                    command.shoulder + crate::kinematics::wrap_angle(setpoint.shoulder - measured.shoulder),
-                    command.elbow + crate::kinematics::wrap_angle(setpoint.elbow - measured.elbow),
-                );
+                command = command + setpoint.wrapped_difference(plant.measure());
             }
             plant.command(command);
             plant.settle();
         }
         errors.push((plant.tip() - target).norm());
-        reported.push(status.is_reported_failure());
+        reported.push(answer.solution.status.is_reported_failure());
     }
     (errors, reported, log)
 }
 
 /// Runs the experiment.
-pub fn degradation(args: &DegradationArgs) -> Result<DegradationReport, String> {
-    let arm = args.arm.arm()?;
-    if args.targets == 0 || args.targets > 1_000_000 {
-        return Err(format!("targets must be in 1..=1000000, got {}", args.targets));
-    }
-    if !(0.0..=10.0).contains(&args.ood_fraction) {
-        return Err(format!("ood fraction must be in [0, 10], got {}", args.ood_fraction));
-    }
-    if !(args.tolerance.is_finite() && args.tolerance > 0.0) {
-        return Err(format!("tolerance must be > 0, got {}", args.tolerance));
-    }
-    if args.ticks == 0 || args.ticks > 100 {
-        return Err(format!("ticks must be in 1..=100, got {}", args.ticks));
-    }
-    let offsets = Pose::new(args.joint_offset.0, args.joint_offset.1);
-    let real =
-        RealArm::mismatched(&arm, [args.length_error.0, args.length_error.1], offsets).map_err(|e| e.to_string())?;
+pub fn degradation(cfg: &DegradationConfig) -> Result<DegradationReport, ExperimentError> {
+    cfg.validate()?;
+    let arm = cfg.arm;
+    let real = RealArm::with_mismatch(&arm, cfg.mismatch)?;
     let t0 = std::time::Instant::now();
-    let models = train_heads(arm, args.region, real, args.train_steps, args.seed)?;
+    let models = train_heads(arm, cfg.region, real, cfg.train_steps, cfg.seed)?;
     let train_seconds = t0.elapsed().as_secs_f64();
-    let model = |k: HeadKind| models.iter().find(|m| m.kind == k).expect("all heads trained");
-    let env_cfg = EnvelopeConfig::for_arm(&arm);
-    let mut entries: Vec<Entry> = vec![
-        Entry::Plain(Box::new(AnalyticSolver::new(arm, BranchChoice::NearestToSeed))),
-        Entry::Plain(Box::new(DlsSolver::new(arm))),
-    ];
-    for k in HeadKind::ALL {
-        entries.push(Entry::Plain(Box::new(LearnedSolver::new(model(k)))));
-    }
-    for k in [HeadKind::Mse, HeadKind::Mdn] {
-        entries.push(Entry::Enveloped(SafetyEnvelope::new(LearnedSolver::new(model(k)), arm, env_cfg)));
-    }
-    let inside = held_out_targets(&arm, args.region, args.targets, args.seed);
-    let n_ood = (args.targets as f64 * args.ood_fraction).round() as usize;
-    let ood = ood_targets(&arm, args.region, n_ood, args.seed);
+    let lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
+    let pipelines = &Pipeline::lineup();
+    let inside = held_out_targets(&arm, cfg.region, cfg.targets, cfg.seed);
+    let n_ood = (cfg.targets as f64 * cfg.ood_fraction).round() as usize;
+    let ood = ood_targets(&arm, cfg.region, n_ood, cfg.seed);
     let settings: Vec<(f64, f64)> =
-        args.noise.0.iter().flat_map(|&n| args.backlash.0.iter().map(move |&b| (n, b))).collect();
-    let splits = if n_ood > 0 { 2 } else { 1 };
-    let n_entries = entries.len();
-    let jobs: Vec<(usize, usize, usize)> = (0..settings.len())
-        .flat_map(|s| (0..splits).flat_map(move |split| (0..n_entries).map(move |e| (s, e, split))))
+        cfg.noise.iter().flat_map(|&n| cfg.backlash.iter().map(move |&b| (n, b))).collect();
+    let splits: &[Split] = if n_ood > 0 { &[Split::In, Split::Ood] } else { &[Split::In] };
+    let jobs: Vec<(usize, Pipeline, Split)> = (0..settings.len())
+        .flat_map(|s| splits.iter().flat_map(move |&split| pipelines.iter().map(move |&p| (s, p, split))))
         .collect();
     let t1 = std::time::Instant::now();
     let cells: Vec<Cell> = jobs
         .par_iter()
-        .map(|&(s, e, split)| {
+        .map(|&(s, solver, split)| {
             let (noise, backlash) = settings[s];
-            let seed = args.seed.wrapping_mul(1000).wrapping_add((s * 2 + split) as u64);
+            let split_index = if split == Split::In { 0 } else { 1 };
+            let seed = cfg.seed.wrapping_mul(1000).wrapping_add((s * 2 + split_index) as u64);
             let plant_cfg = PlantConfig { real, backlash, lag: 0.0, noise_std: noise, seed };
-            let targets = if split == 0 { &inside } else { &ood };
-            let (errors, reported, log) = episode(&entries[e], plant_cfg, targets, args.ticks);
+            let targets = if split == Split::In { &inside } else { &ood };
+            let (errors, reported, log) = episode(&lineup, solver, plant_cfg, targets, cfg.ticks);
             let n = errors.len().max(1) as f64;
-            let missed: Vec<bool> = errors.iter().map(|&err| err.is_nan() || err > args.tolerance).collect();
+            let missed: Vec<bool> = errors.iter().map(|&err| err.is_nan() || err > cfg.tolerance).collect();
             let frac = |v: &mut dyn Iterator<Item = bool>| v.filter(|&b| b).count() as f64 / n;
             Cell {
-                solver: entries[e].name().to_string(),
+                solver,
                 noise,
                 backlash,
-                split: if split == 0 { "in" } else { "ood" },
+                split,
                 error: Summary::of(&errors),
                 reported: frac(&mut reported.iter().copied()),
                 missed: frac(&mut missed.iter().copied()),
                 silent: frac(&mut missed.iter().zip(&reported).map(|(&m, &r)| m && !r)),
-                envelope: matches!(entries[e], Entry::Enveloped(_)).then_some(log),
+                envelope: solver.envelope.then_some(log),
             }
         })
         .collect();
     let eval_seconds = t1.elapsed().as_secs_f64();
     Ok(DegradationReport {
+        config: cfg.clone(),
         cells,
         train_seconds,
         eval_seconds,
         targets: (inside.len(), ood.len()),
-        tolerance: args.tolerance,
+        tolerance: cfg.tolerance,
     })
-}
-
-/// `elbow experiment degradation`.
-pub fn run_degradation(args: &DegradationArgs) -> Result<(), String> {
-    let r = degradation(args)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("serialisable"));
-        return Ok(());
-    }
-    if args.csv {
-        println!("solver,split,noise,backlash,mean_error,median_error,p95_error,reported,missed,silent,interventions");
-        for c in &r.cells {
-            println!(
-                "{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{}",
-                c.solver,
-                c.split,
-                c.noise,
-                c.backlash,
-                c.error.mean,
-                c.error.median,
-                c.error.p95,
-                c.reported,
-                c.missed,
-                c.silent,
-                c.envelope.map_or(String::new(), |l| l.interventions().to_string())
-            );
-        }
-        return Ok(());
-    }
-    println!(
-        "Degradation on the simulated real arm: {} held-out + {} out-of-distribution targets per setting, miss = error > {} m",
-        r.targets.0, r.targets.1, r.tolerance
-    );
-    println!("(heads trained in {:.1} s; evaluation took {:.2} s)", r.train_seconds, r.eval_seconds);
-    let mut last = None;
-    for c in &r.cells {
-        let key = (c.split, c.noise.to_bits(), c.backlash.to_bits());
-        if last != Some(key) {
-            last = Some(key);
-            let split = if c.split == "in" { "held-out targets" } else { "OUT-OF-DISTRIBUTION targets" };
-            println!("\n{split}, noise {} rad, backlash {} rad", c.noise, c.backlash);
-            println!(
-                "  {:<20} {:>10} {:>10} {:>10} {:>10} {:>9} {:>14}",
-                "solver", "mean m", "p95 m", "reported", "missed", "SILENT", "interventions"
-            );
-        }
-        println!(
-            "  {:<20} {:>10.4} {:>10.4} {:>9.1}% {:>9.1}% {:>8.1}% {:>14}",
-            c.solver,
-            c.error.mean,
-            c.error.p95,
-            100.0 * c.reported,
-            100.0 * c.missed,
-            100.0 * c.silent,
-            c.envelope.map_or("-".to_string(), |l| l.interventions().to_string())
-        );
-    }
-    println!("\nThe claims, in numbers:");
-    for line in r.claims() {
-        println!("  {line}");
-    }
-    Ok(())
 }

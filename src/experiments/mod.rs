@@ -1,4 +1,5 @@
-//! Reproducible experiments behind `elbow experiment ...`.
+//! Reproducible experiments: each takes a plain configuration and returns a report; the command
+//! line (`elbow experiment ...`) only parses, calls and prints.
 //!
 //! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
 //! - [`degradation`](mod@degradation): every solver on the simulated real arm under noise and backlash.
@@ -6,5 +7,19 @@
 pub mod averaging;
 pub mod degradation;
 
-pub use averaging::{AveragingArgs, AveragingReport, averaging, run_averaging};
-pub use degradation::{DegradationArgs, DegradationReport, degradation, run_degradation};
+pub use averaging::{AveragingConfig, AveragingReport, averaging};
+pub use degradation::{DegradationConfig, DegradationReport, Split, degradation};
+
+/// Why an experiment could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExperimentError {
+    /// A setting was out of range.
+    #[error("{0}")]
+    Invalid(String),
+    /// The arm or its mismatch was refused.
+    #[error(transparent)]
+    Arm(#[from] crate::kinematics::ArmError),
+    /// A head could not be trained.
+    #[error(transparent)]
+    Train(#[from] crate::learned::TrainError),
+}

@@ -147,7 +147,7 @@ impl Dataset {
                 let delta = |mode: ElbowMode| {
                     let command = real.command_for(truth.pose(mode));
                     let base = nominal.pose(mode);
-                    Pose::new(wrap_angle(command.shoulder - base.shoulder), wrap_angle(command.elbow - base.elbow))
+                    command.wrapped_difference(base)
                 };
                 Sample { target, answers: [delta(ElbowMode::Up), delta(ElbowMode::Down)] }
             })
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(data.len(), 500);
         for s in &data.samples {
             for mode in ElbowMode::BOTH {
-                assert!((cfg.arm.tip(s.answer(mode)) - s.target).norm() < 1e-9);
+                assert!(cfg.arm.miss(s.answer(mode), s.target) < 1e-9);
             }
             assert!(s.answer(ElbowMode::Up).elbow <= 0.0 && s.answer(ElbowMode::Down).elbow >= 0.0);
         }
@@ -212,8 +212,8 @@ mod tests {
             for mode in ElbowMode::BOTH {
                 let base = solve_branches(&arm, s.target).pose(mode);
                 let d = s.answer(mode);
-                let cmd = Pose::new(base.shoulder + d.shoulder, base.elbow + d.elbow);
-                assert!((real.tip(cmd) - s.target).norm() < 1e-9);
+                let cmd = base + d;
+                assert!(real.miss(cmd, s.target) < 1e-9);
             }
         }
     }

@@ -1,18 +1,21 @@
 //! Learned inverse kinematics: data, the four heads, training and evaluation.
 //!
+//! - [`head`]: the heads' one identity, [`HeadKind`], and what each one is ([`HeadSpec`]).
 //! - [`data`]: reachable targets paired with both elbow solutions (or with corrections for the
 //!   residual head), and the angle encodings.
 //! - [`model`]: [`LearnedModel`] behind the [`LearnedIk`] trait (MSE, MDN, mode-conditioned and
 //!   residual heads), [`LearnedSolver`] to use one as an [`crate::IkSolver`], model files.
-//! - [`train`]: the minibatch loop and held-out evaluation.
+//! - [`train`]: the minibatch loop.
+//! - [`eval`]: held-out targets, FK misses, and a whole train-then-evaluate run.
 
 pub mod data;
+pub mod eval;
+pub mod head;
 pub mod model;
 pub mod train;
 
 pub use data::{AngleEncoding, DataConfig, Dataset, Sample};
-pub use model::{Candidate, HeadKind, LearnedIk, LearnedModel, LearnedSolver, ModeChoice, ModelError, Prediction};
-pub use train::{
-    DEFAULT_JOINT_OFFSETS, DEFAULT_LENGTH_ERROR, TrainConfig, TrainError, Trainer, default_real_arm, evaluate,
-    fk_misses, held_out_targets,
-};
+pub use eval::{TrainReport, evaluate, fk_misses, held_out_targets, train_and_evaluate};
+pub use head::{HeadKind, HeadSpec, Output, TrainedOn};
+pub use model::{Candidate, LearnedIk, LearnedModel, LearnedSolver, ModeChoice, ModelError, Prediction};
+pub use train::{TrainConfig, TrainError, Trainer};

@@ -1,62 +1,13 @@
-//! The four learned heads behind one trait, their solver adapter, and their model files.
+//! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and model files.
 
 use super::data::AngleEncoding;
+use super::head::{HeadKind, Output};
 use crate::analytic::{Branches, solve_branches};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, TwoLinkArm};
 use crate::nn::{MdnNll, Mlp};
 use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// Which learned head a model is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum HeadKind {
-    /// Squared error on data holding both branches: learns their invalid average.
-    Mse,
-    /// Mixture density network: one Gaussian component per branch, picks the likeliest.
-    Mdn,
-    /// The elbow mode is an input; each mode gives its own branch.
-    Mode,
-    /// Analytic answer on the nominal model plus a learned correction for the real arm.
-    Residual,
-}
-
-impl HeadKind {
-    /// Every head, in display order.
-    pub const ALL: [HeadKind; 4] = [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode, HeadKind::Residual];
-
-    /// The name used on the command line and in tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            HeadKind::Mse => "mse",
-            HeadKind::Mdn => "mdn",
-            HeadKind::Mode => "mode",
-            HeadKind::Residual => "residual",
-        }
-    }
-
-    /// True when the network takes the elbow mode as a third input.
-    pub fn takes_mode(self) -> bool {
-        matches!(self, HeadKind::Mode | HeadKind::Residual)
-    }
-}
-
-impl std::fmt::Display for HeadKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for HeadKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        HeadKind::ALL
-            .into_iter()
-            .find(|h| h.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("head must be one of mse, mdn, mode, residual; got `{s}`"))
-    }
-}
 
 /// One weighted candidate pose (an MDN component, or the single answer of other heads).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -145,8 +96,7 @@ pub struct LearnedModel {
 }
 
 impl LearnedModel {
-    /// A model around a freshly built network.
-    #[allow(clippy::too_many_arguments)]
+    /// A model around a freshly built network; its scaling comes from the head's spec.
     pub(crate) fn new(
         kind: HeadKind,
         net: Mlp,
@@ -154,7 +104,6 @@ impl LearnedModel {
         region: Region,
         encoding: AngleEncoding,
         mdn: Option<MdnNll>,
-        output_scale: f32,
         real: Option<RealArm>,
     ) -> Self {
         Self {
@@ -166,7 +115,7 @@ impl LearnedModel {
             region,
             encoding,
             mdn,
-            output_scale,
+            output_scale: kind.spec().output_scale,
             max_correction: 0.5,
             real,
         }
@@ -190,15 +139,20 @@ impl LearnedModel {
 
     /// Network inputs per sample.
     pub fn input_dims(&self) -> usize {
-        if self.kind.takes_mode() { 4 } else { 3 }
+        self.kind.input_dims()
     }
 
     /// Network outputs per sample.
     pub fn output_dims(&self) -> usize {
-        match (self.kind, self.mdn) {
-            (HeadKind::Mdn, Some(m)) => m.outputs(),
-            (HeadKind::Residual, _) => 2,
-            _ => self.encoding.dims(),
+        self.kind.output_dims(self.encoding, self.mdn)
+    }
+
+    /// The arm this model's answers are judged on: the real arm it was fitted to for heads
+    /// that fit one, else the nominal arm.
+    pub fn judged_on(&self) -> RealArm {
+        match self.real {
+            Some(real) if self.kind.fits_real_arm() => real,
+            _ => RealArm::ideal(self.arm),
         }
     }
 
@@ -210,11 +164,12 @@ impl LearnedModel {
         if self.version != VERSION {
             return Err(format!("version {} is not supported (this build reads {VERSION})", self.version));
         }
-        if self.kind == HeadKind::Mdn && self.mdn.is_none_or(|m| m.k == 0 || m.d != self.encoding.dims()) {
-            return Err("an MDN head needs a mixture layout matching its encoding".into());
+        let spec = self.kind.spec();
+        if spec.output == Output::Mixture && self.mdn.is_none_or(|m| m.k == 0 || m.d != self.encoding.dims()) {
+            return Err(format!("a {} head needs a mixture layout matching its encoding", self.kind));
         }
-        if self.kind == HeadKind::Residual && self.real.is_none() {
-            return Err("a residual head needs the real arm it was fitted to".into());
+        if self.kind.fits_real_arm() && self.real.is_none() {
+            return Err(format!("a {} head needs the real arm it was fitted to", self.kind));
         }
         if !self.net.is_consistent() {
             return Err("layer shapes do not chain, or a weight is not finite".into());
@@ -270,9 +225,9 @@ impl LearnedModel {
             let mut x = [0f32; 4];
             self.features(target, mode, &mut x);
             let out = self.net.forward_one(&x);
-            let d = Pose::new(out[0] as f64 / self.output_scale as f64, out[1] as f64 / self.output_scale as f64);
-            if d.is_finite() && d.shoulder.abs().max(d.elbow.abs()) <= self.max_correction {
-                pose = Pose::new(base.shoulder + d.shoulder, base.elbow + d.elbow).wrapped();
+            let d = Pose::new(out[0] as f64, out[1] as f64) * (1.0 / self.output_scale as f64);
+            if d.is_finite() && d.max_abs() <= self.max_correction {
+                pose = (base + d).wrapped();
                 correction = Some(d);
             }
         }
@@ -286,19 +241,22 @@ impl LearnedIk for LearnedModel {
     }
 
     fn predict(&self, target: Point2, mode: ElbowMode) -> Prediction {
-        if self.kind == HeadKind::Residual {
+        let output = self.kind.spec().output;
+        if output == Output::Correction {
             return self.predict_residual(target, mode, true);
         }
         let mut x = [0f32; 4];
         self.features(target, mode, &mut x);
         let out = self.net.forward_one(&x[..self.input_dims()]);
-        let mut candidates = match (self.kind, self.mdn) {
-            (HeadKind::Mdn, Some(mdn)) => mdn
+        let mut candidates = match (output, self.mdn) {
+            (Output::Mixture, Some(mdn)) => mdn
                 .components(out.as_view())
                 .into_iter()
                 .map(|c| Candidate { weight: c.weight, pose: self.encoding.decode(&c.mean) })
                 .collect(),
-            _ => vec![Candidate { weight: 1.0, pose: self.encoding.decode(out.as_slice()) }],
+            (Output::Mixture, None) | (Output::Pose | Output::Correction, _) => {
+                vec![Candidate { weight: 1.0, pose: self.encoding.decode(out.as_slice()) }]
+            }
         };
         for c in &mut candidates {
             if !c.pose.is_finite() || !c.weight.is_finite() {
@@ -348,7 +306,7 @@ impl IkSolver for LearnedSolver<'_> {
             ModeChoice::Fixed(m) => m,
             ModeChoice::FromSeed => ElbowMode::of(crate::solver::sane_seed(seed)),
         };
-        let (pose, status) = if self.model.kind == HeadKind::Residual {
+        let (pose, status) = if self.model.kind.spec().output == Output::Correction {
             let analytic = solve_branches(&self.model.arm, target);
             let p = self.model.residual_on(&analytic, target, mode, self.use_correction);
             let status = match analytic.unreachable {

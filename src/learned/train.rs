@@ -1,13 +1,13 @@
-//! The training loop: minibatches from a [`Dataset`], a loss per head, Adam, and evaluation.
+//! The training loop: minibatches from a [`Dataset`], a loss per head, Adam.
 //!
 //! [`Trainer::step`] does one minibatch update, so callers decide how much to train at a time:
 //! the command line runs to completion with a progress bar, the app trains on a background thread.
 
 use super::data::{AngleEncoding, DataConfig, Dataset};
-use super::model::{HeadKind, LearnedIk, LearnedModel};
-use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
+use super::head::{HeadKind, Output, TrainedOn};
+use super::model::LearnedModel;
+use crate::kinematics::{ElbowMode, Mismatch, RealArm, Region, SampleMode, TwoLinkArm};
 use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, Mlp, Mse, Scratch};
-use crate::stats::Summary;
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -46,7 +46,7 @@ pub struct TrainConfig {
     pub encoding: AngleEncoding,
     /// Seed of data, initialisation and batching.
     pub seed: u64,
-    /// Residual head: the real arm to fit corrections to.
+    /// Heads that fit the real arm (the residual hybrid): the real arm to fit corrections to.
     pub real: RealArm,
 }
 
@@ -69,19 +69,9 @@ impl Default for TrainConfig {
             lr: 3e-3,
             encoding: AngleEncoding::Circular,
             seed: 0,
-            real: default_real_arm(&arm),
+            real: Mismatch::DEFAULT.real_arm(&arm),
         }
     }
-}
-
-/// Relative link-length errors of the default "real" arm: upper link 6% long, forearm 4% short.
-pub const DEFAULT_LENGTH_ERROR: [f64; 2] = [0.06, -0.04];
-/// Joint offsets of the default "real" arm, radians.
-pub const DEFAULT_JOINT_OFFSETS: Pose = Pose::new(0.03, -0.05);
-
-/// The mismatched "real" arm used by default ([`DEFAULT_LENGTH_ERROR`], [`DEFAULT_JOINT_OFFSETS`]).
-pub fn default_real_arm(nominal: &TwoLinkArm) -> RealArm {
-    RealArm::mismatched(nominal, DEFAULT_LENGTH_ERROR, DEFAULT_JOINT_OFFSETS).unwrap_or(RealArm::ideal(*nominal))
 }
 
 /// Why a training configuration was refused.
@@ -105,7 +95,7 @@ impl TrainConfig {
         if self.depth == 0 || self.depth > 8 {
             return bad(format!("depth must be in 1..=8, got {}", self.depth));
         }
-        if self.head == HeadKind::Mdn && (self.components == 0 || self.components > 32) {
+        if self.head.spec().output == Output::Mixture && (self.components == 0 || self.components > 32) {
             return bad(format!("components must be in 1..=32, got {}", self.components));
         }
         if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
@@ -156,9 +146,6 @@ fn spread_components(net: &mut Mlp, m: MdnNll) {
     }
 }
 
-/// Corrections are scaled by this before the network sees them, so they are of order one.
-const RESIDUAL_SCALE: f32 = 10.0;
-
 /// An in-progress training run.
 pub struct Trainer {
     cfg: TrainConfig,
@@ -186,9 +173,10 @@ impl Trainer {
     /// Builds data, network and optimizer for `cfg`.
     pub fn new(cfg: TrainConfig) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let data = match cfg.head {
-            HeadKind::Residual => Dataset::residuals(&cfg.data_config(), &cfg.real),
-            _ => Dataset::both_branches(&cfg.data_config()),
+        let spec = cfg.head.spec();
+        let data = match spec.trained_on {
+            TrainedOn::BothBranches => Dataset::both_branches(&cfg.data_config()),
+            TrainedOn::Corrections => Dataset::residuals(&cfg.data_config(), &cfg.real),
         };
         if data.len() < cfg.batch.min(16) {
             return Err(TrainError::Invalid(format!(
@@ -198,24 +186,15 @@ impl Trainer {
             )));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
-        let mdn = (cfg.head == HeadKind::Mdn).then_some(MdnNll {
-            k: cfg.components,
-            d: cfg.encoding.dims(),
-            sigma_min: cfg.sigma_min,
-        });
-        let (n_in, outputs) = match cfg.head {
-            HeadKind::Mse => (3, cfg.encoding.dims()),
-            HeadKind::Mdn => (3, mdn.map_or(0, |m| m.outputs())),
-            HeadKind::Mode => (4, cfg.encoding.dims()),
-            HeadKind::Residual => (4, 2),
-        };
+        let mdn = cfg.head.mixture(cfg.encoding, cfg.components, cfg.sigma_min);
+        let (n_in, outputs) = (cfg.head.input_dims(), cfg.head.output_dims(cfg.encoding, mdn));
+        let y_dims = cfg.head.target_dims(cfg.encoding);
         let mut net = Mlp::new(&cfg.layer_sizes(n_in, outputs), cfg.activation, &mut rng);
         if let Some(m) = mdn {
             spread_components(&mut net, m);
         }
-        let real = (cfg.head == HeadKind::Residual).then_some(cfg.real);
-        let scale = if cfg.head == HeadKind::Residual { RESIDUAL_SCALE } else { 1.0 };
-        let model = LearnedModel::new(cfg.head, net, cfg.arm, cfg.region, cfg.encoding, mdn, scale, real);
+        let real = cfg.head.fits_real_arm().then_some(cfg.real);
+        let model = LearnedModel::new(cfg.head, net, cfg.arm, cfg.region, cfg.encoding, mdn, real);
         let loss: Box<dyn Loss> = match mdn {
             Some(m) => Box::new(m),
             None => Box::new(Mse),
@@ -232,11 +211,12 @@ impl Trainer {
                 inputs.push(x);
                 let answer = sample.answer(mode);
                 let mut y = [0f32; 3];
-                if cfg.head == HeadKind::Residual {
-                    y[0] = answer.shoulder as f32 * RESIDUAL_SCALE;
-                    y[1] = answer.elbow as f32 * RESIDUAL_SCALE;
-                } else {
-                    cfg.encoding.encode(answer, &mut y);
+                match spec.output {
+                    Output::Correction => {
+                        y[0] = answer.shoulder as f32 * spec.output_scale;
+                        y[1] = answer.elbow as f32 * spec.output_scale;
+                    }
+                    Output::Pose | Output::Mixture => cfg.encoding.encode(answer, &mut y),
                 }
                 targets.push(y);
             }
@@ -245,7 +225,7 @@ impl Trainer {
             inputs,
             targets,
             x: DMatrix::zeros(n_in, cfg.batch),
-            y: DMatrix::zeros(if cfg.head == HeadKind::Residual { 2 } else { cfg.encoding.dims() }, cfg.batch),
+            y: DMatrix::zeros(y_dims, cfg.batch),
             d_out: DMatrix::zeros(outputs, cfg.batch),
             cfg,
             model,
@@ -345,38 +325,10 @@ impl Trainer {
     }
 }
 
-/// Held-out evaluation targets for a model: the same region, another seed.
-pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x005e_ed0f_7e57));
-    arm.sample_targets(&mut rng, n, SampleMode::UniformArea, region)
-}
-
-/// Tip misses of a model on `targets`: on the nominal arm, or on the real arm for the residual
-/// head. Heads that take a mode are asked for both modes (two misses per target).
-pub fn fk_misses(model: &LearnedModel, targets: &[Point2]) -> Vec<f64> {
-    let modes: &[ElbowMode] = if model.kind.takes_mode() { &ElbowMode::BOTH } else { &[ElbowMode::Down] };
-    let mut misses = Vec::with_capacity(targets.len() * modes.len());
-    for &t in targets {
-        for &mode in modes {
-            let pose = model.predict(t, mode).pose;
-            let tip = match (model.kind, model.real) {
-                (HeadKind::Residual, Some(real)) => real.tip(pose),
-                _ => model.arm.tip(pose),
-            };
-            misses.push((tip - t).norm());
-        }
-    }
-    misses
-}
-
-/// Summary of [`fk_misses`].
-pub fn evaluate(model: &LearnedModel, targets: &[Point2]) -> Summary {
-    Summary::of(&fk_misses(model, targets))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learned::eval::{evaluate, held_out_targets};
 
     fn quick(head: HeadKind) -> TrainConfig {
         TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() }

@@ -65,7 +65,7 @@ fn adam_update_body(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [
     }
 }
 
-super::simd::dispatch!(fn adam_update(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) => adam_update_body);
+crate::simd::dispatch!(fn adam_update(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) => adam_update_body);
 
 #[cfg(test)]
 mod tests {

@@ -80,7 +80,7 @@ fn tanh_backprop_body(a: &[f32], grad: &mut [f32]) {
     grad.iter_mut().zip(a).for_each(|(g, &y)| *g *= 1.0 - y * y);
 }
 
-super::simd::dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
+crate::simd::dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
 
 /// `out[:, j] = act(out[:, j] + b)` for every column `j`, in one pass.
 #[inline(always)]
@@ -93,7 +93,7 @@ fn bias_activation_body(out: &mut [f32], b: &[f32], activation: Activation) {
     }
 }
 
-super::simd::dispatch!(fn bias_activation(out: &mut [f32], b: &[f32], activation: Activation) => bias_activation_body);
+crate::simd::dispatch!(fn bias_activation(out: &mut [f32], b: &[f32], activation: Activation) => bias_activation_body);
 
 /// One dense layer: weights `W` (`out x in`), bias `b` (`out`) and its activation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

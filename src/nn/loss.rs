@@ -108,7 +108,7 @@ impl Loss for MdnNll {
     }
 }
 
-crate::nn::simd::dispatch!(fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => mdn_loss_body);
+crate::simd::dispatch!(fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => mdn_loss_body);
 
 // Logits, means, sigmas and targets share the component and dimension indices.
 #[allow(clippy::needless_range_loop)]

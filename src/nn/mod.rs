@@ -12,7 +12,6 @@ pub mod adam;
 pub mod dense;
 pub mod loss;
 pub mod mlp;
-pub mod simd;
 
 pub use adam::Adam;
 pub use dense::{Activation, Dense};

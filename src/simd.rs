@@ -23,7 +23,7 @@ pub fn level() -> &'static str {
 /// whichever the CPU supports. `-> Ret` may be left out for `()`.
 macro_rules! dispatch {
     ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
-        $crate::nn::simd::dispatch!($(#[$doc])* $vis fn $name($($arg: $ty),*) -> () => $body);
+        $crate::simd::dispatch!($(#[$doc])* $vis fn $name($($arg: $ty),*) -> () => $body);
     };
     ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty => $body:path) => {
         $(#[$doc])*

@@ -1,0 +1,60 @@
+//! `elbow bench`: the headless speed figures of [`elbow::bench`], as a table or JSON.
+
+use super::print_json;
+use clap::Args;
+use elbow::bench::measure;
+
+/// Arguments of `elbow bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Training steps timed for the throughput figure.
+    #[arg(long, default_value_t = 2000)]
+    train_steps: usize,
+}
+
+/// `elbow bench`.
+pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+    let r = measure(args.train_steps)?;
+    if args.json {
+        return print_json(&r);
+    }
+    println!(
+        "analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)",
+        r.analytic_ns,
+        1e3 / r.analytic_ns
+    );
+    println!(
+        "analytic solve, 1 branch {:>10.1} ns   ({:.1} M solves/s)",
+        r.analytic_one_branch_ns,
+        1e3 / r.analytic_one_branch_ns
+    );
+    println!(
+        "DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)",
+        r.dls_warm_ns, r.dls_warm_iterations
+    );
+    println!(
+        "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
+        r.mdn_train_samples_per_second / 1e6,
+        r.train_gflops,
+        r.flops_per_sample
+    );
+    println!(
+        "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it",
+        r.fma_peak_gflops,
+        r.fma_kernel,
+        100.0 * r.train_gflops / r.fma_peak_gflops.max(1e-9)
+    );
+    if r.fma_peak_avx2_gflops > 0.0 && r.fma_kernel.starts_with("avx512") {
+        println!(
+            "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it",
+            r.fma_peak_avx2_gflops,
+            100.0 * r.train_gflops / r.fma_peak_avx2_gflops
+        );
+    }
+    println!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
+    println!("MSE inference            {:>10.3} µs", r.mse_inference_us);
+    Ok(())
+}

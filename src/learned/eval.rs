@@ -1,0 +1,106 @@
+//! Held-out evaluation: targets the net never saw, each answer's FK miss on the arm the head is
+//! judged on, and a whole train-then-evaluate run with its report.
+
+use super::head::HeadKind;
+use super::model::{LearnedIk, LearnedModel};
+use super::train::{TrainConfig, TrainError, Trainer};
+use crate::kinematics::{ElbowMode, Point2, Region, SampleMode, TwoLinkArm};
+use crate::stats::Summary;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// Held-out evaluation targets for a model: the same region, another seed.
+pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x005e_ed0f_7e57));
+    arm.sample_targets(&mut rng, n, SampleMode::UniformArea, region)
+}
+
+/// The elbow modes a model is asked for: both for heads that take one, else one (ignored).
+fn modes(model: &LearnedModel) -> &'static [ElbowMode] {
+    if model.kind.takes_mode() { &ElbowMode::BOTH } else { &[ElbowMode::Down] }
+}
+
+/// Tip misses of a model on `targets`, on the arm it is judged on
+/// ([`LearnedModel::judged_on`]). Heads that take a mode are asked for both modes (two misses
+/// per target).
+pub fn fk_misses(model: &LearnedModel, targets: &[Point2]) -> Vec<f64> {
+    let arm = model.judged_on();
+    let modes = modes(model);
+    let mut misses = Vec::with_capacity(targets.len() * modes.len());
+    for &t in targets {
+        for &mode in modes {
+            misses.push(arm.miss(model.predict(t, mode).pose, t));
+        }
+    }
+    misses
+}
+
+/// Summary of [`fk_misses`].
+pub fn evaluate(model: &LearnedModel, targets: &[Point2]) -> Summary {
+    Summary::of(&fk_misses(model, targets))
+}
+
+/// What a train-then-evaluate run reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainReport {
+    /// Head trained.
+    pub head: HeadKind,
+    /// Steps run.
+    pub steps: usize,
+    /// Training samples seen per second (batch × steps / wall time).
+    pub samples_per_second: f64,
+    /// Wall time of the training loop, seconds.
+    pub train_seconds: f64,
+    /// Mean loss of the last 100 steps.
+    pub final_loss: f32,
+    /// Held-out FK miss, metres.
+    pub fk_miss: Summary,
+    /// Mean miss as a percentage of the reach.
+    pub mean_miss_percent_of_reach: f64,
+    /// For heads that fit the real arm: the analytic solver's miss on that same arm, for
+    /// comparison (the residual hybrid with its correction off).
+    pub analytic_on_real_arm: Option<Summary>,
+}
+
+/// Trains per `cfg`, calling `progress(step, loss)` after every step, then evaluates on
+/// `eval_targets` held-out targets; returns the model and its report.
+pub fn train_and_evaluate(
+    cfg: TrainConfig,
+    eval_targets: usize,
+    progress: impl FnMut(usize, f32),
+) -> Result<(LearnedModel, TrainReport), TrainError> {
+    let mut trainer = Trainer::new(cfg)?;
+    let start = std::time::Instant::now();
+    trainer.run(progress);
+    let secs = start.elapsed().as_secs_f64();
+    let history = &trainer.history;
+    let tail = &history[history.len().saturating_sub(100)..];
+    let final_loss = tail.iter().sum::<f32>() / tail.len().max(1) as f32;
+    let model = trainer.into_model();
+    let targets = held_out_targets(&cfg.arm, cfg.region, eval_targets.max(1), cfg.seed);
+    let fk_miss = evaluate(&model, &targets);
+    let analytic_on_real_arm = cfg.head.fits_real_arm().then(|| analytic_miss_on_real_arm(&model, &targets));
+    let report = TrainReport {
+        head: cfg.head,
+        steps: cfg.steps,
+        samples_per_second: (cfg.steps * cfg.batch) as f64 / secs.max(1e-9),
+        train_seconds: secs,
+        final_loss,
+        mean_miss_percent_of_reach: 100.0 * fk_miss.mean / cfg.arm.reach(),
+        fk_miss,
+        analytic_on_real_arm,
+    };
+    Ok((model, report))
+}
+
+/// The analytic answer's miss (the residual hybrid with its correction off) on the real arm the
+/// model was fitted to, for both modes of every target.
+fn analytic_miss_on_real_arm(model: &LearnedModel, targets: &[Point2]) -> Summary {
+    let arm = model.judged_on();
+    let misses: Vec<f64> = targets
+        .iter()
+        .flat_map(|&t| ElbowMode::BOTH.map(|m| arm.miss(model.predict_residual(t, m, false).pose, t)))
+        .collect();
+    Summary::of(&misses)
+}

@@ -1,0 +1,192 @@
+//! The learned heads' one identity, [`HeadKind`], and everything each one is: its names, what
+//! its network takes in and puts out, and what it is trained on ([`HeadSpec`]).
+//!
+//! Adding a head means adding a variant here and its [`HeadKind::spec`]; every table, colour,
+//! line-up and training path keys on the kind and reads the spec, and the exhaustive matches on
+//! [`Output`] and [`TrainedOn`] make the compiler point at every place that needs a decision.
+
+use super::data::AngleEncoding;
+use crate::nn::MdnNll;
+use serde::{Deserialize, Serialize};
+
+/// Which learned head a model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HeadKind {
+    /// Squared error on data holding both branches: learns their invalid average.
+    Mse,
+    /// Mixture density network: one Gaussian component per branch, picks the likeliest.
+    Mdn,
+    /// The elbow mode is an input; each mode gives its own branch.
+    Mode,
+    /// Analytic answer on the nominal model plus a learned correction for the real arm.
+    Residual,
+}
+
+/// What a head's network outputs mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// One encoded pose, fitted by squared error.
+    Pose,
+    /// A Gaussian mixture over encoded poses, fitted by negative log-likelihood.
+    Mixture,
+    /// A joint-angle correction added to the analytic answer, fitted by squared error.
+    Correction,
+}
+
+/// What a head learns from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainedOn {
+    /// Reachable targets, each paired with both elbow branches of the nominal arm.
+    BothBranches,
+    /// Reachable targets, each paired with the correction that makes the analytic answer of the
+    /// nominal arm land on the real arm.
+    Corrections,
+}
+
+/// Everything that makes one head what it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadSpec {
+    /// Short key for the command line, JSON and model files (`mdn`).
+    pub key: &'static str,
+    /// Short label for buttons and plots (`MDN`).
+    pub short: &'static str,
+    /// Name for tables and legends (`MDN head`).
+    pub name: &'static str,
+    /// True when the elbow mode is a network input (`+-1`, after the polar target).
+    pub takes_mode: bool,
+    /// What the outputs mean.
+    pub output: Output,
+    /// What it is trained on.
+    pub trained_on: TrainedOn,
+    /// Training targets are multiplied by this (and outputs divided by it) so they are of order
+    /// one: corrections are a few hundredths of a radian.
+    pub output_scale: f32,
+}
+
+impl HeadKind {
+    /// Every head, in display order.
+    pub const ALL: [HeadKind; 4] = [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode, HeadKind::Residual];
+
+    /// The number of heads.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// What this head is.
+    pub const fn spec(self) -> HeadSpec {
+        const fn pose(key: &'static str, short: &'static str, name: &'static str, takes_mode: bool) -> HeadSpec {
+            HeadSpec {
+                key,
+                short,
+                name,
+                takes_mode,
+                output: Output::Pose,
+                trained_on: TrainedOn::BothBranches,
+                output_scale: 1.0,
+            }
+        }
+        match self {
+            HeadKind::Mse => pose("mse", "MSE", "MSE head", false),
+            HeadKind::Mdn => HeadSpec { output: Output::Mixture, ..pose("mdn", "MDN", "MDN head", false) },
+            HeadKind::Mode => pose("mode", "mode", "mode head", true),
+            HeadKind::Residual => HeadSpec {
+                output: Output::Correction,
+                trained_on: TrainedOn::Corrections,
+                output_scale: 10.0,
+                ..pose("residual", "residual", "residual hybrid", true)
+            },
+        }
+    }
+
+    /// Position in [`HeadKind::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The key used on the command line, in JSON and in model files.
+    pub const fn name(self) -> &'static str {
+        self.spec().key
+    }
+
+    /// True when the network takes the elbow mode as an input.
+    pub const fn takes_mode(self) -> bool {
+        self.spec().takes_mode
+    }
+
+    /// Network inputs per sample: the polar target `[cos, sin, r / reach]`, then the mode.
+    pub const fn input_dims(self) -> usize {
+        if self.takes_mode() { 4 } else { 3 }
+    }
+
+    /// The mixture layout of a head with mixture outputs, `None` for the others.
+    pub fn mixture(self, encoding: AngleEncoding, components: usize, sigma_min: f32) -> Option<MdnNll> {
+        match self.spec().output {
+            Output::Mixture => Some(MdnNll { k: components, d: encoding.dims(), sigma_min }),
+            Output::Pose | Output::Correction => None,
+        }
+    }
+
+    /// Values per training target: an encoded pose, or a two-joint correction.
+    pub fn target_dims(self, encoding: AngleEncoding) -> usize {
+        match self.spec().output {
+            Output::Pose | Output::Mixture => encoding.dims(),
+            Output::Correction => 2,
+        }
+    }
+
+    /// Network outputs per sample, given the mixture layout for mixture heads.
+    pub fn output_dims(self, encoding: AngleEncoding, mixture: Option<MdnNll>) -> usize {
+        match (self.spec().output, mixture) {
+            (Output::Mixture, Some(m)) => m.outputs(),
+            (Output::Mixture, None) => 0,
+            (Output::Pose | Output::Correction, _) => self.target_dims(encoding),
+        }
+    }
+
+    /// True when the head is meant for the mismatched real arm and is judged there.
+    pub const fn fits_real_arm(self) -> bool {
+        matches!(self.spec().trained_on, TrainedOn::Corrections)
+    }
+}
+
+impl std::fmt::Display for HeadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for HeadKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HeadKind::ALL.into_iter().find(|h| h.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            let keys: Vec<&str> = HeadKind::ALL.iter().map(|h| h.name()).collect();
+            format!("head must be one of {}; got `{s}`", keys.join(", "))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_and_parse_back() {
+        for (i, h) in HeadKind::ALL.into_iter().enumerate() {
+            assert_eq!(h.index(), i);
+            assert_eq!(h.name().parse::<HeadKind>().unwrap(), h);
+            assert!(HeadKind::ALL.iter().filter(|o| o.spec().short == h.spec().short).count() == 1);
+        }
+        let err = "mlp".parse::<HeadKind>().unwrap_err();
+        assert!(err.contains("head must be one of mse, mdn, mode, residual"), "{err}");
+    }
+
+    #[test]
+    fn layouts_follow_the_spec() {
+        let enc = AngleEncoding::Circular;
+        assert_eq!(HeadKind::Mse.output_dims(enc, None), 3);
+        let m = HeadKind::Mdn.mixture(enc, 2, 0.01);
+        assert_eq!(HeadKind::Mdn.output_dims(enc, m), 2 + 2 * 3 * 2);
+        assert_eq!(HeadKind::Residual.output_dims(enc, None), 2);
+        assert_eq!(HeadKind::Mode.input_dims(), 4);
+        assert!(HeadKind::Residual.fits_real_arm() && !HeadKind::Mdn.fits_real_arm());
+    }
+}
