@@ -215,6 +215,7 @@ struct Operands {
 }
 
 /// One rank-1 update of a tile's accumulators, from column `p` of A and row `p` of B.
+#[allow(clippy::needless_range_loop)] // acc[v][j]: the index order of the register tile
 #[inline(always)]
 unsafe fn tile_step<V: Simd, const MV: usize, const NR: usize>(acc: &mut [[V; NR]; MV], o: &Operands, p: usize, careful: bool) {
     // SAFETY: forwarded from `tile`.
@@ -337,8 +338,9 @@ unsafe fn run_tile<V: Simd, const MV: usize, const NR: usize>(g: &Gemm<'_>, o: O
     // SAFETY: forwarded from `gemm_body`.
     unsafe {
         let o = Operands { a: o.a.add(row0), b: o.b.add(col0 * o.b_j), rows_left: g.m - row0, ..o };
-        let acc = if NR == 1 {
-            // A single column: the matrix-vector tile has more independent chains.
+        let acc = if NR == 1 && g.n == 1 {
+            // A single-column product: the matrix-vector tile has more independent chains
+            // (and sums in another order, so only whole single-column products take it).
             let one = tile_gemv::<V, MV>(o);
             let mut acc = [[V::splat(0.0); NR]; MV];
             for v in 0..MV {
@@ -419,32 +421,13 @@ fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
 // ---------------------------------------------------------------------------------------------
 // Small element-wise kernels.
 
-/// `sums[i] = Σ_j x[i + j·rows]` for a column-major `rows x (x.len() / rows)` matrix.
+/// `sums[i] = Σ_j x[i + j·rows]` for a column-major `rows x (x.len() / rows)` matrix: the
+/// bias gradient, run as the matrix-vector product `x · 1` on the GEMM kernel.
 pub fn row_sums(x: &[f32], rows: usize, sums: &mut [f32]) {
     assert!(rows > 0 && sums.len() == rows && x.len().is_multiple_of(rows), "row_sums shapes");
-    row_sums_dispatched(x, rows, sums);
-}
-
-dispatch!(fn row_sums_dispatched(x: &[f32], rows: usize, sums: &mut [f32]) => generic row_sums_body);
-
-#[inline(always)]
-fn row_sums_body<V: Simd>(x: &[f32], rows: usize, sums: &mut [f32]) {
-    let cols = x.len() / rows;
-    let mut r = 0;
-    // SAFETY: every access is at `r + j * rows + lane` with `r + lane < rows` and `j < cols`.
-    unsafe {
-        while r + V::LANES <= rows {
-            let mut acc = V::splat(0.0);
-            for j in 0..cols {
-                acc = acc.add(V::load(x.as_ptr().add(r + j * rows)));
-            }
-            acc.store(sums.as_mut_ptr().add(r));
-            r += V::LANES;
-        }
-    }
-    for (i, s) in sums.iter_mut().enumerate().skip(r) {
-        *s = (0..cols).map(|j| x[i + j * rows]).sum();
-    }
+    let ones = [1.0f32];
+    let g = Gemm { m: rows, n: 1, k: x.len() / rows, a: x, lda: rows, b: &ones, b_k: 0, b_j: 0, ldc: rows, epilogue: Epilogue::Plain };
+    gemm(&g, sums);
 }
 
 /// `Σ x²` over several slices (in a fixed order, so deterministic).

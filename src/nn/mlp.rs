@@ -207,9 +207,8 @@ impl Mlp {
     /// Batched inference: `inputs` holds `n` samples column-major (sample `j`'s features at
     /// `inputs[j * self.inputs()..]`), `outputs` receives their `n` output columns the same way.
     /// Runs one fused GEMM per layer on chunks of [`BATCH_CHUNK`] samples, reusing `scratch`.
-    /// The results equal [`Mlp::forward`] on the same samples bit for bit, except in a last
-    /// chunk of a single sample, which takes the matrix-vector path of [`Mlp::forward_one`]
-    /// (equal to rounding).
+    /// The results equal [`Mlp::forward`] on the same samples bit for bit (a batch of one
+    /// sample takes the matrix-vector path of [`Mlp::forward_one`], equal to rounding).
     ///
     /// # Panics
     /// If `inputs.len()` is not a multiple of the input width, or `outputs.len()` does not
@@ -219,14 +218,24 @@ impl Mlp {
         assert!(inputs.len().is_multiple_of(n_in), "forward_batch: {} inputs of width {n_in}", inputs.len());
         let n = inputs.len() / n_in;
         assert_eq!(outputs.len(), n * n_out, "forward_batch: output length");
-        let widest = self.layers.iter().map(Dense::outputs).max().unwrap_or(0) * BATCH_CHUNK;
+        // A last chunk of one sample joins the one before (a one-column product would take the
+        // matrix-vector path, which rounds differently).
+        let widest = self.layers.iter().map(Dense::outputs).max().unwrap_or(0) * (BATCH_CHUNK + 1);
         for buf in [&mut scratch.ping, &mut scratch.pong] {
             if buf.len() < widest {
                 buf.resize(widest, 0.0);
             }
         }
-        for (x, y) in inputs.chunks(BATCH_CHUNK * n_in).zip(outputs.chunks_mut(BATCH_CHUNK * n_out)) {
-            self.forward_chunk(x, x.len() / n_in, y, &mut scratch.ping, &mut scratch.pong);
+        let mut start = 0;
+        while start < n {
+            let mut len = BATCH_CHUNK.min(n - start);
+            if n - start == BATCH_CHUNK + 1 {
+                len += 1;
+            }
+            let x = &inputs[start * n_in..(start + len) * n_in];
+            let y = &mut outputs[start * n_out..(start + len) * n_out];
+            self.forward_chunk(x, len, y, &mut scratch.ping, &mut scratch.pong);
+            start += len;
         }
     }
 
@@ -315,5 +324,53 @@ pub(crate) mod tests {
         }
         assert_eq!(net.parameter_count(), 2 * 16 + 16 + 16 * 16 + 16 + 16 * 5 + 5);
         assert!(net.is_consistent());
+    }
+
+    fn weight_bits(net: &Mlp) -> Vec<u32> {
+        net.layers.iter().flat_map(|l| l.w.iter().chain(l.b.iter()).map(|v| v.to_bits())).collect()
+    }
+
+    #[test]
+    fn training_is_bit_for_bit_deterministic_for_a_fixed_seed() {
+        use crate::learned::{HeadKind, TrainConfig, Trainer};
+        for head in [HeadKind::Mdn, HeadKind::Mse] {
+            let cfg = TrainConfig { head, steps: 150, data_size: 2000, ..TrainConfig::default() };
+            let (mut a, mut b) = (Trainer::new(cfg).unwrap(), Trainer::new(cfg).unwrap());
+            for _ in 0..cfg.steps {
+                assert_eq!(a.step().to_bits(), b.step().to_bits());
+            }
+            assert_eq!(weight_bits(&a.model().net), weight_bits(&b.model().net), "{head}");
+            let other = TrainConfig { seed: 1, ..cfg };
+            let mut c = Trainer::new(other).unwrap();
+            c.run(|_, _| {});
+            assert_ne!(weight_bits(&a.model().net), weight_bits(&c.model().net));
+        }
+    }
+
+    #[test]
+    fn batched_inference_matches_forward() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let net = Mlp::new(&[3, 64, 64, 14], Activation::Tanh, &mut rng);
+        // Two and a bit chunks, so every path (whole chunks, a short one) runs.
+        let n = 2 * BATCH_CHUNK + 37;
+        let n1 = BATCH_CHUNK + 1; // a chunk and one sample: no one-column chunk
+        let x = batch(&mut rng, 3, n);
+        let mut scratch = Scratch::default();
+        let want = net.forward(&x, &mut scratch).clone();
+        let mut out = vec![f32::NAN; 14 * n];
+        let mut bs = BatchScratch::default();
+        net.forward_batch(x.as_slice(), &mut out, &mut bs);
+        let first_diff = out.iter().zip(want.iter()).position(|(a, b)| a.to_bits() != b.to_bits());
+        assert!(first_diff.is_none(), "first difference at {first_diff:?}: {:?}", first_diff.map(|i| (out[i], want[i])));
+        // The scratch is reused, and a different batch size works with it.
+        net.forward_batch(&x.as_slice()[..3 * 5], &mut out[..14 * 5], &mut bs);
+        assert!(out[..14 * 5] == want.as_slice()[..14 * 5]);
+        let mut out1 = vec![0f32; 14 * n1];
+        net.forward_batch(&x.as_slice()[..3 * n1], &mut out1, &mut bs);
+        assert!(out1[..] == want.as_slice()[..14 * n1]);
+        for j in [0, 100, n - 1] {
+            let one = net.forward_one(x.column(j).as_slice());
+            assert!((one - want.column(j)).amax() < 1e-5);
+        }
     }
 }
