@@ -75,11 +75,11 @@ impl MdnNll {
     pub fn components(&self, out: DVectorView<'_, f32>) -> Vec<MdnComponent> {
         let (k, d) = (self.k, self.d);
         let max = out.rows(0, k).max();
-        let exps: Vec<f32> = (0..k).map(|i| (out[i] - max).exp()).collect();
-        let sum: f32 = exps.iter().sum();
+        // The exponentials are recomputed rather than kept (no allocation on this hot path).
+        let sum: f32 = (0..k).map(|i| (out[i] - max).exp()).sum();
         (0..k)
             .map(|i| MdnComponent {
-                weight: exps[i] / sum,
+                weight: (out[i] - max).exp() / sum,
                 mean: (0..d).map(|j| out[k + i * d + j]).collect(),
                 sigma: (0..d).map(|j| self.log_sigma(out[k + k * d + i * d + j]).exp()).collect(),
             })
