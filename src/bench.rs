@@ -1,7 +1,11 @@
-//! Headless speed figures (`elbow bench` prints them), comparable with the criterion benches.
+//! `elbow bench`: headless speed figures, comparable with the criterion benches.
 //!
 //! Reports solves per second of the classical solvers, MDN training throughput (f32, batch 256,
-//! 2-64-64-out) against this core's measured FMA peak, and single-target inference time.
+//! 3-64-64-14) against this core's measured FMA peak, batched inference of a 256 x 256 grid of
+//! targets against the same peak, single-target inference time, and the training time to the
+//! MDN accuracy target. Throughputs are medians of several timed blocks and the peak is the best
+//! of three runs, so the ratios stay conservative on a busy machine. `ELBOW_SIMD=avx2` or
+//! `baseline` measures the narrower code paths on a wider CPU (the peak stays the widest).
 
 use crate::analytic::{AnalyticSolver, BranchChoice};
 use crate::iterative::DlsSolver;
@@ -41,6 +45,33 @@ pub struct BenchReport {
     pub mdn_inference_us: f64,
     /// MSE single-target inference, microseconds.
     pub mse_inference_us: f64,
+    /// Instruction set the kernels ran at (after `ELBOW_SIMD`).
+    pub simd_level: &'static str,
+    /// MDN training GFLOP/s as a percentage of `fma_peak_gflops`.
+    pub train_percent_of_peak: f64,
+    /// Targets in the batched-inference grid.
+    pub batch_targets: usize,
+    /// Batched inference (`Mlp::forward_batch`), targets per second.
+    pub batch_inference_targets_per_second: f64,
+    /// Batched inference GFLOP/s (2 FLOP per weight per target).
+    pub batch_inference_gflops: f64,
+    /// Batched inference GFLOP/s as a percentage of `fma_peak_gflops`.
+    pub batch_inference_percent_of_peak: f64,
+    /// Training steps until the held-out mean FK miss first fell under 1% of the reach
+    /// (checked every `ACCURACY_CHECK_EVERY` steps; `None` if the default run never got there).
+    pub mdn_steps_to_target: Option<usize>,
+    /// Training wall time of those steps, seconds (the held-out checks excluded).
+    pub mdn_seconds_to_target: Option<f64>,
+}
+
+/// Steps between held-out checks of the time-to-accuracy run.
+pub const ACCURACY_CHECK_EVERY: usize = 250;
+/// Held-out targets per check.
+const ACCURACY_TARGETS: usize = 1000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn time_per_call(mut f: impl FnMut(usize), calls: usize) -> f64 {
@@ -100,18 +131,73 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     for _ in 0..20 {
         trainer.step();
     }
-    let t = Instant::now();
-    for _ in 0..cfg.steps {
-        trainer.step();
-    }
-    let secs = t.elapsed().as_secs_f64();
-    let samples_per_second = (cfg.steps * cfg.batch) as f64 / secs;
+    // Five timed blocks; the median block is the figure.
+    let block = cfg.steps.div_ceil(5);
+    let rates: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..block {
+                trainer.step();
+            }
+            (block * cfg.batch) as f64 / t.elapsed().as_secs_f64()
+        })
+        .collect();
+    let samples_per_second = median(rates);
     let net = &trainer.model().net;
     // One MAC per weight per sample: forward, dW for every layer, dX for all but the first.
     let macs = net.macs_per_sample() * 3 - net.layers[0].w.len();
     let flops_per_sample = 2.0 * macs as f64;
-    let (fma_peak_gflops, fma_kernel) = fma_peak_gflops();
-    let fma_peak_avx2_gflops = fma_peak_avx2_gflops();
+    let (fma_peak_gflops, fma_kernel) = (0..3).map(|_| fma_peak_gflops()).max_by(|a, b| a.0.total_cmp(&b.0)).expect("three runs");
+    let fma_peak_avx2_gflops = (0..3).map(|_| fma_peak_avx2_gflops()).fold(0.0, f64::max);
+    let train_gflops = samples_per_second * flops_per_sample / 1e9;
+
+    // Batched inference: a 256 x 256 grid over the reach square, one fused GEMM per layer.
+    let model = trainer.model();
+    let side = 256;
+    let reach = arm.reach();
+    let mut inputs = vec![0f32; side * side * model.input_dims()];
+    for (idx, x) in inputs.chunks_exact_mut(model.input_dims()).enumerate() {
+        let (i, j) = (idx % side, idx / side);
+        let p = crate::Point2::new(
+            -reach + 2.0 * reach * (i as f64 + 0.5) / side as f64,
+            -reach + 2.0 * reach * (j as f64 + 0.5) / side as f64,
+        );
+        model.features(p, crate::ElbowMode::Down, x);
+    }
+    let mut outputs = vec![0f32; side * side * model.output_dims()];
+    let mut batch_scratch = crate::nn::BatchScratch::default();
+    model.net.forward_batch(&inputs, &mut outputs, &mut batch_scratch);
+    let batch_secs = median(
+        (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                model.net.forward_batch(black_box(&inputs), &mut outputs, &mut batch_scratch);
+                black_box(&outputs);
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    let batch_targets = side * side;
+    let batch_inference_gflops = (2 * model.net.macs_per_sample() * batch_targets) as f64 / batch_secs / 1e9;
+
+    // Time to the accuracy target: the default MDN run, checked on held-out targets.
+    let acc_cfg = TrainConfig { head: HeadKind::Mdn, ..TrainConfig::default() };
+    let held_out = crate::learned::held_out_targets(&acc_cfg.arm, acc_cfg.region, ACCURACY_TARGETS, acc_cfg.seed);
+    let mut acc_trainer = Trainer::new(acc_cfg).map_err(|e| e.to_string())?;
+    let (mut train_secs, mut reached) = (0.0, None);
+    while acc_trainer.steps_done() < acc_cfg.steps {
+        let t = Instant::now();
+        for _ in 0..ACCURACY_CHECK_EVERY {
+            acc_trainer.step();
+        }
+        train_secs += t.elapsed().as_secs_f64();
+        let miss = crate::learned::evaluate(acc_trainer.model(), &held_out).mean;
+        if miss < 0.01 * acc_cfg.arm.reach() {
+            reached = Some((acc_trainer.steps_done(), train_secs));
+            break;
+        }
+    }
+
     let mdn = trainer.model().clone();
     let mdn_inference_us = 1e6
         * time_per_call(
@@ -136,12 +222,20 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
         dls_warm_iterations: iterations as f64 / warm.len() as f64,
         mdn_train_samples_per_second: samples_per_second,
         flops_per_sample,
-        train_gflops: samples_per_second * flops_per_sample / 1e9,
+        train_gflops,
         fma_peak_gflops,
         fma_kernel,
         fma_peak_avx2_gflops,
         mdn_inference_us,
         mse_inference_us,
+        simd_level: crate::simd::level(),
+        train_percent_of_peak: 100.0 * train_gflops / fma_peak_gflops.max(1e-9),
+        batch_targets,
+        batch_inference_targets_per_second: batch_targets as f64 / batch_secs,
+        batch_inference_gflops,
+        batch_inference_percent_of_peak: 100.0 * batch_inference_gflops / fma_peak_gflops.max(1e-9),
+        mdn_steps_to_target: reached.map(|r| r.0),
+        mdn_seconds_to_target: reached.map(|r| r.1),
     })
 }
 

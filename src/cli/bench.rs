@@ -2,7 +2,7 @@
 
 use super::print_json;
 use clap::Args;
-use elbow::bench::measure;
+use elbow::bench::{ACCURACY_CHECK_EVERY, measure};
 
 /// Arguments of `elbow bench`.
 #[derive(Debug, Args)]
@@ -42,11 +42,23 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         r.flops_per_sample
     );
     println!(
-        "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it",
-        r.fma_peak_gflops,
-        r.fma_kernel,
-        100.0 * r.train_gflops / r.fma_peak_gflops.max(1e-9)
+        "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it (kernels: {})",
+        r.fma_peak_gflops, r.fma_kernel, r.train_percent_of_peak, r.simd_level
     );
+    println!(
+        "batched inference        {:>10.2} M targets/s = {:.1} GFLOP/s, {:.0}% of peak ({} targets)",
+        r.batch_inference_targets_per_second / 1e6,
+        r.batch_inference_gflops,
+        r.batch_inference_percent_of_peak,
+        r.batch_targets
+    );
+    match (r.mdn_steps_to_target, r.mdn_seconds_to_target) {
+        (Some(steps), Some(secs)) => println!(
+            "MDN to 1% of reach       {:>10.2} s      ({steps} steps; held-out mean FK miss, checked every {ACCURACY_CHECK_EVERY})",
+            secs
+        ),
+        _ => println!("MDN to 1% of reach       not reached in the default run"),
+    }
     if r.fma_peak_avx2_gflops > 0.0 && r.fma_kernel.starts_with("avx512") {
         println!(
             "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it",

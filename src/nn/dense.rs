@@ -5,6 +5,8 @@ use rand::Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
+use super::kernels::{self, Epilogue, Gemm};
+
 /// Element-wise non-linearity after a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Activation {
@@ -82,19 +84,6 @@ fn tanh_backprop_body(a: &[f32], grad: &mut [f32]) {
 
 crate::simd::dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
 
-/// `out[:, j] = act(out[:, j] + b)` for every column `j`, in one pass.
-#[inline(always)]
-fn bias_activation_body(out: &mut [f32], b: &[f32], activation: Activation) {
-    let columns = out.chunks_exact_mut(b.len());
-    match activation {
-        Activation::Tanh => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = fast_tanh(*v + bi))),
-        Activation::Relu => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v = (*v + bi).max(0.0))),
-        Activation::Identity => columns.for_each(|c| c.iter_mut().zip(b).for_each(|(v, &bi)| *v += bi)),
-    }
-}
-
-crate::simd::dispatch!(fn bias_activation(out: &mut [f32], b: &[f32], activation: Activation) => bias_activation_body);
-
 /// One dense layer: weights `W` (`out x in`), bias `b` (`out`) and its activation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dense {
@@ -130,56 +119,44 @@ impl Dense {
 
     /// `out = act(W x + b)` for a whole batch; `out` must be `outputs x batch`.
     pub fn forward_into(&self, x: &DMatrix<f32>, out: &mut DMatrix<f32>) {
-        gemm(1.0, &self.w, false, x, false, 0.0, out);
-        bias_activation(out.as_mut_slice(), self.b.as_slice(), self.activation);
+        assert_eq!(out.shape(), (self.outputs(), x.ncols()), "forward_into output shape");
+        self.forward_slices(x.as_slice(), x.ncols(), out.as_mut_slice());
     }
-}
 
-/// `c = alpha · op(a) · op(b) + beta · c`, where `op` transposes when `ta` / `tb` is set.
-///
-/// Runs on `matrixmultiply`'s packed kernels (the ones nalgebra itself dispatches to), reading
-/// the transposes through strides instead of copying them.
-///
-/// # Panics
-/// If the shapes do not chain (a programming error).
-pub(crate) fn gemm(
-    alpha: f32,
-    a: &DMatrix<f32>,
-    ta: bool,
-    b: &DMatrix<f32>,
-    tb: bool,
-    beta: f32,
-    c: &mut DMatrix<f32>,
-) {
-    let (ar, ac) = a.shape();
-    let (br, bc) = b.shape();
-    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
-    let (k2, n) = if tb { (bc, br) } else { (br, bc) };
-    assert!(k == k2 && c.shape() == (m, n), "gemm shapes {m}x{k} · {k2}x{n} -> {:?}", c.shape());
-    // Column-major storage: element (i, j) of an r x c matrix sits at i + j * r.
-    let strides = |rows: usize, t: bool| if t { (rows as isize, 1) } else { (1, rows as isize) };
-    let (rsa, csa) = strides(ar, ta);
-    let (rsb, csb) = strides(br, tb);
-    // SAFETY: the asserted shapes make every index matrixmultiply forms (i < m, l < k, j < n,
-    // with the strides above) fall inside the three column-major buffers, and `c` is borrowed
-    // mutably while `a` and `b` are shared, so the output aliases neither input.
-    unsafe {
-        matrixmultiply::sgemm(
+    /// `out = act(W x + b)` for `n` column-major samples in `x` (`inputs x n`), fused into one
+    /// kernel pass (bias and activation applied in registers); `out` is `outputs x n`.
+    ///
+    /// # Panics
+    /// If the slice lengths do not match `n` (a programming error).
+    pub fn forward_slices(&self, x: &[f32], n: usize, out: &mut [f32]) {
+        assert!(x.len() == self.inputs() * n && out.len() == self.outputs() * n, "forward_slices lengths");
+        let (m, k) = self.w.shape();
+        let g = Gemm {
             m,
-            k,
             n,
-            alpha,
-            a.as_ptr(),
-            rsa,
-            csa,
-            b.as_ptr(),
-            rsb,
-            csb,
-            beta,
-            c.as_mut_ptr(),
-            1,
-            m as isize,
-        );
+            k,
+            a: self.w.as_slice(),
+            lda: m,
+            b: x,
+            b_k: 1,
+            b_j: k,
+            ldc: m,
+            epilogue: Epilogue::BiasAct(self.b.as_slice(), self.activation),
+        };
+        kernels::gemm(&g, out);
+    }
+
+    /// `Wᵀ` (`inputs x outputs`, column-major) into `buf`, the vector operand of the input gradient.
+    pub(crate) fn transpose_into(&self, buf: &mut Vec<f32>) {
+        let (m, k) = self.w.shape();
+        buf.clear();
+        buf.resize(m * k, 0.0);
+        let w = self.w.as_slice();
+        for (i, col) in w.chunks_exact(m).enumerate() {
+            for (r, &v) in col.iter().enumerate() {
+                buf[i + r * k] = v;
+            }
+        }
     }
 }
 
@@ -197,21 +174,5 @@ mod tests {
         assert!(worst < 2e-6, "{worst}");
         assert_eq!(fast_tanh(1e30), 1.0f32.min(fast_tanh(1e30)));
         assert!(fast_tanh(f32::INFINITY) <= 1.0 && fast_tanh(-f32::INFINITY) >= -1.0);
-    }
-
-    #[test]
-    fn gemm_handles_every_transpose() {
-        let a = DMatrix::from_fn(3, 5, |i, j| (i * 5 + j) as f32 * 0.1);
-        let b = DMatrix::from_fn(5, 4, |i, j| (i + 2 * j) as f32 * 0.05);
-        let expected = &a * &b;
-        let (at, bt) = (a.transpose(), b.transpose());
-        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-            let mut c = DMatrix::from_element(3, 4, 1.0);
-            let aa = if ta { &at } else { &a };
-            let bb = if tb { &bt } else { &b };
-            gemm(2.0, aa, ta, bb, tb, 0.5, &mut c);
-            let want = &expected * 2.0 + DMatrix::from_element(3, 4, 0.5);
-            assert!((c - want).amax() < 1e-5);
-        }
     }
 }

@@ -3,6 +3,9 @@
 use nalgebra::{DMatrix, DVectorView};
 use serde::{Deserialize, Serialize};
 
+use super::kernels::{exp_v, ln_v};
+use crate::simd::Simd;
+
 /// A loss over a batch: returns the mean loss and writes `dL/d(output)` (already divided by the
 /// batch size) into `grad`.
 pub trait Loss: Send + Sync {
@@ -72,11 +75,11 @@ impl MdnNll {
     pub fn components(&self, out: DVectorView<'_, f32>) -> Vec<MdnComponent> {
         let (k, d) = (self.k, self.d);
         let max = out.rows(0, k).max();
-        let exps: Vec<f32> = (0..k).map(|i| (out[i] - max).exp()).collect();
-        let sum: f32 = exps.iter().sum();
+        // The exponentials are recomputed rather than kept (no allocation on this hot path).
+        let sum: f32 = (0..k).map(|i| (out[i] - max).exp()).sum();
         (0..k)
             .map(|i| MdnComponent {
-                weight: exps[i] / sum,
+                weight: (out[i] - max).exp() / sum,
                 mean: (0..d).map(|j| out[k + i * d + j]).collect(),
                 sigma: (0..d).map(|j| self.log_sigma(out[k + k * d + i * d + j]).exp()).collect(),
             })
@@ -108,74 +111,116 @@ impl Loss for MdnNll {
     }
 }
 
-crate::simd::dispatch!(fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => mdn_loss_body);
+crate::simd::dispatch!(fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => generic mdn_loss_body);
 
-// Logits, means, sigmas and targets share the component and dimension indices.
-#[allow(clippy::needless_range_loop)]
+/// The mixture negative log-likelihood, batch-contiguous: blocks of `LANES` samples are
+/// transposed into row-per-quantity buffers, so every lane of every vector is one sample, and
+/// the whole loss and gradient of a block run in vector registers (exp and ln inlined).
 #[inline(always)]
-fn mdn_loss_body(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 {
+fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 {
     let (k, d) = (m.k, m.d);
+    let rows = m.outputs();
     let batch = output.ncols();
+    assert!(
+        output.nrows() == rows && target.shape() == (d, batch) && grad.shape() == (rows, batch),
+        "mdn loss shapes"
+    );
+    let lanes = V::LANES;
     let inv_b = 1.0 / batch.max(1) as f32;
     let floor = m.sigma_min.ln();
-    let mut total = 0.0f32;
-    let mut log_like = vec![0f32; k];
-    let mut prior = vec![0f32; k];
-    let mut inv_sigma = vec![0f32; k * d];
-    for col in 0..batch {
-        let o = output.column(col);
-        let t = target.column(col);
-        let o = o.as_slice();
-        let t = t.as_slice();
-        let (logits, rest) = o.split_at(k);
-        let (means, raws) = rest.split_at(k * d);
-        // log softmax of the logits.
-        let lmax = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut psum = 0.0;
-        for i in 0..k {
-            prior[i] = fast_exp(logits[i] - lmax);
-            psum += prior[i];
-        }
-        let lse_logits = lmax + psum.ln();
-        for i in 0..k {
-            prior[i] /= psum;
-            let mut ll = logits[i] - lse_logits;
-            for j in 0..d {
-                let idx = i * d + j;
-                let log_s = raws[idx].clamp(floor, RAW_MAX);
-                let inv_s = fast_exp(-log_s);
-                inv_sigma[idx] = inv_s;
-                let z = (t[j] - means[idx]) * inv_s;
-                ll -= 0.5 * z * z + log_s + LOG_SQRT_2PI;
+    // Row r of a block at [r * lanes..]; lanes past the batch end stay zero (finite, ignored).
+    let mut o = vec![0f32; rows * lanes];
+    let mut t = vec![0f32; d * lanes];
+    let mut g = vec![0f32; rows * lanes];
+    let mut inv_sigma = vec![0f32; k * d * lanes];
+    let mut prior = vec![0f32; k * lanes];
+    let mut like = vec![0f32; k * lanes];
+    let (out, tgt) = (output.as_slice(), target.as_slice());
+    let grad = grad.as_mut_slice();
+    // SAFETY: vector arithmetic at V's level, loads and stores at `r * lanes` of buffers holding
+    // whole rows of `lanes` floats.
+    unsafe {
+        let mut total = V::splat(0.0);
+        let mut tail = 0.0f32;
+        let ld = |buf: &[f32], r: usize| V::load(buf.as_ptr().add(r * lanes));
+        let (lo, hi) = (V::splat(floor), V::splat(RAW_MAX));
+        let inv_bv = V::splat(inv_b);
+        for c0 in (0..batch).step_by(lanes) {
+            let count = lanes.min(batch - c0);
+            for l in 0..count {
+                let col = c0 + l;
+                for r in 0..rows {
+                    o[r * lanes + l] = out[col * rows + r];
+                }
+                for r in 0..d {
+                    t[r * lanes + l] = tgt[col * d + r];
+                }
             }
-            log_like[i] = ll;
-        }
-        let m = log_like.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
-        for ll in log_like.iter_mut() {
-            *ll = fast_exp(*ll - m); // now unnormalised responsibilities
-            sum += *ll;
-        }
-        total -= m + sum.ln();
-        let mut g = grad.column_mut(col);
-        let g = g.as_mut_slice();
-        let (g_logits, g_rest) = g.split_at_mut(k);
-        let (g_means, g_raws) = g_rest.split_at_mut(k * d);
-        for i in 0..k {
-            let resp = log_like[i] / sum; // posterior responsibility
-            g_logits[i] = (prior[i] - resp) * inv_b;
-            for j in 0..d {
-                let idx = i * d + j;
-                let inv_s = inv_sigma[idx];
-                let z = (t[j] - means[idx]) * inv_s;
-                g_means[idx] = -resp * z * inv_s * inv_b;
-                let raw = raws[idx];
-                let free = raw > floor && raw < RAW_MAX;
-                g_raws[idx] = if free { -resp * (z * z - 1.0) * inv_b } else { 0.0 };
+            // log softmax of the logits: lmax + ln psum.
+            let mut lmax = ld(&o, 0);
+            for i in 1..k {
+                lmax = lmax.max(ld(&o, i));
+            }
+            let mut psum = V::splat(0.0);
+            for i in 0..k {
+                let e = exp_v(ld(&o, i).sub(lmax));
+                e.store(prior.as_mut_ptr().add(i * lanes));
+                psum = psum.add(e);
+            }
+            // Component log-likelihoods, less ln psum (added back once, below).
+            let mut best = V::splat(f32::NEG_INFINITY);
+            for i in 0..k {
+                let mut ll = ld(&o, i).sub(lmax);
+                for j in 0..d {
+                    let idx = i * d + j;
+                    let log_s = hi.min(lo.max(ld(&o, k + k * d + idx)));
+                    let inv_s = exp_v(V::splat(0.0).sub(log_s));
+                    inv_s.store(inv_sigma.as_mut_ptr().add(idx * lanes));
+                    let z = ld(&t, j).sub(ld(&o, k + idx)).mul(inv_s);
+                    let nll = V::fma(V::splat(0.5).mul(z), z, log_s.add(V::splat(LOG_SQRT_2PI)));
+                    ll = ll.sub(nll);
+                }
+                ll.store(like.as_mut_ptr().add(i * lanes));
+                best = best.max(ll);
+            }
+            let mut sum = V::splat(0.0);
+            for i in 0..k {
+                let r = exp_v(ld(&like, i).sub(best)); // unnormalised responsibility
+                r.store(like.as_mut_ptr().add(i * lanes));
+                sum = sum.add(r);
+            }
+            let loss = V::splat(0.0).sub(best.add(ln_v(sum.div(psum))));
+            if count == lanes {
+                total = total.add(loss);
+            } else {
+                let mut l = [0f32; 16];
+                loss.store(l.as_mut_ptr());
+                tail += l[..count].iter().sum::<f32>();
+            }
+            for i in 0..k {
+                let resp = ld(&like, i).div(sum);
+                let p = ld(&prior, i).div(psum);
+                p.sub(resp).mul(inv_bv).store(g.as_mut_ptr().add(i * lanes));
+                let neg_resp_b = V::splat(0.0).sub(resp).mul(inv_bv);
+                for j in 0..d {
+                    let idx = i * d + j;
+                    let inv_s = ld(&inv_sigma, idx);
+                    let z = ld(&t, j).sub(ld(&o, k + idx)).mul(inv_s);
+                    neg_resp_b.mul(z).mul(inv_s).store(g.as_mut_ptr().add((k + idx) * lanes));
+                    let raw = ld(&o, k + k * d + idx);
+                    let g_raw = neg_resp_b.mul(V::fma(z, z, V::splat(-1.0)));
+                    V::keep_where_between(raw, lo, hi, g_raw).store(g.as_mut_ptr().add((k + k * d + idx) * lanes));
+                }
+            }
+            for l in 0..count {
+                let col = c0 + l;
+                for r in 0..rows {
+                    grad[col * rows + r] = g[r * lanes + l];
+                }
             }
         }
+        (total.reduce_sum() + tail) * inv_b
     }
-    total * inv_b
 }
 
 #[cfg(test)]
