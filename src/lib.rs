@@ -11,6 +11,8 @@
 //! - [`envelope`]: the safety envelope around learned solvers;
 //! - [`lineup`]: one typed identity per solver ([`lineup::SolverId`]), pipelines with or without
 //!   the envelope, tables keyed by them, and the one place that runs any solver;
+//! - [`atlas`]: one solver's answer over the whole workspace, as maps (miss, branch, envelope,
+//!   silent failures);
 //! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
 //! - [`stats`]: error summaries; [`simd`]: runtime dispatch of hot loops to the CPU's widest
 //!   vector unit.
@@ -21,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+pub mod atlas;
 pub mod bench;
 pub mod envelope;
 pub mod experiments;

@@ -18,8 +18,9 @@ use crate::learned::{HeadKind, LearnedModel, LearnedSolver};
 use crate::solver::{IkSolver, Solution, SolveStatus};
 use std::marker::PhantomData;
 
-/// Every answer the lab shows or measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Every answer the lab shows or measures. Serialised as its [`SolverId::key`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum SolverId {
     /// Closed form, the admissible branch nearest the current pose.
     Analytic,
@@ -139,6 +140,20 @@ impl SolverId {
 impl From<HeadKind> for SolverId {
     fn from(h: HeadKind) -> Self {
         SolverId::Learned(h)
+    }
+}
+
+impl From<SolverId> for String {
+    fn from(id: SolverId) -> String {
+        id.key().to_string()
+    }
+}
+
+impl TryFrom<String> for SolverId {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
     }
 }
 

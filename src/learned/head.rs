@@ -102,7 +102,7 @@ impl HeadKind {
     }
 
     /// The key used on the command line, in JSON and in model files.
-    pub const fn name(self) -> &'static str {
+    pub const fn key(self) -> &'static str {
         self.spec().key
     }
 
@@ -149,7 +149,7 @@ impl HeadKind {
 
 impl std::fmt::Display for HeadKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.key())
     }
 }
 
@@ -157,8 +157,8 @@ impl std::str::FromStr for HeadKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        HeadKind::ALL.into_iter().find(|h| h.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            let keys: Vec<&str> = HeadKind::ALL.iter().map(|h| h.name()).collect();
+        HeadKind::ALL.into_iter().find(|h| h.key().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            let keys: Vec<&str> = HeadKind::ALL.iter().map(|h| h.key()).collect();
             format!("head must be one of {}; got `{s}`", keys.join(", "))
         })
     }
@@ -172,7 +172,7 @@ mod tests {
     fn keys_are_unique_and_parse_back() {
         for (i, h) in HeadKind::ALL.into_iter().enumerate() {
             assert_eq!(h.index(), i);
-            assert_eq!(h.name().parse::<HeadKind>().unwrap(), h);
+            assert_eq!(h.key().parse::<HeadKind>().unwrap(), h);
             assert!(HeadKind::ALL.iter().filter(|o| o.spec().short == h.spec().short).count() == 1);
         }
         let err = "mlp".parse::<HeadKind>().unwrap_err();

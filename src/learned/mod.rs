@@ -5,15 +5,18 @@
 //!   residual head), and the angle encodings.
 //! - [`model`]: [`LearnedModel`] behind the [`LearnedIk`] trait (MSE, MDN, mode-conditioned and
 //!   residual heads), [`LearnedSolver`] to use one as an [`crate::IkSolver`], model files.
+//! - [`batch`]: many targets through a head at once (one GEMM per layer).
 //! - [`train`]: the minibatch loop.
 //! - [`eval`]: held-out targets, FK misses, and a whole train-then-evaluate run.
 
+pub mod batch;
 pub mod data;
 pub mod eval;
 pub mod head;
 pub mod model;
 pub mod train;
 
+pub use batch::{BatchAnswer, PredictScratch};
 pub use data::{AngleEncoding, DataConfig, Dataset, Sample};
 pub use eval::{TrainReport, evaluate, fk_misses, held_out_targets, train_and_evaluate};
 pub use head::{HeadKind, HeadSpec, Output, TrainedOn};

@@ -298,7 +298,7 @@ impl<'m> LearnedSolver<'m> {
 
 impl IkSolver for LearnedSolver<'_> {
     fn name(&self) -> &str {
-        self.model.kind.name()
+        self.model.kind.key()
     }
 
     fn solve(&self, target: Point2, seed: Pose) -> Solution {

@@ -1,0 +1,407 @@
+//! The workspace atlas: one solver's answer for every cell of a grid over the reachable annulus
+//! and a margin beyond it, so a whole map shows *where* each solver fails (the way interactive
+//! training playgrounds colour the whole input space with a network's answer).
+//!
+//! Layers, each a number or a class per cell:
+//! - [`Layer::Miss`]: the FK miss of the answer, metres (log colour scale);
+//! - [`Layer::Branch`]: which branch the answer is near (elbow-up, elbow-down, neither, or the
+//!   averaged pose), and whether an answer was given where none exists;
+//! - [`Layer::Confidence`]: the mixture's top weight (1 for heads without a mixture);
+//! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason);
+//! - [`Layer::Silent`]: the rate of silent failures when the executed joints carry Gaussian
+//!   noise (a few samples per cell): misses over the tolerance that the solver did not report.
+//!
+//! Learned heads answer a whole grid with batched inference ([`LearnedModel::predict_batch`]).
+
+use crate::analytic::{Branches, solve_branches};
+use crate::envelope::Reason;
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm};
+use crate::learned::{BatchAnswer, Output, PredictScratch};
+use crate::lineup::{Lineup, SolverId};
+use crate::solver::{Solution, SolveStatus};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+
+/// What an atlas colours each cell by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// FK miss of the answer, metres.
+    Miss,
+    /// Which branch the answer is near.
+    Branch,
+    /// The mixture's top weight.
+    Confidence,
+    /// The envelope's verdict.
+    Envelope,
+    /// Silent-failure rate under joint noise.
+    Silent,
+}
+
+impl Layer {
+    /// Every layer, in menu order.
+    pub const ALL: [Layer; 5] = [Layer::Miss, Layer::Branch, Layer::Confidence, Layer::Envelope, Layer::Silent];
+
+    /// Key on the command line.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Layer::Miss => "miss",
+            Layer::Branch => "branch",
+            Layer::Confidence => "confidence",
+            Layer::Envelope => "envelope",
+            Layer::Silent => "silent",
+        }
+    }
+
+    /// What the layer shows, for a caption.
+    pub const fn caption(self) -> &'static str {
+        match self {
+            Layer::Miss => "FK miss of the answer (log scale, metres)",
+            Layer::Branch => "which branch the answer is near",
+            Layer::Confidence => "mixture's top component weight",
+            Layer::Envelope => "safety envelope's verdict",
+            Layer::Silent => "silent-failure rate under joint noise",
+        }
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for Layer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Layer::ALL.into_iter().find(|l| l.key().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            let keys: Vec<&str> = Layer::ALL.iter().map(|l| l.key()).collect();
+            format!("layer must be one of {}; got `{s}`", keys.join(", "))
+        })
+    }
+}
+
+/// Which branch an answer is near.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BranchClass {
+    /// Within the threshold of the elbow-up branch.
+    Up,
+    /// Within the threshold of the elbow-down branch.
+    Down,
+    /// Near the average of the branches, and near neither branch: the averaging trap.
+    Average,
+    /// Near nothing valid.
+    Neither,
+    /// The target is unreachable and the solver said so.
+    OutsideReported,
+    /// The target is unreachable and the solver answered as if it were not.
+    OutsideSilent,
+}
+
+impl BranchClass {
+    /// Every class, in legend order.
+    pub const ALL: [BranchClass; 6] = [
+        BranchClass::Up,
+        BranchClass::Down,
+        BranchClass::Average,
+        BranchClass::Neither,
+        BranchClass::OutsideReported,
+        BranchClass::OutsideSilent,
+    ];
+
+    /// Legend label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            BranchClass::Up => "elbow-up",
+            BranchClass::Down => "elbow-down",
+            BranchClass::Average => "average (trap)",
+            BranchClass::Neither => "neither",
+            BranchClass::OutsideReported => "unreachable, reported",
+            BranchClass::OutsideSilent => "unreachable, answered anyway",
+        }
+    }
+}
+
+/// Joint distance (radians) within which an answer counts as near a branch or the average.
+pub const BRANCH_THRESHOLD: f64 = 0.15;
+
+/// Everything that defines an atlas.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AtlasConfig {
+    /// Cells per side.
+    pub resolution: usize,
+    /// How far beyond the rim the map reaches, as a fraction of the reach.
+    pub margin: f64,
+    /// Standard deviation of the joint noise of the silent layer, radians.
+    pub noise: f64,
+    /// Noise samples per cell of the silent layer (0: no silent layer).
+    pub samples: usize,
+    /// A tip error above this (metres) counts as a miss in the silent layer.
+    pub tolerance: f64,
+    /// Seed of the silent layer's noise.
+    pub seed: u64,
+}
+
+impl Default for AtlasConfig {
+    fn default() -> Self {
+        Self { resolution: 128, margin: 0.25, noise: 0.02, samples: 4, tolerance: 0.05, seed: 0 }
+    }
+}
+
+/// Largest resolution accepted (cells per side).
+pub const MAX_RESOLUTION: usize = 1024;
+/// Most noise samples per cell.
+pub const MAX_SAMPLES: usize = 64;
+
+impl AtlasConfig {
+    /// Checks every field, with a message naming the first bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=MAX_RESOLUTION).contains(&self.resolution) {
+            return Err(format!("resolution must be in 2..={MAX_RESOLUTION}, got {}", self.resolution));
+        }
+        if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
+            return Err(format!("margin must be in [0, 2], got {}", self.margin));
+        }
+        if !(self.noise.is_finite() && (0.0..=1.0).contains(&self.noise)) {
+            return Err(format!("noise must be in [0, 1] rad, got {}", self.noise));
+        }
+        if self.samples > MAX_SAMPLES {
+            return Err(format!("samples must be at most {MAX_SAMPLES}, got {}", self.samples));
+        }
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return Err(format!("tolerance must be > 0, got {}", self.tolerance));
+        }
+        Ok(())
+    }
+}
+
+/// One cell's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AtlasCell {
+    /// The cell's centre, metres.
+    pub target: Point2,
+    /// FK miss of the answer on the arm the solver is judged on, metres (finite).
+    pub miss: f64,
+    /// Which branch the answer is near.
+    pub branch: BranchClass,
+    /// The mixture's top weight (1 without a mixture, 0 with no answer).
+    pub confidence: f32,
+    /// The envelope's verdict: `None` accepted, else why it would reject the answer.
+    pub verdict: Option<Reason>,
+    /// Whether the solver reported failure.
+    pub reported: bool,
+    /// Silent-failure rate under the configured joint noise (0 when no samples were drawn).
+    pub silent: f64,
+}
+
+/// A whole map.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Atlas {
+    /// The solver mapped.
+    pub solver: SolverId,
+    /// Cells per side.
+    pub resolution: usize,
+    /// Half the side of the mapped square, metres (the square is centred on the base).
+    pub half_width: f64,
+    /// Cells row by row, bottom row (most negative y) first, each row left to right.
+    pub cells: Vec<AtlasCell>,
+    /// `None` when computed; otherwise why the solver has no map (an untrained head).
+    pub missing: Option<String>,
+}
+
+impl Atlas {
+    /// The centre of cell `(col, row)`.
+    pub fn center(resolution: usize, half_width: f64, col: usize, row: usize) -> Point2 {
+        let step = 2.0 * half_width / resolution as f64;
+        Point2::new(-half_width + (col as f64 + 0.5) * step, -half_width + (row as f64 + 0.5) * step)
+    }
+
+    /// The cell containing `p`, if it lies on the map.
+    pub fn cell_at(&self, p: Point2) -> Option<&AtlasCell> {
+        if !(p.x.is_finite() && p.y.is_finite()) || self.cells.is_empty() {
+            return None;
+        }
+        let step = 2.0 * self.half_width / self.resolution as f64;
+        let (col, row) = ((p.x + self.half_width) / step, (p.y + self.half_width) / step);
+        let inside = |v: f64| v >= 0.0 && v < self.resolution as f64;
+        (inside(col) && inside(row)).then(|| &self.cells[row as usize * self.resolution + col as usize])
+    }
+
+    /// Fraction of cells in `class`, among the cells where `filter` holds.
+    pub fn share(&self, class: BranchClass, filter: impl Fn(&AtlasCell) -> bool) -> f64 {
+        let cells: Vec<&AtlasCell> = self.cells.iter().filter(|c| filter(c)).collect();
+        cells.iter().filter(|c| c.branch == class).count() as f64 / cells.len().max(1) as f64
+    }
+}
+
+/// Which branch `pose` is near, given the target's branches `b` and what the solver said.
+fn classify(b: &Branches, pose: Pose, status: SolveStatus) -> BranchClass {
+    if b.unreachable.is_some() {
+        return if status.is_reported_failure() { BranchClass::OutsideReported } else { BranchClass::OutsideSilent };
+    }
+    let (up, down, avg) =
+        (pose.max_joint_distance(b.up), pose.max_joint_distance(b.down), pose.max_joint_distance(b.average()));
+    let nearest = up.min(down);
+    if nearest <= BRANCH_THRESHOLD {
+        if up <= down { BranchClass::Up } else { BranchClass::Down }
+    } else if avg <= BRANCH_THRESHOLD {
+        BranchClass::Average
+    } else {
+        BranchClass::Neither
+    }
+}
+
+/// The arm a solver's answers are judged on: the real arm for heads fitted to it.
+fn judged_on(lineup: &Lineup, solver: SolverId) -> RealArm {
+    solver.head().and_then(|h| lineup.models[h]).map_or(RealArm::ideal(lineup.arm), |m| m.judged_on())
+}
+
+/// The solver's answer for every target, seeded with the elbow-down pose of each target (the
+/// arm "already there"), with the mixture's top weight; learned heads answer in one batch.
+/// `None` for a head without a model.
+fn answers(lineup: &Lineup, solver: SolverId, targets: &[Point2], branches: &[Branches]) -> Option<Vec<(Solution, f32)>> {
+    let Some(head) = solver.head() else {
+        return targets.iter().zip(branches).map(|(&t, b)| lineup.solve(solver, t, b.down).map(|s| (s, 1.0))).collect();
+    };
+    let model = lineup.models[head]?;
+    let mut out: Vec<BatchAnswer> = Vec::with_capacity(targets.len());
+    model.predict_batch(targets, ElbowMode::Down, &mut PredictScratch::default(), &mut out);
+    // As `LearnedSolver` says: a correction head passes on the analytic verdict on reachability,
+    // the other heads report nothing.
+    let passes_on = head.spec().output == Output::Correction;
+    Some(
+        out.into_iter()
+            .zip(branches)
+            .map(|(a, b)| {
+                let status = match b.unreachable {
+                    Some((reason, missed_by)) if passes_on => SolveStatus::Unreachable { reason, missed_by },
+                    _ => SolveStatus::Unverified,
+                };
+                (Solution { pose: a.pose, status, residual: None, iterations: 0 }, a.top_weight)
+            })
+            .collect(),
+    )
+}
+
+/// Maps `solver` over the workspace of `lineup`'s arm.
+pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
+    cfg.validate()?;
+    let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
+    let n = cfg.resolution;
+    let targets: Vec<Point2> =
+        (0..n * n).map(|i| Atlas::center(n, half_width, i % n, i / n)).collect();
+    let branches: Vec<Branches> = targets.iter().map(|&t| solve_branches(&lineup.arm, t)).collect();
+    let Some(answers) = answers(lineup, solver, &targets, &branches) else {
+        let missing = format!("{} has no model yet", solver.name());
+        return Ok(Atlas { solver, resolution: n, half_width, cells: Vec::new(), missing: Some(missing) });
+    };
+    let judge = judged_on(lineup, solver);
+    let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let cells = targets
+        .iter()
+        .zip(answers)
+        .zip(&branches)
+        .map(|((&target, (solution, confidence)), b)| {
+            let pose = solution.pose;
+            let reported = solution.status.is_reported_failure();
+            let verdict = lineup.envelope.review(solution, target, b.down).intervention;
+            let silent = if cfg.samples == 0 {
+                0.0
+            } else {
+                let misses = (0..cfg.samples)
+                    .filter(|_| {
+                        let jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
+                        judge.miss(pose + jitter, target) > cfg.tolerance
+                    })
+                    .count();
+                if reported { 0.0 } else { misses as f64 / cfg.samples as f64 }
+            };
+            let miss = judge.miss(pose, target);
+            AtlasCell {
+                target,
+                miss: if miss.is_finite() { miss } else { f64::MAX },
+                branch: classify(b, pose, solution.status),
+                confidence,
+                verdict,
+                reported,
+                silent,
+            }
+        })
+        .collect();
+    Ok(Atlas { solver, resolution: n, half_width, cells, missing: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinematics::TwoLinkArm;
+    use crate::learned::{HeadKind, TrainConfig, Trainer};
+    use crate::lineup::Table;
+
+    fn cfg() -> AtlasConfig {
+        AtlasConfig { resolution: 48, samples: 2, ..AtlasConfig::default() }
+    }
+
+    #[test]
+    fn the_analytic_map_is_exact_inside_and_flags_every_cell_outside() {
+        let arm = TwoLinkArm::new(1.0, 0.6).unwrap();
+        let lineup = Lineup::new(arm, Table::default());
+        let atlas = compute(&lineup, SolverId::Analytic, &cfg()).unwrap();
+        assert_eq!(atlas.cells.len(), 48 * 48);
+        for c in &atlas.cells {
+            if arm.is_reachable(c.target) {
+                assert!(c.miss < 1e-9, "{c:?}");
+                assert!(matches!(c.branch, BranchClass::Up | BranchClass::Down), "{c:?}");
+            } else {
+                assert!(c.reported && c.branch == BranchClass::OutsideReported, "{c:?}");
+                assert_eq!(c.silent, 0.0);
+            }
+        }
+        assert!(atlas.cell_at(Point2::new(0.9, 0.3)).is_some_and(|c| c.miss < 1e-9));
+        assert!(atlas.cell_at(Point2::new(99.0, 0.0)).is_none());
+    }
+
+    #[test]
+    fn the_mse_map_sits_on_the_average_in_the_interior_and_answers_beyond_the_rim() {
+        let arm = TwoLinkArm::default();
+        let mut t = Trainer::new(TrainConfig { head: HeadKind::Mse, steps: 1500, ..TrainConfig::default() }).unwrap();
+        t.run(|_, _| {});
+        let model = t.into_model();
+        let mut models = Table::default();
+        models[HeadKind::Mse] = Some(&model);
+        let atlas = compute(&Lineup::new(arm, models), SolverId::Learned(HeadKind::Mse), &cfg()).unwrap();
+        let mean = |f: &dyn Fn(f64) -> bool| {
+            let cells: Vec<&AtlasCell> = atlas.cells.iter().filter(|c| f(c.target.norm())).collect();
+            cells.iter().map(|c| c.miss).sum::<f64>() / cells.len() as f64
+        };
+        let interior = mean(&|r| r > 0.3 && r < 1.2);
+        let rim = mean(&|r| r > 1.9 && r < 2.0);
+        assert!(interior > 0.3 && rim < interior / 3.0, "interior {interior} vs rim {rim}");
+        assert!(atlas.share(BranchClass::Average, |c| c.target.norm() > 0.3 && c.target.norm() < 1.5) > 0.5);
+        assert!(atlas.share(BranchClass::OutsideSilent, |c| c.target.norm() > 2.05) == 1.0);
+    }
+
+    #[test]
+    fn untrained_heads_have_no_map_and_hostile_settings_are_refused() {
+        let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
+        let atlas = compute(&lineup, SolverId::Learned(HeadKind::Mdn), &cfg()).unwrap();
+        assert!(atlas.missing.is_some() && atlas.cells.is_empty());
+        for bad in [
+            AtlasConfig { resolution: 0, ..cfg() },
+            AtlasConfig { resolution: 1 << 20, ..cfg() },
+            AtlasConfig { noise: f64::NAN, ..cfg() },
+            AtlasConfig { margin: f64::INFINITY, ..cfg() },
+            AtlasConfig { tolerance: -1.0, ..cfg() },
+        ] {
+            assert!(compute(&lineup, SolverId::Analytic, &bad).is_err(), "{bad:?}");
+        }
+        let noisy = compute(&lineup, SolverId::Iterative, &AtlasConfig { noise: 1.0, samples: 8, ..cfg() }).unwrap();
+        assert!(noisy.cells.iter().all(|c| c.miss.is_finite() && c.silent.is_finite() && (0.0..=1.0).contains(&c.silent)));
+    }
+}
