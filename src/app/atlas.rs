@@ -27,7 +27,7 @@ pub(crate) struct AtlasJob {
 pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
     let s = plant.sanitized();
     AtlasConfig {
-        resolution: view.resolution.clamp(16, 512),
+        resolution: view.cells_per_side(),
         noise: s.noise_std,
         backlash: s.backlash,
         mismatch: s.mismatch(),
@@ -56,7 +56,7 @@ fn schedule(
         }
     }
     let solver = view.mapped(driver.0);
-    let shows_other = view.latest.as_ref().is_some_and(|a| a.solver != solver || a.resolution != view.resolution);
+    let shows_other = view.latest.as_ref().is_some_and(|a| a.solver != solver || a.resolution != view.cells_per_side());
     let touched =
         models.is_changed() || plant.is_changed() || nominal.is_changed() || driver.is_changed() || view.is_changed();
     if touched && (view.latest.is_none() || shows_other || models.is_changed() || plant.is_changed()) {

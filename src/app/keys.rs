@@ -16,13 +16,14 @@ pub(crate) fn plugin(app: &mut App) {
 
 /// Applies the shortcuts pressed this frame.
 fn keys(
-    input: Res<ButtonInput<KeyCode>>,
+    input: Option<Res<ButtonInput<KeyCode>>>,
     egui: Option<Res<EguiWantsInput>>,
     mut driver: ResMut<Driver>,
     mut view: ResMut<AtlasView>,
     training: Res<Training>,
     mut train: MessageWriter<TrainCommand>,
 ) {
+    let Some(input) = input else { return };
     if egui.is_some_and(|e| e.wants_any_keyboard_input()) {
         return;
     }
@@ -34,7 +35,7 @@ fn keys(
 }
 
 /// Does what `shortcut` says.
-pub(crate) fn apply(
+fn apply(
     shortcut: Shortcut,
     driver: &mut Driver,
     view: &mut AtlasView,

@@ -87,7 +87,6 @@ pub(crate) fn plugin(app: &mut App) {
     app.add_plugins((
         logic_plugin,
         camera::plugin,
-        keys::plugin,
         heatmap::plugin,
         draw::plugin,
         panel::plugin,
@@ -111,5 +110,6 @@ pub(crate) fn logic_plugin(app: &mut App) {
         envelope::plugin,
         plant::plugin,
         atlas::plugin,
+        keys::plugin,
     ));
 }

@@ -428,6 +428,11 @@ impl Default for AtlasView {
 }
 
 impl AtlasView {
+    /// Cells per side, clamped to what the app draws (16 to 512).
+    pub(crate) fn cells_per_side(&self) -> usize {
+        self.resolution.clamp(16, 512)
+    }
+
     /// The solver mapped, given the driving pipeline.
     pub(crate) fn mapped(&self, driver: Pipeline) -> SolverId {
         if self.follow_driver { driver.solver } else { self.solver }
