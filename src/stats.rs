@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A number for a message: plain when of ordinary size, in scientific notation when huge or
+/// tiny (so `1e300` does not print as three hundred digits).
+pub fn fmt_num(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e9).contains(&v.abs()) { v.to_string() } else { format!("{v:e}") }
+}
+
 /// A value holding floating-point numbers that [`json_numbers`] can write.
 pub trait JsonNumbers {
     /// Serialises the value, writing each non-finite number as `"NaN"`, `"inf"` or `"-inf"`.
@@ -158,6 +164,14 @@ mod tests {
         assert_eq!((s.n, s.mean, s.median, s.p95, s.max), (101, 50.0, 50.0, 95.0, 100.0));
         assert_eq!(Summary::of(&[]), Summary::default());
         assert_eq!(Summary::of(&[1.0, f64::NAN]).max, f64::INFINITY);
+    }
+
+    #[test]
+    fn message_numbers_stay_short() {
+        assert_eq!(fmt_num(1e155), "1e155");
+        assert_eq!(fmt_num(1e-200), "1e-200");
+        assert_eq!(fmt_num(-2.0), "-2");
+        assert_eq!(fmt_num(0.25), "0.25");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::f64::consts::PI;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ArmError {
     /// A link length was not a finite number in [`MIN_LENGTH`, `MAX_LENGTH`] metres.
-    #[error("link length {name} must be a number from 1e-6 to 1e6 metres, got {value}")]
+    #[error("link length {name} must be a number from 1e-6 to 1e6 metres, got {}", crate::stats::fmt_num(*value))]
     BadLength {
         /// Which link (`l1` or `l2`).
         name: &'static str,
@@ -18,7 +18,11 @@ pub enum ArmError {
         value: f64,
     },
     /// The longer link is more than [`MAX_LENGTH_RATIO`] times the shorter one.
-    #[error("the longer link may be at most 10000 times the shorter one, got l1 = {l1}, l2 = {l2}")]
+    #[error(
+        "the longer link may be at most 10000 times the shorter one, got l1 = {}, l2 = {}",
+        crate::stats::fmt_num(*l1),
+        crate::stats::fmt_num(*l2)
+    )]
     BadRatio {
         /// Upper-arm length given.
         l1: f64,
@@ -35,7 +39,9 @@ pub enum ArmError {
     },
     /// A joint range was empty, reversed, not finite, or reached past [`MAX_JOINT_ANGLE`].
     #[error(
-        "joint range for {joint} must have min < max, both within ±720 degrees (±4π rad), got [{min}, {max}] rad"
+        "joint range for {joint} must have min < max, both within ±720 degrees (±4π rad), got [{}, {}] rad",
+        crate::stats::fmt_num(*min),
+        crate::stats::fmt_num(*max)
     )]
     BadLimits {
         /// Which joint.

@@ -61,7 +61,9 @@ impl Region {
         let within = |v: f64| v.is_finite() && v.abs() <= max;
         if !(within(from_deg) && within(to_deg)) {
             return Err(format!(
-                "sector bearings must be numbers of degrees within ±{max}, got {from_deg},{to_deg}"
+                "sector bearings must be numbers of degrees within ±{max}, got {},{}",
+                crate::stats::fmt_num(from_deg),
+                crate::stats::fmt_num(to_deg)
             ));
         }
         let width = to_deg - from_deg;
