@@ -85,9 +85,8 @@ pub fn check_destination(path: &Path) -> Result<(), Error> {
         Ok(_) => return Err(Error::new(ErrorKind::InvalidInput, format!("{} is not a directory", dir.display()))),
         Err(e) => return Err(Error::new(e.kind(), format!("directory {}: {e}", dir.display()))),
     }
-    let (tmp, file) = create_temp(path).map_err(|e| {
-        Error::new(e.kind(), format!("cannot create files in directory {}: {e}", dir.display()))
-    })?;
+    let (tmp, file) = create_temp(path)
+        .map_err(|e| Error::new(e.kind(), format!("cannot create files in directory {}: {e}", dir.display())))?;
     drop(file);
     std::fs::remove_file(&tmp)
 }

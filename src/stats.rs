@@ -109,7 +109,9 @@ pub fn json_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
             "NaN" => Ok(f64::NAN),
             "inf" => Ok(f64::INFINITY),
             "-inf" => Ok(f64::NEG_INFINITY),
-            other => Err(serde::de::Error::custom(format!("expected a number, \"NaN\", \"inf\" or \"-inf\", got \"{other}\""))),
+            other => Err(serde::de::Error::custom(format!(
+                "expected a number, \"NaN\", \"inf\" or \"-inf\", got \"{other}\""
+            ))),
         },
     }
 }

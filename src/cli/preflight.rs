@@ -152,8 +152,12 @@ fn check_vulkan_loader() -> Result<(), String> {
 /// For a panic raised while the app starts: the message to show instead, when the panic says
 /// no GPU or graphics driver could be used.
 pub(crate) fn gpu_panic_message(panic: &str) -> Option<String> {
-    const SIGNS: [&str; 4] =
-        ["Unable to find a GPU", "find an appropriate adapter", "No suitable graphics adapter", "ERROR_INCOMPATIBLE_DRIVER"];
+    const SIGNS: [&str; 4] = [
+        "Unable to find a GPU",
+        "find an appropriate adapter",
+        "No suitable graphics adapter",
+        "ERROR_INCOMPATIBLE_DRIVER",
+    ];
     SIGNS.iter().any(|s| panic.contains(s)).then(|| {
         format!(
             "the desktop app found no usable GPU: {panic}. It needs a Vulkan driver for your GPU (for \

@@ -190,11 +190,5 @@ pub fn averaging_with(
         .collect();
     let seed_t = Point2::new(1.0, 0.8);
     let seed_target = sources.iter().map(|(name, f)| (name.to_string(), arm.miss(f(seed_t), seed_t))).collect();
-    Ok(AveragingReport {
-        targets: targets.len(),
-        reach: arm.reach(),
-        rows,
-        seed_target,
-        train_seconds,
-    })
+    Ok(AveragingReport { targets: targets.len(), reach: arm.reach(), rows, seed_target, train_seconds })
 }

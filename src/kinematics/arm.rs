@@ -226,7 +226,6 @@ impl TwoLinkArm {
     pub fn clamp_to_limits(&self, pose: Pose) -> Pose {
         Pose::new(self.limits[0].clamp(pose.shoulder), self.limits[1].clamp(pose.elbow))
     }
-
 }
 
 /// The "real" arm behind a nominal model: other link lengths and joint encoder offsets.

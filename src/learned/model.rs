@@ -196,7 +196,10 @@ impl LearnedModel {
             return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
         }
         if self.version != VERSION {
-            return field_err("version", format!("version {} is not supported (this build reads {VERSION})", self.version));
+            return field_err(
+                "version",
+                format!("version {} is not supported (this build reads {VERSION})", self.version),
+            );
         }
         if let Err(e) = self.arm.validate() {
             return field_err("arm", e.to_string());

@@ -131,9 +131,7 @@ pub enum TrainError {
         limit: f64,
     },
     /// The loss became non-finite or exceeded [`DIVERGED_LOSS`]: the model is useless.
-    #[error(
-        "training diverged at step {step} (loss {loss}); nothing was saved: try a smaller learning rate"
-    )]
+    #[error("training diverged at step {step} (loss {loss}); nothing was saved: try a smaller learning rate")]
     Diverged {
         /// The step at which it was detected.
         step: usize,
@@ -305,7 +303,8 @@ impl Trainer {
             TrainedOn::Corrections => Dataset::residuals(&cfg.data_config(), &cfg.real),
         };
         if data.len() < cfg.batch.min(16) {
-            let limits = if cfg.arm.limits().iter().all(|l| l.is_full_turn()) { "" } else { " with these joint limits" };
+            let limits =
+                if cfg.arm.limits().iter().all(|l| l.is_full_turn()) { "" } else { " with these joint limits" };
             return Err(TrainError::Invalid(format!(
                 "only {} usable targets in region {}{limits}",
                 data.len(),
