@@ -17,6 +17,11 @@ pub(crate) struct BenchArgs {
 
 /// `elbow bench`.
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+    if !args.json {
+        // A note on stderr (the measurement takes several seconds); failing to write it is no error.
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "measuring (several seconds; Ctrl-C stops)...");
+    }
     let r = measure(args.train_steps)?;
     if args.json {
         return print_json(&r);

@@ -435,3 +435,66 @@ impl IkSolver for LearnedSolver<'_> {
         Solution { pose, status, residual: None, iterations: 0 }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learned::{TrainConfig, Trainer};
+
+    fn tiny(kind: HeadKind) -> LearnedModel {
+        let cfg =
+            TrainConfig { head: kind, steps: 1, data_size: 64, batch: 16, hidden: 4, depth: 1, ..Default::default() };
+        Trainer::new(cfg).unwrap().into_model()
+    }
+
+    fn field_of(m: &LearnedModel) -> String {
+        m.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn validation_names_the_bad_field() {
+        let good = tiny(HeadKind::Mdn);
+        assert!(good.validate().is_ok());
+        type Edit = fn(&mut LearnedModel);
+        let cases: [(&str, Edit); 10] = [
+            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = -1.0),
+            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = 1e30),
+            ("mdn.k", |m| m.mdn.as_mut().unwrap().k = usize::MAX / 5),
+            ("mdn.d", |m| m.mdn.as_mut().unwrap().d = 9),
+            ("net.layers[0].w", |m| m.net.layers[0].w[0] = f32::INFINITY),
+            ("net.layers[1].b", |m| m.net.layers[1].b[0] = f32::NAN),
+            ("net.layers", |m| m.net.layers.clear()),
+            ("output_scale", |m| m.output_scale = -1.0),
+            ("max_correction", |m| m.max_correction = f64::NAN),
+            ("version", |m| m.version = 99),
+        ];
+        for (field, edit) in cases {
+            let mut m = good.clone();
+            edit(&mut m);
+            assert_eq!(field_of(&m), field);
+        }
+        let mut r = tiny(HeadKind::Residual);
+        r.real = None;
+        assert_eq!(field_of(&r), "real");
+    }
+
+    #[test]
+    fn saves_are_atomic_and_loads_bounded() {
+        let dir = std::env::temp_dir().join(format!("elbow-model-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.json");
+        let m = tiny(HeadKind::Mse);
+        m.save(&path).unwrap();
+        assert_eq!(LearnedModel::load(&path).unwrap(), m);
+        // A failed save (a directory in the way) changes nothing.
+        assert!(m.save(&dir).is_err());
+        assert_eq!(LearnedModel::load(&path).unwrap(), m);
+        let mut bad = m.clone();
+        bad.mdn = Some(MdnNll { k: 2, d: 3, sigma_min: -1.0 });
+        bad.kind = HeadKind::Mdn;
+        bad.save(&path).unwrap();
+        let e = LearnedModel::load(&path).unwrap_err();
+        assert!(matches!(&e, ModelError::Field { error, .. } if error.field == "mdn.sigma_min"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
