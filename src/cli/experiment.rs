@@ -9,7 +9,6 @@ use elbow::experiments::{
 };
 use elbow::kinematics::{Mismatch, Pose, Region};
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// The experiments.
@@ -27,16 +26,33 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
         ExperimentCommand::Averaging(a) => {
             let cfg = a.config()?;
             cfg.validate()?;
-            let models = a.model.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+            let models =
+                a.model.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
             let given = GivenNets::from_models(models, &cfg.arm)?;
-            let to_train = usize::from(given.mse.is_none()) + usize::from(given.mdn.is_none());
-            if to_train > 0 && !a.json && !a.quiet {
-                // A note on stderr; failing to write it is no reason to fail the run.
-                let note = format!("training {to_train} net(s) of {} steps each (Ctrl-C stops)...", cfg.steps);
-                let _ = writeln!(std::io::stderr(), "{note}");
-            }
+            let to_train = [given.mse.is_none(), given.mdn.is_none()];
+            let n = to_train.iter().filter(|&&t| t).count();
+            let show = !a.json && !a.quiet && n > 0;
+            let bar = super::train::progress_bar(show, n * cfg.steps, format!("training {n} net(s)"));
             let polling = signals::Polling::start();
-            let report = averaging_with(&cfg, given, || !signals::interrupted())?;
+            let mut done_before = 0;
+            let mut last_head = None;
+            let report = averaging_with(&cfg, given, |head, step| {
+                if let Some(bar) = &bar {
+                    if last_head.is_some_and(|h| h != head) {
+                        done_before += cfg.steps;
+                    }
+                    last_head = Some(head);
+                    if step % 50 == 0 || step == cfg.steps {
+                        bar.set_position((done_before + step) as u64);
+                        bar.set_message(head.to_string());
+                    }
+                }
+                !signals::interrupted()
+            });
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let report = report?;
             drop(polling);
             if a.json { print_json(&report)? } else { print_averaging(&report)? }
             Ok(())
@@ -72,7 +88,7 @@ pub(crate) struct AveragingArgs {
     /// `elbow train --out`) instead of training that net; give it once for each head.
     #[arg(long, value_name = "FILE")]
     model: Vec<PathBuf>,
-    /// No progress note on stderr.
+    /// No progress bar on stderr.
     #[arg(long)]
     quiet: bool,
     /// Training region: `annulus` or `sector:FROM,TO` in degrees.

@@ -4,7 +4,9 @@
 use super::{ArmArgs, Failure, count, parse_finite_f32, print_json, signals};
 use clap::Args;
 use elbow::kinematics::{Mismatch, Region};
-use elbow::learned::{AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate};
+use elbow::learned::{
+    AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate,
+};
 use elbow::nn::Activation;
 use std::path::PathBuf;
 
@@ -94,16 +96,16 @@ impl TrainArgs {
     }
 }
 
-/// A progress bar over `steps` training steps, or nothing when `show` is false.
-fn progress_bar(show: bool, steps: usize, head: HeadKind) -> Option<indicatif::ProgressBar> {
+/// A progress bar over `steps` training steps on stderr, or nothing when `show` is false.
+pub(crate) fn progress_bar(show: bool, steps: usize, prefix: String) -> Option<indicatif::ProgressBar> {
     show.then(|| {
         let bar = indicatif::ProgressBar::new(steps as u64);
         if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} steps  loss {msg}  eta {eta}")
+            indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} steps  {msg}  eta {eta}")
         {
             bar.set_style(style.progress_chars("=> "));
         }
-        bar.set_prefix(format!("training {head}"));
+        bar.set_prefix(prefix);
         bar
     })
 }
@@ -128,14 +130,14 @@ pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
     if let Some(path) = &args.out {
         check_out(path, &cfg)?;
     }
-    let bar = progress_bar(!args.quiet && !args.json, cfg.steps, cfg.head);
+    let bar = progress_bar(!args.quiet && !args.json, cfg.steps, format!("training {}", cfg.head));
     let polling = signals::Polling::start();
     let trained = train_and_evaluate(cfg, args.eval_targets, |step, loss| {
         if let Some(bar) = &bar
             && (step % 50 == 0 || step == cfg.steps)
         {
             bar.set_position(step as u64);
-            bar.set_message(format!("{loss:.4}"));
+            bar.set_message(format!("loss {loss:.4}"));
         }
         !signals::interrupted()
     });

@@ -135,15 +135,16 @@ impl GivenNets {
 
 /// Runs the experiment and returns the report (the CLI prints it).
 pub fn averaging(cfg: &AveragingConfig) -> Result<AveragingReport, ExperimentError> {
-    averaging_with(cfg, GivenNets::default(), || true)
+    averaging_with(cfg, GivenNets::default(), |_, _| true)
 }
 
-/// [`averaging`], using the given nets instead of training them, and polling `go_on` during
-/// training (`false` ends the run with a [`crate::learned::TrainError::Cancelled`] error).
+/// [`averaging`], using the given nets instead of training them, and calling
+/// `progress(head, step)` after every training step (`false` ends the run with a
+/// [`crate::learned::TrainError::Cancelled`] error).
 pub fn averaging_with(
     cfg: &AveragingConfig,
     given: GivenNets,
-    mut go_on: impl FnMut() -> bool,
+    mut progress: impl FnMut(HeadKind, usize) -> bool,
 ) -> Result<AveragingReport, ExperimentError> {
     cfg.validate()?;
     let arm = cfg.arm;
@@ -152,7 +153,7 @@ pub fn averaging_with(
         if let Some(m) = given {
             return Ok(m);
         }
-        let (model, report) = train_and_evaluate(cfg.train_config(head), 1, |_, _| go_on())?;
+        let (model, report) = train_and_evaluate(cfg.train_config(head), 1, |step, _| progress(head, step))?;
         train_seconds += report.train_seconds;
         Ok(model)
     };
