@@ -39,10 +39,10 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
         (vec!["solve", "1", "nan"], "not a finite number"),
         (vec!["solve", "1", "1", "--lengths", "1,-2"], "must be > 0"),
         (vec!["train", "--head", "transformer"], "head must be one of"),
-        (vec!["train", "--batch", "0", "--steps", "1"], "batch must be"),
+        (vec!["train", "--batch", "0", "--steps", "1"], "from 1 to 65536"),
         (vec!["train", "--region", "sector:50,10"], "FROM < TO"),
         (vec!["experiment", "degradation", "--noise", "0,-1"], "levels must be"),
-        (vec!["train", "--steps", "100000000", "--out", "/nonexistent-dir/m.json"], "cannot write the model"),
+        (vec!["train", "--steps", "1000000", "--out", "/nonexistent-dir/m.json"], "cannot write the model"),
     ] {
         let (code, _, err) = elbow(&args);
         assert_eq!(code, 2, "{args:?}");

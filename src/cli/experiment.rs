@@ -1,12 +1,15 @@
 //! `elbow experiment averaging|degradation`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
-use super::{ArmArgs, Levels, SignedPair, print_json};
+use super::{ArmArgs, Failure, Levels, SignedPair, count, print_json, signals};
 use clap::{Args, Subcommand};
 use elbow::experiments::{
-    AveragingConfig, AveragingReport, DegradationConfig, DegradationReport, Split, averaging, degradation,
+    AveragingConfig, AveragingReport, DegradationConfig, DegradationReport, GivenNets, Split, averaging_with,
+    degradation,
 };
 use elbow::kinematics::{Mismatch, Pose, Region};
+use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
+use std::path::PathBuf;
 
 /// The experiments.
 #[derive(Debug, Subcommand)]
@@ -18,19 +21,50 @@ pub(crate) enum ExperimentCommand {
 }
 
 /// `elbow experiment ...`.
-pub(crate) fn run(command: &ExperimentCommand) -> Result<(), String> {
+pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
     match command {
         ExperimentCommand::Averaging(a) => {
-            let report = averaging(&a.config()?).map_err(|e| e.to_string())?;
-            if a.json { print_json(&report) } else { print_averaging(&report) }
+            let cfg = a.config()?;
+            cfg.validate()?;
+            let models =
+                a.model.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+            let given = GivenNets::from_models(models, &cfg.arm)?;
+            let to_train = [given.mse.is_none(), given.mdn.is_none()];
+            let n = to_train.iter().filter(|&&t| t).count();
+            let show = !a.json && !a.quiet && n > 0;
+            let bar = super::train::progress_bar(show, n * cfg.steps, format!("training {n} net(s)"));
+            let polling = signals::Polling::start();
+            let mut done_before = 0;
+            let mut last_head = None;
+            let report = averaging_with(&cfg, given, |head, step| {
+                if let Some(bar) = &bar {
+                    if last_head.is_some_and(|h| h != head) {
+                        done_before += cfg.steps;
+                    }
+                    last_head = Some(head);
+                    if step % 50 == 0 || step == cfg.steps {
+                        bar.set_position((done_before + step) as u64);
+                        bar.set_message(head.to_string());
+                    }
+                }
+                !signals::interrupted()
+            });
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let report = report?;
+            drop(polling);
+            if a.json { print_json(&report)? } else { print_averaging(&report)? }
+            Ok(())
         }
         ExperimentCommand::Degradation(a) => {
             let report = degradation(&a.config()?).map_err(|e| e.to_string())?;
             match (a.json, a.csv) {
-                (true, _) => print_json(&report),
-                (_, true) => print_degradation_csv(&report),
-                _ => print_degradation(&report),
+                (true, _) => print_json(&report)?,
+                (_, true) => print_degradation_csv(&report)?,
+                _ => print_degradation(&report)?,
             }
+            Ok(())
         }
     }
 }
@@ -42,12 +76,21 @@ fn averaging_defaults() -> AveragingConfig {
 /// Arguments of `elbow experiment averaging`.
 #[derive(Debug, Args)]
 pub(crate) struct AveragingArgs {
-    /// Training steps for each net.
-    #[arg(long, default_value_t = averaging_defaults().steps)]
+    /// Training steps for each net, 1 to 10000000.
+    #[arg(long, default_value_t = averaging_defaults().steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
     steps: usize,
-    /// Held-out targets.
-    #[arg(long, default_value_t = averaging_defaults().targets)]
+    /// Held-out targets, 1 to 1000000.
+    #[arg(long, default_value_t = averaging_defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
+          allow_hyphen_values = true)]
     targets: usize,
+    /// Use this saved model (an `mse` or `mdn` head trained for the same arm, from
+    /// `elbow train --out`) instead of training that net; give it once for each head.
+    #[arg(long, value_name = "FILE")]
+    model: Vec<PathBuf>,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    quiet: bool,
     /// Training region: `annulus` or `sector:FROM,TO` in degrees.
     #[arg(long, default_value_t = averaging_defaults().region)]
     region: Region,
@@ -86,8 +129,9 @@ pub(crate) struct DegradationArgs {
     /// Backlash levels (dead-zone half-width, radians), comma-separated.
     #[arg(long, default_value_t = Levels(degradation_defaults().backlash))]
     backlash: Levels,
-    /// Held-out (in-distribution) targets per setting.
-    #[arg(long, default_value_t = degradation_defaults().targets)]
+    /// Held-out (in-distribution) targets per setting, 1 to 1000000.
+    #[arg(long, default_value_t = degradation_defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
+          allow_hyphen_values = true)]
     targets: usize,
     /// Out-of-distribution targets per setting, as a fraction of `--targets` (beyond the reach,
     /// and outside the training sector when the region is one).
@@ -99,8 +143,9 @@ pub(crate) struct DegradationArgs {
     /// Joint-servo ticks per target (1: open loop).
     #[arg(long, default_value_t = degradation_defaults().ticks)]
     ticks: usize,
-    /// Training steps of each learned head.
-    #[arg(long, default_value_t = degradation_defaults().train_steps)]
+    /// Training steps of each learned head, 1 to 10000000.
+    #[arg(long, default_value_t = degradation_defaults().train_steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
     train_steps: usize,
     /// Training region of the learned heads: `annulus` or `sector:FROM,TO` in degrees.
     #[arg(long, default_value_t = degradation_defaults().region)]
@@ -148,17 +193,17 @@ impl DegradationArgs {
 }
 
 fn print_averaging(r: &AveragingReport) -> Result<(), String> {
-    println!(
+    outln!(
         "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
         r.targets, r.reach, r.train_seconds
     );
-    println!(
+    outln!(
         "{:<20} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}",
         "pose from", "mean miss", "median", "p95", "% of reach", "Δq to avg", "Δq to branch"
     );
     for row in &r.rows {
         let s = row.fk_miss;
-        println!(
+        outln!(
             "{:<20} {:>11.4} {:>11.4} {:>11.4} {:>10.2}% {:>13.3} {:>13.3}",
             row.name,
             s.mean,
@@ -169,7 +214,7 @@ fn print_averaging(r: &AveragingReport) -> Result<(), String> {
             row.mean_distance_to_nearest_branch
         );
     }
-    println!(
+    outln!(
         "seed target (1.0, 0.8): {}",
         r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", ")
     );
@@ -184,9 +229,9 @@ fn split_key(split: Split) -> &'static str {
 }
 
 fn print_degradation_csv(r: &DegradationReport) -> Result<(), String> {
-    println!("solver,split,noise,backlash,mean_error,median_error,p95_error,reported,missed,silent,interventions");
+    outln!("solver,split,noise,backlash,mean_error,median_error,p95_error,reported,missed,silent,interventions");
     for c in &r.cells {
-        println!(
+        outln!(
             "{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{}",
             c.solver,
             split_key(c.split),
@@ -205,11 +250,11 @@ fn print_degradation_csv(r: &DegradationReport) -> Result<(), String> {
 }
 
 fn print_degradation(r: &DegradationReport) -> Result<(), String> {
-    println!(
+    outln!(
         "Degradation on the simulated real arm: {} held-out + {} out-of-distribution targets per setting, miss = error > {} m",
         r.targets.0, r.targets.1, r.tolerance
     );
-    println!("(heads trained in {:.1} s; evaluation took {:.2} s)", r.train_seconds, r.eval_seconds);
+    outln!("(heads trained in {:.1} s; evaluation took {:.2} s)", r.train_seconds, r.eval_seconds);
     let mut last = None;
     for c in &r.cells {
         let key = (c.split, c.noise.to_bits(), c.backlash.to_bits());
@@ -219,13 +264,13 @@ fn print_degradation(r: &DegradationReport) -> Result<(), String> {
                 Split::In => "held-out targets",
                 Split::Ood => "OUT-OF-DISTRIBUTION targets",
             };
-            println!("\n{split}, noise {} rad, backlash {} rad", c.noise, c.backlash);
-            println!(
+            outln!("\n{split}, noise {} rad, backlash {} rad", c.noise, c.backlash);
+            outln!(
                 "  {:<20} {:>10} {:>10} {:>10} {:>10} {:>9} {:>14}",
                 "solver", "mean m", "p95 m", "reported", "missed", "SILENT", "interventions"
             );
         }
-        println!(
+        outln!(
             "  {:<20} {:>10.4} {:>10.4} {:>9.1}% {:>9.1}% {:>8.1}% {:>14}",
             c.solver.key(),
             c.error.mean,
@@ -236,9 +281,9 @@ fn print_degradation(r: &DegradationReport) -> Result<(), String> {
             c.envelope.map_or("-".to_string(), |l| l.interventions().to_string())
         );
     }
-    println!("\nThe claims, in numbers:");
+    outln!("\nThe claims, in numbers:");
     for line in r.claims() {
-        println!("  {line}");
+        outln!("  {line}");
     }
     Ok(())
 }
