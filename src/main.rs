@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Some(command) => match cli::run(&command) {
             Ok(()) => ExitCode::SUCCESS,
             Err(failure) => {
-                eprintln!("error: {}", failure.message);
+                report(&failure.message);
                 ExitCode::from(failure.code)
             }
         },
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
 #[cfg(feature = "app")]
 fn run_app() -> ExitCode {
     if let Err(message) = cli::preflight::check() {
-        eprintln!("error: {message}");
+        report(&message);
         return ExitCode::from(2);
     }
     let default_hook = std::panic::take_hook();
@@ -40,7 +40,7 @@ fn run_app() -> ExitCode {
             .unwrap_or_default();
         match cli::preflight::gpu_panic_message(&text) {
             Some(message) => {
-                eprintln!("error: {message}");
+                report(&message);
                 std::process::exit(2);
             }
             None => default_hook(info),
@@ -51,8 +51,15 @@ fn run_app() -> ExitCode {
 
 #[cfg(not(feature = "app"))]
 fn run_app() -> ExitCode {
-    eprintln!("this build has no desktop app (built without the `app` feature); see `elbow --help`");
+    report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
+}
+
+/// Writes `error: MESSAGE` to stderr; if even stderr cannot be written (`2> /dev/full`), the
+/// exit code still tells (`eprintln!` would panic).
+fn report(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: {message}");
 }
 
 /// Lets `elbow ... | head` end quietly, as command-line tools do, instead of panicking on a

@@ -148,6 +148,10 @@ fn write_errors_on_stdout_are_errors() {
             assert!(err.contains("standard output") && !err.contains("panicked"), "{args} {redirect}: {err}");
         }
     }
+    // Even with stderr full too, the exit code tells, and nothing panics.
+    for args in ["solve 1 1", "solve 1 nan", "train --steps 0"] {
+        assert_eq!(elbow_sh(args, "> /dev/full 2> /dev/full").0, 2, "{args}");
+    }
     // Redirecting to /dev/null is fine.
     assert_eq!(elbow_sh("solve 1 1", "> /dev/null").0, 0);
 }

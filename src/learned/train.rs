@@ -119,8 +119,10 @@ pub enum TrainError {
     /// The run would need more memory or work than allowed; refused before anything is
     /// allocated.
     #[error(
-        "this run would need about {estimate:.3e} {unit} (the limit is {limit:.3e} {unit}); use fewer \
-         steps, a smaller batch, fewer or narrower hidden layers, or less data"
+        "this run would need about {} (the limit is {}); use fewer steps, a smaller batch, fewer or \
+         narrower hidden layers, or less data",
+        amount(unit, *estimate),
+        amount(unit, *limit)
     )]
     TooLarge {
         /// `bytes of memory` or `FLOP of work`.
@@ -146,6 +148,15 @@ pub enum TrainError {
         /// Steps configured.
         steps: usize,
     },
+}
+
+/// An estimate in readable units: GiB for memory, FLOP in scientific notation for work.
+fn amount(unit: &str, value: f64) -> String {
+    if unit.contains("bytes") {
+        format!("{:.2} GiB of memory", value / (1024.0 * 1024.0 * 1024.0))
+    } else {
+        format!("{value:.2e} {unit}")
+    }
 }
 
 /// `Err(OutOfRange)` unless `lo <= value <= hi`.
