@@ -98,7 +98,7 @@ fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
         (vec!["atlas", "--solver", "nope", "--out", "a.png"], "solver must be one of"),
         (vec!["atlas", "--layer", "nope", "--out", "a.png"], "layer must be one of"),
         (vec!["atlas", "--out", "a.jpg"], ".png or .svg"),
-        (vec!["atlas", "--out", "/no/such/dir/a.png"], "does not exist"),
+        (vec!["atlas", "--out", "/no/such/dir/a.png"], "No such file"),
         (vec!["atlas", "--resolution", "0", "--out", "a.png"], "resolution"),
         (vec!["atlas", "--noise", "nan", "--out", "a.png"], "noise"),
     ] {
