@@ -80,9 +80,11 @@ pub struct BenchReport {
     pub mdn_seconds_to_target: Option<f64>,
     /// Cells per side of the timed atlas.
     pub atlas_resolution: usize,
-    /// Wall time of a whole MDN atlas on one thread (every layer, including the four
-    /// silent-failure samples per cell), ms.
+    /// Wall time of an MDN atlas on one thread (miss, branch, confidence and envelope layers),
+    /// ms.
     pub atlas_mdn_ms: f64,
+    /// The same with the silent layer too (four noise samples per cell), ms.
+    pub atlas_mdn_silent_ms: f64,
     /// The same on every thread of rayon's pool, ms.
     pub atlas_mdn_parallel_ms: f64,
     /// Threads in rayon's pool.
@@ -265,7 +267,8 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
             200_000,
         );
     // The workspace atlas the app draws: every layer of a 256 x 256 grid.
-    let atlas_cfg = crate::atlas::AtlasConfig { resolution: side, ..Default::default() };
+    let atlas_cfg = crate::atlas::AtlasConfig { resolution: side, samples: 0, ..Default::default() };
+    let silent_cfg = crate::atlas::AtlasConfig { resolution: side, ..Default::default() };
     let mut models = crate::lineup::Table::default();
     models[HeadKind::Mdn] = Some(&mdn);
     let lineup = crate::lineup::Lineup::new(arm, models);
@@ -279,10 +282,16 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let atlas_mdn_ms = one_thread.install(|| atlas_ms(mdn_id));
     let atlas_analytic_ms = one_thread.install(|| atlas_ms(crate::SolverId::Analytic));
     let atlas_mdn_parallel_ms = atlas_ms(mdn_id);
+    let atlas_mdn_silent_ms = one_thread.install(|| {
+        median_ms(5, || {
+            black_box(crate::atlas::compute(&lineup, mdn_id, &silent_cfg).expect("the default atlas is valid"));
+        })
+    });
     Ok(BenchReport {
         atlas_resolution: side,
         atlas_mdn_ms,
         atlas_mdn_parallel_ms,
+        atlas_mdn_silent_ms,
         atlas_threads: rayon::current_num_threads(),
         atlas_analytic_ms,
         analytic_ns,

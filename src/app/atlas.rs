@@ -6,7 +6,7 @@
 use super::AppSet;
 use super::state::{AtlasView, Background, Driver, Models, Nominal, PlantSettings};
 use bevy::prelude::*;
-use elbow::atlas::{Atlas, AtlasConfig, compute};
+use elbow::atlas::{Atlas, AtlasConfig, Layer, compute};
 use elbow::{HeadKind, LearnedModel, Lineup, Table};
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,6 +31,8 @@ pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
         noise: s.noise_std,
         backlash: s.backlash,
         mismatch: s.mismatch(),
+        // The noise samples cost as much as the rest of the map: only for the silent layer.
+        samples: if view.layer == Layer::Silent { AtlasConfig::default().samples } else { 0 },
         ..AtlasConfig::default()
     }
 }
@@ -56,7 +58,10 @@ fn schedule(
         }
     }
     let solver = view.mapped(driver.0);
-    let shows_other = view.latest.as_ref().is_some_and(|a| a.solver != solver || a.resolution != view.cells_per_side());
+    let wants_silent = view.layer == Layer::Silent;
+    let shows_other = view.latest.as_ref().is_some_and(|a| {
+        a.solver != solver || a.resolution != view.cells_per_side() || (wants_silent && a.samples == 0)
+    });
     let touched =
         models.is_changed() || plant.is_changed() || nominal.is_changed() || driver.is_changed() || view.is_changed();
     if touched && (view.latest.is_none() || shows_other || models.is_changed() || plant.is_changed()) {

@@ -237,6 +237,8 @@ pub struct Atlas {
     pub half_width: f64,
     /// Cells row by row, bottom row (most negative y) first, each row left to right.
     pub cells: Vec<AtlasCell>,
+    /// Noise samples per cell behind the silent layer (0: the silent layer was not computed).
+    pub samples: usize,
     /// `None` when computed; otherwise why the solver has no map (an untrained head).
     pub missing: Option<String>,
 }
@@ -391,7 +393,7 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
         Some(rows) => (rows.into_iter().flatten().collect(), None),
         None => (Vec::new(), Some(format!("{} has no model yet", solver.name()))),
     };
-    Ok(Atlas { solver, resolution: n, half_width, cells, missing })
+    Ok(Atlas { solver, resolution: n, half_width, cells, samples: cfg.samples, missing })
 }
 
 #[cfg(test)]
