@@ -1,13 +1,27 @@
 //! The safety envelope: the learned part proposes, the classical part disposes.
 //!
-//! A proposal is accepted only if it is finite, inside the joint limits, moves no joint more than
-//! [`EnvelopeConfig::max_joint_step`] from the current pose, and its forward kinematics on the
-//! nominal model lands within [`EnvelopeConfig::max_fk_miss`] of the target. Anything else falls
-//! back to the classical solver, and the reason is returned so that every intervention is counted.
+//! Every check is analytic and runs on the nominal model; a rejected proposal falls back to the
+//! classical solver, and the reason is returned so that every intervention is counted. What is
+//! checked depends on what the head proposes ([`Fit`]):
+//!
+//! - a pose head (MSE, MDN, mode) proposes joint angles: the proposal must be finite, inside the
+//!   joint limits (only when the arm has any), move no joint further than the joint-speed limit
+//!   allows in one control period ([`EnvelopeConfig::max_joint_step`]), and its forward kinematics
+//!   must land within [`EnvelopeConfig::max_fk_miss`] of the target;
+//! - the residual hybrid proposes the analytic answer plus a learned correction, which is *meant*
+//!   to miss on the nominal model (it corrects for the real arm), so an FK check on the nominal
+//!   model would reject every proposal. Instead it gets a trust region: the target must be
+//!   reachable and inside the region the correction was trained on, and the correction (the
+//!   distance to the nearest analytic branch) at most [`EnvelopeConfig::max_correction`].
+//!   Outside the trust region it falls back to the analytic answer.
+//!
+//! [`Envelope::active_checks`] lists the checks that can fire for an arm and a head, so a panel
+//! shows only counters that can move.
 
-use crate::analytic::{AnalyticSolver, BranchChoice};
+use crate::analytic::{AnalyticSolver, BranchChoice, solve_branches};
 use crate::iterative::DlsSolver;
-use crate::kinematics::{Point2, Pose, TwoLinkArm};
+use crate::kinematics::{Point2, Pose, Region, TwoLinkArm};
+use crate::learned::HeadKind;
 use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
 
@@ -23,18 +37,45 @@ pub enum Fallback {
 /// Tuning of the envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EnvelopeConfig {
-    /// Largest accepted FK miss on the nominal model, metres.
+    /// Largest accepted FK miss on the nominal model, metres (pose heads).
     pub max_fk_miss: f64,
-    /// Largest accepted change of any joint from the current pose, radians.
-    pub max_joint_step: f64,
+    /// Fastest a joint may turn, radians per second.
+    pub max_joint_speed: f64,
+    /// Time between two proposals, seconds: a proposal may move each joint at most
+    /// `max_joint_speed * control_period` from the current pose.
+    pub control_period: f64,
+    /// Trust region of the residual hybrid: the largest accepted learned correction on either
+    /// joint, radians.
+    pub max_correction: f64,
     /// Who answers instead of a rejected proposal.
     pub fallback: Fallback,
 }
 
 impl EnvelopeConfig {
-    /// Defaults for `arm`: 1% of the reach, half a turn per step, analytic fallback.
+    /// Default joint-speed limit, radians per second.
+    pub const DEFAULT_MAX_JOINT_SPEED: f64 = 2.5;
+    /// Default control period, seconds: the experiments send the arm one new target a second.
+    pub const DEFAULT_CONTROL_PERIOD: f64 = 1.0;
+    /// Default trust region of residual corrections, radians.
+    pub const DEFAULT_MAX_CORRECTION: f64 = 0.2;
+
+    /// Defaults for `arm`: an FK tolerance of 1% of the reach, 2.5 rad/s over a 1 s control
+    /// period (a 2.5 rad joint step), corrections up to 0.2 rad, analytic fallback.
     pub fn for_arm(arm: &TwoLinkArm) -> Self {
-        Self { max_fk_miss: 0.01 * arm.reach(), max_joint_step: std::f64::consts::PI, fallback: Fallback::Analytic }
+        Self {
+            max_fk_miss: 0.01 * arm.reach(),
+            max_joint_speed: Self::DEFAULT_MAX_JOINT_SPEED,
+            control_period: Self::DEFAULT_CONTROL_PERIOD,
+            max_correction: Self::DEFAULT_MAX_CORRECTION,
+            fallback: Fallback::Analytic,
+        }
+    }
+
+    /// The largest accepted change of any joint in one proposal, radians: speed times period
+    /// (infinite when either is not a finite positive number, which switches the check off).
+    pub fn max_joint_step(&self) -> f64 {
+        let step = self.max_joint_speed * self.control_period;
+        if step.is_finite() && step > 0.0 { step } else { f64::INFINITY }
     }
 }
 
@@ -45,15 +86,27 @@ pub enum Reason {
     NonFinite,
     /// Outside the joint limits.
     JointLimit,
-    /// Moves a joint further than the per-step limit.
+    /// Moves a joint further than the joint-speed limit allows in one control period.
     JointStep,
+    /// Residual hybrid: the target is unreachable or outside the region the correction was
+    /// trained on, or the correction is larger than the trust region allows.
+    TrustRegion,
     /// Its tip misses the target by more than the tolerance.
     FkMiss,
 }
 
 impl Reason {
+    /// The number of reasons.
+    pub const COUNT: usize = 5;
+
     /// Every reason, in the order checks run.
-    pub const ALL: [Reason; 4] = [Reason::NonFinite, Reason::JointLimit, Reason::JointStep, Reason::FkMiss];
+    pub const ALL: [Reason; Self::COUNT] =
+        [Reason::NonFinite, Reason::JointLimit, Reason::JointStep, Reason::TrustRegion, Reason::FkMiss];
+
+    /// Position in [`Reason::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
 
     /// A short label.
     pub fn label(self) -> &'static str {
@@ -61,8 +114,40 @@ impl Reason {
             Reason::NonFinite => "non-finite",
             Reason::JointLimit => "joint limit",
             Reason::JointStep => "joint step",
+            Reason::TrustRegion => "trust region",
             Reason::FkMiss => "FK miss",
         }
+    }
+
+    /// A key for CSV columns and JSON (`joint-step`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Reason::NonFinite => "non-finite",
+            Reason::JointLimit => "joint-limit",
+            Reason::JointStep => "joint-step",
+            Reason::TrustRegion => "trust-region",
+            Reason::FkMiss => "fk-miss",
+        }
+    }
+}
+
+/// What a head proposes, which decides what the envelope checks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Fit {
+    /// Joint angles meant to reach the target on the nominal model: checked by FK.
+    Pose,
+    /// The analytic answer plus a learned correction for the real arm: checked by a trust
+    /// region (reachable, inside `region`, a bounded correction).
+    Correction {
+        /// Where the correction was trained (outside it, the correction extrapolates).
+        region: Region,
+    },
+}
+
+impl Fit {
+    /// The fit of `head`, trained on `region`.
+    pub fn of(head: HeadKind, region: Region) -> Self {
+        if head.fits_real_arm() { Fit::Correction { region } } else { Fit::Pose }
     }
 }
 
@@ -83,7 +168,7 @@ pub struct InterventionLog {
     /// Proposals accepted.
     pub accepted: u64,
     /// Rejections per [`Reason`], in [`Reason::ALL`] order.
-    pub rejected: [u64; 4],
+    pub rejected: [u64; Reason::COUNT],
 }
 
 impl InterventionLog {
@@ -91,7 +176,7 @@ impl InterventionLog {
     pub fn record(&mut self, intervention: Option<Reason>) {
         match intervention {
             None => self.accepted += 1,
-            Some(r) => self.rejected[Reason::ALL.iter().position(|&x| x == r).unwrap_or(0)] += 1,
+            Some(r) => self.rejected[r.index()] += 1,
         }
     }
 
@@ -102,7 +187,13 @@ impl InterventionLog {
 
     /// Rejections for one reason.
     pub fn count(&self, reason: Reason) -> u64 {
-        self.rejected[Reason::ALL.iter().position(|&x| x == reason).unwrap_or(0)]
+        self.rejected[reason.index()]
+    }
+
+    /// Fraction of decisions that accepted the proposal (0 when there were none).
+    pub fn acceptance(&self) -> f64 {
+        let n = self.accepted + self.interventions();
+        if n == 0 { 0.0 } else { self.accepted as f64 / n as f64 }
     }
 
     /// Adds another log's counts to this one.
@@ -124,6 +215,26 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// The checks that can fire for `head` on this arm, in the order they run: the joint-limit
+    /// check only when a joint is limited, the joint-step check only when the step is below half
+    /// a turn (a wrapped joint distance never exceeds it), the trust region for the residual
+    /// hybrid and the FK check for the pose heads.
+    pub fn active_checks(&self, head: HeadKind) -> Vec<Reason> {
+        let limited = self.arm.limits().iter().any(|l| !l.is_full_turn());
+        let stepped = self.config.max_joint_step() < std::f64::consts::PI;
+        let correction = head.fits_real_arm();
+        Reason::ALL
+            .into_iter()
+            .filter(|r| match r {
+                Reason::NonFinite => true,
+                Reason::JointLimit => limited,
+                Reason::JointStep => stepped,
+                Reason::TrustRegion => correction,
+                Reason::FkMiss => !correction,
+            })
+            .collect()
+    }
+
     /// The classical answer used when a proposal is rejected.
     pub fn fallback(&self, target: Point2, seed: Pose) -> Solution {
         match self.config.fallback {
@@ -132,8 +243,25 @@ impl Envelope {
         }
     }
 
-    /// Decides on `proposal` for `target`, the arm being at `seed`.
+    /// Decides on the pose `proposal` for `target`, the arm being at `seed`
+    /// ([`Envelope::review_as`] with [`Fit::Pose`]).
     pub fn review(&self, proposal: Solution, target: Point2, seed: Pose) -> Vetted {
+        self.review_as(Fit::Pose, proposal, target, seed)
+    }
+
+    /// True when a residual proposal lies inside the trust region: reachable target inside the
+    /// trained region, correction at most [`EnvelopeConfig::max_correction`].
+    fn in_trust_region(&self, region: Region, pose: Pose, target: Point2) -> bool {
+        if !(self.arm.is_reachable(target) && region.contains_bearing(target)) {
+            return false;
+        }
+        let b = solve_branches(&self.arm, target);
+        let correction = pose.max_joint_distance(b.up).min(pose.max_joint_distance(b.down));
+        b.unreachable.is_none() && correction <= self.config.max_correction
+    }
+
+    /// Decides on `proposal` from a head of kind `fit` for `target`, the arm being at `seed`.
+    pub fn review_as(&self, fit: Fit, proposal: Solution, target: Point2, seed: Pose) -> Vetted {
         let pose = proposal.pose;
         let proposal_miss = if pose.is_finite() { self.arm.miss(pose, target) } else { f64::INFINITY };
         let seed = crate::solver::sane_seed(seed);
@@ -141,16 +269,21 @@ impl Envelope {
             Some(Reason::NonFinite)
         } else if !self.arm.within_limits(pose) {
             Some(Reason::JointLimit)
-        } else if pose.max_joint_distance(seed) > self.config.max_joint_step {
+        } else if pose.max_joint_distance(seed) > self.config.max_joint_step() {
             Some(Reason::JointStep)
-        } else if proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss {
-            Some(Reason::FkMiss)
         } else {
-            None
+            match fit {
+                Fit::Correction { region } => (!self.in_trust_region(region, pose, target)).then_some(Reason::TrustRegion),
+                Fit::Pose => {
+                    (proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss).then_some(Reason::FkMiss)
+                }
+            }
         };
-        let solution = match reason {
-            None => Solution { status: SolveStatus::Converged, residual: Some(proposal_miss), ..proposal },
-            Some(_) => self.fallback(target, seed),
+        let solution = match (reason, fit) {
+            (None, Fit::Pose) => Solution { status: SolveStatus::Converged, residual: Some(proposal_miss), ..proposal },
+            // A correction is checked, not verified on the nominal model: it stays as it is.
+            (None, Fit::Correction { .. }) => proposal,
+            (Some(_), _) => self.fallback(target, seed),
         };
         Vetted { solution, intervention: reason, proposal_miss }
     }
@@ -223,7 +356,7 @@ mod tests {
         let arm = TwoLinkArm::default()
             .with_limits(JointLimits::FULL, JointLimits::new(-3.0, 3.0, "elbow").unwrap())
             .unwrap();
-        let cfg = EnvelopeConfig { max_joint_step: 1.0, ..EnvelopeConfig::for_arm(&arm) };
+        let cfg = EnvelopeConfig { control_period: 0.4, ..EnvelopeConfig::for_arm(&arm) };
         let target = Point2::new(1.0, 0.8);
         let seed = crate::solve_branches(&arm, target).down;
         let cases = [
@@ -259,5 +392,48 @@ mod tests {
             EnvelopeConfig { fallback: Fallback::Iterative, ..EnvelopeConfig::for_arm(&arm) },
         );
         assert!(dls.solve(Point2::new(0.0, -3.0), Pose::default()).status.is_reported_failure());
+    }
+
+    #[test]
+    fn default_checks_can_fire_and_the_joint_step_check_does() {
+        let arm = TwoLinkArm::default();
+        let env = Envelope { arm, config: EnvelopeConfig::for_arm(&arm) };
+        assert!(env.config.max_joint_step() < std::f64::consts::PI, "a wrapped distance can exceed the step");
+        assert_eq!(env.active_checks(HeadKind::Mdn), [Reason::NonFinite, Reason::JointStep, Reason::FkMiss]);
+        assert_eq!(env.active_checks(HeadKind::Residual), [Reason::NonFinite, Reason::JointStep, Reason::TrustRegion]);
+        let limited = arm.with_limits(JointLimits::FULL, JointLimits::new(0.0, 3.0, "elbow").unwrap()).unwrap();
+        let off = EnvelopeConfig { max_joint_speed: f64::INFINITY, ..EnvelopeConfig::for_arm(&arm) };
+        let env2 = Envelope { arm: limited, config: off };
+        assert_eq!(env2.active_checks(HeadKind::Mse), [Reason::NonFinite, Reason::JointLimit, Reason::FkMiss]);
+        // Built to trigger: the arm is at one branch, the proposal is the other, half a turn away.
+        let target = Point2::new(0.3, 0.2);
+        let b = crate::solve_branches(&arm, target);
+        let other = Solution { pose: b.up, status: SolveStatus::Unverified, residual: None, iterations: 0 };
+        let v = env.review(other, target, b.down);
+        assert!(b.up.max_joint_distance(b.down) > env.config.max_joint_step());
+        assert_eq!(v.intervention, Some(Reason::JointStep));
+        assert!(v.solution.pose.max_joint_distance(b.down) < 1e-9, "falls back to the nearest branch");
+    }
+
+    #[test]
+    fn the_trust_region_accepts_small_corrections_and_falls_back_outside() {
+        let arm = TwoLinkArm::default();
+        let env = Envelope { arm, config: EnvelopeConfig::for_arm(&arm) };
+        let fit = Fit::of(HeadKind::Residual, Region::Sector { from: -1.0, to: 1.0 });
+        let target = Point2::new(1.2, 0.3);
+        let b = crate::solve_branches(&arm, target);
+        let with = |d: f64| Solution { pose: b.down + Pose::new(d, -d), status: SolveStatus::Unverified, residual: None, iterations: 0 };
+        let small = env.review_as(fit, with(0.05), target, b.down);
+        assert_eq!(small.intervention, None);
+        assert_eq!(small.solution.pose, with(0.05).pose, "the correction goes through");
+        assert!(env.review(with(0.05), target, b.down).intervention == Some(Reason::FkMiss), "FK would reject it");
+        assert_eq!(env.review_as(fit, with(0.3), target, b.down).intervention, Some(Reason::TrustRegion));
+        let behind = Point2::new(-1.2, 0.3);
+        let bb = crate::solve_branches(&arm, behind);
+        let p = Solution { pose: bb.down, status: SolveStatus::Unverified, residual: None, iterations: 0 };
+        assert_eq!(env.review_as(fit, p, behind, bb.down).intervention, Some(Reason::TrustRegion), "outside the sector");
+        let far = env.review_as(fit, with(0.0), Point2::new(3.0, 0.0), b.down);
+        assert_eq!(far.intervention, Some(Reason::TrustRegion));
+        assert!(far.solution.status.is_reported_failure(), "the fallback reports the unreachable target");
     }
 }

@@ -6,6 +6,7 @@
 
 mod bench;
 mod experiment;
+mod plot;
 mod solve;
 mod train;
 
