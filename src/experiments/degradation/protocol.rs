@@ -4,7 +4,10 @@
 //! **Honest reporting.** A classical pipeline (analytic, DLS) may use what it can measure: its
 //! own residual (its status) and, in the plant protocol, the encoders after the move: it reads
 //! them once more and reports a failure when the FK of the measured joints on the nominal model
-//! misses the *sensed* target by more than the tolerance. A bare learned head reports nothing
+//! misses the *sensed* target by more than the tolerance. (An accepted residual proposal aims,
+//! on the nominal model, at the FK of its own setpoint, not at the target: it corrects for the
+//! real arm. Its check compares with that aim, or it would flag every correction it was trained
+//! to make.) A bare learned head reports nothing
 //! (the residual hybrid passes on the analytic solver's "unreachable"). An enveloped head reports
 //! what the envelope's checks catch: the fallback's status, and the same post-move check, since
 //! the envelope is the classical part. What no sensor can see (model mismatch under perfect
@@ -23,7 +26,7 @@
 //! solver's status.
 
 use super::channels::Setting;
-use crate::envelope::InterventionLog;
+use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Family, Lineup, Pipeline};
 use crate::plant::{Plant, PlantConfig};
@@ -105,7 +108,11 @@ pub fn plant_run(
         }
         // Every pipeline reads the encoders once more, so all share one noise stream.
         let after = plant.measure();
-        let moved_wrong = check && lineup.arm.miss(after, seen) > tolerance;
+        let aim = match (answer.verdict, lineup.fit(pipeline.solver)) {
+            (Some(None), Fit::Correction { .. }) => lineup.arm.tip(setpoint),
+            _ => seen,
+        };
+        let moved_wrong = check && lineup.arm.miss(after, aim) > tolerance;
         out.errors.push((plant.tip() - target).norm());
         out.reported.push(answer.solution.status.is_reported_failure() || moved_wrong);
     }
