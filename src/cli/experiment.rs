@@ -17,7 +17,7 @@ pub(crate) enum ExperimentCommand {
     /// The gap to reality: every solver under each perturbation channel (encoder, actuator,
     /// backlash, target, mismatch, combined; OOD targets), honest vs silent failures, the exercise
     /// protocol beside the closed-loop plant.
-    Degradation(DegradationArgs),
+    Degradation(Box<DegradationArgs>),
 }
 
 /// `elbow experiment ...`.

@@ -135,7 +135,7 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
 
     // 2. Honest: the analytic pipeline reports (almost) every miss it makes.
     let honest = |name: String, c: &Cell| {
-        let judged = (c.missed >= 0.01).then(|| c.silent <= 0.1 * c.missed);
+        let judged = (c.missed >= 0.01).then_some(c.silent <= 0.1 * c.missed);
         let numbers = format!(
             "missed {:.1}%, reported {:.1}%, silent {:.1}%, false alarms {:.1}%",
             100.0 * c.missed,
