@@ -82,9 +82,11 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     let dir = std::env::temp_dir().join(format!("elbow-gap-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let model = dir.join("mdn.json");
-    let (code, _, err) = elbow(&["train", "--head", "mdn", "--steps", "30", "--quiet", "--out", model.to_str().unwrap()]);
+    let (code, _, err) =
+        elbow(&["train", "--head", "mdn", "--steps", "30", "--quiet", "--out", model.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    let small = ["experiment", "degradation", "--targets", "40", "--train-steps", "20", "--model", model.to_str().unwrap()];
+    let small =
+        ["experiment", "degradation", "--targets", "40", "--train-steps", "20", "--model", model.to_str().unwrap()];
     for name in ["gap.svg", "gap.png"] {
         let path = dir.join(name);
         let mut args = small.to_vec();
@@ -103,7 +105,9 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     }
     let (code, out, _) = elbow(&[&small[..], &["--csv", "--protocol", "exercise"]].concat());
     assert_eq!(code, 0);
-    assert!(out.starts_with("protocol,solver,channel,level,split") && out.contains("exercise,envelope(residual),actuator"));
+    assert!(
+        out.starts_with("protocol,solver,channel,level,split") && out.contains("exercise,envelope(residual),actuator")
+    );
     for (extra, needle) in [
         (vec!["--plot", "gap.pdf"], "must end in .svg or .png"),
         (vec!["--plot", "/nonexistent-dir/gap.svg"], "cannot write there"),
@@ -113,7 +117,11 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         (vec!["--ticks", "0"], "ticks must be in"),
     ] {
         // A case that sets `--targets` replaces the small run's.
-        let base: Vec<&str> = small.iter().copied().filter(|a| !(extra.contains(&"--targets") && (*a == "--targets" || *a == "40"))).collect();
+        let base: Vec<&str> = small
+            .iter()
+            .copied()
+            .filter(|a| !(extra.contains(&"--targets") && (*a == "--targets" || *a == "40")))
+            .collect();
         let (code, _, err) = elbow(&[&base[..], &extra[..]].concat());
         assert_eq!(code, 2, "{extra:?}: {err}");
         assert!(err.contains(needle), "{extra:?}: {err}");

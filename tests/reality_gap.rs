@@ -38,7 +38,14 @@ fn report() -> &'static DegradationReport {
     R.get_or_init(|| degradation(&args()).unwrap())
 }
 
-fn cell<'a>(r: &'a DegradationReport, protocol: Protocol, solver: &str, ch: Channel, level: f64, split: Split) -> &'a Cell {
+fn cell<'a>(
+    r: &'a DegradationReport,
+    protocol: Protocol,
+    solver: &str,
+    ch: Channel,
+    level: f64,
+    split: Split,
+) -> &'a Cell {
     r.cell(protocol, p(solver), ch, level, split)
         .unwrap_or_else(|| panic!("no cell {protocol} {solver} {ch:?} {level} {split:?}"))
 }
@@ -50,8 +57,13 @@ fn plant<'a>(r: &'a DegradationReport, solver: &str, ch: Channel, level: f64, sp
 #[test]
 fn analytic_degrades_gracefully_with_noise_in_both_protocols() {
     let r = report();
-    for (protocol, ch) in [(Protocol::Plant, Channel::Encoder), (Protocol::Plant, Channel::Actuator), (Protocol::Exercise, Channel::Actuator)] {
-        let e: Vec<f64> = [0.0, 0.02, 0.06].iter().map(|&n| cell(r, protocol, "analytic", ch, n, IN).error.mean).collect();
+    for (protocol, ch) in [
+        (Protocol::Plant, Channel::Encoder),
+        (Protocol::Plant, Channel::Actuator),
+        (Protocol::Exercise, Channel::Actuator),
+    ] {
+        let e: Vec<f64> =
+            [0.0, 0.02, 0.06].iter().map(|&n| cell(r, protocol, "analytic", ch, n, IN).error.mean).collect();
         assert!(e[0] < e[1] && e[1] < e[2], "{protocol} {ch:?}: error should grow with noise: {e:?}");
         // Roughly proportional: tripling the noise does not multiply the added error by more than 6.
         assert!(e[2] - e[0] < 6.0 * (e[1] - e[0]), "{protocol} {ch:?}: {e:?}");
@@ -156,7 +168,10 @@ fn enveloped_residual_runs_in_distribution_and_falls_back_outside() {
     let analytic = plant(r, "analytic", Channel::Mismatch, 1.0, IN).error.mean;
     let residual = plant(r, "envelope(residual)", Channel::Mismatch, 1.0, IN).error.mean;
     assert!(residual * 2.0 < analytic, "enveloped residual {residual} vs analytic {analytic}");
-    let (a, e) = (plant(r, "analytic", Channel::Mismatch, 1.0, BEYOND), plant(r, "envelope(residual)", Channel::Mismatch, 1.0, BEYOND));
+    let (a, e) = (
+        plant(r, "analytic", Channel::Mismatch, 1.0, BEYOND),
+        plant(r, "envelope(residual)", Channel::Mismatch, 1.0, BEYOND),
+    );
     assert_eq!(a.error.mean, e.error.mean, "outside the trust region it is exactly the classical answer");
 }
 
@@ -164,10 +179,20 @@ fn enveloped_residual_runs_in_distribution_and_falls_back_outside() {
 fn the_joint_step_check_fires_when_the_period_is_short() {
     let cfg = DegradationConfig {
         protocol: Protocol::Plant,
-        levels: ChannelLevels { encoder: vec![0.0], actuator: vec![0.0], backlash: vec![0.0], target: vec![0.0], mismatch: vec![0.0], combined: vec![0.0] },
+        levels: ChannelLevels {
+            encoder: vec![0.0],
+            actuator: vec![0.0],
+            backlash: vec![0.0],
+            target: vec![0.0],
+            mismatch: vec![0.0],
+            combined: vec![0.0],
+        },
         targets: 200,
         train_steps: 200,
-        envelope: elbow::EnvelopeConfig { control_period: 0.1, ..elbow::EnvelopeConfig::for_arm(&TwoLinkArm::default()) },
+        envelope: elbow::EnvelopeConfig {
+            control_period: 0.1,
+            ..elbow::EnvelopeConfig::for_arm(&TwoLinkArm::default())
+        },
         ..args()
     };
     let r = degradation(&cfg).unwrap();
@@ -175,7 +200,8 @@ fn the_joint_step_check_fires_when_the_period_is_short() {
         let log = plant(&r, &format!("envelope({head})"), Channel::Encoder, 0.0, IN).envelope.unwrap();
         assert!(log.count(Reason::JointStep) > 100, "{head}: random targets 0.25 rad steps apart: {log:?}");
     }
-    let rate = |log: elbow::InterventionLog| log.count(Reason::JointStep) as f64 / (log.accepted + log.interventions()) as f64;
+    let rate =
+        |log: elbow::InterventionLog| log.count(Reason::JointStep) as f64 / (log.accepted + log.interventions()) as f64;
     let short = rate(plant(&r, "envelope(mdn)", Channel::Encoder, 0.0, IN).envelope.unwrap());
     let default = rate(plant(report(), "envelope(mdn)", Channel::Encoder, 0.0, IN).envelope.unwrap());
     assert!(default < short, "a longer period allows larger steps: {default} vs {short}");
@@ -183,7 +209,15 @@ fn the_joint_step_check_fires_when_the_period_is_short() {
 
 #[test]
 fn backlash_hurts_an_open_loop_arm_and_the_servo_takes_it_up() {
-    let open = degradation(&DegradationConfig { targets: 400, ood_fraction: 0.0, train_steps: 200, ticks: 1, protocol: Protocol::Plant, ..args() }).unwrap();
+    let open = degradation(&DegradationConfig {
+        targets: 400,
+        ood_fraction: 0.0,
+        train_steps: 200,
+        ticks: 1,
+        protocol: Protocol::Plant,
+        ..args()
+    })
+    .unwrap();
     let without = plant(&open, "analytic", Channel::Backlash, 0.0, IN).error.mean;
     let with = plant(&open, "analytic", Channel::Backlash, 0.05, IN).error.mean;
     assert!(with > without + 0.01, "open loop: backlash {with} vs none {without}");

@@ -174,7 +174,8 @@ impl DegradationArgs {
 /// before any work starts.
 pub(crate) fn run(a: &DegradationArgs) -> Result<(), String> {
     let cfg = a.config()?;
-    let models = a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let models =
+        a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot_format = a.plot.as_deref().map(plot::check_path).transpose()?;
     let report = degradation_with(&cfg, models).map_err(|e| e.to_string())?;
     if let (Some(path), Some(format)) = (&a.plot, plot_format) {
@@ -250,8 +251,12 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         if loaded.is_empty() { String::new() } else { format!(", loaded from files: {}", loaded.join(", ")) },
         r.eval_seconds
     );
-    println!("Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed).");
-    println!("Nothing any sensor can see reveals the mismatch or the target noise: those misses are silent for every pipeline.");
+    println!(
+        "Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed)."
+    );
+    println!(
+        "Nothing any sensor can see reveals the mismatch or the target noise: those misses are silent for every pipeline."
+    );
     let mut last = None;
     for c in &r.cells {
         let key = (c.protocol, c.split, c.channel, c.level.to_bits());

@@ -315,7 +315,10 @@ mod tests {
         let enc = s.iter().find(|x| x.channel == Some(Channel::Encoder) && x.level == 0.05).unwrap();
         assert_eq!(enc.perturbation, Perturbation { encoder: 0.05, ..Perturbation::default() });
         let all = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.5).unwrap();
-        assert_eq!(all.perturbation, Perturbation { encoder: 0.025, actuator: 0.025, backlash: 0.025, target: 0.025, mismatch: 1.0 });
+        assert_eq!(
+            all.perturbation,
+            Perturbation { encoder: 0.025, actuator: 0.025, backlash: 0.025, target: 0.025, mismatch: 1.0 }
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ fn join(values: impl IntoIterator<Item = f64>, digits: usize) -> String {
 /// One case of the envelope claim: bare vs enveloped MSE, MDN and mode head on the cells `pick`
 /// finds. Heads without silent failures do not vote.
 fn wraps<'a>(name: String, pick: &dyn Fn(Pipeline) -> Option<&'a Cell>) -> (String, Option<bool>, String) {
-        let mut judged = None;
+    let mut judged = None;
     let mut numbers = Vec::new();
     for h in [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode] {
         let (Some(bare), Some(env)) =
@@ -145,8 +145,10 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         );
         (name, judged, numbers)
     };
-    let mut cases: Vec<_> =
-        channels.iter().filter_map(|&ch| at_max(analytic(), ch).map(|c| honest(format!("{} {}", ch.key(), c.level), c))).collect();
+    let mut cases: Vec<_> = channels
+        .iter()
+        .filter_map(|&ch| at_max(analytic(), ch).map(|c| honest(format!("{} {}", ch.key(), c.level), c)))
+        .collect();
     cases.extend(ood.iter().filter_map(|&s| base(analytic(), s).map(|c| honest(format!("ood-{}", s.key()), c))));
     out.push(claim(
         "analytic-reports",
@@ -172,7 +174,8 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         }
         Some((name, Some(ok), numbers))
     };
-    let mut cases: Vec<_> = channels.iter().filter_map(|&ch| faster(ch.key().to_string(), Some(ch), Split::In)).collect();
+    let mut cases: Vec<_> =
+        channels.iter().filter_map(|&ch| faster(ch.key().to_string(), Some(ch), Split::In)).collect();
     cases.extend(ood.iter().filter_map(|&s| faster(format!("ood-{}", s.key()), None, s)));
     out.push(claim(
         "learned-degrades-faster",
@@ -192,13 +195,21 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
                     let pipe = Pipeline::plain(SolverId::Learned(h));
                     match ch {
                         Some(ch) => r.series(p, pipe, ch, Split::In),
-                        None => ood.iter().filter_map(|&s| base(pipe, s)).filter(|c| name.ends_with(c.split.key())).collect(),
+                        None => ood
+                            .iter()
+                            .filter_map(|&s| base(pipe, s))
+                            .filter(|c| name.ends_with(c.split.key()))
+                            .collect(),
                     }
                 })
                 .collect();
             let reported = cells.iter().map(|c| c.reported).fold(0.0, f64::max);
             let silent = cells.iter().map(|c| c.silent).fold(0.0, f64::max);
-            (name, Some(reported == 0.0 && silent > 0.0), format!("largest reported rate {:.1}%, largest silent rate {:.1}%", 100.0 * reported, 100.0 * silent))
+            (
+                name,
+                Some(reported == 0.0 && silent > 0.0),
+                format!("largest reported rate {:.1}%, largest silent rate {:.1}%", 100.0 * reported, 100.0 * silent),
+            )
         })
         .collect();
     out.push(claim(
@@ -225,17 +236,31 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         });
         let numbers = cells
             .iter()
-            .map(|(res, an)| format!("@{}: mean {:.4} vs {:.4}, p95 {:.4} vs {:.4}", res.level, res.error.mean, an.error.mean, res.error.p95, an.error.p95))
+            .map(|(res, an)| {
+                format!(
+                    "@{}: mean {:.4} vs {:.4}, p95 {:.4} vs {:.4}",
+                    res.level, res.error.mean, an.error.mean, res.error.p95, an.error.p95
+                )
+            })
             .collect::<Vec<_>>()
             .join("; ");
         (name, (!cells.is_empty()).then_some(ok), format!("envelope(residual) vs analytic {numbers}"))
     };
     let pair = |split: Split, ch: Channel| -> Vec<(&Cell, &Cell)> {
-        r.series(p, residual, ch, split).into_iter().zip(r.series(p, analytic(), ch, split)).filter(|(c, _)| c.channel.is_some()).collect()
+        r.series(p, residual, ch, split)
+            .into_iter()
+            .zip(r.series(p, analytic(), ch, split))
+            .filter(|(c, _)| c.channel.is_some())
+            .collect()
     };
-    let mut cases = vec![no_worse("perfect arm".into(), base(residual, Split::In).zip(base(analytic(), Split::In)).into_iter().collect())];
+    let mut cases = vec![no_worse(
+        "perfect arm".into(),
+        base(residual, Split::In).zip(base(analytic(), Split::In)).into_iter().collect(),
+    )];
     cases.extend(channels.iter().map(|&ch| no_worse(ch.key().to_string(), pair(Split::In, ch))));
-    cases.extend(ood.iter().map(|&s| no_worse(format!("ood-{}", s.key()), base(residual, s).zip(base(analytic(), s)).into_iter().collect())));
+    cases.extend(ood.iter().map(|&s| {
+        no_worse(format!("ood-{}", s.key()), base(residual, s).zip(base(analytic(), s)).into_iter().collect())
+    }));
     out.push(claim(
         "residual-worst-case-classical",
         "A residual hybrid's worst case is the classical answer, not nothing (enveloped residual mean and p95 error within 5% + 1 mm of the analytic solver's at every level).",

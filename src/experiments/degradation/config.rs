@@ -187,7 +187,9 @@ impl DegradationConfig {
                 return Err(ConfigError::Levels { channel: ch.key(), levels: levels.to_vec() });
             }
         }
-        let range = |what, range, ok: bool, got: String| if ok { Ok(()) } else { Err(ConfigError::OutOfRange { what, range, got }) };
+        let range = |what, range, ok: bool, got: String| {
+            if ok { Ok(()) } else { Err(ConfigError::OutOfRange { what, range, got }) }
+        };
         range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
         range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
         range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
@@ -198,7 +200,12 @@ impl DegradationConfig {
         range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), e.max_fk_miss.to_string())?;
         range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, e.max_joint_speed.to_string())?;
         range("control period", "(0, inf)", positive(e.control_period), e.control_period.to_string())?;
-        range("max correction", "[0, inf)", e.max_correction >= 0.0 && e.max_correction.is_finite(), e.max_correction.to_string())?;
+        range(
+            "max correction",
+            "[0, inf)",
+            e.max_correction >= 0.0 && e.max_correction.is_finite(),
+            e.max_correction.to_string(),
+        )?;
         let mut scales = self.levels.mismatch.clone();
         let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
         scales.extend(self.levels.combined.iter().map(|c| c * top));

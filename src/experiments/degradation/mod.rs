@@ -66,7 +66,10 @@ pub fn degradation(cfg: &DegradationConfig) -> Result<DegradationReport, Experim
 
 /// Runs the experiment with `models` (from model files) in place of the heads of their kinds;
 /// the other heads are trained. Each model must be for the configuration's arm, one per head.
-pub fn degradation_with(cfg: &DegradationConfig, models: Vec<LearnedModel>) -> Result<DegradationReport, ExperimentError> {
+pub fn degradation_with(
+    cfg: &DegradationConfig,
+    models: Vec<LearnedModel>,
+) -> Result<DegradationReport, ExperimentError> {
     cfg.validate()?;
     let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
     for m in models {
@@ -113,7 +116,17 @@ pub fn degradation_with(cfg: &DegradationConfig, models: Vec<LearnedModel>) -> R
             pipes.iter().map(move |&pipe| {
                 let outcome = match protocol {
                     Protocol::Exercise => protocol::exercise_run(lineup, pipe, &setting, targets, seed),
-                    _ => protocol::plant_run(lineup, pipe, real, &setting, targets, cfg.ticks, cfg.tolerance, cfg.post_move_check, seed),
+                    _ => protocol::plant_run(
+                        lineup,
+                        pipe,
+                        real,
+                        &setting,
+                        targets,
+                        cfg.ticks,
+                        cfg.tolerance,
+                        cfg.post_move_check,
+                        seed,
+                    ),
                 };
                 Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
             })

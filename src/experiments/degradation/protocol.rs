@@ -90,7 +90,11 @@ pub fn plant_run(
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xac7a_70a7);
     let (actuator, sensed) = (Jitter::new(p.actuator), Jitter::new(p.target));
     let check = post_move_check && checks_after_move(pipeline);
-    let mut out = Outcome { errors: Vec::with_capacity(targets.len()), reported: Vec::with_capacity(targets.len()), ..Outcome::default() };
+    let mut out = Outcome {
+        errors: Vec::with_capacity(targets.len()),
+        reported: Vec::with_capacity(targets.len()),
+        ..Outcome::default()
+    };
     for &target in targets {
         let seen = target + sensed.pose(&mut rng).to_vector();
         let Some(answer) = lineup.run(pipeline, seen, plant.measure()) else { continue };
@@ -127,7 +131,15 @@ pub fn exercise_run(lineup: &Lineup, pipeline: Pipeline, setting: &Setting, targ
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xe8e2);
     let mut previous = START;
     let mut out = Outcome::default();
-    let play = |change: f64| if change > 0.0 { p.backlash } else if change < 0.0 { -p.backlash } else { 0.0 };
+    let play = |change: f64| {
+        if change > 0.0 {
+            p.backlash
+        } else if change < 0.0 {
+            -p.backlash
+        } else {
+            0.0
+        }
+    };
     for &target in targets {
         let Some(answer) = lineup.run(pipeline, target, START) else { continue };
         if let Some(verdict) = answer.verdict {

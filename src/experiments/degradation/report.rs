@@ -43,10 +43,19 @@ pub struct Cell {
 
 impl Cell {
     /// The cell of `outcome`.
-    pub(crate) fn of(protocol: Protocol, solver: Pipeline, setting: &Setting, split: Split, o: &Outcome, tolerance: f64) -> Self {
+    pub(crate) fn of(
+        protocol: Protocol,
+        solver: Pipeline,
+        setting: &Setting,
+        split: Split,
+        o: &Outcome,
+        tolerance: f64,
+    ) -> Self {
         let n = o.errors.len().max(1) as f64;
         let missed: Vec<bool> = o.errors.iter().map(|&e| e.is_nan() || e > tolerance).collect();
-        let rate = |f: &dyn Fn(bool, bool) -> bool| missed.iter().zip(&o.reported).filter(|&(&m, &r)| f(m, r)).count() as f64 / n;
+        let rate = |f: &dyn Fn(bool, bool) -> bool| {
+            missed.iter().zip(&o.reported).filter(|&(&m, &r)| f(m, r)).count() as f64 / n
+        };
         Cell {
             protocol,
             solver,
@@ -86,7 +95,14 @@ pub struct DegradationReport {
 impl DegradationReport {
     /// The cell for one protocol, pipeline, channel level and split. Level 0 of any channel is
     /// the shared baseline.
-    pub fn cell(&self, protocol: Protocol, solver: impl Into<Pipeline>, channel: Channel, level: f64, split: Split) -> Option<&Cell> {
+    pub fn cell(
+        &self,
+        protocol: Protocol,
+        solver: impl Into<Pipeline>,
+        channel: Channel,
+        level: f64,
+        split: Split,
+    ) -> Option<&Cell> {
         let solver = solver.into();
         self.cells.iter().find(|c| {
             c.protocol == protocol
@@ -114,12 +130,18 @@ impl DegradationReport {
 
     /// The protocols that ran, plant first.
     pub fn protocols(&self) -> Vec<Protocol> {
-        [Protocol::Plant, Protocol::Exercise].into_iter().filter(|p| self.cells.iter().any(|c| c.protocol == *p)).collect()
+        [Protocol::Plant, Protocol::Exercise]
+            .into_iter()
+            .filter(|p| self.cells.iter().any(|c| c.protocol == *p))
+            .collect()
     }
 
     /// The channels swept under `protocol`, in table order.
     pub fn channels(&self, protocol: Protocol) -> Vec<Channel> {
-        Channel::ALL.into_iter().filter(|&ch| self.cells.iter().any(|c| c.protocol == protocol && c.channel == Some(ch))).collect()
+        Channel::ALL
+            .into_iter()
+            .filter(|&ch| self.cells.iter().any(|c| c.protocol == protocol && c.channel == Some(ch)))
+            .collect()
     }
 
     /// The pipelines measured, in line-up order.

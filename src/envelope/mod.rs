@@ -18,118 +18,18 @@
 //! [`Envelope::active_checks`] lists the checks that can fire for an arm and a head, so a panel
 //! shows only counters that can move.
 
+mod config;
+mod reason;
+
+pub use config::{EnvelopeConfig, Fallback};
+pub use reason::{InterventionLog, Reason};
+
 use crate::analytic::{AnalyticSolver, BranchChoice, solve_branches};
 use crate::iterative::DlsSolver;
 use crate::kinematics::{Point2, Pose, Region, TwoLinkArm};
 use crate::learned::HeadKind;
 use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
-
-/// Which classical solver takes over from a rejected proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Fallback {
-    /// Closed form, the branch nearest the current pose.
-    Analytic,
-    /// Damped least squares, warm-started from the current pose.
-    Iterative,
-}
-
-/// Tuning of the envelope.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct EnvelopeConfig {
-    /// Largest accepted FK miss on the nominal model, metres (pose heads).
-    pub max_fk_miss: f64,
-    /// Fastest a joint may turn, radians per second.
-    pub max_joint_speed: f64,
-    /// Time between two proposals, seconds: a proposal may move each joint at most
-    /// `max_joint_speed * control_period` from the current pose.
-    pub control_period: f64,
-    /// Trust region of the residual hybrid: the largest accepted learned correction on either
-    /// joint, radians.
-    pub max_correction: f64,
-    /// Who answers instead of a rejected proposal.
-    pub fallback: Fallback,
-}
-
-impl EnvelopeConfig {
-    /// Default joint-speed limit, radians per second.
-    pub const DEFAULT_MAX_JOINT_SPEED: f64 = 2.5;
-    /// Default control period, seconds: the experiments send the arm one new target a second.
-    pub const DEFAULT_CONTROL_PERIOD: f64 = 1.0;
-    /// Default trust region of residual corrections, radians.
-    pub const DEFAULT_MAX_CORRECTION: f64 = 0.2;
-
-    /// Defaults for `arm`: an FK tolerance of 1% of the reach, 2.5 rad/s over a 1 s control
-    /// period (a 2.5 rad joint step), corrections up to 0.2 rad, analytic fallback.
-    pub fn for_arm(arm: &TwoLinkArm) -> Self {
-        Self {
-            max_fk_miss: 0.01 * arm.reach(),
-            max_joint_speed: Self::DEFAULT_MAX_JOINT_SPEED,
-            control_period: Self::DEFAULT_CONTROL_PERIOD,
-            max_correction: Self::DEFAULT_MAX_CORRECTION,
-            fallback: Fallback::Analytic,
-        }
-    }
-
-    /// The largest accepted change of any joint in one proposal, radians: speed times period
-    /// (infinite when either is not a finite positive number, which switches the check off).
-    pub fn max_joint_step(&self) -> f64 {
-        let step = self.max_joint_speed * self.control_period;
-        if step.is_finite() && step > 0.0 { step } else { f64::INFINITY }
-    }
-}
-
-/// Why a proposal was rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Reason {
-    /// A NaN or infinite angle.
-    NonFinite,
-    /// Outside the joint limits.
-    JointLimit,
-    /// Moves a joint further than the joint-speed limit allows in one control period.
-    JointStep,
-    /// Residual hybrid: the target is unreachable or outside the region the correction was
-    /// trained on, or the correction is larger than the trust region allows.
-    TrustRegion,
-    /// Its tip misses the target by more than the tolerance.
-    FkMiss,
-}
-
-impl Reason {
-    /// The number of reasons.
-    pub const COUNT: usize = 5;
-
-    /// Every reason, in the order checks run.
-    pub const ALL: [Reason; Self::COUNT] =
-        [Reason::NonFinite, Reason::JointLimit, Reason::JointStep, Reason::TrustRegion, Reason::FkMiss];
-
-    /// Position in [`Reason::ALL`].
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// A short label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Reason::NonFinite => "non-finite",
-            Reason::JointLimit => "joint limit",
-            Reason::JointStep => "joint step",
-            Reason::TrustRegion => "trust region",
-            Reason::FkMiss => "FK miss",
-        }
-    }
-
-    /// A key for CSV columns and JSON (`joint-step`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Reason::NonFinite => "non-finite",
-            Reason::JointLimit => "joint-limit",
-            Reason::JointStep => "joint-step",
-            Reason::TrustRegion => "trust-region",
-            Reason::FkMiss => "fk-miss",
-        }
-    }
-}
 
 /// What a head proposes, which decides what the envelope checks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -160,49 +60,6 @@ pub struct Vetted {
     pub intervention: Option<Reason>,
     /// FK miss of the proposal on the nominal model (infinite when non-finite).
     pub proposal_miss: f64,
-}
-
-/// Counts of decisions, by reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct InterventionLog {
-    /// Proposals accepted.
-    pub accepted: u64,
-    /// Rejections per [`Reason`], in [`Reason::ALL`] order.
-    pub rejected: [u64; Reason::COUNT],
-}
-
-impl InterventionLog {
-    /// Records one decision.
-    pub fn record(&mut self, intervention: Option<Reason>) {
-        match intervention {
-            None => self.accepted += 1,
-            Some(r) => self.rejected[r.index()] += 1,
-        }
-    }
-
-    /// Total rejections.
-    pub fn interventions(&self) -> u64 {
-        self.rejected.iter().sum()
-    }
-
-    /// Rejections for one reason.
-    pub fn count(&self, reason: Reason) -> u64 {
-        self.rejected[reason.index()]
-    }
-
-    /// Fraction of decisions that accepted the proposal (0 when there were none).
-    pub fn acceptance(&self) -> f64 {
-        let n = self.accepted + self.interventions();
-        if n == 0 { 0.0 } else { self.accepted as f64 / n as f64 }
-    }
-
-    /// Adds another log's counts to this one.
-    pub fn merge(&mut self, other: &InterventionLog) {
-        self.accepted += other.accepted;
-        for (a, b) in self.rejected.iter_mut().zip(other.rejected) {
-            *a += b;
-        }
-    }
 }
 
 /// The envelope's checks and fallback for one arm, independent of who proposes.
@@ -273,7 +130,9 @@ impl Envelope {
             Some(Reason::JointStep)
         } else {
             match fit {
-                Fit::Correction { region } => (!self.in_trust_region(region, pose, target)).then_some(Reason::TrustRegion),
+                Fit::Correction { region } => {
+                    (!self.in_trust_region(region, pose, target)).then_some(Reason::TrustRegion)
+                }
                 Fit::Pose => {
                     (proposal_miss.is_nan() || proposal_miss > self.config.max_fk_miss).then_some(Reason::FkMiss)
                 }
@@ -422,7 +281,12 @@ mod tests {
         let fit = Fit::of(HeadKind::Residual, Region::Sector { from: -1.0, to: 1.0 });
         let target = Point2::new(1.2, 0.3);
         let b = crate::solve_branches(&arm, target);
-        let with = |d: f64| Solution { pose: b.down + Pose::new(d, -d), status: SolveStatus::Unverified, residual: None, iterations: 0 };
+        let with = |d: f64| Solution {
+            pose: b.down + Pose::new(d, -d),
+            status: SolveStatus::Unverified,
+            residual: None,
+            iterations: 0,
+        };
         let small = env.review_as(fit, with(0.05), target, b.down);
         assert_eq!(small.intervention, None);
         assert_eq!(small.solution.pose, with(0.05).pose, "the correction goes through");
@@ -431,7 +295,11 @@ mod tests {
         let behind = Point2::new(-1.2, 0.3);
         let bb = crate::solve_branches(&arm, behind);
         let p = Solution { pose: bb.down, status: SolveStatus::Unverified, residual: None, iterations: 0 };
-        assert_eq!(env.review_as(fit, p, behind, bb.down).intervention, Some(Reason::TrustRegion), "outside the sector");
+        assert_eq!(
+            env.review_as(fit, p, behind, bb.down).intervention,
+            Some(Reason::TrustRegion),
+            "outside the sector"
+        );
         let far = env.review_as(fit, with(0.0), Point2::new(3.0, 0.0), b.down);
         assert_eq!(far.intervention, Some(Reason::TrustRegion));
         assert!(far.solution.status.is_reported_failure(), "the fallback reports the unreachable target");
