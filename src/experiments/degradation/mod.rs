@@ -5,11 +5,13 @@
 //! - [`config`]: what defines a run, the protocol choice and the bounds on work;
 //! - [`channels`]: the perturbation channels, the sweep, the target sets;
 //! - [`protocol`]: the plant and exercise protocols and what each pipeline may report;
+//! - [`proposals`]: every head's answers for a target set, batched once and shared;
 //! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts.
 
 pub mod channels;
 pub mod claims;
 pub mod config;
+pub mod proposals;
 pub mod protocol;
 pub mod report;
 
@@ -23,6 +25,7 @@ use crate::envelope::Envelope;
 use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
 use crate::lineup::{Lineup, Pipeline, SolverId, Table};
+use proposals::Proposals;
 use rayon::prelude::*;
 
 /// The pipelines a degradation run measures: the analytic solver (nearest branch), DLS, every
@@ -105,6 +108,8 @@ pub fn degradation_with(
     }
     let pipes = pipelines();
     let t1 = std::time::Instant::now();
+    // The heads' answers for the true targets serve every setting without target noise.
+    let shared: Vec<Proposals> = sets.par_iter().map(|(_, t)| Proposals::new(&lineup, t)).collect();
     let cells = jobs
         .par_iter()
         .enumerate()
@@ -112,24 +117,32 @@ pub fn degradation_with(
             let (split, targets): &(Split, Vec<Point2>) = &sets[set];
             let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(j as u64);
             let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
-            let lineup = &lineup;
-            pipes.iter().map(move |&pipe| {
-                let outcome = match protocol {
-                    Protocol::Exercise => protocol::exercise_run(lineup, pipe, &setting, targets, seed),
-                    _ => protocol::plant_run(
-                        lineup,
-                        pipe,
-                        real,
-                        &setting,
-                        targets,
-                        cfg.ticks,
-                        cfg.tolerance,
-                        cfg.post_move_check,
-                        seed,
-                    ),
-                };
-                Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
-            })
+            let noisy = setting.perturbation.target > 0.0;
+            let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
+            let own = noisy.then(|| Proposals::new(&lineup, &seen));
+            let (seen, proposals) = if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
+            pipes
+                .iter()
+                .map(|&pipe| {
+                    let outcome = match protocol {
+                        Protocol::Exercise => protocol::exercise_run(&lineup, pipe, &setting, targets, proposals, seed),
+                        _ => protocol::plant_run(
+                            &lineup,
+                            pipe,
+                            real,
+                            &setting,
+                            targets,
+                            seen,
+                            proposals,
+                            cfg.ticks,
+                            cfg.tolerance,
+                            cfg.post_move_check,
+                            seed,
+                        ),
+                    };
+                    Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
+                })
+                .collect::<Vec<_>>()
         })
         .collect();
     let eval_seconds = t1.elapsed().as_secs_f64();

@@ -26,9 +26,10 @@
 //! solver's status.
 
 use super::channels::Setting;
+use super::proposals::Proposals;
 use crate::envelope::{Fit, InterventionLog};
-use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
-use crate::lineup::{Family, Lineup, Pipeline};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
+use crate::lineup::{Answer, Family, Lineup, Pipeline};
 use crate::plant::{Plant, PlantConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -71,7 +72,26 @@ impl Jitter {
     }
 }
 
-/// The plant protocol for one pipeline over `targets`.
+/// The targets as the arm's sensor sees them: each true target plus Gaussian noise of `std`
+/// metres per axis (the same draws for every pipeline of a setting).
+pub fn sensed(targets: &[Point2], std: f64, seed: u64) -> Vec<Point2> {
+    let noise = Jitter::new(std);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5e45_ed00);
+    targets.iter().map(|&t| t + noise.pose(&mut rng).to_vector()).collect()
+}
+
+/// `pipeline`'s answer for target `i` (sensed as `seen`) from the current pose `seed`: a learned
+/// head's proposal comes from `proposals`, everything else is solved here; the envelope vets.
+fn answer(lineup: &Lineup, proposals: &Proposals, pipeline: Pipeline, i: usize, seen: Point2, seed: Pose) -> Option<Answer> {
+    let proposal = match pipeline.solver.head() {
+        Some(h) => proposals.get(h, i, ElbowMode::of(crate::solver::sane_seed(seed)))?,
+        None => lineup.solve(pipeline.solver, seen, seed)?,
+    };
+    Some(lineup.vet(pipeline, proposal, seen, seed))
+}
+
+/// The plant protocol for one pipeline over `targets`, sensed as `seen` (with `proposals` made
+/// for `seen`).
 #[allow(clippy::too_many_arguments)]
 pub fn plant_run(
     lineup: &Lineup,
@@ -79,6 +99,8 @@ pub fn plant_run(
     real: RealArm,
     setting: &Setting,
     targets: &[Point2],
+    seen: &[Point2],
+    proposals: &Proposals,
     ticks: usize,
     tolerance: f64,
     post_move_check: bool,
@@ -88,16 +110,15 @@ pub fn plant_run(
     let cfg = PlantConfig { real, backlash: p.backlash, lag: 0.0, noise_std: p.encoder, seed };
     let mut plant = Plant::new(cfg, START);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xac7a_70a7);
-    let (actuator, sensed) = (Jitter::new(p.actuator), Jitter::new(p.target));
+    let actuator = Jitter::new(p.actuator);
     let check = post_move_check && checks_after_move(pipeline);
     let mut out = Outcome {
         errors: Vec::with_capacity(targets.len()),
         reported: Vec::with_capacity(targets.len()),
         ..Outcome::default()
     };
-    for &target in targets {
-        let seen = target + sensed.pose(&mut rng).to_vector();
-        let Some(answer) = lineup.run(pipeline, seen, plant.measure()) else { continue };
+    for (i, (&target, &seen)) in targets.iter().zip(seen).enumerate() {
+        let Some(answer) = answer(lineup, proposals, pipeline, i, seen, plant.measure()) else { continue };
         if let Some(verdict) = answer.verdict {
             out.log.record(verdict);
         }
@@ -124,7 +145,14 @@ pub fn plant_run(
 }
 
 /// The exercise protocol for one pipeline over `targets`, on the nominal arm.
-pub fn exercise_run(lineup: &Lineup, pipeline: Pipeline, setting: &Setting, targets: &[Point2], seed: u64) -> Outcome {
+pub fn exercise_run(
+    lineup: &Lineup,
+    pipeline: Pipeline,
+    setting: &Setting,
+    targets: &[Point2],
+    proposals: &Proposals,
+    seed: u64,
+) -> Outcome {
     let p = setting.perturbation;
     let arm: &TwoLinkArm = &lineup.arm;
     let noise = Jitter::new(p.actuator);
@@ -140,8 +168,8 @@ pub fn exercise_run(lineup: &Lineup, pipeline: Pipeline, setting: &Setting, targ
             0.0
         }
     };
-    for &target in targets {
-        let Some(answer) = lineup.run(pipeline, target, START) else { continue };
+    for (i, &target) in targets.iter().enumerate() {
+        let Some(answer) = answer(lineup, proposals, pipeline, i, target, START) else { continue };
         if let Some(verdict) = answer.verdict {
             out.log.record(verdict);
         }
