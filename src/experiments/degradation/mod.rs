@@ -120,7 +120,8 @@ pub fn degradation_with(
             let noisy = setting.perturbation.target > 0.0;
             let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
             let own = noisy.then(|| Proposals::new(&lineup, &seen));
-            let (seen, proposals) = if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
+            let (seen, proposals) =
+                if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
             pipes
                 .iter()
                 .map(|&pipe| {

@@ -82,7 +82,14 @@ pub fn sensed(targets: &[Point2], std: f64, seed: u64) -> Vec<Point2> {
 
 /// `pipeline`'s answer for target `i` (sensed as `seen`) from the current pose `seed`: a learned
 /// head's proposal comes from `proposals`, everything else is solved here; the envelope vets.
-fn answer(lineup: &Lineup, proposals: &Proposals, pipeline: Pipeline, i: usize, seen: Point2, seed: Pose) -> Option<Answer> {
+fn answer(
+    lineup: &Lineup,
+    proposals: &Proposals,
+    pipeline: Pipeline,
+    i: usize,
+    seen: Point2,
+    seed: Pose,
+) -> Option<Answer> {
     let proposal = match pipeline.solver.head() {
         Some(h) => proposals.get(h, i, ElbowMode::of(crate::solver::sane_seed(seed)))?,
         None => lineup.solve(pipeline.solver, seen, seed)?,
