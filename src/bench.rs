@@ -62,6 +62,31 @@ pub struct BenchReport {
     pub mdn_steps_to_target: Option<usize>,
     /// Training wall time of those steps, seconds (the held-out checks excluded).
     pub mdn_seconds_to_target: Option<f64>,
+    /// Cells per side of the timed atlas.
+    pub atlas_resolution: usize,
+    /// Wall time of a whole MDN atlas on one thread (every layer, including the four
+    /// silent-failure samples per cell), ms.
+    pub atlas_mdn_ms: f64,
+    /// The same on every thread of rayon's pool, ms.
+    pub atlas_mdn_parallel_ms: f64,
+    /// Threads in rayon's pool.
+    pub atlas_threads: usize,
+    /// Wall time of the same atlas for the analytic solver on one thread, ms.
+    pub atlas_analytic_ms: f64,
+}
+
+/// Median wall time of `runs` calls of `f`, milliseconds.
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
 }
 
 /// Steps between held-out checks of the time-to-accuracy run.
@@ -215,7 +240,27 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
             },
             200_000,
         );
+    // The workspace atlas the app draws: every layer of a 256 x 256 grid.
+    let atlas_cfg = crate::atlas::AtlasConfig { resolution: side, ..Default::default() };
+    let mut models = crate::lineup::Table::default();
+    models[HeadKind::Mdn] = Some(&mdn);
+    let lineup = crate::lineup::Lineup::new(arm, models);
+    let atlas_ms = |solver| {
+        median_ms(5, || {
+            black_box(crate::atlas::compute(&lineup, solver, &atlas_cfg).expect("the default atlas is valid"));
+        })
+    };
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| e.to_string())?;
+    let mdn_id = crate::SolverId::Learned(HeadKind::Mdn);
+    let atlas_mdn_ms = one_thread.install(|| atlas_ms(mdn_id));
+    let atlas_analytic_ms = one_thread.install(|| atlas_ms(crate::SolverId::Analytic));
+    let atlas_mdn_parallel_ms = atlas_ms(mdn_id);
     Ok(BenchReport {
+        atlas_resolution: side,
+        atlas_mdn_ms,
+        atlas_mdn_parallel_ms,
+        atlas_threads: rayon::current_num_threads(),
+        atlas_analytic_ms,
         analytic_ns,
         analytic_one_branch_ns,
         dls_warm_ns,

@@ -78,6 +78,43 @@ fn the_app_without_a_display_says_so_instead_of_panicking() {
 }
 
 #[test]
+fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
+    let dir = std::env::temp_dir().join(format!("elbow-atlas-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("atlas.png");
+    let svg = dir.join("atlas.svg");
+    let (code, _, err) =
+        elbow(&["atlas", "--solver", "analytic", "--layer", "branch", "--resolution", "32", "--out", png.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    let (code, _, err) = elbow(&[
+        "atlas", "--solver", "mse", "--train-steps", "50", "--layer", "silent", "--resolution", "16", "--out",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    for (args, needle) in [
+        (vec!["atlas", "--solver", "nope", "--out", "a.png"], "solver must be one of"),
+        (vec!["atlas", "--layer", "nope", "--out", "a.png"], "layer must be one of"),
+        (vec!["atlas", "--out", "a.jpg"], ".png or .svg"),
+        (vec!["atlas", "--out", "/no/such/dir/a.png"], "does not exist"),
+        (vec!["atlas", "--resolution", "0", "--out", "a.png"], "resolution"),
+        (vec!["atlas", "--noise", "nan", "--out", "a.png"], "noise"),
+    ] {
+        let (code, _, err) = elbow(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A refused run leaves a good file alone.
+    let before = std::fs::read(&png).unwrap();
+    let (code, _, _) = elbow(&["atlas", "--solver", "mdn", "--model", "/no/such/model.json", "--out", png.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(std::fs::read(&png).unwrap(), before);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     let dir = std::env::temp_dir().join(format!("elbow-gap-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -109,8 +146,8 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         out.starts_with("protocol,solver,channel,level,split") && out.contains("exercise,envelope(residual),actuator")
     );
     for (extra, needle) in [
-        (vec!["--plot", "gap.pdf"], "must end in .svg or .png"),
-        (vec!["--plot", "/nonexistent-dir/gap.svg"], "cannot write there"),
+        (vec!["--plot", "gap.pdf"], "must end in .png or .svg"),
+        (vec!["--plot", "/nonexistent-dir/gap.svg"], "does not exist"),
         (vec!["--model", "/nonexistent-dir/m.json"], "model file"),
         (vec!["--targets", "900000", "--ticks", "100"], "above the limit"),
         (vec!["--protocol", "numpy"], "protocol must be one of"),

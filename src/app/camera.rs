@@ -5,7 +5,7 @@
 //! wander onto it, do not move the target.
 
 use super::AppSet;
-use super::state::{Nominal, PanelWidth, PointerDrag};
+use super::state::{Hover, Nominal, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
 use bevy::prelude::*;
@@ -85,7 +85,8 @@ fn fit_viewport(
     }
 }
 
-/// Turns left-button drags inside the world viewport into [`PointerDrag`] messages.
+/// Turns left-button drags inside the world viewport into [`PointerDrag`] messages, and records
+/// where the pointer hovers ([`Hover`]).
 fn pointer(
     buttons: Res<ButtonInput<MouseButton>>,
     window: Single<&Window, With<PrimaryWindow>>,
@@ -93,6 +94,7 @@ fn pointer(
     egui: Res<EguiWantsInput>,
     mut dragging: Local<bool>,
     mut drags: MessageWriter<PointerDrag>,
+    mut hover: ResMut<Hover>,
 ) {
     let (camera, transform) = *camera;
     // The viewport already excludes the panel; the margin keeps the panel's resize handle out.
@@ -102,6 +104,8 @@ fn pointer(
     let in_view = window.cursor_position().filter(|&c| {
         !egui_busy && camera.logical_viewport_rect().is_some_and(|r| r.contains(c) && c.x > r.min.x + HANDLE_MARGIN)
     });
+    let world = in_view.and_then(|c| camera.viewport_to_world_2d(transform, c).ok());
+    hover.set_if_neq(Hover(world.map(|w| Point2::new(f64::from(w.x), f64::from(w.y)))));
     if buttons.just_pressed(MouseButton::Left) {
         *dragging = in_view.is_some();
     }

@@ -10,12 +10,16 @@
 //! and world labels, the screenshot hook) is added by [`plugin`] only, which [`run`] uses.
 //!
 //! Every frame runs the [`AppSet`]s in order: read the pointer, move the target, collect
-//! training progress, run every solver, let the envelope decide, step the plant, draw.
+//! training progress, run every solver (and start or collect a workspace atlas off the frame),
+//! let the envelope decide, step the plant, draw.
 
+mod atlas;
 mod camera;
 mod draw;
 mod envelope;
 mod format;
+mod heatmap;
+mod keys;
 mod labels;
 mod panel;
 mod plant;
@@ -80,7 +84,15 @@ fn missing_display() -> Option<&'static str> {
 
 /// Everything the windowed app adds on top of bevy's and egui's plugins.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_plugins((logic_plugin, camera::plugin, draw::plugin, panel::plugin, labels::plugin, screenshot::plugin));
+    app.add_plugins((
+        logic_plugin,
+        camera::plugin,
+        heatmap::plugin,
+        draw::plugin,
+        panel::plugin,
+        labels::plugin,
+        screenshot::plugin,
+    ));
 }
 
 /// The headless half: resources and systems that need no window, renderer or egui.
@@ -97,5 +109,7 @@ pub(crate) fn logic_plugin(app: &mut App) {
         solvers::plugin,
         envelope::plugin,
         plant::plugin,
+        atlas::plugin,
+        keys::plugin,
     ));
 }

@@ -1,6 +1,8 @@
-//! The egui side panel: which solver drives the plant, the legend with per-solver readouts and
-//! show/hide toggles, live loss and tip-error plots, the envelope's intervention counts, and
-//! the target, plant and training controls.
+//! The egui side panel. At the top, what users come for: which solver drives the plant, the
+//! envelope toggle, the noise and backlash sliders, and the workspace atlas (solver, layer,
+//! colour key, the hovered cell's numbers). Below, in collapsible sections: the legend with
+//! per-solver readouts and show/hide toggles, loss and tip-error plots, the envelope's
+//! intervention counts, and the target, plant and training controls.
 //!
 //! Widgets edit copies of the resources, written back only when they changed, so change
 //! detection (the plant re-reads its settings on change) sees real edits only. Every number
@@ -11,13 +13,15 @@
 
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
 use super::state::{
-    DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Models, Nominal, PanelWidth, PlantSettings, Readout, RunState,
-    Shown, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams, range,
+    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, Models, Nominal, PanelWidth, PlantSettings,
+    Readout, RunState, SHORTCUTS, Shown, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
+    range,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
+use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
 use elbow::learned::Output;
 use elbow::lineup::Family;
@@ -47,6 +51,8 @@ struct Lab<'w> {
     sim: Res<'w, Sim>,
     nominal: Res<'w, Nominal>,
     time: Res<'w, Time>,
+    atlas: ResMut<'w, AtlasView>,
+    hover: Res<'w, Hover>,
     train: MessageWriter<'w, TrainCommand>,
 }
 
@@ -77,27 +83,159 @@ fn panel(
     Ok(())
 }
 
-/// The panel's sections, top to bottom.
+/// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
+/// backlash, atlas), so they fit without scrolling at 1280x720; the rest in collapsible
+/// sections.
 fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
     ui.heading("Elbow — learned IK lab");
     let ms = f64::from(frame_secs) * 1e3;
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
-    ui.label(format!(
-        "Drag anywhere in the view to move the target.   frame {} ms ({} fps)",
+    ui.small(format!(
+        "Drag in the view to move the target.  Keys: {}.  frame {} ms ({} fps)",
+        SHORTCUTS.iter().map(|(_, key, _)| *key).collect::<Vec<_>>().join(" "),
         number(Some(ms), 1),
         number(fps, 0)
     ));
     ui.separator();
     driver_section(ui, lab);
+    perturbation_section(ui, lab);
     ui.separator();
-    legend_section(ui, lab);
+    atlas_section(ui, lab);
     ui.separator();
-    plots_section(ui, lab);
-    ui.separator();
-    egui::CollapsingHeader::new("Safety envelope").default_open(true).show(ui, |ui| envelope_section(ui, lab));
-    egui::CollapsingHeader::new("Target").default_open(true).show(ui, |ui| target_section(ui, lab));
-    egui::CollapsingHeader::new("Plant (the real arm)").default_open(true).show(ui, |ui| plant_section(ui, lab));
-    egui::CollapsingHeader::new("Training").default_open(true).show(ui, |ui| training_section(ui, lab));
+    egui::CollapsingHeader::new("Solvers").default_open(true).show(ui, |ui| legend_section(ui, lab));
+    egui::CollapsingHeader::new("Plots: training loss, plant tip error")
+        .default_open(false)
+        .show(ui, |ui| plots_section(ui, lab));
+    egui::CollapsingHeader::new("Safety envelope").default_open(false).show(ui, |ui| envelope_section(ui, lab));
+    egui::CollapsingHeader::new("Target").default_open(false).show(ui, |ui| target_section(ui, lab));
+    egui::CollapsingHeader::new("Plant: lag and model mismatch")
+        .default_open(false)
+        .show(ui, |ui| plant_section(ui, lab));
+    egui::CollapsingHeader::new("Training").default_open(false).show(ui, |ui| training_section(ui, lab));
+    egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
+        egui::Grid::new("shortcuts").num_columns(2).show(ui, |ui| {
+            for (_, key, shortcut) in SHORTCUTS {
+                ui.strong(key);
+                ui.label(shortcut.describe());
+                ui.end_row();
+            }
+        });
+    });
+}
+
+/// The two perturbation sliders users come for: encoder noise and backlash.
+fn perturbation_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut s = *lab.plant;
+    ui.add(egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"));
+    ui.add(egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"));
+    lab.plant.set_if_neq(s.sanitized());
+}
+
+/// The atlas toggle, the solver it maps, the layer, its colour key and the hovered cell.
+fn atlas_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut v = lab.atlas.clone();
+    let driver = lab.driver.0;
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(&mut v.on, "atlas of");
+        egui::ComboBox::from_id_salt("atlas-solver")
+            .selected_text(if v.follow_driver { "the driver".to_string() } else { v.solver.short().to_string() })
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut v.follow_driver, true, "the driver");
+                for id in driver_choices() {
+                    if ui.selectable_label(!v.follow_driver && v.solver == id, id.short()).clicked() {
+                        v.follow_driver = false;
+                        v.solver = id;
+                    }
+                }
+            });
+        for layer in Layer::ALL {
+            ui.selectable_value(&mut v.layer, layer, layer.key());
+        }
+    });
+    let mapped = v.mapped(driver);
+    match lab.atlas.latest.as_deref() {
+        _ if !v.on => {
+            ui.small("Off (A): the whole workspace coloured by one solver's answer.");
+        }
+        Some(a) if a.missing.is_some() => {
+            ui.small(format!("{} — waiting for a model", a.missing.as_deref().unwrap_or_default()));
+        }
+        Some(a) => {
+            let busy = if lab.atlas.busy { ", updating…" } else { "" };
+            ui.small(format!(
+                "{}: {} ({}×{} cells, {} ms{busy})",
+                a.solver.name(),
+                v.layer.caption(),
+                a.resolution,
+                a.resolution,
+                number(Some(lab.atlas.compute_ms), 0)
+            ));
+            atlas_key(ui, v.layer);
+            hover_readout(ui, a, lab.hover.0);
+        }
+        None => {
+            ui.small(format!("mapping {}…", mapped.name()));
+        }
+    }
+    if v.on != lab.atlas.on
+        || v.layer != lab.atlas.layer
+        || v.follow_driver != lab.atlas.follow_driver
+        || v.solver != lab.atlas.solver
+    {
+        *lab.atlas = v;
+    }
+}
+
+/// The colour key of `layer`: a bar with its end values, or the classes.
+fn atlas_key(ui: &mut egui::Ui, layer: Layer) {
+    let rgba = |c: paint::Rgba| egui::Color32::from_rgba_unmultiplied(c[0], c[1], c[2], c[3]);
+    match paint::key(layer) {
+        paint::Key::Scale { lo, hi, log, unit } => {
+            ui.horizontal(|ui| {
+                let fmt = |v: f64| if log { format!("{v:.0e}") } else { format!("{v:.1}") };
+                ui.small(fmt(lo));
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 12.0), egui::Sense::hover());
+                let steps = 48;
+                for i in 0..steps {
+                    let t0 = i as f32 / steps as f32;
+                    let r = egui::Rect::from_min_max(
+                        egui::pos2(rect.left() + t0 * rect.width(), rect.top()),
+                        egui::pos2(rect.left() + (t0 + 1.0 / steps as f32) * rect.width() + 0.5, rect.bottom()),
+                    );
+                    ui.painter().rect_filled(r, 0.0, rgba(paint::scale_color(layer, f64::from(t0))));
+                }
+                ui.small(format!("{} {unit}", fmt(hi)));
+            });
+        }
+        paint::Key::Classes(classes) => {
+            ui.horizontal_wrapped(|ui| {
+                for (label, color) in classes {
+                    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+                    ui.painter().rect_filled(rect, 2.0, rgba(color));
+                    ui.small(label);
+                }
+            });
+        }
+    }
+}
+
+/// The numbers of the cell under the pointer.
+fn hover_readout(ui: &mut egui::Ui, atlas: &Atlas, hover: Option<elbow::Point2>) {
+    let Some(cell) = hover.and_then(|p| atlas.cell_at(p)) else {
+        ui.small("Hover over the map for a cell's numbers.");
+        return;
+    };
+    let verdict = cell.verdict.map_or("accepted".to_string(), |r| format!("rejected: {}", r.label()));
+    ui.small(format!(
+        "at ({}, {}): miss {}, {}, top weight {}, envelope {verdict}, silent {}%{}",
+        number(Some(cell.target.x), 2),
+        number(Some(cell.target.y), 2),
+        metres(finite(cell.miss).filter(|m| *m < 1e6)),
+        cell.branch.label(),
+        number(Some(f64::from(cell.confidence)), 2),
+        number(Some(cell.silent * 100.0), 0),
+        if cell.reported { ", reported failure" } else { "" },
+    ));
 }
 
 /// The solvers that can drive the plant (every one but the branch average, which is no solver).
@@ -297,11 +435,9 @@ fn target_section(ui: &mut egui::Ui, lab: &mut Lab) {
     lab.target.set_if_neq(t);
 }
 
-/// Noise, backlash, lag and mismatch of the plant.
+/// Lag and mismatch of the plant (noise and backlash sit at the top), and the presets.
 fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
     let mut s = *lab.plant;
-    ui.add(egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"));
-    ui.add(egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"));
     ui.add(egui::Slider::new(&mut s.lag, range::LAG).text("motor lag (s)"));
     ui.add(egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"));
     ui.add(egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"));

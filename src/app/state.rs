@@ -5,6 +5,7 @@
 //! new head gets its row, model slot, training run and toggle without touching this file.
 
 use bevy::prelude::*;
+use elbow::atlas::{Atlas, Layer};
 use elbow::envelope::{InterventionLog, Reason};
 use elbow::learned::Candidate;
 use elbow::{
@@ -12,6 +13,8 @@ use elbow::{
     SolverId, Table, TrainConfig, TwoLinkArm, solve_branches,
 };
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Registers every shared resource with its default, and the shared messages.
 pub(crate) fn plugin(app: &mut App) {
@@ -28,6 +31,8 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<Training>()
         .init_resource::<TrainingParams>()
         .init_resource::<PanelWidth>()
+        .init_resource::<AtlasView>()
+        .init_resource::<Hover>()
         .add_message::<PointerDrag>()
         .add_message::<TrainCommand>();
 }
@@ -378,3 +383,135 @@ impl Training {
 /// Width of the egui side panel in logical pixels, written by the panel each frame.
 #[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct PanelWidth(pub(crate) f32);
+
+/// Where the pointer is over the world viewport (metres), pressed or not; `None` off it.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Hover(pub(crate) Option<Point2>);
+
+/// The workspace atlas: what to map, how, and the latest map.
+#[derive(Resource, Debug, Clone)]
+pub(crate) struct AtlasView {
+    /// Draw the heatmap under the arm.
+    pub(crate) on: bool,
+    /// Map the driving solver (else [`AtlasView::solver`]).
+    pub(crate) follow_driver: bool,
+    /// The solver mapped when not following the driver.
+    pub(crate) solver: SolverId,
+    /// The layer painted.
+    pub(crate) layer: Layer,
+    /// Cells per side.
+    pub(crate) resolution: usize,
+    /// The latest finished map.
+    pub(crate) latest: Option<Arc<Atlas>>,
+    /// Wall time of the latest map, milliseconds.
+    pub(crate) compute_ms: f64,
+    /// Maps finished so far (the heatmap repaints when it changes).
+    pub(crate) generation: u64,
+    /// A map is being computed.
+    pub(crate) busy: bool,
+}
+
+impl Default for AtlasView {
+    fn default() -> Self {
+        Self {
+            on: true,
+            follow_driver: true,
+            solver: SolverId::Learned(HeadKind::Mse),
+            layer: Layer::Miss,
+            resolution: 128,
+            latest: None,
+            compute_ms: 0.0,
+            generation: 0,
+            busy: false,
+        }
+    }
+}
+
+impl AtlasView {
+    /// Cells per side, clamped to what the app draws (16 to 512).
+    pub(crate) fn cells_per_side(&self) -> usize {
+        self.resolution.clamp(16, 512)
+    }
+
+    /// The solver mapped, given the driving pipeline.
+    pub(crate) fn mapped(&self, driver: Pipeline) -> SolverId {
+        if self.follow_driver { driver.solver } else { self.solver }
+    }
+}
+
+/// A computation on its own thread; the frame only polls it. Dropping it waits for the thread,
+/// so no work outlives the app.
+#[derive(Debug, Default)]
+pub(crate) struct Background<T> {
+    handle: Option<JoinHandle<T>>,
+}
+
+impl<T: Send + 'static> Background<T> {
+    /// Whether a computation is running.
+    pub(crate) fn busy(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// Starts `work` on a new thread; the caller checks [`Background::busy`] first.
+    pub(crate) fn start(&mut self, work: impl FnOnce() -> T + Send + 'static) {
+        self.handle = Some(std::thread::spawn(work));
+    }
+
+    /// The result, once the thread has finished (never blocks); `None` if it panicked.
+    pub(crate) fn poll(&mut self) -> Option<T> {
+        if !self.handle.as_ref().is_some_and(JoinHandle::is_finished) {
+            return None;
+        }
+        self.handle.take().and_then(|h| h.join().ok())
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// What a keyboard shortcut does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shortcut {
+    /// The n-th learned head (in [`HeadKind::ALL`] order) drives the plant.
+    Head(usize),
+    /// The safety envelope on or off.
+    Envelope,
+    /// The atlas on or off.
+    Atlas,
+    /// The next atlas layer.
+    Layer,
+    /// Pause training, or resume it.
+    Training,
+}
+
+/// Every shortcut with its key and what it does, for the panel and the README.
+pub(crate) const SHORTCUTS: [(KeyCode, &str, Shortcut); 8] = [
+    (KeyCode::Digit1, "1", Shortcut::Head(0)),
+    (KeyCode::Digit2, "2", Shortcut::Head(1)),
+    (KeyCode::Digit3, "3", Shortcut::Head(2)),
+    (KeyCode::Digit4, "4", Shortcut::Head(3)),
+    (KeyCode::KeyE, "E", Shortcut::Envelope),
+    (KeyCode::KeyA, "A", Shortcut::Atlas),
+    (KeyCode::KeyL, "L", Shortcut::Layer),
+    (KeyCode::Space, "Space", Shortcut::Training),
+];
+
+impl Shortcut {
+    /// What the shortcut does, in a few words.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Shortcut::Head(i) => {
+                HeadKind::ALL.get(i).map_or_else(|| "—".into(), |h| format!("drive with {}", h.spec().short))
+            }
+            Shortcut::Envelope => "safety envelope on/off".into(),
+            Shortcut::Atlas => "atlas on/off".into(),
+            Shortcut::Layer => "next atlas layer".into(),
+            Shortcut::Training => "pause/resume training".into(),
+        }
+    }
+}

@@ -5,9 +5,10 @@
 use super::format::{metres, number};
 use super::logic_plugin;
 use super::state::{
-    DEFAULT_TARGET, Driver, EnvelopeStats, Models, PlantSettings, PointerDrag, RunState, Sim, Solutions, Target,
-    TipHistory, TrainCommand, Training, TrainingParams,
+    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, Models, PlantSettings, PointerDrag, RunState, SHORTCUTS, Sim,
+    Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
 };
+use elbow::atlas::Layer;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::envelope::Reason;
@@ -211,6 +212,13 @@ fn background_training_delivers_models_and_losses() {
 
 /// Asserts that everything the app shows or acts on is finite.
 fn assert_all_finite(app: &App, frame: usize) {
+    if let Some(atlas) = &app.world().resource::<AtlasView>().latest {
+        for c in &atlas.cells {
+            assert!(c.miss.is_finite() && c.miss >= 0.0, "frame {frame}: atlas miss {c:?}");
+            assert!((0.0..=1.0).contains(&c.silent), "frame {frame}: atlas silent {c:?}");
+            assert!(c.confidence.is_finite(), "frame {frame}: atlas confidence {c:?}");
+        }
+    }
     let world = app.world();
     let target = world.resource::<Target>();
     assert!(target.pos.x.is_finite() && target.pos.y.is_finite(), "frame {frame}: target");
@@ -297,6 +305,14 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                 // Bring the models back after a reset, so the learned paths keep running.
                 app.insert_resource(tiny_models());
             }
+            62 => {
+                let mut view = app.world_mut().resource_mut::<AtlasView>();
+                view.on = rng.random::<bool>();
+                view.follow_driver = rng.random::<bool>();
+                view.solver = SolverId::ALL[rng.random_range(0..SolverId::COUNT)];
+                view.layer = Layer::ALL[rng.random_range(0..Layer::ALL.len())];
+                view.resolution = rng.random_range(0..64);
+            }
             _ => {}
         }
         app.update();
@@ -322,8 +338,11 @@ fn one_identity_drives_the_table_the_legend_and_the_degradation_lineup() {
 
 #[test]
 fn the_app_modules_import_each_other_without_a_cycle() {
-    let sources: [(&str, &str); 12] = [
+    let sources: [(&str, &str); 15] = [
+        ("atlas", include_str!("atlas.rs")),
         ("camera", include_str!("camera.rs")),
+        ("heatmap", include_str!("heatmap.rs")),
+        ("keys", include_str!("keys.rs")),
         ("draw", include_str!("draw.rs")),
         ("envelope", include_str!("envelope.rs")),
         ("format", include_str!("format.rs")),
@@ -389,4 +408,65 @@ fn reset_joins_the_training_threads() {
     app.update();
     assert!(t.elapsed() < Duration::from_secs(2), "reset took {:?}", t.elapsed());
     assert!(HeadKind::ALL.iter().all(|&h| app.world().resource::<Training>().head(h).state == RunState::Idle));
+}
+
+#[test]
+fn the_atlas_is_computed_off_the_frame_and_follows_the_driver() {
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    app.world_mut().resource_mut::<AtlasView>().resolution = 256;
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Learned(HeadKind::Mse)));
+    let t = Instant::now();
+    app.update();
+    let first_frame = t.elapsed();
+    let view = app.world().resource::<AtlasView>();
+    assert!(view.busy && view.latest.is_none(), "the first frame only starts the map");
+    // A 256 x 256 map takes far longer than starting it; the frame did not wait for it.
+    assert!(first_frame < Duration::from_millis(500), "first frame took {first_frame:?}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.world().resource::<AtlasView>().latest.is_none() {
+        assert!(Instant::now() < deadline, "no atlas within a minute");
+        std::thread::sleep(Duration::from_millis(5));
+        app.update();
+    }
+    let atlas = app.world().resource::<AtlasView>().latest.clone().unwrap();
+    assert_eq!((atlas.solver, atlas.resolution, atlas.cells.len()), (SolverId::Learned(HeadKind::Mse), 256, 256 * 256));
+    // Switching the driver maps the new one.
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Analytic));
+    let generation = app.world().resource::<AtlasView>().generation;
+    while app.world().resource::<AtlasView>().generation == generation
+        || app.world().resource::<AtlasView>().latest.as_ref().is_some_and(|a| a.solver != SolverId::Analytic)
+    {
+        assert!(Instant::now() < deadline, "no analytic atlas within a minute");
+        std::thread::sleep(Duration::from_millis(5));
+        app.update();
+    }
+}
+
+#[test]
+fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
+    let mut app = app();
+    app.insert_resource(ButtonInput::<KeyCode>::default());
+    app.update();
+    let mut press = |app: &mut App, key: KeyCode| {
+        app.world_mut().resource_mut::<ButtonInput<KeyCode>>().press(key);
+        app.update();
+        let mut input = app.world_mut().resource_mut::<ButtonInput<KeyCode>>();
+        input.release(key);
+        input.clear();
+    };
+    for (i, head) in HeadKind::ALL.into_iter().enumerate() {
+        let key = SHORTCUTS.iter().find(|s| s.2 == super::state::Shortcut::Head(i)).unwrap().0;
+        press(&mut app, key);
+        assert_eq!(app.world().resource::<Driver>().0.solver, SolverId::Learned(head));
+    }
+    let envelope = app.world().resource::<Driver>().0.envelope;
+    press(&mut app, KeyCode::KeyE);
+    assert_ne!(app.world().resource::<Driver>().0.envelope, envelope);
+    let on = app.world().resource::<AtlasView>().on;
+    press(&mut app, KeyCode::KeyA);
+    assert_ne!(app.world().resource::<AtlasView>().on, on);
+    let layer = app.world().resource::<AtlasView>().layer;
+    press(&mut app, KeyCode::KeyL);
+    assert_ne!(app.world().resource::<AtlasView>().layer, layer);
 }

@@ -66,6 +66,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
             100.0 * r.train_gflops / r.fma_peak_avx2_gflops
         );
     }
+    println!(
+        "workspace atlas, MDN     {:>10.1} ms     ({n} x {n} cells, every layer, 1 thread; {:.1} ms on {} threads; analytic {:.1} ms)",
+        r.atlas_mdn_ms,
+        r.atlas_mdn_parallel_ms,
+        r.atlas_threads,
+        r.atlas_analytic_ms,
+        n = r.atlas_resolution
+    );
     println!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
     println!("MSE inference            {:>10.3} µs", r.mse_inference_us);
     Ok(())

@@ -1,11 +1,13 @@
-//! The headless command line: `solve`, `train`, `experiment` and `bench`.
+//! The headless command line: `solve`, `train`, `experiment`, `atlas` and `bench`.
 //!
 //! A thin layer over the core library: it parses arguments into the core's plain configurations,
 //! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
 //! these commands. Bad input gives a clear message and exit code 2; nothing panics on user input.
 
+mod atlas;
 mod bench;
 mod experiment;
+mod figure;
 mod plot;
 mod solve;
 mod train;
@@ -32,6 +34,8 @@ pub(crate) enum Command {
     /// Reproduce an experiment.
     #[command(subcommand)]
     Experiment(experiment::ExperimentCommand),
+    /// Map one solver over the whole workspace and write the figure (PNG or SVG).
+    Atlas(atlas::AtlasArgs),
     /// Measure solver, training and inference speed headlessly.
     Bench(bench::BenchArgs),
 }
@@ -42,6 +46,7 @@ pub(crate) fn run(command: &Command) -> Result<(), String> {
         Command::Solve(a) => solve::run(a),
         Command::Train(a) => train::run(a),
         Command::Experiment(e) => experiment::run(e),
+        Command::Atlas(a) => atlas::run(a),
         Command::Bench(a) => bench::run(a),
     }
 }
@@ -175,6 +180,7 @@ mod tests {
             vec!["elbow", "experiment", "averaging", "--json"],
             vec!["elbow", "experiment", "degradation", "--noise", "0,0.1", "--backlash", "0", "--csv"],
             vec!["elbow", "bench", "--json"],
+            vec!["elbow", "atlas", "--solver", "analytic", "--layer", "branch", "--out", "a.png"],
         ] {
             Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
@@ -184,6 +190,8 @@ mod tests {
             vec!["elbow", "train", "--head", "mlp"],
             vec!["elbow", "train", "--region", "sector:10,5"],
             vec!["elbow", "experiment", "degradation", "--noise", "-1"],
+            vec!["elbow", "atlas", "--solver", "nope", "--out", "a.png"],
+            vec!["elbow", "atlas", "--layer", "nope", "--out", "a.png"],
         ] {
             assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
         }

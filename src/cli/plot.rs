@@ -2,47 +2,19 @@
 //! channel, four columns: mean tip error (log scale) and the reported, silent and false-alarm
 //! rates, each against the channel's level, one curve per pipeline (held-out targets).
 //!
-//! SVG is written by plotters' SVG backend; PNG is drawn into an RGB buffer and encoded with the
-//! `image` crate. Text uses the Hack font that egui ships. The file is written to a temporary
-//! name beside it, then renamed, so a failed run never leaves half a plot.
+//! The file format, the font and the atomic write come from [`super::figure`], shared with
+//! `elbow atlas`.
 
+use super::figure::{Canvas, FONT, Output};
 use elbow::experiments::DegradationReport;
 use elbow::experiments::degradation::{Cell, Channel, Protocol, Split};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// A plot file format, from the file's extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// Scalable vector graphics.
-    Svg,
-    /// A PNG bitmap.
-    Png,
-}
-
-/// The temporary file beside `path` that the plot is written to before the rename.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map_or_else(|| "plot".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// Checks, before any work, that `path` ends in `.svg` or `.png` and that its folder exists and
-/// takes a new file.
-pub(crate) fn check_path(path: &Path) -> Result<Format, String> {
-    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let format = match ext.as_deref() {
-        Some("svg") => Format::Svg,
-        Some("png") => Format::Png,
-        _ => return Err(format!("--plot {}: the file must end in .svg or .png", path.display())),
-    };
-    if path.is_dir() {
-        return Err(format!("--plot {}: is a folder", path.display()));
-    }
-    let tmp = temp_path(path);
-    std::fs::write(&tmp, b"").map_err(|e| format!("--plot {}: cannot write there: {e}", path.display()))?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(format)
+/// Checks, before any work, that `path` ends in `.svg` or `.png` and that its folder exists.
+pub(crate) fn check_path(path: &Path) -> Result<Output, String> {
+    Output::new(path).map_err(|e| format!("--plot {e}"))
 }
 
 const WIDTH: u32 = 1800;
@@ -54,38 +26,13 @@ fn rows(r: &DegradationReport) -> Vec<(Protocol, Channel)> {
     r.protocols().into_iter().flat_map(|p| r.channels(p).into_iter().map(move |c| (p, c))).collect()
 }
 
-/// Draws `r` into `path` in `format`.
-pub(crate) fn draw(r: &DegradationReport, path: &Path, format: Format) -> Result<(), String> {
-    // Registering twice only replaces the entry; a font that fails to parse is a build defect.
-    plotters::style::register_font("sans-serif", FontStyle::Normal, epaint_default_fonts::HACK_REGULAR)
-        .map_err(|_| "the embedded plot font could not be read".to_string())?;
+/// Draws `r` into `out`.
+pub(crate) fn draw(r: &DegradationReport, out: &Output) -> Result<(), String> {
     let size = (WIDTH, HEADER + ROW * rows(r).len().max(1) as u32);
-    let tmp = temp_path(path);
-    let fail = |e: &dyn std::fmt::Display| format!("--plot {}: {e}", path.display());
-    match format {
-        Format::Svg => {
-            let mut text = String::new();
-            {
-                let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-                paint(r, &root).map_err(|e| fail(&e))?;
-                root.present().map_err(|e| fail(&e))?;
-            }
-            std::fs::write(&tmp, text).map_err(|e| fail(&e))?;
-        }
-        Format::Png => {
-            let mut buf = vec![0u8; size.0 as usize * size.1 as usize * 3];
-            {
-                let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
-                paint(r, &root).map_err(|e| fail(&e))?;
-                root.present().map_err(|e| fail(&e))?;
-            }
-            let img = image::RgbImage::from_raw(size.0, size.1, buf).ok_or_else(|| fail(&"buffer size"))?;
-            img.save_with_format(&tmp, image::ImageFormat::Png).map_err(|e| fail(&e))?;
-        }
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(&e)
+    let fail = |e: &dyn std::fmt::Display| format!("--plot {}: {e}", out.path.display());
+    out.render(size, |canvas| match canvas {
+        Canvas::Svg(root) => paint(r, root).map_err(|e| fail(&e)),
+        Canvas::Bitmap(root) => paint(r, root).map_err(|e| fail(&e)),
     })
 }
 
@@ -115,13 +62,13 @@ fn paint<DB: DrawingBackend>(r: &DegradationReport, root: &Panel<'_, DB>) -> Dra
     head.draw(&Text::new(
         "The gap to reality: held-out targets, one curve per pipeline (lighter: inside the envelope)",
         (10, 8),
-        ("sans-serif", 18),
+        (FONT, 18),
     ))?;
     let pipes = r.pipelines();
     for (i, p) in pipes.iter().enumerate() {
         let (x, y) = (10 + (i as i32 % 5) * 300, 38 + (i as i32 / 5) * 22);
         head.draw(&PathElement::new(vec![(x, y + 8), (x + 30, y + 8)], colour(i).stroke_width(3)))?;
-        head.draw(&Text::new(p.key(), (x + 36, y), ("sans-serif", 15)))?;
+        head.draw(&Text::new(p.key(), (x + 36, y), (FONT, 15)))?;
     }
     let rows = rows(r);
     let panels = body.split_evenly((rows.len().max(1), 4));
@@ -139,7 +86,7 @@ fn paint<DB: DrawingBackend>(r: &DegradationReport, root: &Panel<'_, DB>) -> Dra
             let area = &panels[row * 4 + col];
             let caption = format!("[{protocol}] {} ({}): {name}", channel.key(), channel.unit());
             let mut chart = ChartBuilder::on(area);
-            chart.caption(caption, ("sans-serif", 14)).margin(6).x_label_area_size(22).y_label_area_size(48);
+            chart.caption(caption, (FONT, 14)).margin(6).x_label_area_size(22).y_label_area_size(48);
             let points = |cells: &Vec<&Cell>| cells.iter().map(|c| (c.level, value(c))).collect::<Vec<_>>();
             if *log {
                 let top = series.iter().flatten().map(|c| value(c)).fold(1e-4, f64::max) * 1.5;

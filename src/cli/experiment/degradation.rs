@@ -176,10 +176,10 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), String> {
     let cfg = a.config()?;
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
-    let plot_format = a.plot.as_deref().map(plot::check_path).transpose()?;
+    let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
     let report = degradation_with(&cfg, models).map_err(|e| e.to_string())?;
-    if let (Some(path), Some(format)) = (&a.plot, plot_format) {
-        plot::draw(&report, path, format)?;
+    if let Some(out) = &plot {
+        plot::draw(&report, out)?;
     }
     match (a.json, a.csv) {
         (true, _) => print_json(&report),

@@ -8,18 +8,24 @@
 //!   averaged pose), and whether an answer was given where none exists;
 //! - [`Layer::Confidence`]: the mixture's top weight (1 for heads without a mixture);
 //! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason);
-//! - [`Layer::Silent`]: the rate of silent failures when the executed joints carry Gaussian
-//!   noise (a few samples per cell): misses over the tolerance that the solver did not report.
+//! - [`Layer::Silent`]: the rate of silent failures under the perturbation settings (a few
+//!   samples per cell): the executed joints carry Gaussian noise and land anywhere in the
+//!   backlash play, on the real arm of the configured mismatch; a miss over the tolerance that
+//!   the solver did not report is silent.
 //!
 //! Learned heads answer a whole grid with batched inference ([`LearnedModel::predict_batch`]).
+//! [`paint`] turns a map into pixels and a colour key.
+
+pub mod paint;
 
 use crate::analytic::{Branches, solve_branches};
 use crate::envelope::Reason;
-use crate::kinematics::{ElbowMode, Point2, Pose, RealArm};
+use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
 use crate::learned::{BatchAnswer, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
 use crate::solver::{Solution, SolveStatus};
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
@@ -139,6 +145,10 @@ pub struct AtlasConfig {
     pub margin: f64,
     /// Standard deviation of the joint noise of the silent layer, radians.
     pub noise: f64,
+    /// Backlash half-width of the silent layer, radians: each joint lands uniformly in the play.
+    pub backlash: f64,
+    /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
+    pub mismatch: Mismatch,
     /// Noise samples per cell of the silent layer (0: no silent layer).
     pub samples: usize,
     /// A tip error above this (metres) counts as a miss in the silent layer.
@@ -149,7 +159,16 @@ pub struct AtlasConfig {
 
 impl Default for AtlasConfig {
     fn default() -> Self {
-        Self { resolution: 128, margin: 0.25, noise: 0.02, samples: 4, tolerance: 0.05, seed: 0 }
+        Self {
+            resolution: 128,
+            margin: 0.25,
+            noise: 0.02,
+            backlash: 0.0,
+            mismatch: Mismatch::NONE,
+            samples: 4,
+            tolerance: 0.05,
+            seed: 0,
+        }
     }
 }
 
@@ -169,6 +188,14 @@ impl AtlasConfig {
         }
         if !(self.noise.is_finite() && (0.0..=1.0).contains(&self.noise)) {
             return Err(format!("noise must be in [0, 1] rad, got {}", self.noise));
+        }
+        if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
+            return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
+        }
+        let m = self.mismatch;
+        let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
+        if !m.length_error.iter().chain(&offsets).all(|v| v.is_finite() && v.abs() <= 0.5) {
+            return Err(format!("mismatch errors and offsets must be within ±0.5, got {m:?}"));
         }
         if self.samples > MAX_SAMPLES {
             return Err(format!("samples must be at most {MAX_SAMPLES}, got {}", self.samples));
@@ -264,13 +291,19 @@ fn judged_on(lineup: &Lineup, solver: SolverId) -> RealArm {
 /// The solver's answer for every target, seeded with the elbow-down pose of each target (the
 /// arm "already there"), with the mixture's top weight; learned heads answer in one batch.
 /// `None` for a head without a model.
-fn answers(lineup: &Lineup, solver: SolverId, targets: &[Point2], branches: &[Branches]) -> Option<Vec<(Solution, f32)>> {
+fn answers(
+    lineup: &Lineup,
+    solver: SolverId,
+    targets: &[Point2],
+    branches: &[Branches],
+    scratch: &mut PredictScratch,
+) -> Option<Vec<(Solution, f32)>> {
     let Some(head) = solver.head() else {
         return targets.iter().zip(branches).map(|(&t, b)| lineup.solve(solver, t, b.down).map(|s| (s, 1.0))).collect();
     };
     let model = lineup.models[head]?;
     let mut out: Vec<BatchAnswer> = Vec::with_capacity(targets.len());
-    model.predict_batch(targets, ElbowMode::Down, &mut PredictScratch::default(), &mut out);
+    model.predict_batch(targets, ElbowMode::Down, scratch, &mut out);
     // As `LearnedSolver` says: a correction head passes on the analytic verdict on reachability,
     // the other heads report nothing.
     let passes_on = head.spec().output == Output::Correction;
@@ -288,21 +321,25 @@ fn answers(lineup: &Lineup, solver: SolverId, targets: &[Point2], branches: &[Br
     )
 }
 
-/// Maps `solver` over the workspace of `lineup`'s arm.
-pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
-    cfg.validate()?;
-    let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
+/// One row of cells (bottom row 0), or `None` for a head without a model.
+fn row_cells(
+    lineup: &Lineup,
+    solver: SolverId,
+    cfg: &AtlasConfig,
+    half_width: f64,
+    row: usize,
+    scratch: &mut PredictScratch,
+) -> Option<Vec<AtlasCell>> {
     let n = cfg.resolution;
-    let targets: Vec<Point2> =
-        (0..n * n).map(|i| Atlas::center(n, half_width, i % n, i / n)).collect();
+    let targets: Vec<Point2> = (0..n).map(|col| Atlas::center(n, half_width, col, row)).collect();
     let branches: Vec<Branches> = targets.iter().map(|&t| solve_branches(&lineup.arm, t)).collect();
-    let Some(answers) = answers(lineup, solver, &targets, &branches) else {
-        let missing = format!("{} has no model yet", solver.name());
-        return Ok(Atlas { solver, resolution: n, half_width, cells: Vec::new(), missing: Some(missing) });
-    };
+    let answers = answers(lineup, solver, &targets, &branches, scratch)?;
     let judge = judged_on(lineup, solver);
+    let real = cfg.mismatch.real_arm(&lineup.arm);
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let play = cfg.backlash;
+    // One stream per row, so the map is the same however rows are shared between threads.
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let cells = targets
         .iter()
         .zip(answers)
@@ -311,16 +348,19 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
             let pose = solution.pose;
             let reported = solution.status.is_reported_failure();
             let verdict = lineup.envelope.review(solution, target, b.down).intervention;
-            let silent = if cfg.samples == 0 {
+            let silent = if cfg.samples == 0 || reported {
                 0.0
             } else {
                 let misses = (0..cfg.samples)
                     .filter(|_| {
-                        let jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
-                        judge.miss(pose + jitter, target) > cfg.tolerance
+                        let mut jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
+                        if play > 0.0 {
+                            jitter = jitter + Pose::new(rng.random_range(-play..=play), rng.random_range(-play..=play));
+                        }
+                        real.miss(pose + jitter, target) > cfg.tolerance
                     })
                     .count();
-                if reported { 0.0 } else { misses as f64 / cfg.samples as f64 }
+                misses as f64 / cfg.samples as f64
             };
             let miss = judge.miss(pose, target);
             AtlasCell {
@@ -334,7 +374,24 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
             }
         })
         .collect();
-    Ok(Atlas { solver, resolution: n, half_width, cells, missing: None })
+    Some(cells)
+}
+
+/// Maps `solver` over the workspace of `lineup`'s arm, rows in parallel on rayon's pool (the
+/// result does not depend on the number of threads).
+pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
+    cfg.validate()?;
+    let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
+    let n = cfg.resolution;
+    let rows: Option<Vec<Vec<AtlasCell>>> = (0..n)
+        .into_par_iter()
+        .map_init(PredictScratch::default, |scratch, row| row_cells(lineup, solver, cfg, half_width, row, scratch))
+        .collect();
+    let (cells, missing) = match rows {
+        Some(rows) => (rows.into_iter().flatten().collect(), None),
+        None => (Vec::new(), Some(format!("{} has no model yet", solver.name()))),
+    };
+    Ok(Atlas { solver, resolution: n, half_width, cells, missing })
 }
 
 #[cfg(test)]

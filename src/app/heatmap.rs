@@ -1,0 +1,68 @@
+//! The atlas drawn under the arm: a sprite the size of the mapped square, its texture painted
+//! from the latest map with the chosen layer's colours (nearest-neighbour, so cells stay
+//! crisp). It repaints only when a new map arrives or the layer changes.
+
+use super::AppSet;
+use super::state::AtlasView;
+use bevy::asset::RenderAssetUsages;
+use bevy::image::ImageSampler;
+use bevy::prelude::*;
+use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
+use elbow::atlas::paint;
+
+/// Registers the sprite and its repaint.
+pub(crate) fn plugin(app: &mut App) {
+    app.add_systems(Startup, spawn).add_systems(Update, repaint.in_set(AppSet::Draw));
+}
+
+/// The heatmap sprite.
+#[derive(Component)]
+struct Heatmap;
+
+/// How opaque the heatmap is, so the arm and the annulus stay readable over it.
+const OPACITY: f32 = 0.55;
+
+/// Spawns the (hidden) sprite.
+fn spawn(mut commands: Commands) {
+    commands.spawn((
+        Heatmap,
+        Sprite { color: Color::WHITE.with_alpha(OPACITY), ..default() },
+        Transform::from_xyz(0.0, 0.0, -10.0),
+        Visibility::Hidden,
+    ));
+}
+
+/// Paints the latest map into the sprite's texture when it or the layer changed.
+fn repaint(
+    view: Res<AtlasView>,
+    mut images: ResMut<Assets<Image>>,
+    mut sprite: Single<(&mut Sprite, &mut Visibility), With<Heatmap>>,
+    mut painted: Local<Option<(u64, elbow::atlas::Layer)>>,
+) {
+    let (sprite, visibility) = &mut *sprite;
+    let map = view.latest.as_ref().filter(|a| view.on && a.missing.is_none());
+    let wanted = if map.is_some() { Visibility::Inherited } else { Visibility::Hidden };
+    visibility.set_if_neq(wanted);
+    let Some(atlas) = map else { return };
+    if *painted == Some((view.generation, view.layer)) {
+        return;
+    }
+    *painted = Some((view.generation, view.layer));
+    let n = atlas.resolution as u32;
+    let pixels = paint::pixels(atlas, view.layer);
+    if pixels.len() != (n * n * 4) as usize {
+        return;
+    }
+    let mut image = Image::new(
+        Extent3d { width: n, height: n, depth_or_array_layers: 1 },
+        TextureDimension::D2,
+        pixels,
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::RENDER_WORLD,
+    );
+    image.sampler = ImageSampler::nearest();
+    let old = std::mem::replace(&mut sprite.image, images.add(image));
+    images.remove(&old);
+    let side = 2.0 * atlas.half_width as f32;
+    sprite.custom_size = Some(Vec2::splat(side));
+}

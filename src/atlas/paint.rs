@@ -1,0 +1,162 @@
+//! How an atlas becomes pixels: one colour per cell for each [`Layer`], and the key (a colour
+//! bar or a list of classes) that explains the colours. The app's heatmap and `elbow atlas`'s
+//! PNG both paint with these, so they always agree.
+//!
+//! Continuous layers use perceptually uniform maps from `colorous` (viridis for the miss,
+//! inferno for the silent-failure rate, cividis for the confidence); class layers use fixed
+//! colours chosen to match the app's ghost arms (elbow-up blue, elbow-down green, the average
+//! orange).
+
+use super::{Atlas, AtlasCell, BranchClass, Layer};
+use crate::envelope::Reason;
+
+/// An sRGB colour with alpha, 0-255 per channel.
+pub type Rgba = [u8; 4];
+
+/// Smallest miss on the colour bar, metres (anything closer shows as this).
+pub const MISS_FLOOR: f64 = 1e-4;
+/// Largest miss on the colour bar, metres.
+pub const MISS_CEIL: f64 = 2.0;
+
+/// What the colours of a layer mean.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Key {
+    /// A continuous colour bar from `lo` to `hi` (log scale when `log`), with a unit.
+    Scale {
+        /// Value at the bottom of the bar.
+        lo: f64,
+        /// Value at the top of the bar.
+        hi: f64,
+        /// Whether the bar is logarithmic.
+        log: bool,
+        /// Unit or description of the values.
+        unit: &'static str,
+    },
+    /// Discrete classes and their colours.
+    Classes(Vec<(String, Rgba)>),
+}
+
+/// Colour of `t` in [0, 1] on `gradient`, opaque.
+fn gradient(g: colorous::Gradient, t: f64) -> Rgba {
+    let c = g.eval_continuous(if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 });
+    [c.r, c.g, c.b, 255]
+}
+
+/// Position of a miss on the log colour bar, in [0, 1].
+pub fn miss_fraction(miss: f64) -> f64 {
+    let m = if miss.is_finite() { miss.clamp(MISS_FLOOR, MISS_CEIL) } else { MISS_CEIL };
+    (m / MISS_FLOOR).ln() / (MISS_CEIL / MISS_FLOOR).ln()
+}
+
+/// Colour of a branch class.
+pub fn branch_color(class: BranchClass) -> Rgba {
+    match class {
+        BranchClass::Up => [64, 184, 255, 255],
+        BranchClass::Down => [77, 230, 115, 255],
+        BranchClass::Average => [255, 158, 26, 255],
+        BranchClass::Neither => [150, 60, 70, 255],
+        BranchClass::OutsideReported => [48, 50, 58, 255],
+        BranchClass::OutsideSilent => [230, 40, 200, 255],
+    }
+}
+
+/// Colour of an envelope verdict: accepted, or one colour per rejection reason.
+pub fn verdict_color(verdict: Option<Reason>) -> Rgba {
+    const PALETTE: [Rgba; 6] = [
+        [255, 255, 255, 255],
+        [255, 200, 40, 255],
+        [80, 170, 255, 255],
+        [235, 60, 60, 255],
+        [200, 110, 255, 255],
+        [255, 140, 60, 255],
+    ];
+    match verdict {
+        None => [46, 120, 70, 255],
+        Some(r) => PALETTE[Reason::ALL.iter().position(|&x| x == r).unwrap_or(0) % PALETTE.len()],
+    }
+}
+
+/// Colour of one cell on `layer`.
+pub fn cell_color(cell: &AtlasCell, layer: Layer) -> Rgba {
+    match layer {
+        Layer::Miss => gradient(colorous::VIRIDIS, miss_fraction(cell.miss)),
+        Layer::Branch => branch_color(cell.branch),
+        Layer::Confidence => gradient(colorous::CIVIDIS, f64::from(cell.confidence)),
+        Layer::Envelope => verdict_color(cell.verdict),
+        Layer::Silent => gradient(colorous::INFERNO, cell.silent),
+    }
+}
+
+/// The key of `layer`.
+pub fn key(layer: Layer) -> Key {
+    match layer {
+        Layer::Miss => Key::Scale { lo: MISS_FLOOR, hi: MISS_CEIL, log: true, unit: "FK miss, m" },
+        Layer::Branch => Key::Classes(BranchClass::ALL.map(|c| (c.label().to_string(), branch_color(c))).to_vec()),
+        Layer::Confidence => Key::Scale { lo: 0.0, hi: 1.0, log: false, unit: "top component weight" },
+        Layer::Envelope => Key::Classes(
+            std::iter::once(("accepted".to_string(), verdict_color(None)))
+                .chain(Reason::ALL.iter().map(|&r| (format!("rejected: {}", r.label()), verdict_color(Some(r)))))
+                .collect(),
+        ),
+        Layer::Silent => Key::Scale { lo: 0.0, hi: 1.0, log: false, unit: "silent-failure rate" },
+    }
+}
+
+/// Colour at `t` in [0, 1] along the bar of a continuous `layer` (for drawing the bar).
+pub fn scale_color(layer: Layer, t: f64) -> Rgba {
+    match layer {
+        Layer::Confidence => gradient(colorous::CIVIDIS, t),
+        Layer::Silent => gradient(colorous::INFERNO, t),
+        _ => gradient(colorous::VIRIDIS, t),
+    }
+}
+
+/// The atlas as RGBA pixels, `resolution` × `resolution`, top row (largest y) first as image
+/// formats expect. An atlas without cells paints nothing.
+pub fn pixels(atlas: &Atlas, layer: Layer) -> Vec<u8> {
+    let n = atlas.resolution;
+    if atlas.cells.len() != n * n {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(n * n * 4);
+    for row in (0..n).rev() {
+        for cell in &atlas.cells[row * n..(row + 1) * n] {
+            out.extend_from_slice(&cell_color(cell, layer));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinematics::{Point2, TwoLinkArm};
+    use crate::lineup::{Lineup, SolverId, Table};
+
+    #[test]
+    fn the_miss_scale_is_monotonic_and_clamped() {
+        assert_eq!(miss_fraction(0.0), 0.0);
+        assert_eq!(miss_fraction(f64::NAN), 1.0);
+        assert_eq!(miss_fraction(1e9), 1.0);
+        assert!(miss_fraction(1e-3) < miss_fraction(1e-2) && miss_fraction(1e-2) < miss_fraction(0.5));
+    }
+
+    #[test]
+    fn pixels_put_the_top_row_first_and_every_layer_paints_every_cell() {
+        let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
+        let cfg = super::super::AtlasConfig { resolution: 16, samples: 1, ..Default::default() };
+        let atlas = super::super::compute(&lineup, SolverId::Analytic, &cfg).unwrap();
+        for layer in Layer::ALL {
+            let px = pixels(&atlas, layer);
+            assert_eq!(px.len(), 16 * 16 * 4);
+            assert!(px.chunks(4).all(|p| p[3] == 255));
+        }
+        // The corner cells are beyond reach (reported); the top-left pixel is the cell at
+        // (-w, +w), the last row of cells.
+        let px = pixels(&atlas, Layer::Branch);
+        let top_left = atlas.cell_at(Point2::new(-atlas.half_width * 0.99, atlas.half_width * 0.99)).unwrap();
+        assert_eq!(px[0..4], cell_color(top_left, Layer::Branch));
+        assert!(matches!(key(Layer::Branch), Key::Classes(c) if c.len() == BranchClass::ALL.len()));
+        assert!(matches!(key(Layer::Miss), Key::Scale { log: true, .. }));
+    }
+}
