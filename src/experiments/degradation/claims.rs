@@ -296,3 +296,27 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str, passes: Option<bool>) -> (String, Option<bool>, String) {
+        (name.to_string(), passes, "numbers".to_string())
+    }
+
+    #[test]
+    fn verdicts_follow_the_cases_that_vote() {
+        let v = |cases| claim("k", "s", cases).verdict;
+        assert_eq!(v(vec![case("a", Some(true)), case("b", None)]), Verdict::Holds);
+        assert_eq!(v(vec![case("a", Some(false)), case("b", Some(false))]), Verdict::DoesNotHold);
+        assert_eq!(v(vec![case("a", None)]), Verdict::DoesNotHold, "nothing to judge is no evidence");
+        assert_eq!(
+            v(vec![case("a", Some(true)), case("b", Some(false)), case("c", Some(true))]),
+            Verdict::HoldsOnlyFor(vec!["a".into(), "c".into()])
+        );
+        let c = claim("k", "s", vec![case("a", Some(false)), case("b", None)]);
+        assert!(c.evidence[0].ends_with("FAILS") && c.evidence[1].contains("nothing to judge"));
+        assert_eq!(Verdict::HoldsOnlyFor(vec!["x".into(), "y".into()]).to_string(), "HOLDS ONLY FOR x, y");
+    }
+}
