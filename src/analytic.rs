@@ -43,9 +43,10 @@ impl Branches {
     /// elbow the plain mean of `q2 <= 0` and `q2 >= 0` (zero: a straight arm). For a reachable
     /// target off the rim it is *not* a solution: the tip lands on the outer rim.
     pub fn average(&self) -> Pose {
-        let elbow = (wrap_angle(self.up.elbow).min(0.0)
-            + wrap_angle(self.down.elbow).max(0.0))
-            / 2.0;
+        // Each branch's elbow as the angle of its own sign (`-|q2|` up, `|q2|` down): at the
+        // inner rim both are a half turn, which wraps to +pi for both, and the average must be
+        // 0 (a folded arm pointing either way), not a quarter turn.
+        let elbow = (-wrap_angle(self.up.elbow).abs() + wrap_angle(self.down.elbow).abs()) / 2.0;
         Pose::new(circular_mean(self.up.shoulder, self.down.shoulder), elbow)
     }
 }
@@ -346,6 +347,21 @@ mod tests {
         }
         assert!(worst <= 2.0, "worst error {worst} ulp");
         assert!(atan2(f64::NAN, 1.0).is_nan() && atan2(0.0, 0.0) == 0.0);
+    }
+
+    #[test]
+    fn average_at_the_inner_rim_is_a_straight_elbow_average() {
+        let arm = TwoLinkArm::new(1.0, 0.5).unwrap();
+        let b = solve_branches(&arm, Point2::new(0.5, 0.0));
+        assert!(b.unreachable.is_none());
+        assert!(b.average().elbow.abs() < 1e-9, "{:?}", b.average());
+        let b = solve_branches(&arm, Point2::new(1.2, 0.3));
+        assert!((b.average().elbow - (b.up.elbow + b.down.elbow) / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn huge_elbow_limits_are_refused_so_limits_never_lie() {
+        assert!(JointLimits::new(1e20_f64.to_radians(), 2e20_f64.to_radians(), "elbow").is_err());
     }
 
     #[test]

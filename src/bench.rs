@@ -22,45 +22,61 @@ use std::time::Instant;
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     /// Analytic solve of both branches, the one nearest the seed answered, nanoseconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub analytic_ns: f64,
     /// Analytic solve of one fixed branch, nanoseconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub analytic_one_branch_ns: f64,
     /// DLS solve from a warm start 0.02 rad away, converged, nanoseconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub dls_warm_ns: f64,
     /// Mean DLS iterations for those solves.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub dls_warm_iterations: f64,
     /// MDN (K=2, circular encoding) training samples per second, f32, batch 256, one core.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mdn_train_samples_per_second: f64,
     /// Floating-point operations per training sample (forward + backward GEMMs).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub flops_per_sample: f64,
     /// Achieved GFLOP/s in MDN training.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub train_gflops: f64,
     /// This core's f32 FMA peak, measured with a register-only FMA loop, GFLOP/s.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub fma_peak_gflops: f64,
     /// Vector width used for the peak measurement.
     pub fma_kernel: &'static str,
     /// The same core's 8-lane (AVX2) FMA peak, GFLOP/s, for comparison (0 when unavailable).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub fma_peak_avx2_gflops: f64,
     /// MDN single-target inference, microseconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mdn_inference_us: f64,
     /// MSE single-target inference, microseconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mse_inference_us: f64,
     /// Instruction set the kernels ran at (after `ELBOW_SIMD`).
     pub simd_level: &'static str,
     /// MDN training GFLOP/s as a percentage of `fma_peak_gflops`.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub train_percent_of_peak: f64,
     /// Targets in the batched-inference grid.
     pub batch_targets: usize,
     /// Batched inference (`Mlp::forward_batch`), targets per second.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub batch_inference_targets_per_second: f64,
     /// Batched inference GFLOP/s (2 FLOP per weight per target).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub batch_inference_gflops: f64,
     /// Batched inference GFLOP/s as a percentage of `fma_peak_gflops`.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub batch_inference_percent_of_peak: f64,
     /// Training steps until the held-out mean FK miss first fell under 1% of the reach
     /// (checked every `ACCURACY_CHECK_EVERY` steps; `None` if the default run never got there).
     pub mdn_steps_to_target: Option<usize>,
     /// Training wall time of those steps, seconds (the held-out checks excluded).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mdn_seconds_to_target: Option<f64>,
     /// Cells per side of the timed atlas.
     pub atlas_resolution: usize,
@@ -111,8 +127,16 @@ fn time_per_call(mut f: impl FnMut(usize), calls: usize) -> f64 {
     t.elapsed().as_secs_f64() / calls as f64
 }
 
-/// Measures every figure (takes a few seconds).
+/// The accepted range of `train_steps` in [`measure`].
+pub const TRAIN_STEPS_RANGE: (usize, usize) = (10, 200_000);
+
+/// Measures every figure (takes a few seconds); `train_steps` must lie in
+/// [`TRAIN_STEPS_RANGE`].
 pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
+    let (lo, hi) = TRAIN_STEPS_RANGE;
+    if !(lo..=hi).contains(&train_steps) {
+        return Err(format!("train steps must be in {lo}..={hi}, got {train_steps}"));
+    }
     let arm = TwoLinkArm::default();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let targets = arm.sample_targets(&mut rng, 4096, SampleMode::UniformArea, Region::Annulus);
@@ -151,7 +175,7 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
             500_000,
         );
 
-    let cfg = TrainConfig { head: HeadKind::Mdn, steps: train_steps.max(10), ..TrainConfig::default() };
+    let cfg = TrainConfig { head: HeadKind::Mdn, steps: train_steps, ..TrainConfig::default() };
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
     for _ in 0..20 {
         trainer.step();

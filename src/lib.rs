@@ -14,7 +14,8 @@
 //! - [`atlas`]: one solver's answer over the whole workspace, as maps (miss, branch, envelope,
 //!   silent failures);
 //! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
-//! - [`stats`]: error summaries; [`simd`]: runtime dispatch of hot loops to the CPU's widest
+//! - [`files`]: atomic writes, bounded reads, destinations checked up front;
+//! - [`stats`]: error summaries and JSON numbers that keep NaN and infinity apart; [`simd`]: runtime dispatch of hot loops to the CPU's widest
 //!   vector unit.
 //!
 //! The command line (`src/cli/`, the `cli` feature) and the desktop app (`src/app/`, the `app`
@@ -27,6 +28,7 @@ pub mod atlas;
 pub mod bench;
 pub mod envelope;
 pub mod experiments;
+pub mod files;
 pub mod iterative;
 pub mod kinematics;
 pub mod learned;

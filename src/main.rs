@@ -9,27 +9,57 @@ mod cli;
 
 fn main() -> ExitCode {
     restore_sigpipe();
+    cli::signals::install();
     match cli::Cli::parse().command {
         Some(command) => match cli::run(&command) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("error: {message}");
-                ExitCode::from(2)
+            Err(failure) => {
+                report(&failure.message);
+                ExitCode::from(failure.code)
             }
         },
         None => run_app(),
     }
 }
 
+/// Opens the desktop app once the display and the GPU driver it needs are known to be there;
+/// a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
 fn run_app() -> ExitCode {
+    if let Err(message) = cli::preflight::check() {
+        report(&message);
+        return ExitCode::from(2);
+    }
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        match cli::preflight::gpu_panic_message(&text) {
+            Some(message) => {
+                report(&message);
+                std::process::exit(2);
+            }
+            None => default_hook(info),
+        }
+    }));
     app::run()
 }
 
 #[cfg(not(feature = "app"))]
 fn run_app() -> ExitCode {
-    eprintln!("this build has no desktop app (built without the `app` feature); see `elbow --help`");
+    report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
+}
+
+/// Writes `error: MESSAGE` to stderr; if even stderr cannot be written (`2> /dev/full`), the
+/// exit code still tells (`eprintln!` would panic).
+fn report(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: {message}");
 }
 
 /// Lets `elbow ... | head` end quietly, as command-line tools do, instead of panicking on a

@@ -1,6 +1,120 @@
-//! Summary statistics of error samples: mean, median, 95th percentile, maximum.
+//! Summary statistics of error samples (mean, median, 95th percentile, maximum), and the one
+//! way numbers are written to JSON: finite numbers as numbers, NaN and infinities as the
+//! strings `"NaN"`, `"inf"` and `"-inf"` (serde_json would write `null` for all three).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A number for a message: plain when of ordinary size, in scientific notation when huge or
+/// tiny (so `1e300` does not print as three hundred digits).
+pub fn fmt_num(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e9).contains(&v.abs()) { v.to_string() } else { format!("{v:e}") }
+}
+
+/// A value holding floating-point numbers that [`json_numbers`] can write.
+pub trait JsonNumbers {
+    /// Serialises the value, writing each non-finite number as `"NaN"`, `"inf"` or `"-inf"`.
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error>;
+}
+
+/// The string written for a non-finite number.
+fn non_finite_name(v: f64) -> &'static str {
+    if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}
+
+impl JsonNumbers for f64 {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_finite() { s.serialize_f64(*self) } else { s.serialize_str(non_finite_name(*self)) }
+    }
+}
+
+impl JsonNumbers for f32 {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_finite() { s.serialize_f32(*self) } else { s.serialize_str(non_finite_name(f64::from(*self))) }
+    }
+}
+
+/// Borrows a [`JsonNumbers`] value as a [`Serialize`] one.
+struct Numbers<'a, T: ?Sized>(&'a T);
+
+impl<T: JsonNumbers + ?Sized> Serialize for Numbers<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_numbers(s)
+    }
+}
+
+impl<T: JsonNumbers> JsonNumbers for Option<T> {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Some(v) => s.serialize_some(&Numbers(v)),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+impl<T: JsonNumbers> JsonNumbers for [T] {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter().map(Numbers))
+    }
+}
+
+impl<T: JsonNumbers, const N: usize> JsonNumbers for [T; N] {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize_numbers(s)
+    }
+}
+
+impl<T: JsonNumbers> JsonNumbers for Vec<T> {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize_numbers(s)
+    }
+}
+
+impl<T: JsonNumbers> JsonNumbers for (String, T) {
+    fn serialize_numbers<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(2)?;
+        t.serialize_element(&self.0)?;
+        t.serialize_element(&Numbers(&self.1))?;
+        t.end()
+    }
+}
+
+/// `#[serde(serialize_with = "crate::stats::json_numbers")]`: writes the field's numbers with
+/// NaN and infinities kept apart as strings. Every report field that can hold a non-finite
+/// number goes through this one helper.
+pub fn json_numbers<T: JsonNumbers + ?Sized, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    value.serialize_numbers(s)
+}
+
+/// Reads back what [`json_numbers`] wrote for an `f64`: a number, or `"NaN"`, `"inf"`, `"-inf"`
+/// (and `null`, as older files hold, as NaN).
+pub fn json_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        N(f64),
+        S(String),
+        Null(()),
+    }
+    match Num::deserialize(d)? {
+        Num::N(v) => Ok(v),
+        Num::Null(()) => Ok(f64::NAN),
+        Num::S(s) => match s.as_str() {
+            "NaN" => Ok(f64::NAN),
+            "inf" => Ok(f64::INFINITY),
+            "-inf" => Ok(f64::NEG_INFINITY),
+            other => Err(serde::de::Error::custom(format!(
+                "expected a number, \"NaN\", \"inf\" or \"-inf\", got \"{other}\""
+            ))),
+        },
+    }
+}
 
 /// Summary of a set of non-negative errors.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -8,12 +122,16 @@ pub struct Summary {
     /// Number of samples.
     pub n: usize,
     /// Arithmetic mean.
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub mean: f64,
     /// 50th percentile.
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub median: f64,
     /// 95th percentile.
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub p95: f64,
     /// Largest value.
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub max: f64,
 }
 
@@ -48,5 +166,36 @@ mod tests {
         assert_eq!((s.n, s.mean, s.median, s.p95, s.max), (101, 50.0, 50.0, 95.0, 100.0));
         assert_eq!(Summary::of(&[]), Summary::default());
         assert_eq!(Summary::of(&[1.0, f64::NAN]).max, f64::INFINITY);
+    }
+
+    #[test]
+    fn message_numbers_stay_short() {
+        assert_eq!(fmt_num(1e155), "1e155");
+        assert_eq!(fmt_num(1e-200), "1e-200");
+        assert_eq!(fmt_num(-2.0), "-2");
+        assert_eq!(fmt_num(0.25), "0.25");
+    }
+
+    #[test]
+    fn json_keeps_nan_and_infinity_apart() {
+        let s = Summary { n: 3, mean: f64::NAN, median: f64::INFINITY, p95: f64::NEG_INFINITY, max: 1.5 };
+        let text = serde_json::to_string(&s).unwrap();
+        assert_eq!(text, r#"{"n":3,"mean":"NaN","median":"inf","p95":"-inf","max":1.5}"#);
+        let back: Summary = serde_json::from_str(&text).unwrap();
+        assert!(back.mean.is_nan() && back.median == f64::INFINITY && back.p95 == f64::NEG_INFINITY);
+        #[derive(Serialize)]
+        struct All {
+            #[serde(serialize_with = "json_numbers")]
+            a: Option<f64>,
+            #[serde(serialize_with = "json_numbers")]
+            b: [f64; 2],
+            #[serde(serialize_with = "json_numbers")]
+            c: Vec<(String, f64)>,
+            #[serde(serialize_with = "json_numbers")]
+            d: f32,
+        }
+        let all = All { a: Some(f64::NAN), b: [1.0, f64::INFINITY], c: vec![("x".into(), f64::NAN)], d: f32::NAN };
+        let text = serde_json::to_string(&all).unwrap();
+        assert_eq!(text, r#"{"a":"NaN","b":[1.0,"inf"],"c":[["x","NaN"]],"d":"NaN"}"#);
     }
 }

@@ -1,6 +1,6 @@
 //! `elbow bench`: the headless speed figures of [`elbow::bench`], as a table or JSON.
 
-use super::print_json;
+use super::{count, print_json};
 use clap::Args;
 use elbow::bench::{ACCURACY_CHECK_EVERY, measure};
 
@@ -10,42 +10,47 @@ pub(crate) struct BenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Training steps timed for the throughput figure.
-    #[arg(long, default_value_t = 2000)]
+    /// Training steps timed for the throughput figure, 10 to 200000.
+    #[arg(long, default_value_t = 2000, value_parser = count::<10, 200_000>, allow_hyphen_values = true)]
     train_steps: usize,
 }
 
 /// `elbow bench`.
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+    if !args.json {
+        // A note on stderr (the measurement takes several seconds); failing to write it is no error.
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "measuring (several seconds; Ctrl-C stops)...");
+    }
     let r = measure(args.train_steps)?;
     if args.json {
         return print_json(&r);
     }
-    println!(
+    outln!(
         "analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)",
         r.analytic_ns,
         1e3 / r.analytic_ns
     );
-    println!(
+    outln!(
         "analytic solve, 1 branch {:>10.1} ns   ({:.1} M solves/s)",
         r.analytic_one_branch_ns,
         1e3 / r.analytic_one_branch_ns
     );
-    println!(
+    outln!(
         "DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)",
         r.dls_warm_ns, r.dls_warm_iterations
     );
-    println!(
+    outln!(
         "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
         r.mdn_train_samples_per_second / 1e6,
         r.train_gflops,
         r.flops_per_sample
     );
-    println!(
+    outln!(
         "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it (kernels: {})",
         r.fma_peak_gflops, r.fma_kernel, r.train_percent_of_peak, r.simd_level
     );
-    println!(
+    outln!(
         "batched inference        {:>10.2} M targets/s = {:.1} GFLOP/s, {:.0}% of peak ({} targets)",
         r.batch_inference_targets_per_second / 1e6,
         r.batch_inference_gflops,
@@ -53,20 +58,22 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         r.batch_targets
     );
     match (r.mdn_steps_to_target, r.mdn_seconds_to_target) {
-        (Some(steps), Some(secs)) => println!(
+        (Some(steps), Some(secs)) => outln!(
             "MDN to 1% of reach       {:>10.2} s      ({steps} steps; held-out mean FK miss, checked every {ACCURACY_CHECK_EVERY})",
             secs
         ),
-        _ => println!("MDN to 1% of reach       not reached in the default run"),
+        _ => {
+            outln!("MDN to 1% of reach       not reached in the default run");
+        }
     }
     if r.fma_peak_avx2_gflops > 0.0 && r.fma_kernel.starts_with("avx512") {
-        println!(
+        outln!(
             "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it",
             r.fma_peak_avx2_gflops,
             100.0 * r.train_gflops / r.fma_peak_avx2_gflops
         );
     }
-    println!(
+    outln!(
         "workspace atlas, MDN     {:>10.1} ms     ({n} x {n} cells, every layer, 1 thread; {:.1} ms on {} threads; analytic {:.1} ms)",
         r.atlas_mdn_ms,
         r.atlas_mdn_parallel_ms,
@@ -74,7 +81,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         r.atlas_analytic_ms,
         n = r.atlas_resolution
     );
-    println!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
-    println!("MSE inference            {:>10.3} µs", r.mse_inference_us);
+    outln!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
+    outln!("MSE inference            {:>10.3} µs", r.mse_inference_us);
     Ok(())
 }

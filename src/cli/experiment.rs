@@ -3,11 +3,13 @@
 
 mod degradation;
 
-use super::{ArmArgs, print_json};
+use super::{ArmArgs, Failure, count, print_json, signals};
 use clap::{Args, Subcommand};
 use degradation::DegradationArgs;
-use elbow::experiments::{AveragingConfig, AveragingReport, averaging};
+use elbow::experiments::{AveragingConfig, AveragingReport, GivenNets, averaging_with};
 use elbow::kinematics::Region;
+use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
+use std::path::PathBuf;
 
 /// The experiments.
 #[derive(Debug, Subcommand)]
@@ -21,11 +23,41 @@ pub(crate) enum ExperimentCommand {
 }
 
 /// `elbow experiment ...`.
-pub(crate) fn run(command: &ExperimentCommand) -> Result<(), String> {
+pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
     match command {
         ExperimentCommand::Averaging(a) => {
-            let report = averaging(&a.config()?).map_err(|e| e.to_string())?;
-            if a.json { print_json(&report) } else { print_averaging(&report) }
+            let cfg = a.config()?;
+            cfg.validate()?;
+            let models =
+                a.model.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+            let given = GivenNets::from_models(models, &cfg.arm)?;
+            let to_train = [given.mse.is_none(), given.mdn.is_none()];
+            let n = to_train.iter().filter(|&&t| t).count();
+            let show = !a.json && !a.quiet && n > 0;
+            let bar = super::train::progress_bar(show, n * cfg.steps, format!("training {n} net(s)"));
+            let polling = signals::Polling::start();
+            let mut done_before = 0;
+            let mut last_head = None;
+            let report = averaging_with(&cfg, given, |head, step| {
+                if let Some(bar) = &bar {
+                    if last_head.is_some_and(|h| h != head) {
+                        done_before += cfg.steps;
+                    }
+                    last_head = Some(head);
+                    if step % 50 == 0 || step == cfg.steps {
+                        bar.set_position((done_before + step) as u64);
+                        bar.set_message(head.to_string());
+                    }
+                }
+                !signals::interrupted()
+            });
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let report = report?;
+            drop(polling);
+            if a.json { print_json(&report)? } else { print_averaging(&report)? }
+            Ok(())
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
     }
@@ -38,12 +70,21 @@ fn averaging_defaults() -> AveragingConfig {
 /// Arguments of `elbow experiment averaging`.
 #[derive(Debug, Args)]
 pub(crate) struct AveragingArgs {
-    /// Training steps for each net.
-    #[arg(long, default_value_t = averaging_defaults().steps)]
+    /// Training steps for each net, 1 to 10000000.
+    #[arg(long, default_value_t = averaging_defaults().steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
     steps: usize,
-    /// Held-out targets.
-    #[arg(long, default_value_t = averaging_defaults().targets)]
+    /// Held-out targets, 1 to 1000000.
+    #[arg(long, default_value_t = averaging_defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
+          allow_hyphen_values = true)]
     targets: usize,
+    /// Use this saved model (an `mse` or `mdn` head trained for the same arm, from
+    /// `elbow train --out`) instead of training that net; give it once for each head.
+    #[arg(long, value_name = "FILE")]
+    model: Vec<PathBuf>,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    quiet: bool,
     /// Training region: `annulus` or `sector:FROM,TO` in degrees.
     #[arg(long, default_value_t = averaging_defaults().region)]
     region: Region,
@@ -70,17 +111,17 @@ impl AveragingArgs {
 }
 
 fn print_averaging(r: &AveragingReport) -> Result<(), String> {
-    println!(
+    outln!(
         "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
         r.targets, r.reach, r.train_seconds
     );
-    println!(
+    outln!(
         "{:<20} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}",
         "pose from", "mean miss", "median", "p95", "% of reach", "Δq to avg", "Δq to branch"
     );
     for row in &r.rows {
         let s = row.fk_miss;
-        println!(
+        outln!(
             "{:<20} {:>11.4} {:>11.4} {:>11.4} {:>10.2}% {:>13.3} {:>13.3}",
             row.name,
             s.mean,
@@ -91,7 +132,7 @@ fn print_averaging(r: &AveragingReport) -> Result<(), String> {
             row.mean_distance_to_nearest_branch
         );
     }
-    println!(
+    outln!(
         "seed target (1.0, 0.8): {}",
         r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", ")
     );

@@ -1,10 +1,10 @@
 //! Figures written by the command line: the file format from the extension, plotters drawing
 //! into SVG or an RGB buffer (encoded as PNG by `image`), glyphs from egui's bundled font, and
-//! an atomic write so a failed run never leaves a half-written file where a good one was.
+//! the core's atomic write ([`elbow::files`]), so a failed run never leaves a half-written file
+//! where a good one was.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -39,18 +39,7 @@ impl Output {
             Some("svg") => Format::Svg,
             _ => return Err(format!("{}: the figure must end in .png or .svg", path.display())),
         };
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !parent.is_dir() {
-            return Err(format!("{}: directory {} does not exist", path.display(), parent.display()));
-        }
-        if let Ok(meta) = std::fs::metadata(path)
-            && !meta.is_file()
-        {
-            return Err(format!("{}: exists and is not a regular file", path.display()));
-        }
+        elbow::files::check_destination(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self { path: path.to_path_buf(), format })
     }
 
@@ -91,7 +80,7 @@ impl Output {
                 png
             }
         };
-        write_atomic(&self.path, &bytes)
+        elbow::files::write_atomic(&self.path, &bytes).map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }
 
@@ -110,22 +99,6 @@ fn register_font() {
         // The font is compiled in and known to parse; a failure would only lose the labels.
         let _ = plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT);
     });
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("figure");
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
 }
 
 #[cfg(test)]

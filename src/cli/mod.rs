@@ -3,6 +3,21 @@
 //! A thin layer over the core library: it parses arguments into the core's plain configurations,
 //! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
 //! these commands. Bad input gives a clear message and exit code 2; nothing panics on user input.
+//! Everything printed goes through [`outln!`], so a write error (a closed or full standard
+//! output) is an error too, never a silent exit 0. Ctrl-C (SIGINT) and SIGTERM end a training
+//! run cleanly between two steps ([`signals`]), saving nothing, with exit code 130.
+
+/// `println!` that fails the command on a write error: writes one line to standard output and,
+/// if that fails, returns `Err` from the enclosing function (which returns
+/// `Result<_, impl From<String>>`).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))?
+    };
+}
+
+pub(crate) mod preflight;
+pub(crate) mod signals;
 
 mod atlas;
 mod bench;
@@ -40,25 +55,104 @@ pub(crate) enum Command {
     Bench(bench::BenchArgs),
 }
 
-/// Runs a parsed command; `Err` carries the message for the user.
-pub(crate) fn run(command: &Command) -> Result<(), String> {
+/// Why a command failed: the message for the user and the exit code.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Failure {
+    /// What to tell the user (printed after `error: ` on stderr).
+    pub(crate) message: String,
+    /// The process's exit code: 2 for bad input and failed runs, 130 when interrupted.
+    pub(crate) code: u8,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self { message, code: 2 }
+    }
+}
+
+/// Exit code of a run ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub(crate) const INTERRUPTED_EXIT: u8 = 130;
+
+impl From<elbow::learned::TrainError> for Failure {
+    fn from(e: elbow::learned::TrainError) -> Self {
+        let code = if matches!(e, elbow::learned::TrainError::Cancelled { .. }) { INTERRUPTED_EXIT } else { 2 };
+        Self { message: e.to_string(), code }
+    }
+}
+
+impl From<elbow::experiments::ExperimentError> for Failure {
+    fn from(e: elbow::experiments::ExperimentError) -> Self {
+        match e {
+            elbow::experiments::ExperimentError::Train(t) => t.into(),
+            other => other.to_string().into(),
+        }
+    }
+}
+
+/// Writes one line to standard output; any write error (closed pipe handled by SIGPIPE aside:
+/// a full disk, `/dev/full`) becomes the command's error.
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{args}").map_err(|e| format!("cannot write to standard output: {e}"))
+}
+
+/// Flushes standard output, turning a failure into the command's error.
+pub(crate) fn flush_stdout() -> Result<(), String> {
+    use std::io::Write;
+    std::io::stdout().flush().map_err(|e| format!("cannot write to standard output: {e}"))
+}
+
+/// Whether file descriptor 1 was closed when the process started, recorded before Rust's
+/// runtime starts: the runtime reopens a closed standard output on `/dev/null`, after which
+/// every write would succeed silently.
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs from `.init_array`, before the runtime's start-up code: records whether stdout is closed.
+#[cfg(target_os = "linux")]
+extern "C" fn record_stdout_state() {
+    // SAFETY: F_GETFD on a descriptor number only queries the process's descriptor table.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Registers [`record_stdout_state`] as an ELF constructor.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RECORD_STDOUT_STATE: extern "C" fn() = record_stdout_state;
+
+/// Fails when standard output was closed at start (`>&-`): nothing printed could reach anyone,
+/// and Rust's runtime would have swallowed every write.
+pub(crate) fn check_stdout_open() -> Result<(), String> {
+    if STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err("standard output is closed, so nothing could be printed (run without `>&-`)".into());
+    }
+    Ok(())
+}
+
+/// Runs a parsed command; `Err` carries the message for the user and the exit code.
+pub(crate) fn run(command: &Command) -> Result<(), Failure> {
+    check_stdout_open()?;
     match command {
-        Command::Solve(a) => solve::run(a),
+        Command::Solve(a) => Ok(solve::run(a)?),
         Command::Train(a) => train::run(a),
         Command::Experiment(e) => experiment::run(e),
-        Command::Atlas(a) => atlas::run(a),
-        Command::Bench(a) => bench::run(a),
-    }
+        Command::Atlas(a) => Ok(atlas::run(a)?),
+        Command::Bench(a) => Ok(bench::run(a)?),
+    }?;
+    Ok(flush_stdout()?)
 }
 
 /// The arm shared by every subcommand.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ArmArgs {
-    /// Link lengths `L1,L2` in metres.
-    #[arg(long, default_value = "1,1", value_parser = parse_lengths)]
+    /// Link lengths `L1,L2` in metres, each from 1e-6 to 1e6, the longer at most 1e4 times the
+    /// shorter.
+    #[arg(long, default_value = "1,1", value_parser = parse_lengths, allow_hyphen_values = true)]
     pub(crate) lengths: (f64, f64),
-    /// Elbow joint range `MIN,MAX` in degrees (default: unlimited).
-    #[arg(long, value_parser = parse_range_deg)]
+    /// Elbow joint range `MIN,MAX` in degrees, within ±720 (default: unlimited).
+    #[arg(long, value_parser = parse_range_deg, allow_hyphen_values = true)]
     pub(crate) elbow_limits: Option<(f64, f64)>,
 }
 
@@ -83,22 +177,44 @@ fn parse_pair(s: &str, what: &str) -> Result<(f64, f64), String> {
     Ok((a, b))
 }
 
-/// Parses `L1,L2` (both finite and > 0).
+/// Parses `L1,L2`: the core's rules ([`TwoLinkArm::new`]), checked while parsing.
 fn parse_lengths(s: &str) -> Result<(f64, f64), String> {
     let (a, b) = parse_pair(s, "lengths")?;
-    if a <= 0.0 || b <= 0.0 {
-        return Err(format!("link lengths must be > 0, got `{s}`"));
-    }
+    TwoLinkArm::new(a, b).map_err(|e| format!("link lengths must be > 0 and usable: {e}"))?;
     Ok((a, b))
 }
 
-/// Parses `MIN,MAX` with `MIN < MAX`.
+/// Parses `MIN,MAX` degrees with `MIN < MAX`, both within ±720.
 fn parse_range_deg(s: &str) -> Result<(f64, f64), String> {
     let (a, b) = parse_pair(s, "range")?;
     if a >= b {
         return Err(format!("range needs MIN < MAX, got `{s}`"));
     }
+    if a.abs() > 720.0 || b.abs() > 720.0 {
+        return Err(format!("joint limits must lie within ±720 degrees (two turns), got `{s}`"));
+    }
     Ok((a, b))
+}
+
+/// Parses a whole number in `LO..=HI`; `1e6` and `1000000.0` are accepted as whole numbers.
+pub(crate) fn count<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let n = t.parse::<usize>().ok().or_else(|| {
+        let v = t.parse::<f64>().ok()?;
+        (v.is_finite() && v.fract() == 0.0 && v >= 0.0 && v <= HI as f64).then_some(v as usize)
+    });
+    match n {
+        Some(n) if (LO..=HI).contains(&n) => Ok(n),
+        _ => Err(format!("must be a whole number from {LO} to {HI}, got `{t}`")),
+    }
+}
+
+/// Parses a finite `f32`.
+pub(crate) fn parse_finite_f32(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{}` is not a finite number", s.trim())),
+    }
 }
 
 /// Two signed numbers `A,B`, both in `[-0.5, 0.5]` (a mismatch: length errors or offsets).
@@ -158,7 +274,7 @@ impl std::fmt::Display for Levels {
 /// Prints a value as pretty JSON.
 fn print_json(value: &impl serde::Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).map_err(|e| format!("cannot write JSON: {e}"))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -192,8 +308,42 @@ mod tests {
             vec!["elbow", "experiment", "degradation", "--noise", "-1"],
             vec!["elbow", "atlas", "--solver", "nope", "--out", "a.png"],
             vec!["elbow", "atlas", "--layer", "nope", "--out", "a.png"],
+            vec!["elbow", "solve", "1", "1", "--lengths", "1e155,1"],
+            vec!["elbow", "solve", "1", "1", "--elbow-limits", "1e20,2e20"],
+            vec!["elbow", "train", "--steps", "1000000000000"],
+            vec!["elbow", "experiment", "averaging", "--targets", "18446744073709551615"],
+            vec!["elbow", "experiment", "averaging", "--targets", "0"],
+            vec!["elbow", "bench", "--train-steps", "5"],
         ] {
             assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn negative_values_parse_as_values() {
+        let Some(Command::Solve(a)) =
+            Cli::try_parse_from(["elbow", "solve", "1", "0.5", "--elbow-limits", "-150,150"]).unwrap().command
+        else {
+            panic!("solve parses")
+        };
+        assert_eq!(a.arm.elbow_limits, Some((-150.0, 150.0)));
+        for args in [
+            vec!["elbow", "experiment", "degradation", "--length-error", "-0.1,0.1"],
+            vec!["elbow", "experiment", "degradation", "--joint-offset", "-0.1,-0.2"],
+        ] {
+            Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        let e = Cli::try_parse_from(["elbow", "solve", "1", "1", "--lengths", "-1,1"]).unwrap_err().to_string();
+        assert!(!e.contains("-- -1") && e.contains("1e-6"), "{e}");
+    }
+
+    #[test]
+    fn counts_accept_what_a_user_means() {
+        assert_eq!(count::<1, 1_000_000>("1e6"), Ok(1_000_000));
+        assert_eq!(count::<1, 1_000_000>(" 5 "), Ok(5));
+        for bad in ["0", "1000001", "-1", "1.5", "nan", "inf", "x", "18446744073709551615"] {
+            let e = count::<1, 1_000_000>(bad).unwrap_err();
+            assert!(e.contains("from 1 to 1000000"), "{bad}: {e}");
         }
     }
 

@@ -5,6 +5,7 @@ use super::{ArmArgs, parse_finite, print_json};
 use clap::Args;
 use elbow::kinematics::{ElbowMode, Point2, Pose};
 use elbow::solve_branches;
+use elbow::stats::json_numbers;
 use serde::Serialize;
 
 /// Arguments of `elbow solve`.
@@ -17,7 +18,7 @@ pub(crate) struct SolveArgs {
     #[arg(allow_hyphen_values = true, value_parser = parse_finite)]
     y: f64,
     #[command(flatten)]
-    arm: ArmArgs,
+    pub(crate) arm: ArmArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -26,18 +27,24 @@ pub(crate) struct SolveArgs {
 #[derive(Serialize)]
 struct SolveRow {
     name: &'static str,
+    #[serde(serialize_with = "json_numbers")]
     shoulder_deg: f64,
+    #[serde(serialize_with = "json_numbers")]
     elbow_deg: f64,
+    #[serde(serialize_with = "json_numbers")]
     tip: [f64; 2],
+    #[serde(serialize_with = "json_numbers")]
     fk_error: f64,
     admissible: bool,
 }
 
 #[derive(Serialize)]
 struct SolveReport {
+    #[serde(serialize_with = "json_numbers")]
     target: [f64; 2],
     reachable: bool,
     unreachable_reason: Option<String>,
+    #[serde(serialize_with = "json_numbers")]
     missed_by: Option<f64>,
     rows: Vec<SolveRow>,
 }
@@ -72,20 +79,20 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), String> {
     if args.json {
         return print_json(&report);
     }
-    println!("target ({}, {}) on arm l1={} l2={}", args.x, args.y, arm.l1(), arm.l2());
+    outln!("target ({}, {}) on arm l1={} l2={}", args.x, args.y, arm.l1(), arm.l2());
     match b.unreachable {
-        None => println!("reachable"),
+        None => outln!("reachable"),
         Some((reason, d)) => {
-            println!("UNREACHABLE: {reason}; solving for the nearest reachable point, missed by {d:.6} m")
+            outln!("UNREACHABLE: {reason}; solving for the nearest reachable point, missed by {d:.6} m");
         }
     }
-    println!(
+    outln!(
         "{:<11} {:>12} {:>12} {:>22} {:>12} {:>10}",
         "pose", "shoulder°", "elbow°", "tip (x, y)", "FK error m", "in limits"
     );
     for r in &report.rows {
         let tip = format!("({:.6}, {:.6})", r.tip[0], r.tip[1]);
-        println!(
+        outln!(
             "{:<11} {:>12.4} {:>12.4} {:>22} {:>12.3e} {:>10}",
             r.name, r.shoulder_deg, r.elbow_deg, tip, r.fk_error, r.admissible
         );

@@ -1,10 +1,12 @@
 //! `elbow train`: trains one head with a progress bar, reports its held-out FK miss, and saves
 //! the model.
 
-use super::{ArmArgs, print_json};
+use super::{ArmArgs, Failure, count, parse_finite_f32, print_json, signals};
 use clap::Args;
 use elbow::kinematics::{Mismatch, Region};
-use elbow::learned::{AngleEncoding, HeadKind, TrainConfig, train_and_evaluate};
+use elbow::learned::{
+    AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate,
+};
 use elbow::nn::Activation;
 use std::path::PathBuf;
 
@@ -19,23 +21,23 @@ pub(crate) struct TrainArgs {
     /// Which head: mse, mdn, mode or residual.
     #[arg(long, default_value_t = defaults().head)]
     head: HeadKind,
-    /// Minibatch updates.
-    #[arg(long, default_value_t = defaults().steps)]
+    /// Minibatch updates, 1 to 10000000.
+    #[arg(long, default_value_t = defaults().steps, value_parser = count::<1, MAX_STEPS>, allow_hyphen_values = true)]
     steps: usize,
-    /// Samples per minibatch.
-    #[arg(long, default_value_t = defaults().batch)]
+    /// Samples per minibatch, 1 to 65536.
+    #[arg(long, default_value_t = defaults().batch, value_parser = count::<1, 65_536>, allow_hyphen_values = true)]
     batch: usize,
-    /// Width of each hidden layer.
-    #[arg(long, default_value_t = defaults().hidden)]
+    /// Width of each hidden layer, 1 to 4096.
+    #[arg(long, default_value_t = defaults().hidden, value_parser = count::<1, 4096>, allow_hyphen_values = true)]
     hidden: usize,
-    /// Number of hidden layers.
-    #[arg(long, default_value_t = defaults().depth)]
+    /// Number of hidden layers, 1 to 8.
+    #[arg(long, default_value_t = defaults().depth, value_parser = count::<1, 8>, allow_hyphen_values = true)]
     depth: usize,
-    /// MDN mixture components.
-    #[arg(long, default_value_t = defaults().components)]
+    /// MDN mixture components, 1 to 32.
+    #[arg(long, default_value_t = defaults().components, value_parser = count::<1, 32>, allow_hyphen_values = true)]
     components: usize,
-    /// Peak learning rate (cosine-decayed).
-    #[arg(long, default_value_t = defaults().lr)]
+    /// Peak learning rate (cosine-decayed), in (0, 1).
+    #[arg(long, default_value_t = defaults().lr, value_parser = parse_finite_f32, allow_hyphen_values = true)]
     lr: f32,
     /// Hidden activation: tanh or relu.
     #[arg(long, default_value = "tanh")]
@@ -46,18 +48,19 @@ pub(crate) struct TrainArgs {
     /// Training region: `annulus` or `sector:FROM,TO` in degrees.
     #[arg(long, default_value_t = defaults().region)]
     region: Region,
-    /// Training targets.
-    #[arg(long, default_value_t = defaults().data_size)]
+    /// Training targets, 16 to 10000000.
+    #[arg(long, default_value_t = defaults().data_size, value_parser = count::<16, 10_000_000>, allow_hyphen_values = true)]
     data_size: usize,
-    /// Held-out evaluation targets.
-    #[arg(long, default_value_t = 5_000)]
+    /// Held-out evaluation targets, 1 to 1000000.
+    #[arg(long, default_value_t = 5_000, value_parser = count::<1, MAX_EVAL_TARGETS>, allow_hyphen_values = true)]
     eval_targets: usize,
     /// Seed of data, initialisation and batching.
     #[arg(long, default_value_t = defaults().seed)]
     seed: u64,
     #[command(flatten)]
     arm: ArmArgs,
-    /// Save the trained model here (JSON).
+    /// Save the trained model here (JSON). Checked before training; written atomically, so an
+    /// existing file is only replaced by a whole new model.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Print JSON instead of a table.
@@ -93,70 +96,80 @@ impl TrainArgs {
     }
 }
 
-/// A progress bar over `steps` training steps, or nothing when `show` is false.
-fn progress_bar(show: bool, steps: usize, head: HeadKind) -> Option<indicatif::ProgressBar> {
+/// A progress bar over `steps` training steps on stderr, or nothing when `show` is false.
+pub(crate) fn progress_bar(show: bool, steps: usize, prefix: String) -> Option<indicatif::ProgressBar> {
     show.then(|| {
         let bar = indicatif::ProgressBar::new(steps as u64);
         if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} steps  loss {msg}  eta {eta}")
+            indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} steps  {msg}  eta {eta}")
         {
             bar.set_style(style.progress_chars("=> "));
         }
-        bar.set_prefix(format!("training {head}"));
+        bar.set_prefix(prefix);
         bar
     })
 }
 
-/// `elbow train`.
-pub(crate) fn run(args: &TrainArgs) -> Result<(), String> {
-    let cfg = args.config()?;
-    let mut probed = None;
-    if let Some(path) = &args.out {
-        // Find out now, not after training, whether the model can be written there (appending
-        // opens an existing file without touching it).
-        let existed = path.exists();
-        let probe = std::fs::OpenOptions::new().create(true).append(true).open(path);
-        probe.map_err(|e| format!("cannot write the model to {}: {e}", path.display()))?;
-        probed = (!existed).then_some(path);
+/// Checks, before any training, that the model can be saved at `path`.
+fn check_out(path: &std::path::Path, cfg: &TrainConfig) -> Result<(), String> {
+    elbow::files::check_destination(path).map_err(|e| format!("cannot write the model to {}: {e}", path.display()))?;
+    let size = cfg.model_file_estimate();
+    if size > MAX_MODEL_FILE_BYTES as f64 {
+        return Err(format!(
+            "a model this large (about {size:.2e} bytes as JSON) would not fit the {MAX_MODEL_FILE_BYTES}-byte limit \
+             on model files; use fewer or narrower hidden layers to save it"
+        ));
     }
-    let bar = progress_bar(!args.quiet && !args.json, cfg.steps, cfg.head);
+    Ok(())
+}
+
+/// `elbow train`.
+pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
+    let cfg = args.config()?;
+    cfg.validate()?;
+    if let Some(path) = &args.out {
+        check_out(path, &cfg)?;
+    }
+    let bar = progress_bar(!args.quiet && !args.json, cfg.steps, format!("training {}", cfg.head));
+    let polling = signals::Polling::start();
     let trained = train_and_evaluate(cfg, args.eval_targets, |step, loss| {
         if let Some(bar) = &bar
             && (step % 50 == 0 || step == cfg.steps)
         {
             bar.set_position(step as u64);
-            bar.set_message(format!("{loss:.4}"));
+            bar.set_message(format!("loss {loss:.4}"));
         }
+        !signals::interrupted()
     });
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let (model, report) = trained.map_err(|e| {
-        if let Some(path) = probed {
-            let _ = std::fs::remove_file(path); // the empty file the probe left
-        }
-        e.to_string()
-    })?;
+    let (model, report) = trained?;
+    if signals::interrupted() {
+        // Interrupted during the evaluation: the user asked to stop, so nothing is saved.
+        return Err(Failure { message: "interrupted; nothing was saved".into(), code: super::INTERRUPTED_EXIT });
+    }
     if let Some(path) = &args.out {
         model.save(path).map_err(|e| e.to_string())?;
     }
+    drop(polling);
     if args.json {
-        return print_json(&report);
+        return Ok(print_json(&report)?);
     }
     let s = report.fk_miss;
-    println!(
+    outln!(
         "head {}: {} steps in {:.2} s ({:.0} samples/s), final loss {:.4}",
         report.head, report.steps, report.train_seconds, report.samples_per_second, report.final_loss
     );
-    println!(
+    outln!(
         "held-out FK miss over {} answers: mean {:.4} m ({:.2}% of reach), median {:.4}, p95 {:.4}, max {:.4}",
         s.n, s.mean, report.mean_miss_percent_of_reach, s.median, s.p95, s.max
     );
     if let Some(a) = report.analytic_on_real_arm {
-        println!("analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}", a.mean, a.median, a.p95);
+        outln!("analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}", a.mean, a.median, a.p95);
     }
     if let Some(path) = &args.out {
-        println!("saved {}", path.display());
+        outln!("saved {}", path.display());
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 use super::ExperimentError;
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, Region, TwoLinkArm};
-use crate::learned::{HeadKind, LearnedIk, TrainConfig, held_out_targets, train_and_evaluate};
+use crate::learned::{
+    HeadKind, LearnedIk, LearnedModel, TrainConfig, check_eval_targets, held_out_targets, train_and_evaluate,
+};
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -39,8 +41,10 @@ pub struct AveragingRow {
     /// FK miss statistics over the held-out targets, metres.
     pub fk_miss: Summary,
     /// Mean joint-space distance (max over the two joints, radians) to the branch average.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mean_distance_to_average: f64,
     /// Mean joint-space distance to the nearer true branch.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mean_distance_to_nearest_branch: f64,
 }
 
@@ -50,22 +54,112 @@ pub struct AveragingReport {
     /// Held-out targets used.
     pub targets: usize,
     /// Arm reach, metres.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub reach: f64,
     /// Rows: MSE output, branch average, MDN, and each analytic branch.
     pub rows: Vec<AveragingRow>,
     /// The seed exercise's target (1.0, 0.8) on this arm: FK miss of each.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub seed_target: Vec<(String, f64)>,
-    /// Training wall time of the two nets, seconds.
+    /// Training wall time of the nets trained (given ones take none), seconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub train_seconds: f64,
+}
+
+impl AveragingConfig {
+    /// The training configuration of one of the two nets.
+    pub fn train_config(&self, head: HeadKind) -> TrainConfig {
+        TrainConfig {
+            head,
+            arm: self.arm,
+            region: self.region,
+            steps: self.steps,
+            seed: self.seed,
+            ..TrainConfig::default()
+        }
+    }
+
+    /// Checks every setting (both nets' training runs included) before anything runs.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        check_eval_targets("targets", self.targets)?;
+        for head in [HeadKind::Mse, HeadKind::Mdn] {
+            self.train_config(head).validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Models given to [`averaging_with`] instead of training them.
+#[derive(Debug, Clone, Default)]
+pub struct GivenNets {
+    /// An MSE head to use instead of training one.
+    pub mse: Option<LearnedModel>,
+    /// An MDN head to use instead of training one.
+    pub mdn: Option<LearnedModel>,
+}
+
+impl GivenNets {
+    /// Sorts loaded models into their slots: each must be an MSE or MDN head trained for `arm`,
+    /// at most one of each.
+    pub fn from_models(models: Vec<LearnedModel>, arm: &TwoLinkArm) -> Result<Self, ExperimentError> {
+        let mut given = Self::default();
+        for m in models {
+            if m.arm != *arm {
+                return Err(ExperimentError::Invalid(format!(
+                    "the {} model was trained for an arm with lengths {},{} but the experiment uses {},{} \
+                     (pass the same --lengths and --elbow-limits it was trained with)",
+                    m.kind,
+                    m.arm.l1(),
+                    m.arm.l2(),
+                    arm.l1(),
+                    arm.l2()
+                )));
+            }
+            let slot = match m.kind {
+                HeadKind::Mse => &mut given.mse,
+                HeadKind::Mdn => &mut given.mdn,
+                other => {
+                    return Err(ExperimentError::Invalid(format!(
+                        "the averaging experiment compares an mse and an mdn head; a {other} model has no place in it"
+                    )));
+                }
+            };
+            if slot.is_some() {
+                return Err(ExperimentError::Invalid(format!("two {} models given; give at most one of each", m.kind)));
+            }
+            *slot = Some(m);
+        }
+        Ok(given)
+    }
 }
 
 /// Runs the experiment and returns the report (the CLI prints it).
 pub fn averaging(cfg: &AveragingConfig) -> Result<AveragingReport, ExperimentError> {
+    averaging_with(cfg, GivenNets::default(), |_, _| true)
+}
+
+/// [`averaging`], using the given nets instead of training them, and calling
+/// `progress(head, step)` after every training step (`false` ends the run with a
+/// [`crate::learned::TrainError::Cancelled`] error).
+pub fn averaging_with(
+    cfg: &AveragingConfig,
+    given: GivenNets,
+    mut progress: impl FnMut(HeadKind, usize) -> bool,
+) -> Result<AveragingReport, ExperimentError> {
+    cfg.validate()?;
     let arm = cfg.arm;
-    let base = TrainConfig { arm, region: cfg.region, steps: cfg.steps, seed: cfg.seed, ..TrainConfig::default() };
-    let (mse, mse_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mse, ..base }, 1, |_, _| {})?;
-    let (mdn, mdn_report) = train_and_evaluate(TrainConfig { head: HeadKind::Mdn, ..base }, 1, |_, _| {})?;
-    let targets = held_out_targets(&arm, cfg.region, cfg.targets.max(1), cfg.seed);
+    let mut train_seconds = 0.0;
+    let mut net = |head: HeadKind, given: Option<LearnedModel>| -> Result<LearnedModel, ExperimentError> {
+        if let Some(m) = given {
+            return Ok(m);
+        }
+        let (model, report) = train_and_evaluate(cfg.train_config(head), 1, |step, _| progress(head, step))?;
+        train_seconds += report.train_seconds;
+        Ok(model)
+    };
+    let mse = net(HeadKind::Mse, given.mse)?;
+    let mdn = net(HeadKind::Mdn, given.mdn)?;
+    let targets = held_out_targets(&arm, cfg.region, cfg.targets, cfg.seed);
     type PoseOf<'a> = Box<dyn Fn(Point2) -> Pose + 'a>;
     let sources: Vec<(&str, PoseOf)> = vec![
         ("MSE net", Box::new(|t| mse.predict(t, ElbowMode::Down).pose)),
@@ -97,11 +191,5 @@ pub fn averaging(cfg: &AveragingConfig) -> Result<AveragingReport, ExperimentErr
         .collect();
     let seed_t = Point2::new(1.0, 0.8);
     let seed_target = sources.iter().map(|(name, f)| (name.to_string(), arm.miss(f(seed_t), seed_t))).collect();
-    Ok(AveragingReport {
-        targets: targets.len(),
-        reach: arm.reach(),
-        rows,
-        seed_target,
-        train_seconds: mse_report.train_seconds + mdn_report.train_seconds,
-    })
+    Ok(AveragingReport { targets: targets.len(), reach: arm.reach(), rows, seed_target, train_seconds })
 }

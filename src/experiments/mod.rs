@@ -8,7 +8,7 @@
 pub mod averaging;
 pub mod degradation;
 
-pub use averaging::{AveragingConfig, AveragingReport, averaging};
+pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
 
 /// Why an experiment could not run.

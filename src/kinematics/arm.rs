@@ -9,13 +9,25 @@ use std::f64::consts::PI;
 /// Why an arm description was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ArmError {
-    /// A link length was zero, negative, or not a finite number.
-    #[error("link length {name} must be a finite number > 0, got {value}")]
+    /// A link length was not a finite number in [`MIN_LENGTH`, `MAX_LENGTH`] metres.
+    #[error("link length {name} must be a number from 1e-6 to 1e6 metres, got {}", crate::stats::fmt_num(*value))]
     BadLength {
         /// Which link (`l1` or `l2`).
         name: &'static str,
         /// The value given.
         value: f64,
+    },
+    /// The longer link is more than [`MAX_LENGTH_RATIO`] times the shorter one.
+    #[error(
+        "the longer link may be at most 10000 times the shorter one, got l1 = {}, l2 = {}",
+        crate::stats::fmt_num(*l1),
+        crate::stats::fmt_num(*l2)
+    )]
+    BadRatio {
+        /// Upper-arm length given.
+        l1: f64,
+        /// Forearm length given.
+        l2: f64,
     },
     /// A joint offset was not a finite number.
     #[error("joint offsets must be finite, got ({shoulder}, {elbow})")]
@@ -25,8 +37,12 @@ pub enum ArmError {
         /// Elbow offset given.
         elbow: f64,
     },
-    /// A joint range was empty, reversed or not finite.
-    #[error("joint range for {joint} must be finite with min < max, got [{min}, {max}]")]
+    /// A joint range was empty, reversed, not finite, or reached past [`MAX_JOINT_ANGLE`].
+    #[error(
+        "joint range for {joint} must have min < max, both within ±720 degrees (±4π rad), got [{}, {}] rad",
+        crate::stats::fmt_num(*min),
+        crate::stats::fmt_num(*max)
+    )]
     BadLimits {
         /// Which joint.
         joint: &'static str,
@@ -36,6 +52,15 @@ pub enum ArmError {
         max: f64,
     },
 }
+
+/// The shortest link length accepted, metres.
+pub const MIN_LENGTH: f64 = 1e-6;
+/// The longest link length accepted, metres.
+pub const MAX_LENGTH: f64 = 1e6;
+/// The largest ratio of the longer link to the shorter one.
+pub const MAX_LENGTH_RATIO: f64 = 1e4;
+/// The largest joint-limit magnitude accepted, radians (two whole turns, 720 degrees).
+pub const MAX_JOINT_ANGLE: f64 = 4.0 * PI;
 
 /// The closed range of angles one joint may take, radians.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -52,7 +77,8 @@ impl JointLimits {
 
     /// A range `[min, max]`, checked.
     pub fn new(min: f64, max: f64, joint: &'static str) -> Result<Self, ArmError> {
-        if !(min.is_finite() && max.is_finite() && min < max) {
+        let bounded = |v: f64| v.is_finite() && v.abs() <= MAX_JOINT_ANGLE * (1.0 + 1e-12);
+        if !(bounded(min) && bounded(max) && min < max) {
             return Err(ArmError::BadLimits { joint, min, max });
         }
         Ok(Self { min, max })
@@ -107,13 +133,27 @@ impl Default for TwoLinkArm {
 
 impl TwoLinkArm {
     /// An arm with the given link lengths and unlimited joints.
+    ///
+    /// Each length must lie in [`MIN_LENGTH`]..=[`MAX_LENGTH`] metres and the longer link may be
+    /// at most [`MAX_LENGTH_RATIO`] times the shorter: outside that, the law of cosines loses
+    /// every significant digit (or overflows) and the answers would be silently wrong.
     pub fn new(l1: f64, l2: f64) -> Result<Self, ArmError> {
         for (name, value) in [("l1", l1), ("l2", l2)] {
-            if !(value.is_finite() && value > 0.0) {
+            if !(value.is_finite() && (MIN_LENGTH..=MAX_LENGTH).contains(&value)) {
                 return Err(ArmError::BadLength { name, value });
             }
         }
+        if l1.max(l2) > MAX_LENGTH_RATIO * l1.min(l2) {
+            return Err(ArmError::BadRatio { l1, l2 });
+        }
         Ok(Self { l1, l2, limits: [JointLimits::FULL; 2] })
+    }
+
+    /// Checks an arm that did not come through [`TwoLinkArm::new`] (one read from a file):
+    /// the same length, ratio and joint-limit rules.
+    pub fn validate(&self) -> Result<(), ArmError> {
+        let arm = TwoLinkArm::new(self.l1, self.l2)?;
+        arm.with_limits(self.limits[0], self.limits[1]).map(|_| ())
     }
 
     /// The same arm with joint limits `[shoulder, elbow]`.
@@ -186,7 +226,6 @@ impl TwoLinkArm {
     pub fn clamp_to_limits(&self, pose: Pose) -> Pose {
         Pose::new(self.limits[0].clamp(pose.shoulder), self.limits[1].clamp(pose.elbow))
     }
-
 }
 
 /// The "real" arm behind a nominal model: other link lengths and joint encoder offsets.
@@ -303,6 +342,21 @@ mod tests {
         assert!(RealArm::mismatched(&arm, [f64::INFINITY, 0.0], Pose::default()).is_err());
         let msg = TwoLinkArm::new(-2.0, 1.0).unwrap_err().to_string();
         assert!(msg.contains("l1") && msg.contains("-2"), "{msg}");
+        for bad in [1e155, 1e308, 1.3e154, 1e-162, 1e-7, 2e6] {
+            assert!(matches!(TwoLinkArm::new(bad, bad), Err(ArmError::BadLength { .. })), "{bad}");
+        }
+        assert!(TwoLinkArm::new(1e-6, 1e-6).is_ok() && TwoLinkArm::new(1e6, 1e6).is_ok());
+        assert!(matches!(TwoLinkArm::new(1.0, 1e-5), Err(ArmError::BadRatio { .. })));
+        assert!(TwoLinkArm::new(1.0, 1e-4).is_ok());
+        let msg = TwoLinkArm::new(1e155, 1.0).unwrap_err().to_string();
+        assert!(msg.contains("1e-6 to 1e6"), "{msg}");
+        assert!(JointLimits::new(1e20, 2e20, "elbow").is_err());
+        assert!(JointLimits::new(-4.0 * PI, 4.0 * PI, "elbow").is_ok());
+        assert!(JointLimits::new(-4.0 * PI - 0.01, 0.0, "elbow").is_err());
+        let forged = TwoLinkArm { l1: f64::NAN, ..TwoLinkArm::default() };
+        assert!(forged.validate().is_err() && TwoLinkArm::default().validate().is_ok());
+        let forged = TwoLinkArm { limits: [JointLimits { min: 1e20, max: 2e20 }; 2], ..TwoLinkArm::default() };
+        assert!(forged.validate().is_err());
     }
 
     #[test]

@@ -49,7 +49,53 @@ pub enum Region {
     },
 }
 
+/// The largest bearing magnitude a sector may be given with, degrees.
+pub const MAX_SECTOR_BEARING_DEG: f64 = 360.0;
+
 impl Region {
+    /// A sector from `from_deg` to `to_deg` (degrees), checked: both bearings within ±360°,
+    /// `from < to` and a width under 360°. The sector is taken modulo a turn: its start is
+    /// moved to `[-180°, 180°)`, keeping its width (`sector:270,300` is `sector:-90,-60`).
+    pub fn sector_deg(from_deg: f64, to_deg: f64) -> Result<Self, String> {
+        let max = MAX_SECTOR_BEARING_DEG;
+        let within = |v: f64| v.is_finite() && v.abs() <= max;
+        if !(within(from_deg) && within(to_deg)) {
+            return Err(format!(
+                "sector bearings must be numbers of degrees within ±{max}, got {},{}",
+                crate::stats::fmt_num(from_deg),
+                crate::stats::fmt_num(to_deg)
+            ));
+        }
+        let width = to_deg - from_deg;
+        if !(width > 0.0 && width < 360.0) {
+            return Err(format!(
+                "sector needs FROM < TO and a width under 360 degrees (use `annulus` for the whole \
+                 turn), got {from_deg},{to_deg}"
+            ));
+        }
+        let start = (from_deg + 180.0).rem_euclid(360.0) - 180.0;
+        Ok(Region::Sector { from: start.to_radians(), to: (start + width).to_radians() })
+    }
+
+    /// Checks a region that did not come through [`Region::sector_deg`] (one read from a
+    /// file): finite bearings within ±360° (2π), `from < to`, width under a turn.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Region::Annulus => Ok(()),
+            Region::Sector { from, to } => {
+                let tau = 2.0 * PI;
+                let within = |v: f64| v.is_finite() && v.abs() <= tau * (1.0 + 1e-12);
+                if within(from) && within(to) && from < to && to - from < tau {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "sector [{from}, {to}] rad needs finite bearings within ±2π, from < to, and a width under 2π"
+                    ))
+                }
+            }
+        }
+    }
+
     /// True when the bearing of `p` lies inside the region (radius is not checked).
     pub fn contains_bearing(&self, p: Point2) -> bool {
         match *self {
@@ -66,7 +112,7 @@ impl Region {
 impl std::str::FromStr for Region {
     type Err = String;
 
-    /// Parses `annulus` or `sector:FROM_DEG,TO_DEG` (degrees, `FROM < TO`, span at most 360).
+    /// Parses `annulus` or `sector:FROM_DEG,TO_DEG` (see [`Region::sector_deg`] for the rules).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s.eq_ignore_ascii_case("annulus") {
             return Ok(Region::Annulus);
@@ -84,11 +130,7 @@ impl std::str::FromStr for Region {
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| format!("`{t}` is not a finite number of degrees"))
         };
-        let (from, to) = (parse(a)?, parse(b)?);
-        if !(from < to && to - from <= 360.0) {
-            return Err(format!("sector needs FROM < TO and a span of at most 360 degrees, got {from},{to}"));
-        }
-        Ok(Region::Sector { from: from.to_radians(), to: to.to_radians() })
+        Region::sector_deg(parse(a)?, parse(b)?)
     }
 }
 
@@ -250,5 +292,21 @@ mod tests {
         let s: Region = "sector:170,190".parse().unwrap();
         assert!(s.contains_bearing(Point2::new(-1.0, -0.01)));
         assert!(!s.contains_bearing(Point2::new(1.0, 0.0)));
+        for bad in ["sector:720,800", "sector:0,360", "sector:-400,0", "sector:10,10"] {
+            let e = bad.parse::<Region>().unwrap_err();
+            assert!(e.contains("360"), "{bad}: {e}");
+        }
+        let Region::Sector { from, to } = "sector:270,300".parse::<Region>().unwrap() else { panic!() };
+        assert_relative_eq!(from, -PI / 2.0, epsilon = 1e-12);
+        assert_relative_eq!(to, -PI / 3.0, epsilon = 1e-12);
+        let wide: Region = "sector:-360,-1".parse().unwrap();
+        assert!(wide.validate().is_ok());
+        for b in [-3.0f64, -1.0, 0.0, 1.0, 3.0] {
+            let p = Point2::new(b.cos(), b.sin());
+            assert!(wide.contains_bearing(p), "{b}");
+        }
+        assert!(Region::Sector { from: 12.0, to: 14.0 }.validate().is_err());
+        assert!(Region::Sector { from: f64::NAN, to: 1.0 }.validate().is_err());
+        assert!(Region::Sector { from: 1.0, to: 0.0 }.validate().is_err());
     }
 }

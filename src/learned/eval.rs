@@ -10,6 +10,18 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+/// The most held-out evaluation targets one run may use (and the fewest: 1).
+pub const MAX_EVAL_TARGETS: usize = 1_000_000;
+
+/// `Ok` when `n` held-out targets are within `1..=MAX_EVAL_TARGETS`.
+pub fn check_eval_targets(field: &'static str, n: usize) -> Result<(), TrainError> {
+    if (1..=MAX_EVAL_TARGETS).contains(&n) {
+        Ok(())
+    } else {
+        Err(TrainError::OutOfRange { field, limit: format!("in 1..={MAX_EVAL_TARGETS}"), value: n.to_string() })
+    }
+}
+
 /// Held-out evaluation targets for a model: the same region, another seed.
 pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x005e_ed0f_7e57));
@@ -49,14 +61,18 @@ pub struct TrainReport {
     /// Steps run.
     pub steps: usize,
     /// Training samples seen per second (batch × steps / wall time).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub samples_per_second: f64,
     /// Wall time of the training loop, seconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub train_seconds: f64,
     /// Mean loss of the last 100 steps.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub final_loss: f32,
     /// Held-out FK miss, metres.
     pub fk_miss: Summary,
     /// Mean miss as a percentage of the reach.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
     pub mean_miss_percent_of_reach: f64,
     /// For heads that fit the real arm: the analytic solver's miss on that same arm, for
     /// comparison (the residual hybrid with its correction off).
@@ -64,21 +80,33 @@ pub struct TrainReport {
 }
 
 /// Trains per `cfg`, calling `progress(step, loss)` after every step, then evaluates on
-/// `eval_targets` held-out targets; returns the model and its report.
+/// `eval_targets` held-out targets (`1..=`[`MAX_EVAL_TARGETS`]); returns the model and its
+/// report.
+///
+/// `progress` returns whether to go on: `false` ends the run with [`TrainError::Cancelled`].
+/// A run whose loss becomes non-finite or exceeds [`super::train::DIVERGED_LOSS`] ends with
+/// [`TrainError::Diverged`]; in both cases no model is returned.
 pub fn train_and_evaluate(
     cfg: TrainConfig,
     eval_targets: usize,
-    progress: impl FnMut(usize, f32),
+    progress: impl FnMut(usize, f32) -> bool,
 ) -> Result<(LearnedModel, TrainReport), TrainError> {
+    check_eval_targets("evaluation targets", eval_targets)?;
+    cfg.validate()?;
+    let eval_flops = 4.0 * cfg.parameter_count() * eval_targets as f64;
+    if cfg.work_estimate() + eval_flops > super::train::MAX_TRAIN_FLOPS {
+        let (estimate, limit) = (cfg.work_estimate() + eval_flops, super::train::MAX_TRAIN_FLOPS);
+        return Err(TrainError::TooLarge { unit: "FLOP of work", estimate, limit });
+    }
     let mut trainer = Trainer::new(cfg)?;
     let start = std::time::Instant::now();
-    trainer.run(progress);
+    trainer.run_checked(progress)?;
     let secs = start.elapsed().as_secs_f64();
     let history = &trainer.history;
     let tail = &history[history.len().saturating_sub(100)..];
     let final_loss = tail.iter().sum::<f32>() / tail.len().max(1) as f32;
     let model = trainer.into_model();
-    let targets = held_out_targets(&cfg.arm, cfg.region, eval_targets.max(1), cfg.seed);
+    let targets = held_out_targets(&cfg.arm, cfg.region, eval_targets, cfg.seed);
     let fk_miss = evaluate(&model, &targets);
     let analytic_on_real_arm = cfg.head.fits_real_arm().then(|| analytic_miss_on_real_arm(&model, &targets));
     let report = TrainReport {

@@ -18,7 +18,12 @@ pub mod train;
 
 pub use batch::{BatchAnswer, PredictScratch};
 pub use data::{AngleEncoding, DataConfig, Dataset, Sample};
-pub use eval::{TrainReport, evaluate, fk_misses, held_out_targets, train_and_evaluate};
+pub use eval::{
+    MAX_EVAL_TARGETS, TrainReport, check_eval_targets, evaluate, fk_misses, held_out_targets, train_and_evaluate,
+};
 pub use head::{HeadKind, HeadSpec, Output, TrainedOn};
-pub use model::{Candidate, LearnedIk, LearnedModel, LearnedSolver, ModeChoice, ModelError, Prediction};
-pub use train::{TrainConfig, TrainError, Trainer};
+pub use model::{
+    Candidate, FieldError, LearnedIk, LearnedModel, LearnedSolver, MAX_MODEL_FILE_BYTES, ModeChoice, ModelError,
+    Prediction,
+};
+pub use train::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_BYTES, MAX_TRAIN_FLOPS, TrainConfig, TrainError, Trainer};

@@ -44,7 +44,8 @@ pub trait LearnedIk: Send + Sync {
 /// Why a model file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    /// The file could not be read or written.
+    /// The file could not be read or written (missing, not a regular file, too large, no
+    /// space, no permission...).
     #[error("model file {path}: {source}")]
     Io {
         /// The path.
@@ -60,7 +61,35 @@ pub enum ModelError {
         /// What was wrong.
         reason: String,
     },
+    /// The file parses but one field is unusable.
+    #[error("model file {path} is not a valid Elbow model: {error}")]
+    Field {
+        /// The path.
+        path: String,
+        /// Which field, and what is wrong with it.
+        error: FieldError,
+    },
 }
+
+/// One unusable field of a model: its name (`net.layers[1].w`, `mdn.sigma_min`) and what is
+/// wrong with it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("field `{field}`: {reason}")]
+pub struct FieldError {
+    /// The field, as a path into the file.
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// `Err(FieldError)` for `field` with `reason`.
+fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) -> Result<T, FieldError> {
+    Err(FieldError { field: field.into(), reason: reason.into() })
+}
+
+/// The largest model file [`LearnedModel::load`] reads (and [`LearnedModel::save`] writes),
+/// bytes: 64 MiB, some 4 million parameters (the default network's file is about 100 kB).
+pub const MAX_MODEL_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Identifies the file format.
 const FORMAT: &str = "elbow-model";
@@ -156,58 +185,143 @@ impl LearnedModel {
         }
     }
 
-    /// Checks the model is internally consistent (what a loaded file must satisfy).
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks every field a file could get wrong, naming the first bad one: format and
+    /// version, the arm, region and real arm, the mixture layout (components in 1..=32, values
+    /// per component matching the encoding, a sigma floor in (0, 1000]), every layer's shape
+    /// (1 to 9 layers of 1 to 4096 units that chain) and weights (all finite), the network's
+    /// inputs and outputs for this head, and the output scale and correction bound.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        use super::train::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN, MAX_SIGMA_MIN};
         if self.format != FORMAT {
-            return Err(format!("format is `{}`, expected `{FORMAT}`", self.format));
+            return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
         }
         if self.version != VERSION {
-            return Err(format!("version {} is not supported (this build reads {VERSION})", self.version));
+            return field_err(
+                "version",
+                format!("version {} is not supported (this build reads {VERSION})", self.version),
+            );
+        }
+        if let Err(e) = self.arm.validate() {
+            return field_err("arm", e.to_string());
+        }
+        if let Err(e) = self.region.validate() {
+            return field_err("region", e);
+        }
+        match self.real {
+            Some(real) => {
+                if let Err(e) = real.arm.validate() {
+                    return field_err("real.arm", e.to_string());
+                }
+                if !real.joint_offsets.is_finite() {
+                    return field_err("real.joint_offsets", "must be finite");
+                }
+            }
+            None if self.kind.fits_real_arm() => {
+                return field_err("real", format!("a {} head needs the real arm it was fitted to", self.kind));
+            }
+            None => {}
         }
         let spec = self.kind.spec();
-        if spec.output == Output::Mixture && self.mdn.is_none_or(|m| m.k == 0 || m.d != self.encoding.dims()) {
-            return Err(format!("a {} head needs a mixture layout matching its encoding", self.kind));
+        if spec.output == Output::Mixture {
+            let Some(m) = self.mdn else {
+                return field_err("mdn", format!("a {} head needs a mixture layout", self.kind));
+            };
+            if !(1..=MAX_COMPONENTS).contains(&m.k) {
+                return field_err("mdn.k", format!("must be in 1..={MAX_COMPONENTS}, got {}", m.k));
+            }
+            if m.d != self.encoding.dims() {
+                return field_err(
+                    "mdn.d",
+                    format!("must be {} for the {:?} encoding, got {}", self.encoding.dims(), self.encoding, m.d),
+                );
+            }
+            if !(m.sigma_min.is_finite() && m.sigma_min > 0.0 && m.sigma_min <= MAX_SIGMA_MIN) {
+                return field_err("mdn.sigma_min", format!("must be in (0, {MAX_SIGMA_MIN}], got {}", m.sigma_min));
+            }
         }
-        if self.kind.fits_real_arm() && self.real.is_none() {
-            return Err(format!("a {} head needs the real arm it was fitted to", self.kind));
+        let layers = &self.net.layers;
+        if layers.is_empty() || layers.len() > MAX_DEPTH + 1 {
+            return field_err("net.layers", format!("must hold 1 to {} layers, got {}", MAX_DEPTH + 1, layers.len()));
         }
-        if !self.net.is_consistent() {
-            return Err("layer shapes do not chain, or a weight is not finite".into());
+        for (i, l) in layers.iter().enumerate() {
+            let (rows, cols) = l.w.shape();
+            if !(1..=MAX_HIDDEN).contains(&rows) || !(1..=MAX_HIDDEN).contains(&cols) {
+                return field_err(
+                    format!("net.layers[{i}].w"),
+                    format!("must be 1 to {MAX_HIDDEN} units each way, got {rows}x{cols}"),
+                );
+            }
+            if l.b.len() != rows {
+                return field_err(format!("net.layers[{i}].b"), format!("must hold {rows} values, got {}", l.b.len()));
+            }
+            if i > 0 && cols != layers[i - 1].w.nrows() {
+                return field_err(
+                    format!("net.layers[{i}].w"),
+                    format!("takes {cols} inputs but layer {} gives {}", i - 1, layers[i - 1].w.nrows()),
+                );
+            }
+            if let Some(v) = l.w.iter().find(|v| !v.is_finite()) {
+                return field_err(format!("net.layers[{i}].w"), format!("holds a non-finite weight ({v})"));
+            }
+            if let Some(v) = l.b.iter().find(|v| !v.is_finite()) {
+                return field_err(format!("net.layers[{i}].b"), format!("holds a non-finite bias ({v})"));
+            }
         }
         if self.net.inputs() != self.input_dims() || self.net.outputs() != self.output_dims() {
-            return Err(format!(
-                "network is {}->{} but a {} head needs {}->{}",
-                self.net.inputs(),
-                self.net.outputs(),
-                self.kind,
-                self.input_dims(),
-                self.output_dims()
-            ));
+            return field_err(
+                "net",
+                format!(
+                    "network is {}->{} but a {} head needs {}->{}",
+                    self.net.inputs(),
+                    self.net.outputs(),
+                    self.kind,
+                    self.input_dims(),
+                    self.output_dims()
+                ),
+            );
         }
-        if !(self.output_scale.is_finite() && self.output_scale > 0.0 && self.max_correction >= 0.0) {
-            return Err("output scale and correction bound must be positive numbers".into());
+        if !(self.output_scale.is_finite() && self.output_scale > 0.0) {
+            return field_err("output_scale", format!("must be a finite number > 0, got {}", self.output_scale));
+        }
+        if !(self.max_correction.is_finite() && self.max_correction >= 0.0) {
+            return field_err("max_correction", format!("must be a finite number >= 0, got {}", self.max_correction));
         }
         Ok(())
     }
 
-    /// Writes the model as JSON.
+    /// Writes the model as JSON, atomically (see [`crate::files::write_atomic`]): the path
+    /// holds the old file or the whole new one, never a truncated one. A model too large for
+    /// [`MAX_MODEL_FILE_BYTES`] is refused, so every saved file loads back.
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
         let io = |source| ModelError::Io { path: path.display().to_string(), source };
-        let json = serde_json::to_string(self).expect("a model always serialises");
-        std::fs::write(path, json).map_err(io)
+        let json = serde_json::to_vec(self).map_err(|e| io(std::io::Error::other(e)))?;
+        if json.len() as u64 > MAX_MODEL_FILE_BYTES {
+            return Err(io(std::io::Error::other(format!(
+                "the model is {} bytes as JSON, more than the {MAX_MODEL_FILE_BYTES} bytes a model file may hold",
+                json.len()
+            ))));
+        }
+        crate::files::write_atomic(path, &json).map_err(io)
     }
 
-    /// Reads and validates a model file.
+    /// Reads and fully validates a model file: it must be a regular file (never a FIFO or
+    /// device) of at most [`MAX_MODEL_FILE_BYTES`], parse as a model, and pass
+    /// [`LearnedModel::validate`]; the error names the path and the first bad field. The app's
+    /// load button and every `--model FILE` use this.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
-        Self::from_json(&text).map_err(|reason| ModelError::Corrupt { path: path.display().to_string(), reason })
+        let shown = || path.display().to_string();
+        let bytes = crate::files::read_bounded(path, MAX_MODEL_FILE_BYTES)
+            .map_err(|source| ModelError::Io { path: shown(), source })?;
+        let model: LearnedModel =
+            serde_json::from_slice(&bytes).map_err(|e| ModelError::Corrupt { path: shown(), reason: e.to_string() })?;
+        model.validate().map_err(|error| ModelError::Field { path: shown(), error })?;
+        Ok(model)
     }
 
     /// Parses and validates a model from JSON text.
     pub fn from_json(text: &str) -> Result<Self, String> {
         let model: LearnedModel = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        model.validate()?;
+        model.validate().map_err(|e| e.to_string())?;
         Ok(model)
     }
 
@@ -319,5 +433,68 @@ impl IkSolver for LearnedSolver<'_> {
             (self.model.predict(target, mode).pose, SolveStatus::Unverified)
         };
         Solution { pose, status, residual: None, iterations: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learned::{TrainConfig, Trainer};
+
+    fn tiny(kind: HeadKind) -> LearnedModel {
+        let cfg =
+            TrainConfig { head: kind, steps: 1, data_size: 64, batch: 16, hidden: 4, depth: 1, ..Default::default() };
+        Trainer::new(cfg).unwrap().into_model()
+    }
+
+    fn field_of(m: &LearnedModel) -> String {
+        m.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn validation_names_the_bad_field() {
+        let good = tiny(HeadKind::Mdn);
+        assert!(good.validate().is_ok());
+        type Edit = fn(&mut LearnedModel);
+        let cases: [(&str, Edit); 10] = [
+            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = -1.0),
+            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = 1e30),
+            ("mdn.k", |m| m.mdn.as_mut().unwrap().k = usize::MAX / 5),
+            ("mdn.d", |m| m.mdn.as_mut().unwrap().d = 9),
+            ("net.layers[0].w", |m| m.net.layers[0].w[0] = f32::INFINITY),
+            ("net.layers[1].b", |m| m.net.layers[1].b[0] = f32::NAN),
+            ("net.layers", |m| m.net.layers.clear()),
+            ("output_scale", |m| m.output_scale = -1.0),
+            ("max_correction", |m| m.max_correction = f64::NAN),
+            ("version", |m| m.version = 99),
+        ];
+        for (field, edit) in cases {
+            let mut m = good.clone();
+            edit(&mut m);
+            assert_eq!(field_of(&m), field);
+        }
+        let mut r = tiny(HeadKind::Residual);
+        r.real = None;
+        assert_eq!(field_of(&r), "real");
+    }
+
+    #[test]
+    fn saves_are_atomic_and_loads_bounded() {
+        let dir = std::env::temp_dir().join(format!("elbow-model-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.json");
+        let m = tiny(HeadKind::Mse);
+        m.save(&path).unwrap();
+        assert_eq!(LearnedModel::load(&path).unwrap(), m);
+        // A failed save (a directory in the way) changes nothing.
+        assert!(m.save(&dir).is_err());
+        assert_eq!(LearnedModel::load(&path).unwrap(), m);
+        let mut bad = m.clone();
+        bad.mdn = Some(MdnNll { k: 2, d: 3, sigma_min: -1.0 });
+        bad.kind = HeadKind::Mdn;
+        bad.save(&path).unwrap();
+        let e = LearnedModel::load(&path).unwrap_err();
+        assert!(matches!(&e, ModelError::Field { error, .. } if error.field == "mdn.sigma_min"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

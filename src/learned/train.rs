@@ -74,40 +74,175 @@ impl Default for TrainConfig {
     }
 }
 
-/// Why a training configuration was refused.
+/// The most minibatch updates one run may take.
+pub const MAX_STEPS: usize = 10_000_000;
+/// The most samples per minibatch.
+pub const MAX_BATCH: usize = 65_536;
+/// The widest hidden layer.
+pub const MAX_HIDDEN: usize = 4096;
+/// The most hidden layers.
+pub const MAX_DEPTH: usize = 8;
+/// The most MDN components.
+pub const MAX_COMPONENTS: usize = 32;
+/// The fewest and most training targets.
+pub const DATA_SIZE_RANGE: (usize, usize) = (16, 10_000_000);
+/// The largest MDN standard-deviation floor (in encoded units; `e^8`, the ceiling of a
+/// component's spread, is about 2981).
+pub const MAX_SIGMA_MIN: f32 = 1000.0;
+/// The most memory a training run may be estimated to need, bytes (2 GiB).
+pub const MAX_TRAIN_BYTES: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+/// The most floating-point work a training run may be estimated to need (2e13 FLOP: about a
+/// quarter of an hour on one core).
+pub const MAX_TRAIN_FLOPS: f64 = 2e13;
+/// A training loss above this (or not finite) means the run diverged.
+pub const DIVERGED_LOSS: f32 = 1e6;
+
+/// Why a training run was refused or did not finish.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrainError {
-    /// A size or rate was out of range.
+    /// A setting was refused (a message naming it).
     #[error("{0}")]
     Invalid(String),
+    /// A setting was out of its accepted range.
+    #[error("{field} must be {limit}, got {value}")]
+    OutOfRange {
+        /// Which setting (`steps`, `batch`, ...).
+        field: &'static str,
+        /// The accepted range, in words (`in 1..=10000000`).
+        limit: String,
+        /// The value given.
+        value: String,
+    },
+    /// The arm was refused.
+    #[error(transparent)]
+    Arm(#[from] crate::kinematics::ArmError),
+    /// The run would need more memory or work than allowed; refused before anything is
+    /// allocated.
+    #[error(
+        "this run would need about {} (the limit is {}); use fewer steps, a smaller batch, fewer or \
+         narrower hidden layers, or less data",
+        amount(unit, *estimate),
+        amount(unit, *limit)
+    )]
+    TooLarge {
+        /// `bytes of memory` or `FLOP of work`.
+        unit: &'static str,
+        /// The estimate.
+        estimate: f64,
+        /// The limit.
+        limit: f64,
+    },
+    /// The loss became non-finite or exceeded [`DIVERGED_LOSS`]: the model is useless.
+    #[error("training diverged at step {step} (loss {loss}); nothing was saved: try a smaller learning rate")]
+    Diverged {
+        /// The step at which it was detected.
+        step: usize,
+        /// The loss at that step.
+        loss: f32,
+    },
+    /// The caller asked the run to stop (Ctrl-C in the command line).
+    #[error("training interrupted at step {step} of {steps}; nothing was saved")]
+    Cancelled {
+        /// Steps done.
+        step: usize,
+        /// Steps configured.
+        steps: usize,
+    },
+}
+
+/// An estimate in readable units: GiB for memory, FLOP in scientific notation for work.
+fn amount(unit: &str, value: f64) -> String {
+    if unit.contains("bytes") {
+        format!("{:.2} GiB of memory", value / (1024.0 * 1024.0 * 1024.0))
+    } else {
+        format!("{value:.2e} {unit}")
+    }
+}
+
+/// `Err(OutOfRange)` unless `lo <= value <= hi`.
+fn check_range(field: &'static str, value: usize, lo: usize, hi: usize) -> Result<(), TrainError> {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(TrainError::OutOfRange { field, limit: format!("in {lo}..={hi}"), value: value.to_string() })
+    }
 }
 
 impl TrainConfig {
-    /// Checks every field, with a message naming the first bad one.
+    /// Checks every field, with a message naming the first bad one and its accepted range, and
+    /// refuses runs whose estimated memory ([`TrainConfig::memory_estimate`]) or work
+    /// ([`TrainConfig::work_estimate`]) exceed [`MAX_TRAIN_BYTES`] or [`MAX_TRAIN_FLOPS`].
     pub fn validate(&self) -> Result<(), TrainError> {
-        let bad = |m: String| Err(TrainError::Invalid(m));
-        if self.batch == 0 || self.batch > 65_536 {
-            return bad(format!("batch must be in 1..=65536, got {}", self.batch));
+        self.arm.validate()?;
+        self.real.arm.validate()?;
+        if !self.real.joint_offsets.is_finite() {
+            return Err(TrainError::Invalid("the real arm's joint offsets must be finite".into()));
         }
-        if self.hidden == 0 || self.hidden > 4096 {
-            return bad(format!("hidden width must be in 1..=4096, got {}", self.hidden));
-        }
-        if self.depth == 0 || self.depth > 8 {
-            return bad(format!("depth must be in 1..=8, got {}", self.depth));
-        }
-        if self.head.spec().output == Output::Mixture && (self.components == 0 || self.components > 32) {
-            return bad(format!("components must be in 1..=32, got {}", self.components));
+        self.region.validate().map_err(TrainError::Invalid)?;
+        check_range("steps", self.steps, 1, MAX_STEPS)?;
+        check_range("batch", self.batch, 1, MAX_BATCH)?;
+        check_range("hidden width", self.hidden, 1, MAX_HIDDEN)?;
+        check_range("depth", self.depth, 1, MAX_DEPTH)?;
+        if self.head.spec().output == Output::Mixture {
+            check_range("components", self.components, 1, MAX_COMPONENTS)?;
         }
         if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
-            return bad(format!("learning rate must be in (0, 1), got {}", self.lr));
+            return Err(TrainError::OutOfRange {
+                field: "learning rate",
+                limit: "in (0, 1)".into(),
+                value: self.lr.to_string(),
+            });
         }
-        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0) {
-            return bad(format!("sigma floor must be > 0, got {}", self.sigma_min));
+        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0 && self.sigma_min <= MAX_SIGMA_MIN) {
+            return Err(TrainError::OutOfRange {
+                field: "sigma floor",
+                limit: format!("in (0, {MAX_SIGMA_MIN}]"),
+                value: self.sigma_min.to_string(),
+            });
         }
-        if self.data_size < 16 || self.data_size > 10_000_000 {
-            return bad(format!("data size must be in 16..=10000000, got {}", self.data_size));
+        check_range("data size", self.data_size, DATA_SIZE_RANGE.0, DATA_SIZE_RANGE.1)?;
+        let bytes = self.memory_estimate();
+        if bytes > MAX_TRAIN_BYTES {
+            return Err(TrainError::TooLarge { unit: "bytes of memory", estimate: bytes, limit: MAX_TRAIN_BYTES });
+        }
+        let flops = self.work_estimate();
+        if flops > MAX_TRAIN_FLOPS {
+            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
         }
         Ok(())
+    }
+
+    /// Layer widths (inputs, hidden..., outputs) of this configuration's network.
+    fn widths(&self) -> Vec<usize> {
+        let mdn = self.head.mixture(self.encoding, self.components.min(MAX_COMPONENTS), self.sigma_min);
+        let outputs = self.head.output_dims(self.encoding, mdn);
+        self.layer_sizes(self.head.input_dims(), outputs)
+    }
+
+    /// Weights and biases of this configuration's network (as `f64`, so it never overflows).
+    pub fn parameter_count(&self) -> f64 {
+        self.widths().windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum()
+    }
+
+    /// Estimated peak memory of a training run, bytes: weights, gradients and Adam's two moments
+    /// (16 bytes per parameter), the minibatch activations and their gradients (16 bytes per
+    /// unit per sample), and the training set (about 160 bytes per target).
+    pub fn memory_estimate(&self) -> f64 {
+        let units: f64 = self.widths().iter().map(|&w| w as f64).sum();
+        16.0 * self.parameter_count() + 16.0 * units * self.batch as f64 + 160.0 * self.data_size as f64
+    }
+
+    /// Estimated size of this configuration's model file, bytes (at most 16 bytes of JSON per
+    /// parameter): compare with [`super::model::MAX_MODEL_FILE_BYTES`] before training a model
+    /// that is to be saved.
+    pub fn model_file_estimate(&self) -> f64 {
+        16.0 * self.parameter_count() + 4096.0
+    }
+
+    /// Estimated floating-point work of a training run, FLOP: forward and backward passes cost
+    /// about 6 FLOP per weight per sample.
+    pub fn work_estimate(&self) -> f64 {
+        6.0 * self.parameter_count() * self.batch as f64 * self.steps as f64
     }
 
     fn data_config(&self) -> DataConfig {
@@ -179,8 +314,10 @@ impl Trainer {
             TrainedOn::Corrections => Dataset::residuals(&cfg.data_config(), &cfg.real),
         };
         if data.len() < cfg.batch.min(16) {
+            let limits =
+                if cfg.arm.limits().iter().all(|l| l.is_full_turn()) { "" } else { " with these joint limits" };
             return Err(TrainError::Invalid(format!(
-                "only {} usable targets in region {} with these joint limits",
+                "only {} usable targets in region {}{limits}",
                 data.len(),
                 cfg.region
             )));
@@ -319,6 +456,22 @@ impl Trainer {
         }
     }
 
+    /// Runs the remaining configured steps, calling `progress(step, loss)` after each; stops
+    /// with [`TrainError::Cancelled`] as soon as `progress` returns `false`, and with
+    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`].
+    pub fn run_checked(&mut self, mut progress: impl FnMut(usize, f32) -> bool) -> Result<(), TrainError> {
+        while self.step < self.cfg.steps {
+            let loss = self.step();
+            if !(loss.is_finite() && loss <= DIVERGED_LOSS) {
+                return Err(TrainError::Diverged { step: self.step, loss });
+            }
+            if !progress(self.step, loss) {
+                return Err(TrainError::Cancelled { step: self.step, steps: self.cfg.steps });
+            }
+        }
+        Ok(())
+    }
+
     /// Consumes the trainer, returning the model.
     pub fn into_model(self) -> LearnedModel {
         self.model
@@ -341,9 +494,40 @@ mod tests {
             TrainConfig { hidden: 0, ..TrainConfig::default() },
             TrainConfig { lr: f32::NAN, ..TrainConfig::default() },
             TrainConfig { components: 0, ..TrainConfig::default() },
+            TrainConfig { steps: 0, ..TrainConfig::default() },
+            TrainConfig { steps: 1_000_000_000_000, ..TrainConfig::default() },
+            TrainConfig { sigma_min: 1e30, ..TrainConfig::default() },
+            TrainConfig { region: Region::Sector { from: 1.0, to: f64::NAN }, ..TrainConfig::default() },
         ] {
-            assert!(Trainer::new(cfg).is_err());
+            assert!(Trainer::new(cfg).is_err(), "{cfg:?}");
         }
+        let e = TrainConfig { steps: 0, ..TrainConfig::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("steps") && e.contains("10000000"), "{e}");
+    }
+
+    #[test]
+    fn huge_runs_are_refused_before_allocating() {
+        let big = TrainConfig { hidden: 4096, depth: 8, batch: 65_536, steps: 1, ..TrainConfig::default() };
+        assert!(big.memory_estimate() > MAX_TRAIN_BYTES);
+        let e = big.validate().unwrap_err();
+        assert!(matches!(e, TrainError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("limit"), "{e}");
+        let long = TrainConfig { hidden: 1024, depth: 8, steps: MAX_STEPS, ..TrainConfig::default() };
+        assert!(matches!(long.validate(), Err(TrainError::TooLarge { unit: "FLOP of work", .. })));
+        let d = TrainConfig::default();
+        assert!(d.validate().is_ok());
+        assert!(d.memory_estimate() < 1e8 && d.work_estimate() < 1e11);
+    }
+
+    #[test]
+    fn divergence_and_cancellation_stop_the_run() {
+        let cfg = TrainConfig { steps: 2000, lr: 0.999, data_size: 512, ..TrainConfig::default() };
+        let mut t = Trainer::new(cfg).unwrap();
+        let r = t.run_checked(|_, _| true);
+        assert!(matches!(r, Err(TrainError::Diverged { .. })), "{r:?}");
+        let mut t = Trainer::new(TrainConfig { steps: 100, data_size: 512, ..TrainConfig::default() }).unwrap();
+        let r = t.run_checked(|step, _| step < 10);
+        assert_eq!(r, Err(TrainError::Cancelled { step: 10, steps: 100 }));
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! a table, JSON or CSV, and `--plot` draws it.
 
 use crate::cli::plot;
-use crate::cli::{ArmArgs, Levels, SignedPair, print_json};
+use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
 use elbow::experiments::{DegradationConfig, DegradationReport, degradation_with};
 use elbow::kinematics::{Mismatch, Pose, Region};
-use elbow::learned::LearnedModel;
+use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
 use std::path::PathBuf;
 
 fn defaults() -> DegradationConfig {
@@ -71,8 +71,9 @@ pub(crate) struct DegradationArgs {
     /// `sector` (outside a sector training region), comma-separated, or `none`.
     #[arg(long, default_value_t = OodSets(defaults().ood))]
     ood: OodSets,
-    /// Held-out (in-distribution) targets per setting.
-    #[arg(long, default_value_t = defaults().targets)]
+    /// Held-out (in-distribution) targets per setting, 1 to 1000000.
+    #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
+          allow_hyphen_values = true)]
     targets: usize,
     /// Out-of-distribution targets per setting, as a fraction of `--targets`, shared among the sets.
     #[arg(long, default_value_t = defaults().ood_fraction)]
@@ -86,8 +87,9 @@ pub(crate) struct DegradationArgs {
     /// Do not let classical and enveloped pipelines check the encoders after the move.
     #[arg(long)]
     no_post_move_check: bool,
-    /// Training steps of each learned head not given with `--model`.
-    #[arg(long, default_value_t = defaults().train_steps)]
+    /// Training steps of each learned head not given with `--model`, 1 to 10000000.
+    #[arg(long, default_value_t = defaults().train_steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
     train_steps: usize,
     /// A trained model file (from `elbow train --out`) to use instead of training its head;
     /// repeatable, one per head.
@@ -172,25 +174,26 @@ impl DegradationArgs {
 
 /// `elbow experiment degradation`: checks everything (configuration, model files, plot path)
 /// before any work starts.
-pub(crate) fn run(a: &DegradationArgs) -> Result<(), String> {
+pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
     let cfg = a.config()?;
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
-    let report = degradation_with(&cfg, models).map_err(|e| e.to_string())?;
+    let report = degradation_with(&cfg, models)?;
     if let Some(out) = &plot {
         plot::draw(&report, out)?;
     }
     match (a.json, a.csv) {
-        (true, _) => print_json(&report),
-        (_, true) => print_csv(&report),
-        _ => print_table(&report),
+        (true, _) => print_json(&report)?,
+        (_, true) => print_csv(&report)?,
+        _ => print_table(&report)?,
     }
+    Ok(())
 }
 
 fn print_csv(r: &DegradationReport) -> Result<(), String> {
     let reasons: Vec<String> = Reason::ALL.iter().map(|x| format!("rejected_{}", x.key().replace('-', "_"))).collect();
-    println!(
+    outln!(
         "protocol,solver,channel,level,split,encoder,actuator,backlash,target,mismatch,mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{}",
         reasons.join(",")
     );
@@ -200,7 +203,7 @@ fn print_csv(r: &DegradationReport) -> Result<(), String> {
             let counts: Vec<String> = l.rejected.iter().map(u64::to_string).collect();
             format!("{},{}", l.accepted, counts.join(","))
         });
-        println!(
+        outln!(
             "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log}",
             c.protocol,
             c.solver,
@@ -238,23 +241,23 @@ fn envelope_column(c: &Cell) -> String {
 
 fn print_table(r: &DegradationReport) -> Result<(), String> {
     let sets: Vec<String> = r.targets.iter().map(|(s, n)| format!("{n} {}", s.key())).collect();
-    println!(
+    outln!(
         "The gap to reality: targets per setting {}; miss = tip error > {} m; post-move check {}",
         sets.join(", "),
         r.config.tolerance,
         if r.config.post_move_check { "on" } else { "off" }
     );
     let loaded: Vec<&str> = r.loaded.iter().map(|h| h.key()).collect();
-    println!(
+    outln!(
         "(heads trained in {:.1} s{}; evaluation took {:.2} s)",
         r.train_seconds,
         if loaded.is_empty() { String::new() } else { format!(", loaded from files: {}", loaded.join(", ")) },
         r.eval_seconds
     );
-    println!(
+    outln!(
         "Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed)."
     );
-    println!(
+    outln!(
         "Nothing any sensor can see reveals the mismatch or the target noise: those misses are silent for every pipeline."
     );
     let mut last = None;
@@ -266,13 +269,19 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
                 None => "baseline (perfect arm)".to_string(),
                 Some(ch) => format!("{} {} {}", ch.key(), c.level, ch.unit()),
             };
-            println!("\n[{}] {} targets, {what}", c.protocol, c.split.key());
-            println!(
+            outln!("\n[{}] {} targets, {what}", c.protocol, c.split.key());
+            outln!(
                 "  {:<20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  envelope",
-                "solver", "mean m", "p95 m", "reported", "missed", "SILENT", "false"
+                "solver",
+                "mean m",
+                "p95 m",
+                "reported",
+                "missed",
+                "SILENT",
+                "false"
             );
         }
-        println!(
+        outln!(
             "  {:<20} {:>9.4} {:>9.4} {:>8.1}% {:>7.1}% {:>7.1}% {:>7.1}%  {}",
             c.solver.key(),
             c.error.mean,
@@ -284,11 +293,11 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
             envelope_column(c)
         );
     }
-    println!("\nThe claims, with the numbers and a verdict computed from them:");
+    outln!("\nThe claims, with the numbers and a verdict computed from them:");
     for claim in &r.claims {
-        println!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
+        outln!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
         for line in &claim.evidence {
-            println!("    {line}");
+            outln!("    {line}");
         }
     }
     Ok(())

@@ -194,7 +194,12 @@ impl DegradationConfig {
         range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
         range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
         range("ticks", "1..=100", (1..=100).contains(&self.ticks), self.ticks.to_string())?;
-        range("train steps", "0..=10000000", self.train_steps <= MAX_TRAIN_STEPS, self.train_steps.to_string())?;
+        range(
+            "train steps",
+            "1..=10000000",
+            (1..=MAX_TRAIN_STEPS).contains(&self.train_steps),
+            self.train_steps.to_string(),
+        )?;
         let e = &self.envelope;
         let positive = |v: f64| v.is_finite() && v > 0.0;
         range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), e.max_fk_miss.to_string())?;

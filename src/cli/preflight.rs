@@ -1,0 +1,200 @@
+//! Before the desktop app opens: is there a display to open a window on, and a Vulkan loader to
+//! find a GPU with? Without these checks bevy panics ("Unable to find a GPU!", or inside winit)
+//! instead of saying what is missing; with them the user gets one line naming the problem.
+//!
+//! The checks only look for what must be there (a display socket that accepts a connection,
+//! `libvulkan.so.1`); [`gpu_panic_message`] turns the GPU panics that remain (a loader with no
+//! usable driver) into the same kind of message. `ELBOW_SKIP_PREFLIGHT=1` skips the checks.
+
+#![cfg_attr(not(feature = "app"), allow(dead_code))]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Checks display and GPU driver; `Err` says what is missing and how to fix it.
+pub(crate) fn check() -> Result<(), String> {
+    if std::env::var_os("ELBOW_SKIP_PREFLIGHT").is_some_and(|v| v == "1") {
+        return Ok(());
+    }
+    check_display(&Env::from_process())?;
+    check_vulkan_loader()
+}
+
+/// The environment variables the display check reads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Env {
+    /// `WAYLAND_DISPLAY`.
+    pub(crate) wayland_display: Option<String>,
+    /// `WAYLAND_SOCKET` (an inherited, already connected socket).
+    pub(crate) wayland_socket: Option<String>,
+    /// `XDG_RUNTIME_DIR`.
+    pub(crate) xdg_runtime_dir: Option<String>,
+    /// `DISPLAY`.
+    pub(crate) display: Option<String>,
+}
+
+impl Env {
+    /// The process's own environment (empty variables count as unset).
+    fn from_process() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self {
+            wayland_display: var("WAYLAND_DISPLAY"),
+            wayland_socket: var("WAYLAND_SOCKET"),
+            xdg_runtime_dir: var("XDG_RUNTIME_DIR"),
+            display: var("DISPLAY"),
+        }
+    }
+}
+
+/// Ok when a Wayland or X11 display answers; else one message naming each one tried.
+pub(crate) fn check_display(env: &Env) -> Result<(), String> {
+    if cfg!(not(target_os = "linux")) || env.wayland_socket.is_some() {
+        return Ok(());
+    }
+    let mut tried = Vec::new();
+    if let Some(name) = &env.wayland_display {
+        match wayland_socket_path(name, env.xdg_runtime_dir.as_deref()) {
+            Some(path) => match std::os::unix::net::UnixStream::connect(&path) {
+                Ok(_) => return Ok(()),
+                Err(e) => tried.push(format!("WAYLAND_DISPLAY={name} ({}: {e})", path.display())),
+            },
+            None => tried.push(format!("WAYLAND_DISPLAY={name} (XDG_RUNTIME_DIR is not set)")),
+        }
+    }
+    if let Some(display) = &env.display {
+        match connect_x11(display) {
+            Ok(()) => return Ok(()),
+            Err(e) => tried.push(format!("DISPLAY={display} ({e})")),
+        }
+    }
+    if tried.is_empty() {
+        return Err("the desktop app needs a display, but neither DISPLAY nor WAYLAND_DISPLAY is set; \
+                    run it in a graphical session, or use a headless command (see `elbow --help`)"
+            .into());
+    }
+    Err(format!(
+        "the desktop app cannot reach a display: {}; check the variables are current (a stale DISPLAY \
+         from an old session?), or use a headless command (see `elbow --help`)",
+        tried.join("; ")
+    ))
+}
+
+/// Where the Wayland compositor's socket is.
+fn wayland_socket_path(name: &str, runtime_dir: Option<&str>) -> Option<PathBuf> {
+    let name = Path::new(name);
+    if name.is_absolute() { Some(name.to_path_buf()) } else { runtime_dir.map(|d| Path::new(d).join(name)) }
+}
+
+/// Connects to the X server `display` names (`:0`, `unix:0.0`, `host:10.0`, or a socket path).
+fn connect_x11(display: &str) -> Result<(), String> {
+    if display.starts_with('/') {
+        // A socket path (XQuartz style), possibly with a `:N` suffix.
+        let path = display.rsplit_once(':').map_or(display, |(p, _)| p);
+        return std::os::unix::net::UnixStream::connect(path).map(|_| ()).map_err(|e| format!("{path}: {e}"));
+    }
+    let (host, rest) = display.rsplit_once(':').ok_or_else(|| "not of the form HOST:N".to_string())?;
+    let number: u16 = rest
+        .split('.')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n < 1000)
+        .ok_or_else(|| "not of the form HOST:N".to_string())?;
+    if host.is_empty() || host == "unix" {
+        let path = format!("/tmp/.X11-unix/X{number}");
+        let by_path = std::os::unix::net::UnixStream::connect(&path);
+        if by_path.is_ok() {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::linux::net::SocketAddrExt;
+            if let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(path.as_bytes())
+                && std::os::unix::net::UnixStream::connect_addr(&addr).is_ok()
+            {
+                return Ok(());
+            }
+        }
+        return by_path.map(|_| ()).map_err(|e| format!("{path}: {e}"));
+    }
+    use std::net::ToSocketAddrs;
+    let port = 6000 + number;
+    let addrs = (host, port).to_socket_addrs().map_err(|e| format!("{host}: {e}"))?;
+    let mut last = format!("{host}:{port}: no address");
+    for addr in addrs {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// Ok when the Vulkan loader can be loaded (bevy finds GPUs through Vulkan on Linux).
+fn check_vulkan_loader() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        let name = c"libvulkan.so.1";
+        // SAFETY: dlopen with a valid C string; the handle is closed right away. Loading the
+        // loader runs no driver code (drivers load when an instance is created).
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err("the desktop app needs a GPU with a Vulkan driver, but the Vulkan loader \
+                        (libvulkan.so.1) is not installed; install it with your GPU's Vulkan driver \
+                        (for example `libvulkan1 mesa-vulkan-drivers`), or use a headless command"
+                .into());
+        }
+        // SAFETY: `handle` came from dlopen above and is closed once.
+        unsafe { libc::dlclose(handle) };
+    }
+    Ok(())
+}
+
+/// For a panic raised while the app starts: the message to show instead, when the panic says
+/// no GPU or graphics driver could be used.
+pub(crate) fn gpu_panic_message(panic: &str) -> Option<String> {
+    const SIGNS: [&str; 4] = [
+        "Unable to find a GPU",
+        "find an appropriate adapter",
+        "No suitable graphics adapter",
+        "ERROR_INCOMPATIBLE_DRIVER",
+    ];
+    SIGNS.iter().any(|s| panic.contains(s)).then(|| {
+        format!(
+            "the desktop app found no usable GPU: {panic}. It needs a Vulkan driver for your GPU (for \
+             example mesa-vulkan-drivers); check `vulkaninfo --summary`, or use a headless command \
+             (see `elbow --help`)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_display_variables_is_said_plainly() {
+        let e = check_display(&Env::default()).unwrap_err();
+        assert!(e.contains("neither DISPLAY nor WAYLAND_DISPLAY"), "{e}");
+    }
+
+    #[test]
+    fn stale_displays_are_named() {
+        let env = Env {
+            wayland_display: Some("wayland-elbow-test-none".into()),
+            xdg_runtime_dir: Some("/nonexistent-runtime-dir".into()),
+            display: Some(":987".into()),
+            wayland_socket: None,
+        };
+        let e = check_display(&env).unwrap_err();
+        assert!(e.contains("WAYLAND_DISPLAY=wayland-elbow-test-none") && e.contains("DISPLAY=:987"), "{e}");
+        let bad = Env { display: Some("garbage".into()), ..Env::default() };
+        assert!(check_display(&bad).unwrap_err().contains("HOST:N"));
+    }
+
+    #[test]
+    fn gpu_panics_become_a_message() {
+        let m = gpu_panic_message("Unable to find a GPU! Make sure you have installed required drivers!").unwrap();
+        assert!(m.contains("Vulkan driver"), "{m}");
+        assert!(gpu_panic_message("index out of bounds").is_none());
+    }
+}
