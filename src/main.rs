@@ -10,7 +10,12 @@ mod cli;
 fn main() -> ExitCode {
     restore_sigpipe();
     cli::signals::install();
-    match cli::Cli::parse().command {
+    let cli = cli::Cli::parse();
+    match cli.command {
+        Some(_) if !cli.model.is_empty() => {
+            report("--model before a command is for the app; experiments take their own --model");
+            ExitCode::from(2)
+        }
         Some(command) => match cli::run(&command) {
             Ok(()) => ExitCode::SUCCESS,
             Err(failure) => {
@@ -18,14 +23,21 @@ fn main() -> ExitCode {
                 ExitCode::from(failure.code)
             }
         },
-        None => run_app(),
+        None => run_app(cli.model),
     }
 }
 
 /// Opens the desktop app once the display and the GPU driver it needs are known to be there;
 /// a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
-fn run_app() -> ExitCode {
+fn run_app(models: Vec<std::path::PathBuf>) -> ExitCode {
+    // A bad model file is refused before any window opens.
+    for path in &models {
+        if let Err(e) = elbow::LearnedModel::load(path) {
+            report(&format!("{}: {e}", path.display()));
+            return ExitCode::from(2);
+        }
+    }
     if let Err(message) = cli::preflight::check() {
         report(&message);
         return ExitCode::from(2);
@@ -46,11 +58,11 @@ fn run_app() -> ExitCode {
             None => default_hook(info),
         }
     }));
-    app::run()
+    app::run(models)
 }
 
 #[cfg(not(feature = "app"))]
-fn run_app() -> ExitCode {
+fn run_app(_models: Vec<std::path::PathBuf>) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
 }

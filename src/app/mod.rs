@@ -55,19 +55,23 @@ pub(crate) enum AppSet {
     Draw,
 }
 
-/// Opens the window and runs the lab until it closes.
-pub(crate) fn run() -> ExitCode {
+/// Opens the window and runs the lab until it closes, with the model files in `models` loaded in
+/// place of their heads' training.
+pub(crate) fn run(models: Vec<std::path::PathBuf>) -> ExitCode {
     if let Some(problem) = missing_display() {
         eprintln!("error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)");
         return ExitCode::from(2);
     }
     let window =
         Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
-    let exit = App::new()
-        .add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
+    let mut app = App::new();
+    app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
-        .add_plugins(plugin)
-        .run();
+        .add_plugins(plugin);
+    for path in models {
+        app.world_mut().write_message(state::LoadModel(path));
+    }
+    let exit = app.run();
     match exit {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(code) => ExitCode::from(code.get()),

@@ -13,7 +13,7 @@
 
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
 use super::state::{
-    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, Models, Nominal, PanelWidth, PlantSettings,
+    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LoadModel, ModelFile, Models, Nominal, PanelWidth, PlantSettings,
     Readout, RunState, SHORTCUTS, Shown, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
     range,
 };
@@ -53,7 +53,9 @@ struct Lab<'w> {
     time: Res<'w, Time>,
     atlas: ResMut<'w, AtlasView>,
     hover: Res<'w, Hover>,
+    model_file: ResMut<'w, ModelFile>,
     train: MessageWriter<'w, TrainCommand>,
+    load: MessageWriter<'w, LoadModel>,
 }
 
 /// Shows the panel and records its width for the world viewport.
@@ -504,4 +506,21 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.label("seed");
     });
     lab.params.set_if_neq(p);
+    ui.separator();
+    ui.horizontal(|ui| {
+        ui.label("model file");
+        let mut path = lab.model_file.path.clone();
+        ui.add(egui::TextEdit::singleline(&mut path).hint_text("mdn.json").desired_width(180.0));
+        if path != lab.model_file.path {
+            lab.model_file.path = path;
+        }
+        if ui.button("load").clicked() && !lab.model_file.path.trim().is_empty() {
+            lab.load.write(LoadModel(lab.model_file.path.trim().into()));
+        }
+    });
+    match &lab.model_file.outcome {
+        Some(Ok(done)) => ui.small(done),
+        Some(Err(why)) => ui.colored_label(color32(FLASH_COLOR), why),
+        None => ui.small("A file saved by `elbow train --out` replaces its head's training."),
+    };
 }

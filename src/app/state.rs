@@ -34,7 +34,9 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<AtlasView>()
         .init_resource::<Hover>()
         .add_message::<PointerDrag>()
-        .add_message::<TrainCommand>();
+        .init_resource::<ModelFile>()
+        .add_message::<TrainCommand>()
+        .add_message::<LoadModel>();
 }
 
 /// The nominal arm model every solver plans on (the plant's real arm differs from it).
@@ -320,6 +322,19 @@ pub(crate) enum TrainCommand {
     SetRate(f64),
 }
 
+/// Load a model file in place of its head's training (the panel's button, `elbow --model`).
+#[derive(Message, Debug, Clone, PartialEq)]
+pub(crate) struct LoadModel(pub(crate) std::path::PathBuf);
+
+/// The panel's model-file field and the outcome of the last load.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub(crate) struct ModelFile {
+    /// The path typed in the panel.
+    pub(crate) path: String,
+    /// What the last load said: `Ok` with what was loaded, `Err` with why not.
+    pub(crate) outcome: Option<Result<String, String>>,
+}
+
 /// Where one head's training stands.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) enum RunState {
@@ -332,6 +347,8 @@ pub(crate) enum RunState {
     Paused,
     /// All configured steps done.
     Finished,
+    /// A model loaded from this file; training leaves it alone until a reset.
+    Loaded(String),
     /// The configuration was refused, or the thread stopped.
     Failed(String),
 }
@@ -344,6 +361,7 @@ impl RunState {
             RunState::Running => "training…".into(),
             RunState::Paused => "paused".into(),
             RunState::Finished => "done".into(),
+            RunState::Loaded(file) => format!("loaded from {file}"),
             RunState::Failed(why) => format!("failed: {why}"),
         }
     }

@@ -470,3 +470,33 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
     press(&mut app, KeyCode::KeyL);
     assert_ne!(app.world().resource::<AtlasView>().layer, layer);
 }
+
+#[test]
+fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
+    use super::state::{LoadModel, ModelFile};
+    let dir = std::env::temp_dir().join(format!("elbow-app-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("mdn.json");
+    let model = tiny_models().get(HeadKind::Mdn).unwrap().clone();
+    model.save(&good).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{ not a model").unwrap();
+
+    let mut app = app();
+    app.update();
+    app.world_mut().write_message(LoadModel(bad.clone()));
+    app.update();
+    assert!(matches!(app.world().resource::<ModelFile>().outcome, Some(Err(_))));
+    assert!(app.world().resource::<Models>().get(HeadKind::Mdn).is_none());
+
+    app.world_mut().write_message(LoadModel(good));
+    app.update();
+    assert!(matches!(app.world().resource::<ModelFile>().outcome, Some(Ok(_))));
+    assert_eq!(app.world().resource::<Models>().get(HeadKind::Mdn), Some(&model));
+    assert!(matches!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Loaded(_)));
+    // Starting training leaves the loaded head alone.
+    app.world_mut().write_message(TrainCommand::Start);
+    app.update();
+    assert!(matches!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Loaded(_)));
+    std::fs::remove_dir_all(&dir).ok();
+}

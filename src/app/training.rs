@@ -11,7 +11,9 @@
 //! on exit (the app's `AppExit` message, or the world being dropped).
 
 use super::AppSet;
-use super::state::{HeadRun, Models, Nominal, PlantSettings, RunState, TrainCommand, Training, TrainingParams};
+use super::state::{
+    HeadRun, LoadModel, ModelFile, Models, Nominal, PlantSettings, RunState, TrainCommand, Training, TrainingParams,
+};
 use bevy::prelude::*;
 use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 use std::sync::Mutex;
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Workers>()
         .add_systems(Startup, autostart)
-        .add_systems(Update, (handle_commands, collect_reports).chain().in_set(AppSet::Train))
+        .add_systems(Update, (handle_commands, load_models, collect_reports).chain().in_set(AppSet::Train))
         .add_systems(Last, join_on_exit);
 }
 
@@ -216,7 +218,7 @@ fn handle_commands(
                         send(Control::Resume);
                         run.state = RunState::Running;
                     }
-                    RunState::Running | RunState::Finished => {}
+                    RunState::Running | RunState::Finished | RunState::Loaded(_) => {}
                 },
                 TrainCommand::Pause => {
                     if run.state == RunState::Running {
@@ -237,6 +239,35 @@ fn handle_commands(
                 }
             }
         }
+    }
+}
+
+/// Loads model files: a valid model for the nominal arm replaces its head's model and stops
+/// that head's training; anything else is reported in [`ModelFile`] and changes nothing.
+fn load_models(
+    mut loads: MessageReader<LoadModel>,
+    nominal: Res<Nominal>,
+    mut file: ResMut<ModelFile>,
+    mut training: ResMut<Training>,
+    mut workers: ResMut<Workers>,
+    mut models: ResMut<Models>,
+) {
+    for LoadModel(path) in loads.read() {
+        let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let outcome = match LearnedModel::load(path) {
+            Err(e) => Err(format!("{}: {e}", path.display())),
+            Ok(m) if m.arm != nominal.0 => {
+                Err(format!("{}: trained for another arm ({:?}) than the app's ({:?})", path.display(), m.arm, nominal.0))
+            }
+            Ok(m) => {
+                let head = m.kind;
+                workers.0[head] = None; // joins its training thread, if any
+                training.0[head] = HeadRun { state: RunState::Loaded(shown.clone()), ..HeadRun::default() };
+                models.set(head, Some(m));
+                Ok(format!("{head} head loaded from {shown}"))
+            }
+        };
+        file.outcome = Some(outcome);
     }
 }
 

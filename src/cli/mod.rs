@@ -37,6 +37,9 @@ pub(crate) struct Cli {
     /// What to run; with none, the desktop app opens.
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
+    /// A trained model file for the app to load in place of its head's training (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) model: Vec<std::path::PathBuf>,
 }
 
 /// The subcommands.
