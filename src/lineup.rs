@@ -11,7 +11,7 @@
 //! - [`Lineup`] builds and runs any solver or pipeline for one arm and a set of trained heads.
 
 use crate::analytic::{AnalyticSolver, BranchChoice, solve_branches};
-use crate::envelope::{Envelope, EnvelopeConfig, Reason};
+use crate::envelope::{Envelope, EnvelopeConfig, Fit, Reason};
 use crate::iterative::DlsSolver;
 use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedModel, LearnedSolver};
@@ -380,12 +380,21 @@ impl<'m> Lineup<'m> {
         Some(self.vet(pipeline, proposal, target, seed))
     }
 
+    /// What the envelope checks for `solver`'s proposals: a trust region for the residual hybrid
+    /// (on the region its model was trained on; the whole annulus without a model), FK for the rest.
+    pub fn fit(&self, solver: SolverId) -> Fit {
+        match solver.head() {
+            Some(h) => Fit::of(h, self.models[h].map_or(crate::kinematics::Region::Annulus, |m| m.region)),
+            None => Fit::Pose,
+        }
+    }
+
     /// The envelope's verdict on `proposal` when `pipeline` has one; else the proposal as is.
     pub fn vet(&self, pipeline: Pipeline, proposal: Solution, target: Point2, seed: Pose) -> Answer {
         if !pipeline.envelope {
             return Answer { solution: proposal, verdict: None };
         }
-        let vetted = self.envelope.review(proposal, target, seed);
+        let vetted = self.envelope.review_as(self.fit(pipeline.solver), proposal, target, seed);
         Answer { solution: vetted.solution, verdict: Some(vetted.intervention) }
     }
 }

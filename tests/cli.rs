@@ -113,3 +113,55 @@ fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
     assert_eq!(std::fs::read(&png).unwrap(), before);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
+    let dir = std::env::temp_dir().join(format!("elbow-gap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("mdn.json");
+    let (code, _, err) =
+        elbow(&["train", "--head", "mdn", "--steps", "30", "--quiet", "--out", model.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let small =
+        ["experiment", "degradation", "--targets", "40", "--train-steps", "20", "--model", model.to_str().unwrap()];
+    for name in ["gap.svg", "gap.png"] {
+        let path = dir.join(name);
+        let mut args = small.to_vec();
+        args.extend(["--json", "--plot", path.to_str().unwrap()]);
+        let (code, out, err) = elbow(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["loaded"][0], "Mdn");
+        assert!(v["claims"].as_array().is_some_and(|c| !c.is_empty()));
+        let bytes = std::fs::read(&path).unwrap();
+        if name.ends_with("svg") {
+            assert!(String::from_utf8_lossy(&bytes).contains("<svg"), "an SVG document");
+        } else {
+            assert_eq!(&bytes[..4], b"\x89PNG", "a PNG file");
+        }
+    }
+    let (code, out, _) = elbow(&[&small[..], &["--csv", "--protocol", "exercise"]].concat());
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("protocol,solver,channel,level,split") && out.contains("exercise,envelope(residual),actuator")
+    );
+    for (extra, needle) in [
+        (vec!["--plot", "gap.pdf"], "must end in .png or .svg"),
+        (vec!["--plot", "/nonexistent-dir/gap.svg"], "/nonexistent-dir"),
+        (vec!["--model", "/nonexistent-dir/m.json"], "model file"),
+        (vec!["--targets", "900000", "--ticks", "100"], "above the limit"),
+        (vec!["--protocol", "numpy"], "protocol must be one of"),
+        (vec!["--ticks", "0"], "ticks must be in"),
+    ] {
+        // A case that sets `--targets` replaces the small run's.
+        let base: Vec<&str> = small
+            .iter()
+            .copied()
+            .filter(|a| !(extra.contains(&"--targets") && (*a == "--targets" || *a == "40")))
+            .collect();
+        let (code, _, err) = elbow(&[&base[..], &extra[..]].concat());
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,23 +1,30 @@
-//! The gap to reality: the direction of each of the seed's claims, on seeded data.
-//! Nothing here hard-codes a measured number; each test compares solvers or settings.
+//! The gap to reality: the direction of each of the lesson's claims, on seeded data.
+//! Nothing here hard-codes a measured number; each test compares solvers, settings or switches.
 
-use elbow::experiments::{DegradationConfig, DegradationReport, Split, degradation};
-use elbow::{HeadKind, Mismatch, Pipeline, Pose, Region, SolverId, TwoLinkArm};
+use elbow::envelope::Reason;
+use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, ConfigError, OodKind, Protocol, Split};
+use elbow::experiments::{DegradationConfig, DegradationReport, ExperimentError, degradation, degradation_with};
+use elbow::{HeadKind, Mismatch, Pipeline, Region, TrainConfig, Trainer, TwoLinkArm};
 use std::sync::OnceLock;
 
-fn args(ticks: usize) -> DegradationConfig {
+const IN: Split = Split::In;
+const BEYOND: Split = Split::Ood(OodKind::Beyond);
+
+fn args() -> DegradationConfig {
     DegradationConfig {
-        noise: vec![0.0, 0.02, 0.06],
-        backlash: vec![0.0, 0.05],
+        levels: ChannelLevels {
+            encoder: vec![0.0, 0.02, 0.06],
+            actuator: vec![0.0, 0.02, 0.06],
+            backlash: vec![0.0, 0.05],
+            target: vec![0.0, 0.03],
+            mismatch: vec![0.0, 1.0],
+            combined: vec![0.0, 1.0],
+        },
         targets: 1500,
         ood_fraction: 0.3,
-        tolerance: 0.05,
-        ticks,
         train_steps: 3000,
-        region: Region::Annulus,
-        mismatch: Mismatch { length_error: [0.02, -0.02], joint_offsets: Pose::new(0.01, -0.01) },
         seed: 7,
-        arm: TwoLinkArm::default(),
+        ..DegradationConfig::default()
     }
 }
 
@@ -26,45 +33,62 @@ fn p(key: &str) -> Pipeline {
     key.parse().unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A split by its old name.
-fn split(name: &str) -> Split {
-    if name == "in" { Split::In } else { Split::Ood }
-}
-
 fn report() -> &'static DegradationReport {
     static R: OnceLock<DegradationReport> = OnceLock::new();
-    R.get_or_init(|| degradation(&args(3)).unwrap())
+    R.get_or_init(|| degradation(&args()).unwrap())
 }
 
 fn cell<'a>(
     r: &'a DegradationReport,
+    protocol: Protocol,
     solver: &str,
-    split: &str,
-    noise: f64,
-    backlash: f64,
-) -> &'a elbow::experiments::degradation::Cell {
-    r.cell(p(solver), self::split(split), noise, backlash)
-        .unwrap_or_else(|| panic!("no cell {solver} {split} {noise} {backlash}"))
+    ch: Channel,
+    level: f64,
+    split: Split,
+) -> &'a Cell {
+    r.cell(protocol, p(solver), ch, level, split)
+        .unwrap_or_else(|| panic!("no cell {protocol} {solver} {ch:?} {level} {split:?}"))
+}
+
+fn plant<'a>(r: &'a DegradationReport, solver: &str, ch: Channel, level: f64, split: Split) -> &'a Cell {
+    cell(r, Protocol::Plant, solver, ch, level, split)
 }
 
 #[test]
-fn analytic_degrades_gracefully_with_noise() {
+fn analytic_degrades_gracefully_with_noise_in_both_protocols() {
     let r = report();
-    let e: Vec<f64> = [0.0, 0.02, 0.06].iter().map(|&n| cell(r, "analytic", "in", n, 0.0).error.mean).collect();
-    assert!(e[0] < e[1] && e[1] < e[2], "error should grow with noise: {e:?}");
-    // Graceful: bounded by the noise-induced tip motion (reach x noise) plus the mismatch floor.
-    assert!(e[2] < e[0] + 2.0 * 0.06 * 2.0, "{e:?}");
+    for (protocol, ch) in [
+        (Protocol::Plant, Channel::Encoder),
+        (Protocol::Plant, Channel::Actuator),
+        (Protocol::Exercise, Channel::Actuator),
+    ] {
+        let e: Vec<f64> =
+            [0.0, 0.02, 0.06].iter().map(|&n| cell(r, protocol, "analytic", ch, n, IN).error.mean).collect();
+        assert!(e[0] < e[1] && e[1] < e[2], "{protocol} {ch:?}: error should grow with noise: {e:?}");
+        // Roughly proportional: tripling the noise does not multiply the added error by more than 6.
+        assert!(e[2] - e[0] < 6.0 * (e[1] - e[0]), "{protocol} {ch:?}: {e:?}");
+    }
 }
 
 #[test]
-fn analytic_is_honest_out_of_distribution_and_learned_is_not() {
+fn the_exercise_protocol_runs_on_the_nominal_arm_from_a_fixed_start() {
     let r = report();
-    for (noise, backlash) in [(0.0, 0.0), (0.06, 0.05)] {
-        let analytic = cell(r, "analytic", "ood", noise, backlash);
+    let base = cell(r, Protocol::Exercise, "analytic", Channel::Actuator, 0.0, IN);
+    assert!(base.error.max < 1e-9, "no noise, no mismatch: the analytic answer is exact");
+    assert!(r.channels(Protocol::Exercise) == [Channel::Actuator, Channel::Backlash]);
+    let b = cell(r, Protocol::Exercise, "analytic", Channel::Backlash, 0.05, IN);
+    assert!(b.error.mean > base.error.mean, "backlash relative to the previous command moves the tip");
+}
+
+#[test]
+fn analytic_is_honest_out_of_distribution_and_learned_heads_are_not() {
+    let r = report();
+    for (ch, level) in [(Channel::Encoder, 0.0), (Channel::Combined, 1.0)] {
+        let analytic = plant(r, "analytic", ch, level, BEYOND);
         assert_eq!(analytic.reported, 1.0);
         assert_eq!(analytic.silent, 0.0);
         for learned in ["mse", "mdn", "mode"] {
-            let c = cell(r, learned, "ood", noise, backlash);
+            let c = plant(r, learned, ch, level, BEYOND);
             assert_eq!(c.reported, 0.0, "{learned} never reports");
             assert!(c.silent > 0.9, "{learned} fails silently: {}", c.silent);
         }
@@ -72,17 +96,45 @@ fn analytic_is_honest_out_of_distribution_and_learned_is_not() {
 }
 
 #[test]
+fn the_post_move_check_turns_silent_misses_of_honest_pipelines_into_reports() {
+    let off = degradation(&DegradationConfig { post_move_check: false, protocol: Protocol::Plant, ..args() }).unwrap();
+    let on = report();
+    for solver in ["analytic", "dls", "envelope(mdn)"] {
+        for (ch, level) in [(Channel::Encoder, 0.06), (Channel::Actuator, 0.06), (Channel::Combined, 1.0)] {
+            let (a, b) = (plant(&off, solver, ch, level, IN), plant(on, solver, ch, level, IN));
+            assert!(b.silent < a.silent, "{solver} {ch:?}: silent with the check {} vs without {}", b.silent, a.silent);
+            assert!((a.error.mean - b.error.mean).abs() < 1e-12, "the check only reads the encoders");
+        }
+    }
+    // A bare head has no check to switch on.
+    let (a, b) = (plant(&off, "mdn", Channel::Encoder, 0.06, IN), plant(on, "mdn", Channel::Encoder, 0.06, IN));
+    assert_eq!(a.silent, b.silent);
+}
+
+#[test]
+fn what_no_sensor_sees_stays_silent_for_everyone() {
+    let r = report();
+    for pipeline in elbow::experiments::degradation::pipelines() {
+        let key = pipeline.key();
+        let (base, mis) = (plant(r, &key, Channel::Mismatch, 0.0, IN), plant(r, &key, Channel::Mismatch, 1.0, IN));
+        assert!(mis.reported <= base.reported + 0.01, "{key}: mismatch is invisible to the encoders");
+    }
+    let a = plant(r, "analytic", Channel::Mismatch, 1.0, IN);
+    assert!(a.missed > 0.5 && a.silent == a.missed, "the analytic solver misses silently on the mismatched arm");
+}
+
+#[test]
 fn learned_heads_fail_silently_more_often_than_analytic() {
     let r = report();
     for noise in [0.0, 0.02, 0.06] {
-        let analytic = cell(r, "analytic", "in", noise, 0.0).silent;
+        let analytic = plant(r, "analytic", Channel::Encoder, noise, IN).silent;
         for learned in ["mse", "mdn", "mode"] {
-            let c = cell(r, learned, "in", noise, 0.0);
+            let c = plant(r, learned, Channel::Encoder, noise, IN);
             assert!(c.silent >= analytic, "{learned} at noise {noise}: {} vs analytic {analytic}", c.silent);
         }
     }
-    let mse = cell(r, "mse", "in", 0.0, 0.0).error.mean;
-    let mdn = cell(r, "mdn", "in", 0.0, 0.0).error.mean;
+    let mse = plant(r, "mse", Channel::Encoder, 0.0, IN).error.mean;
+    let mdn = plant(r, "mdn", Channel::Encoder, 0.0, IN).error.mean;
     assert!(mdn * 5.0 < mse, "the averaging trap: MSE {mse} vs MDN {mdn}");
 }
 
@@ -91,57 +143,132 @@ fn envelope_turns_silent_failures_into_reported_fallbacks() {
     let r = report();
     for inner in ["mse", "mdn"] {
         let env = format!("envelope({inner})");
-        for (noise, backlash) in [(0.0, 0.0), (0.02, 0.05)] {
-            let raw_ood = cell(r, inner, "ood", noise, backlash);
-            let env_ood = cell(r, &env, "ood", noise, backlash);
-            assert!(env_ood.silent < raw_ood.silent, "{env} OOD silent {} vs {}", env_ood.silent, raw_ood.silent);
-            assert!(env_ood.reported > 0.9, "{env} reports its fallbacks: {}", env_ood.reported);
-            let raw_in = cell(r, inner, "in", noise, backlash);
-            let env_in = cell(r, &env, "in", noise, backlash);
-            assert!(env_in.silent <= raw_in.silent, "{env} held-out silent {} vs {}", env_in.silent, raw_in.silent);
-            let log = env_in.envelope.expect("enveloped cells carry their log");
-            assert!(log.interventions() > 0 && log.accepted + log.interventions() == 1500);
+        for (ch, level) in [(Channel::Encoder, 0.0), (Channel::Combined, 1.0)] {
+            let (raw, enc) = (plant(r, inner, ch, level, BEYOND), plant(r, &env, ch, level, BEYOND));
+            assert!(enc.silent < raw.silent, "{env} OOD silent {} vs {}", enc.silent, raw.silent);
+            assert!(enc.reported > 0.9, "{env} reports its fallbacks: {}", enc.reported);
+            let (raw, enc) = (plant(r, inner, ch, level, IN), plant(r, &env, ch, level, IN));
+            assert!(enc.silent <= raw.silent, "{env} held-out silent {} vs {}", enc.silent, raw.silent);
+            let log = enc.envelope.expect("enveloped cells carry their log");
+            assert_eq!(log.accepted + log.interventions(), 1500);
         }
     }
 }
 
 #[test]
-fn the_lineup_measures_every_solver_and_every_enveloped_head() {
+fn enveloped_residual_runs_in_distribution_and_falls_back_outside() {
     let r = report();
-    for pipeline in Pipeline::lineup() {
-        assert!(r.cell(pipeline, Split::In, 0.0, 0.0).is_some(), "{pipeline}");
-    }
-    let heads = HeadKind::ALL.map(|h| Pipeline::enveloped(SolverId::Learned(h)));
-    assert!(heads.iter().all(|&h| r.cells.iter().any(|c| c.solver == h)));
+    let inside = plant(r, "envelope(residual)", Channel::Mismatch, 1.0, IN).envelope.unwrap();
+    assert!(inside.acceptance() > 0.5, "most in-distribution proposals pass the trust region: {inside:?}");
+    assert_eq!(inside.count(Reason::FkMiss), 0, "no FK check on the nominal arm for a correction");
+    let outside = plant(r, "envelope(residual)", Channel::Mismatch, 1.0, BEYOND).envelope.unwrap();
+    assert_eq!(outside.accepted, 0, "every out-of-distribution proposal falls back: {outside:?}");
+    assert!(outside.count(Reason::TrustRegion) > 0);
+    // Where it runs it closes the sim-to-real gap; where it falls back it is the analytic answer.
+    let analytic = plant(r, "analytic", Channel::Mismatch, 1.0, IN).error.mean;
+    let residual = plant(r, "envelope(residual)", Channel::Mismatch, 1.0, IN).error.mean;
+    assert!(residual * 2.0 < analytic, "enveloped residual {residual} vs analytic {analytic}");
+    let (a, e) = (
+        plant(r, "analytic", Channel::Mismatch, 1.0, BEYOND),
+        plant(r, "envelope(residual)", Channel::Mismatch, 1.0, BEYOND),
+    );
+    assert_eq!(a.error.mean, e.error.mean, "outside the trust region it is exactly the classical answer");
 }
 
 #[test]
-fn residual_hybrid_closes_the_sim_to_real_gap() {
-    let r = report();
-    let analytic = cell(r, "analytic", "in", 0.0, 0.0).error.mean;
-    let residual = cell(r, "residual", "in", 0.0, 0.0).error.mean;
-    assert!(residual * 3.0 < analytic, "residual {residual} vs analytic {analytic}");
+fn the_joint_step_check_fires_when_the_period_is_short() {
+    let cfg = DegradationConfig {
+        protocol: Protocol::Plant,
+        levels: ChannelLevels {
+            encoder: vec![0.0],
+            actuator: vec![0.0],
+            backlash: vec![0.0],
+            target: vec![0.0],
+            mismatch: vec![0.0],
+            combined: vec![0.0],
+        },
+        targets: 200,
+        train_steps: 200,
+        envelope: elbow::EnvelopeConfig {
+            control_period: 0.1,
+            ..elbow::EnvelopeConfig::for_arm(&TwoLinkArm::default())
+        },
+        ..args()
+    };
+    let r = degradation(&cfg).unwrap();
+    for head in ["mse", "mdn", "mode", "residual"] {
+        let log = plant(&r, &format!("envelope({head})"), Channel::Encoder, 0.0, IN).envelope.unwrap();
+        assert!(log.count(Reason::JointStep) > 100, "{head}: random targets 0.25 rad steps apart: {log:?}");
+    }
+    let rate =
+        |log: elbow::InterventionLog| log.count(Reason::JointStep) as f64 / (log.accepted + log.interventions()) as f64;
+    let short = rate(plant(&r, "envelope(mdn)", Channel::Encoder, 0.0, IN).envelope.unwrap());
+    let default = rate(plant(report(), "envelope(mdn)", Channel::Encoder, 0.0, IN).envelope.unwrap());
+    assert!(default < short, "a longer period allows larger steps: {default} vs {short}");
 }
 
 #[test]
 fn backlash_hurts_an_open_loop_arm_and_the_servo_takes_it_up() {
-    let open = degradation(&DegradationConfig { targets: 400, ood_fraction: 0.0, train_steps: 300, ..args(1) }).unwrap();
-    let without = cell(&open, "analytic", "in", 0.0, 0.0).error.mean;
-    let with = cell(&open, "analytic", "in", 0.0, 0.05).error.mean;
+    let open = degradation(&DegradationConfig {
+        targets: 400,
+        ood_fraction: 0.0,
+        train_steps: 200,
+        ticks: 1,
+        protocol: Protocol::Plant,
+        ..args()
+    })
+    .unwrap();
+    let without = plant(&open, "analytic", Channel::Backlash, 0.0, IN).error.mean;
+    let with = plant(&open, "analytic", Channel::Backlash, 0.05, IN).error.mean;
     assert!(with > without + 0.01, "open loop: backlash {with} vs none {without}");
-    let servo = cell(report(), "analytic", "in", 0.0, 0.05).error.mean;
+    let servo = plant(report(), "analytic", Channel::Backlash, 0.05, IN).error.mean;
     assert!(servo < with, "servo {servo} vs open loop {with}");
 }
 
 #[test]
-fn bad_arguments_are_refused_not_panicked_on() {
+fn every_claim_gets_a_verdict_with_numbers() {
+    let r = report();
+    let keys: Vec<&str> = r.claims.iter().map(|c| c.key).collect();
+    assert_eq!(keys.len(), 7, "{keys:?}");
+    assert!(r.claims.iter().all(|c| !c.evidence.is_empty()));
+    let json = serde_json::to_value(r).unwrap();
+    assert!(json["cells"][0]["channel"].is_null(), "the baseline comes first");
+    assert!(json["cells"].as_array().unwrap().iter().any(|c| c["channel"] == "target" && c["split"] == "beyond"));
+}
+
+#[test]
+fn model_files_replace_training_and_must_fit_the_arm() {
+    let cfg = DegradationConfig { protocol: Protocol::Exercise, targets: 50, train_steps: 50, ..args() };
+    let mut t = Trainer::new(TrainConfig { head: HeadKind::Mdn, steps: 20, ..TrainConfig::default() }).unwrap();
+    t.run(|_, _| {});
+    let model = t.into_model();
+    let r = degradation_with(&cfg, vec![model.clone()]).unwrap();
+    assert_eq!(r.loaded, [HeadKind::Mdn]);
+    assert!(degradation_with(&cfg, vec![model.clone(), model.clone()]).is_err(), "one model per head");
+    let other = DegradationConfig { arm: TwoLinkArm::new(1.0, 0.5).unwrap(), ..cfg };
+    assert!(degradation_with(&other, vec![model]).is_err(), "a model for another arm");
+}
+
+#[test]
+fn bad_arguments_and_too_much_work_are_refused_before_any_work() {
+    let levels = |v: Vec<f64>| ChannelLevels { encoder: v, ..ChannelLevels::default() };
     for bad in [
-        DegradationConfig { targets: 0, ..args(3) },
-        DegradationConfig { tolerance: f64::NAN, ..args(3) },
-        DegradationConfig { ticks: 0, ..args(3) },
-        DegradationConfig { noise: vec![-1.0], ..args(3) },
-        DegradationConfig { mismatch: Mismatch { length_error: [-1.0, 0.0], ..Mismatch::NONE }, ..args(3) },
+        DegradationConfig { targets: 0, ..args() },
+        DegradationConfig { targets: 2_000_000, ..args() },
+        DegradationConfig { tolerance: f64::NAN, ..args() },
+        DegradationConfig { ticks: 0, ..args() },
+        DegradationConfig { train_steps: 20_000_000, ..args() },
+        DegradationConfig { levels: levels(vec![-1.0]), ..args() },
+        DegradationConfig { levels: levels(vec![]), ..args() },
+        DegradationConfig { mismatch: Mismatch { length_error: [-1.0, 0.0], ..Mismatch::NONE }, ..args() },
+        DegradationConfig { region: Region::Annulus, targets: 1_000_000, ticks: 100, ..args() },
     ] {
+        assert!(bad.validate().is_err(), "{bad:?}");
         assert!(degradation(&bad).is_err());
+    }
+    let work = DegradationConfig { targets: 1_000_000, ..DegradationConfig::default() };
+    match degradation(&work) {
+        Err(ExperimentError::Config(ConfigError::TooMuchWork { ticks, .. })) => assert!(ticks > 10_000_000),
+        other => panic!("expected too much work, got {other:?}"),
     }
 }

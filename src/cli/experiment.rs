@@ -1,13 +1,13 @@
 //! `elbow experiment averaging|degradation`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
-use super::{ArmArgs, Failure, Levels, SignedPair, count, print_json, signals};
+mod degradation;
+
+use super::{ArmArgs, Failure, count, print_json, signals};
 use clap::{Args, Subcommand};
-use elbow::experiments::{
-    AveragingConfig, AveragingReport, DegradationConfig, DegradationReport, GivenNets, Split, averaging_with,
-    degradation,
-};
-use elbow::kinematics::{Mismatch, Pose, Region};
+use degradation::DegradationArgs;
+use elbow::experiments::{AveragingConfig, AveragingReport, GivenNets, averaging_with};
+use elbow::kinematics::Region;
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
 use std::path::PathBuf;
 
@@ -16,8 +16,10 @@ use std::path::PathBuf;
 pub(crate) enum ExperimentCommand {
     /// Exercise 1: the averaging trap. MSE output vs branch average vs MDN, FK miss side by side.
     Averaging(AveragingArgs),
-    /// The gap to reality: every solver under sensor noise and backlash, honest vs silent failures.
-    Degradation(DegradationArgs),
+    /// The gap to reality: every solver under each perturbation channel (encoder, actuator,
+    /// backlash, target, mismatch, combined; OOD targets), honest vs silent failures, the exercise
+    /// protocol beside the closed-loop plant.
+    Degradation(Box<DegradationArgs>),
 }
 
 /// `elbow experiment ...`.
@@ -57,15 +59,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
             if a.json { print_json(&report)? } else { print_averaging(&report)? }
             Ok(())
         }
-        ExperimentCommand::Degradation(a) => {
-            let report = degradation(&a.config()?).map_err(|e| e.to_string())?;
-            match (a.json, a.csv) {
-                (true, _) => print_json(&report)?,
-                (_, true) => print_degradation_csv(&report)?,
-                _ => print_degradation(&report)?,
-            }
-            Ok(())
-        }
+        ExperimentCommand::Degradation(a) => degradation::run(a),
     }
 }
 
@@ -116,82 +110,6 @@ impl AveragingArgs {
     }
 }
 
-fn degradation_defaults() -> DegradationConfig {
-    DegradationConfig::default()
-}
-
-/// Arguments of `elbow experiment degradation`.
-#[derive(Debug, Args)]
-pub(crate) struct DegradationArgs {
-    /// Encoder noise levels (standard deviation, radians), comma-separated.
-    #[arg(long, default_value_t = Levels(degradation_defaults().noise))]
-    noise: Levels,
-    /// Backlash levels (dead-zone half-width, radians), comma-separated.
-    #[arg(long, default_value_t = Levels(degradation_defaults().backlash))]
-    backlash: Levels,
-    /// Held-out (in-distribution) targets per setting, 1 to 1000000.
-    #[arg(long, default_value_t = degradation_defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
-          allow_hyphen_values = true)]
-    targets: usize,
-    /// Out-of-distribution targets per setting, as a fraction of `--targets` (beyond the reach,
-    /// and outside the training sector when the region is one).
-    #[arg(long, default_value_t = degradation_defaults().ood_fraction)]
-    ood_fraction: f64,
-    /// A tip error above this (metres) counts as a miss.
-    #[arg(long, default_value_t = degradation_defaults().tolerance)]
-    tolerance: f64,
-    /// Joint-servo ticks per target (1: open loop).
-    #[arg(long, default_value_t = degradation_defaults().ticks)]
-    ticks: usize,
-    /// Training steps of each learned head, 1 to 10000000.
-    #[arg(long, default_value_t = degradation_defaults().train_steps, value_parser = count::<1, MAX_STEPS>,
-          allow_hyphen_values = true)]
-    train_steps: usize,
-    /// Training region of the learned heads: `annulus` or `sector:FROM,TO` in degrees.
-    #[arg(long, default_value_t = degradation_defaults().region)]
-    region: Region,
-    /// Real arm's relative link-length errors `E1,E2` (the sim-to-real gap).
-    #[arg(long, allow_hyphen_values = true,
-          default_value_t = SignedPair(Mismatch::DEFAULT.length_error[0], Mismatch::DEFAULT.length_error[1]))]
-    length_error: SignedPair,
-    /// Real arm's joint offsets `O1,O2`, radians.
-    #[arg(long, allow_hyphen_values = true,
-          default_value_t = SignedPair(Mismatch::DEFAULT.joint_offsets.shoulder, Mismatch::DEFAULT.joint_offsets.elbow))]
-    joint_offset: SignedPair,
-    /// Seed of targets, training and noise.
-    #[arg(long, default_value_t = degradation_defaults().seed)]
-    seed: u64,
-    #[command(flatten)]
-    arm: ArmArgs,
-    /// Print JSON.
-    #[arg(long, conflicts_with = "csv")]
-    json: bool,
-    /// Print CSV.
-    #[arg(long)]
-    csv: bool,
-}
-
-impl DegradationArgs {
-    fn config(&self) -> Result<DegradationConfig, String> {
-        Ok(DegradationConfig {
-            arm: self.arm.arm()?,
-            noise: self.noise.0.clone(),
-            backlash: self.backlash.0.clone(),
-            targets: self.targets,
-            ood_fraction: self.ood_fraction,
-            tolerance: self.tolerance,
-            ticks: self.ticks,
-            train_steps: self.train_steps,
-            region: self.region,
-            mismatch: Mismatch {
-                length_error: [self.length_error.0, self.length_error.1],
-                joint_offsets: Pose::new(self.joint_offset.0, self.joint_offset.1),
-            },
-            seed: self.seed,
-        })
-    }
-}
-
 fn print_averaging(r: &AveragingReport) -> Result<(), String> {
     outln!(
         "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
@@ -218,72 +136,5 @@ fn print_averaging(r: &AveragingReport) -> Result<(), String> {
         "seed target (1.0, 0.8): {}",
         r.seed_target.iter().map(|(n, m)| format!("{n} {m:.4}")).collect::<Vec<_>>().join(", ")
     );
-    Ok(())
-}
-
-fn split_key(split: Split) -> &'static str {
-    match split {
-        Split::In => "in",
-        Split::Ood => "ood",
-    }
-}
-
-fn print_degradation_csv(r: &DegradationReport) -> Result<(), String> {
-    outln!("solver,split,noise,backlash,mean_error,median_error,p95_error,reported,missed,silent,interventions");
-    for c in &r.cells {
-        outln!(
-            "{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{}",
-            c.solver,
-            split_key(c.split),
-            c.noise,
-            c.backlash,
-            c.error.mean,
-            c.error.median,
-            c.error.p95,
-            c.reported,
-            c.missed,
-            c.silent,
-            c.envelope.map_or(String::new(), |l| l.interventions().to_string())
-        );
-    }
-    Ok(())
-}
-
-fn print_degradation(r: &DegradationReport) -> Result<(), String> {
-    outln!(
-        "Degradation on the simulated real arm: {} held-out + {} out-of-distribution targets per setting, miss = error > {} m",
-        r.targets.0, r.targets.1, r.tolerance
-    );
-    outln!("(heads trained in {:.1} s; evaluation took {:.2} s)", r.train_seconds, r.eval_seconds);
-    let mut last = None;
-    for c in &r.cells {
-        let key = (c.split, c.noise.to_bits(), c.backlash.to_bits());
-        if last != Some(key) {
-            last = Some(key);
-            let split = match c.split {
-                Split::In => "held-out targets",
-                Split::Ood => "OUT-OF-DISTRIBUTION targets",
-            };
-            outln!("\n{split}, noise {} rad, backlash {} rad", c.noise, c.backlash);
-            outln!(
-                "  {:<20} {:>10} {:>10} {:>10} {:>10} {:>9} {:>14}",
-                "solver", "mean m", "p95 m", "reported", "missed", "SILENT", "interventions"
-            );
-        }
-        outln!(
-            "  {:<20} {:>10.4} {:>10.4} {:>9.1}% {:>9.1}% {:>8.1}% {:>14}",
-            c.solver.key(),
-            c.error.mean,
-            c.error.p95,
-            100.0 * c.reported,
-            100.0 * c.missed,
-            100.0 * c.silent,
-            c.envelope.map_or("-".to_string(), |l| l.interventions().to_string())
-        );
-    }
-    outln!("\nThe claims, in numbers:");
-    for line in r.claims() {
-        outln!("  {line}");
-    }
     Ok(())
 }

@@ -23,6 +23,7 @@ mod atlas;
 mod bench;
 mod experiment;
 mod figure;
+mod plot;
 mod solve;
 mod train;
 

@@ -2,13 +2,14 @@
 //! line (`elbow experiment ...`) only parses, calls and prints.
 //!
 //! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
-//! - [`degradation`](mod@degradation): every solver on the simulated real arm under noise and backlash.
+//! - [`degradation`](mod@degradation): the gap to reality: every solver under each perturbation
+//!   channel, honest vs silent failures, the exercise protocol beside the closed-loop plant.
 
 pub mod averaging;
 pub mod degradation;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
-pub use degradation::{DegradationConfig, DegradationReport, Split, degradation};
+pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
 
 /// Why an experiment could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -16,6 +17,9 @@ pub enum ExperimentError {
     /// A setting was out of range.
     #[error("{0}")]
     Invalid(String),
+    /// A degradation configuration was refused before any work started.
+    #[error(transparent)]
+    Config(#[from] degradation::ConfigError),
     /// The arm or its mismatch was refused.
     #[error(transparent)]
     Arm(#[from] crate::kinematics::ArmError),

@@ -1,0 +1,304 @@
+//! `elbow experiment degradation`: arguments become a [`DegradationConfig`]; the report prints as
+//! a table, JSON or CSV, and `--plot` draws it.
+
+use crate::cli::plot;
+use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json};
+use clap::Args;
+use elbow::envelope::{EnvelopeConfig, Reason};
+use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
+use elbow::experiments::{DegradationConfig, DegradationReport, degradation_with};
+use elbow::kinematics::{Mismatch, Pose, Region};
+use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
+use std::path::PathBuf;
+
+fn defaults() -> DegradationConfig {
+    DegradationConfig::default()
+}
+
+fn levels(channel: Channel) -> Levels {
+    Levels(ChannelLevels::default().of(channel).to_vec())
+}
+
+/// A comma-separated list of OOD target sets (`beyond,hole,sector`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OodSets(Vec<OodKind>);
+
+impl std::str::FromStr for OodSets {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("none") {
+            return Ok(OodSets(Vec::new()));
+        }
+        s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>().map(OodSets)
+    }
+}
+
+impl std::fmt::Display for OodSets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.0.iter().map(|k| k.key()).collect();
+        f.write_str(if keys.is_empty() { "none" } else { "" })?;
+        f.write_str(&keys.join(","))
+    }
+}
+
+/// Arguments of `elbow experiment degradation`.
+#[derive(Debug, Args)]
+pub(crate) struct DegradationArgs {
+    /// Which protocol: `exercise` (the exercise as written: fixed start pose, noise on the joint
+    /// angles, backlash, FK error), `plant` (closed loop on the simulated real arm) or `both`.
+    #[arg(long, default_value_t = defaults().protocol)]
+    protocol: Protocol,
+    /// Channel `encoder`: encoder noise levels (standard deviation, radians), comma-separated.
+    #[arg(long, alias = "noise", default_value_t = levels(Channel::Encoder))]
+    encoder: Levels,
+    /// Channel `actuator`: noise on the commanded joints (radians); the exercise's joint noise.
+    #[arg(long, default_value_t = levels(Channel::Actuator))]
+    actuator: Levels,
+    /// Channel `backlash`: dead-zone half-width on commanded changes (radians).
+    #[arg(long, default_value_t = levels(Channel::Backlash))]
+    backlash: Levels,
+    /// Channel `target`: noise on the sensed target (standard deviation per axis, metres).
+    #[arg(long, default_value_t = levels(Channel::Target))]
+    target_noise: Levels,
+    /// Channel `mismatch`: the real arm's mismatch, as multiples of `--length-error`/`--joint-offset`.
+    #[arg(long, default_value_t = levels(Channel::Mismatch))]
+    mismatch_scale: Levels,
+    /// Channel `combined`: every channel at once, at these fractions of its largest level.
+    #[arg(long, default_value_t = levels(Channel::Combined))]
+    combined: Levels,
+    /// Out-of-distribution target sets: `beyond` (the reach), `hole` (arms with l1 != l2),
+    /// `sector` (outside a sector training region), comma-separated, or `none`.
+    #[arg(long, default_value_t = OodSets(defaults().ood))]
+    ood: OodSets,
+    /// Held-out (in-distribution) targets per setting, 1 to 1000000.
+    #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
+          allow_hyphen_values = true)]
+    targets: usize,
+    /// Out-of-distribution targets per setting, as a fraction of `--targets`, shared among the sets.
+    #[arg(long, default_value_t = defaults().ood_fraction)]
+    ood_fraction: f64,
+    /// A tip error above this (metres) counts as a miss (and fails the post-move check).
+    #[arg(long, default_value_t = defaults().tolerance)]
+    tolerance: f64,
+    /// Joint-servo ticks per target in the plant protocol (1: open loop).
+    #[arg(long, default_value_t = defaults().ticks)]
+    ticks: usize,
+    /// Do not let classical and enveloped pipelines check the encoders after the move.
+    #[arg(long)]
+    no_post_move_check: bool,
+    /// Training steps of each learned head not given with `--model`, 1 to 10000000.
+    #[arg(long, default_value_t = defaults().train_steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
+    train_steps: usize,
+    /// A trained model file (from `elbow train --out`) to use instead of training its head;
+    /// repeatable, one per head.
+    #[arg(long = "model", value_name = "FILE")]
+    models: Vec<PathBuf>,
+    /// Training region of the learned heads: `annulus` or `sector:FROM,TO` in degrees.
+    #[arg(long, default_value_t = defaults().region)]
+    region: Region,
+    /// Real arm's relative link-length errors `E1,E2` at mismatch level 1.
+    #[arg(long, allow_hyphen_values = true,
+          default_value_t = SignedPair(Mismatch::DEFAULT.length_error[0], Mismatch::DEFAULT.length_error[1]))]
+    length_error: SignedPair,
+    /// Real arm's joint offsets `O1,O2` at mismatch level 1, radians.
+    #[arg(long, allow_hyphen_values = true,
+          default_value_t = SignedPair(Mismatch::DEFAULT.joint_offsets.shoulder, Mismatch::DEFAULT.joint_offsets.elbow))]
+    joint_offset: SignedPair,
+    /// Envelope: fastest joint speed, radians per second.
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_JOINT_SPEED)]
+    max_joint_speed: f64,
+    /// Envelope: seconds between targets (the joint-step limit is speed x period).
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_CONTROL_PERIOD)]
+    control_period: f64,
+    /// Envelope: trust region of the residual hybrid's correction, radians.
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_CORRECTION)]
+    max_correction: f64,
+    /// Seed of targets, training and noise.
+    #[arg(long, default_value_t = defaults().seed)]
+    seed: u64,
+    #[command(flatten)]
+    arm: ArmArgs,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Also draw mean error and reported/silent/false-alarm rates against each channel's level
+    /// into FILE (`.svg` or `.png`).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+}
+
+impl DegradationArgs {
+    /// The core's configuration, validated.
+    pub(crate) fn config(&self) -> Result<DegradationConfig, String> {
+        let arm = self.arm.arm()?;
+        let cfg = DegradationConfig {
+            arm,
+            protocol: self.protocol,
+            levels: ChannelLevels {
+                encoder: self.encoder.0.clone(),
+                actuator: self.actuator.0.clone(),
+                backlash: self.backlash.0.clone(),
+                target: self.target_noise.0.clone(),
+                mismatch: self.mismatch_scale.0.clone(),
+                combined: self.combined.0.clone(),
+            },
+            ood: self.ood.0.clone(),
+            targets: self.targets,
+            ood_fraction: self.ood_fraction,
+            tolerance: self.tolerance,
+            ticks: self.ticks,
+            post_move_check: !self.no_post_move_check,
+            train_steps: self.train_steps,
+            region: self.region,
+            mismatch: Mismatch {
+                length_error: [self.length_error.0, self.length_error.1],
+                joint_offsets: Pose::new(self.joint_offset.0, self.joint_offset.1),
+            },
+            envelope: EnvelopeConfig {
+                max_joint_speed: self.max_joint_speed,
+                control_period: self.control_period,
+                max_correction: self.max_correction,
+                ..EnvelopeConfig::for_arm(&arm)
+            },
+            seed: self.seed,
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+}
+
+/// `elbow experiment degradation`: checks everything (configuration, model files, plot path)
+/// before any work starts.
+pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
+    let cfg = a.config()?;
+    let models =
+        a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
+    let report = degradation_with(&cfg, models)?;
+    if let Some(out) = &plot {
+        plot::draw(&report, out)?;
+    }
+    match (a.json, a.csv) {
+        (true, _) => print_json(&report)?,
+        (_, true) => print_csv(&report)?,
+        _ => print_table(&report)?,
+    }
+    Ok(())
+}
+
+fn print_csv(r: &DegradationReport) -> Result<(), String> {
+    let reasons: Vec<String> = Reason::ALL.iter().map(|x| format!("rejected_{}", x.key().replace('-', "_"))).collect();
+    outln!(
+        "protocol,solver,channel,level,split,encoder,actuator,backlash,target,mismatch,mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{}",
+        reasons.join(",")
+    );
+    for c in &r.cells {
+        let p = c.perturbation;
+        let log = c.envelope.map_or(",".repeat(Reason::COUNT), |l| {
+            let counts: Vec<String> = l.rejected.iter().map(u64::to_string).collect();
+            format!("{},{}", l.accepted, counts.join(","))
+        });
+        outln!(
+            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log}",
+            c.protocol,
+            c.solver,
+            c.channel.map_or("baseline", Channel::key),
+            c.level,
+            c.split.key(),
+            p.encoder,
+            p.actuator,
+            p.backlash,
+            p.target,
+            p.mismatch,
+            c.error.mean,
+            c.error.median,
+            c.error.p95,
+            c.reported,
+            c.missed,
+            c.silent,
+            c.false_alarm
+        );
+    }
+    Ok(())
+}
+
+/// The envelope's decisions, compact: acceptance and each nonzero rejection count.
+fn envelope_column(c: &Cell) -> String {
+    let Some(log) = c.envelope else { return "-".into() };
+    let mut s = format!("{:.0}% ok", 100.0 * log.acceptance());
+    for r in Reason::ALL {
+        if log.count(r) > 0 {
+            s += &format!(" {}:{}", r.key(), log.count(r));
+        }
+    }
+    s
+}
+
+fn print_table(r: &DegradationReport) -> Result<(), String> {
+    let sets: Vec<String> = r.targets.iter().map(|(s, n)| format!("{n} {}", s.key())).collect();
+    outln!(
+        "The gap to reality: targets per setting {}; miss = tip error > {} m; post-move check {}",
+        sets.join(", "),
+        r.config.tolerance,
+        if r.config.post_move_check { "on" } else { "off" }
+    );
+    let loaded: Vec<&str> = r.loaded.iter().map(|h| h.key()).collect();
+    outln!(
+        "(heads trained in {:.1} s{}; evaluation took {:.2} s)",
+        r.train_seconds,
+        if loaded.is_empty() { String::new() } else { format!(", loaded from files: {}", loaded.join(", ")) },
+        r.eval_seconds
+    );
+    outln!(
+        "Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed)."
+    );
+    outln!(
+        "Nothing any sensor can see reveals the mismatch or the target noise: those misses are silent for every pipeline."
+    );
+    let mut last = None;
+    for c in &r.cells {
+        let key = (c.protocol, c.split, c.channel, c.level.to_bits());
+        if last != Some(key) {
+            last = Some(key);
+            let what = match c.channel {
+                None => "baseline (perfect arm)".to_string(),
+                Some(ch) => format!("{} {} {}", ch.key(), c.level, ch.unit()),
+            };
+            outln!("\n[{}] {} targets, {what}", c.protocol, c.split.key());
+            outln!(
+                "  {:<20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  envelope",
+                "solver",
+                "mean m",
+                "p95 m",
+                "reported",
+                "missed",
+                "SILENT",
+                "false"
+            );
+        }
+        outln!(
+            "  {:<20} {:>9.4} {:>9.4} {:>8.1}% {:>7.1}% {:>7.1}% {:>7.1}%  {}",
+            c.solver.key(),
+            c.error.mean,
+            c.error.p95,
+            100.0 * c.reported,
+            100.0 * c.missed,
+            100.0 * c.silent,
+            100.0 * c.false_alarm,
+            envelope_column(c)
+        );
+    }
+    outln!("\nThe claims, with the numbers and a verdict computed from them:");
+    for claim in &r.claims {
+        outln!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
+        for line in &claim.evidence {
+            outln!("    {line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! The perturbation channels, their levels, the settings a run sweeps, and the target sets
+//! (held-out and out of distribution).
+//!
+//! Every channel is swept on its own, the others at zero, and then all together
+//! ([`Channel::Combined`]: every channel at the same fraction of its largest level). Level 0 of
+//! every channel is one shared baseline: the perfect arm.
+
+use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
+use crate::learned::held_out_targets;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// A perturbation channel, named as on the command line and in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// Encoder (sensor) noise: standard deviation of each joint reading, radians.
+    Encoder,
+    /// Actuator noise: standard deviation added to each commanded joint angle, radians.
+    Actuator,
+    /// Backlash: half-width of each joint's dead zone on commanded changes, radians.
+    Backlash,
+    /// Noise on the sensed target (the input side), standard deviation per axis, metres.
+    Target,
+    /// Model mismatch: the real arm's link-length errors and joint offsets, as a multiple of
+    /// the configured mismatch.
+    Mismatch,
+    /// Every channel at once, at this fraction of its largest level.
+    Combined,
+}
+
+impl Channel {
+    /// Every channel, in table order.
+    pub const ALL: [Channel; 6] =
+        [Channel::Encoder, Channel::Actuator, Channel::Backlash, Channel::Target, Channel::Mismatch, Channel::Combined];
+
+    /// The key on the command line and in JSON/CSV.
+    pub fn key(self) -> &'static str {
+        match self {
+            Channel::Encoder => "encoder",
+            Channel::Actuator => "actuator",
+            Channel::Backlash => "backlash",
+            Channel::Target => "target",
+            Channel::Mismatch => "mismatch",
+            Channel::Combined => "combined",
+        }
+    }
+
+    /// The unit of its levels.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Channel::Encoder | Channel::Actuator | Channel::Backlash => "rad",
+            Channel::Target => "m",
+            Channel::Mismatch => "x mismatch",
+            Channel::Combined => "x max",
+        }
+    }
+}
+
+/// The channels of the exercise protocol: noise on the solver's joint angles and backlash.
+pub const EXERCISE_CHANNELS: [Channel; 2] = [Channel::Actuator, Channel::Backlash];
+
+/// The levels swept on each channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChannelLevels {
+    /// Encoder noise, radians.
+    pub encoder: Vec<f64>,
+    /// Actuator noise (the exercise's noise on joint angles), radians.
+    pub actuator: Vec<f64>,
+    /// Backlash half-width, radians.
+    pub backlash: Vec<f64>,
+    /// Sensed-target noise, metres.
+    pub target: Vec<f64>,
+    /// Mismatch, as multiples of the configured mismatch.
+    pub mismatch: Vec<f64>,
+    /// Fractions of every channel's largest level, applied together.
+    pub combined: Vec<f64>,
+}
+
+impl Default for ChannelLevels {
+    fn default() -> Self {
+        Self {
+            encoder: vec![0.0, 0.01, 0.02, 0.05],
+            actuator: vec![0.0, 0.01, 0.02, 0.05],
+            backlash: vec![0.0, 0.01, 0.02, 0.05],
+            target: vec![0.0, 0.01, 0.02, 0.05],
+            mismatch: vec![0.0, 0.5, 1.0, 2.0],
+            combined: vec![0.0, 0.25, 0.5, 1.0],
+        }
+    }
+}
+
+impl ChannelLevels {
+    /// The levels of one channel.
+    pub fn of(&self, channel: Channel) -> &[f64] {
+        match channel {
+            Channel::Encoder => &self.encoder,
+            Channel::Actuator => &self.actuator,
+            Channel::Backlash => &self.backlash,
+            Channel::Target => &self.target,
+            Channel::Mismatch => &self.mismatch,
+            Channel::Combined => &self.combined,
+        }
+    }
+
+    /// The levels of one channel, mutably.
+    pub fn of_mut(&mut self, channel: Channel) -> &mut Vec<f64> {
+        match channel {
+            Channel::Encoder => &mut self.encoder,
+            Channel::Actuator => &mut self.actuator,
+            Channel::Backlash => &mut self.backlash,
+            Channel::Target => &mut self.target,
+            Channel::Mismatch => &mut self.mismatch,
+            Channel::Combined => &mut self.combined,
+        }
+    }
+}
+
+/// The value of every channel in one setting.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Perturbation {
+    /// Encoder noise, radians.
+    pub encoder: f64,
+    /// Actuator noise, radians.
+    pub actuator: f64,
+    /// Backlash half-width, radians.
+    pub backlash: f64,
+    /// Sensed-target noise, metres.
+    pub target: f64,
+    /// Mismatch multiple.
+    pub mismatch: f64,
+}
+
+impl Perturbation {
+    /// `mismatch` scaled by `scale`.
+    pub fn scaled(mismatch: Mismatch, scale: f64) -> Mismatch {
+        Mismatch {
+            length_error: mismatch.length_error.map(|e| e * scale),
+            joint_offsets: mismatch.joint_offsets * scale,
+        }
+    }
+
+    fn set(&mut self, channel: Channel, value: f64) {
+        match channel {
+            Channel::Encoder => self.encoder = value,
+            Channel::Actuator => self.actuator = value,
+            Channel::Backlash => self.backlash = value,
+            Channel::Target => self.target = value,
+            Channel::Mismatch => self.mismatch = value,
+            Channel::Combined => {}
+        }
+    }
+}
+
+/// One point of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    /// The channel swept (`None`: the shared baseline, every channel at zero).
+    pub channel: Option<Channel>,
+    /// Its level.
+    pub level: f64,
+    /// Every channel's value.
+    pub perturbation: Perturbation,
+}
+
+/// The settings sweeping `channels`: the baseline, then each nonzero level of each channel
+/// alone; [`Channel::Combined`] sets every other listed channel to the fraction of its largest
+/// level.
+pub fn settings(levels: &ChannelLevels, channels: &[Channel]) -> Vec<Setting> {
+    let mut out = vec![Setting { channel: None, level: 0.0, perturbation: Perturbation::default() }];
+    for &ch in channels {
+        for &level in levels.of(ch).iter().filter(|&&l| l > 0.0) {
+            let mut p = Perturbation::default();
+            if ch == Channel::Combined {
+                for &other in channels.iter().filter(|&&c| c != Channel::Combined) {
+                    p.set(other, level * levels.of(other).iter().copied().fold(0.0, f64::max));
+                }
+            } else {
+                p.set(ch, level);
+            }
+            out.push(Setting { channel: Some(ch), level, perturbation: p });
+        }
+    }
+    out
+}
+
+/// An out-of-distribution target set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OodKind {
+    /// Beyond the reach (5% to 50% further out).
+    Beyond,
+    /// Inside the unreachable hole around the base (only for arms with `l1 != l2`).
+    Hole,
+    /// Reachable but outside the training sector (only when the heads trained on a sector).
+    Sector,
+}
+
+impl OodKind {
+    /// Every kind.
+    pub const ALL: [OodKind; 3] = [OodKind::Beyond, OodKind::Hole, OodKind::Sector];
+
+    /// The key on the command line and in JSON/CSV.
+    pub fn key(self) -> &'static str {
+        match self {
+            OodKind::Beyond => "beyond",
+            OodKind::Hole => "hole",
+            OodKind::Sector => "sector",
+        }
+    }
+
+    /// True when this set has any targets for `arm` and `region`.
+    pub fn exists(self, arm: &TwoLinkArm, region: Region) -> bool {
+        match self {
+            OodKind::Beyond => true,
+            OodKind::Hole => arm.inner_radius() > 0.01 * arm.reach(),
+            OodKind::Sector => matches!(region, Region::Sector { .. }),
+        }
+    }
+}
+
+impl std::str::FromStr for OodKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        OodKind::ALL
+            .into_iter()
+            .find(|k| k.key().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("OOD set must be one of beyond, hole, sector; got `{s}`"))
+    }
+}
+
+/// Which targets a cell covers. Serialised as its [`Split::key`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "&'static str")]
+pub enum Split {
+    /// Held-out targets from the training distribution.
+    In,
+    /// An out-of-distribution set.
+    Ood(OodKind),
+}
+
+impl Split {
+    /// `in`, `beyond`, `hole` or `sector`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Split::In => "in",
+            Split::Ood(k) => k.key(),
+        }
+    }
+}
+
+impl From<Split> for &'static str {
+    fn from(s: Split) -> Self {
+        s.key()
+    }
+}
+
+/// `n` targets of one OOD set.
+pub fn ood_targets(arm: &TwoLinkArm, region: Region, kind: OodKind, n: usize, seed: u64) -> Vec<Point2> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0x0d0d + kind as u64));
+    let polar = |r: f64, b: f64| Point2::new(r * b.cos(), r * b.sin());
+    (0..n)
+        .map(|_| {
+            let b: f64 = rng.random_range(-std::f64::consts::PI..std::f64::consts::PI);
+            match kind {
+                OodKind::Beyond => polar(arm.reach() * rng.random_range(1.05..1.5), b),
+                OodKind::Hole => polar(arm.inner_radius() * rng.random_range(0.0..0.95), b),
+                OodKind::Sector => {
+                    for _ in 0..10_000 {
+                        let p = arm.sample_target(&mut rng, SampleMode::UniformArea, Region::Annulus);
+                        if !region.contains_bearing(p) {
+                            return p;
+                        }
+                    }
+                    polar(arm.reach() * 1.1, b)
+                }
+            }
+        })
+        .collect()
+}
+
+/// Every target set of a run: the held-out targets, then each OOD set that exists, the OOD
+/// budget shared evenly among them.
+pub fn target_sets(
+    arm: &TwoLinkArm,
+    region: Region,
+    held_out: usize,
+    ood_total: usize,
+    kinds: &[OodKind],
+    seed: u64,
+) -> Vec<(Split, Vec<Point2>)> {
+    let mut sets = vec![(Split::In, held_out_targets(arm, region, held_out, seed))];
+    let live: Vec<OodKind> = OodKind::ALL.into_iter().filter(|k| kinds.contains(k) && k.exists(arm, region)).collect();
+    for (i, &kind) in live.iter().enumerate() {
+        let n = ood_total / live.len() + usize::from(i < ood_total % live.len());
+        if n > 0 {
+            sets.push((Split::Ood(kind), ood_targets(arm, region, kind, n, seed)));
+        }
+    }
+    sets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_is_a_baseline_then_each_channel_alone_then_together() {
+        let s = settings(&ChannelLevels::default(), &Channel::ALL);
+        assert_eq!(s.len(), 1 + 6 * 3);
+        assert_eq!(s[0].perturbation, Perturbation::default());
+        let enc = s.iter().find(|x| x.channel == Some(Channel::Encoder) && x.level == 0.05).unwrap();
+        assert_eq!(enc.perturbation, Perturbation { encoder: 0.05, ..Perturbation::default() });
+        let all = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.5).unwrap();
+        assert_eq!(
+            all.perturbation,
+            Perturbation { encoder: 0.025, actuator: 0.025, backlash: 0.025, target: 0.025, mismatch: 1.0 }
+        );
+    }
+
+    #[test]
+    fn ood_sets_lie_where_they_say() {
+        let arm = TwoLinkArm::new(1.0, 0.5).unwrap();
+        let region = Region::Sector { from: -1.0, to: 1.0 };
+        let sets = target_sets(&arm, region, 10, 30, &OodKind::ALL, 3);
+        assert_eq!(sets.iter().map(|s| s.1.len()).sum::<usize>(), 40);
+        for (split, targets) in &sets {
+            for p in targets {
+                match split {
+                    Split::In => assert!(arm.is_reachable(*p) && region.contains_bearing(*p)),
+                    Split::Ood(OodKind::Beyond) => assert!(p.norm() > arm.reach()),
+                    Split::Ood(OodKind::Hole) => assert!(p.norm() < arm.inner_radius()),
+                    Split::Ood(OodKind::Sector) => assert!(arm.is_reachable(*p) && !region.contains_bearing(*p)),
+                }
+            }
+        }
+        let default = target_sets(&TwoLinkArm::default(), Region::Annulus, 10, 5, &OodKind::ALL, 3);
+        assert_eq!(default.iter().map(|s| s.0).collect::<Vec<_>>(), [Split::In, Split::Ood(OodKind::Beyond)]);
+    }
+}

@@ -1,0 +1,237 @@
+//! What defines a degradation run ([`DegradationConfig`]), which protocol runs ([`Protocol`]),
+//! and the bounds a configuration must respect before any work starts.
+
+use super::channels::{Channel, ChannelLevels, OodKind, Perturbation};
+use crate::envelope::EnvelopeConfig;
+use crate::kinematics::{Mismatch, RealArm, Region, TwoLinkArm};
+use serde::{Deserialize, Serialize};
+
+/// Which protocol a run follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The exercise as written: solve from a fixed start pose, add Gaussian noise to the joint
+    /// angles, backlash relative to the previous command, FK error of the perturbed pose on the
+    /// nominal arm. Open loop; the only report is the solver's own status.
+    Exercise,
+    /// The closed-loop plant: the arm carries over from target to target, a joint servo runs,
+    /// every channel acts, and honest pipelines check the encoders after the move.
+    Plant,
+    /// Both, side by side.
+    Both,
+}
+
+impl Protocol {
+    /// True when the exercise protocol runs.
+    pub fn runs_exercise(self) -> bool {
+        matches!(self, Protocol::Exercise | Protocol::Both)
+    }
+
+    /// True when the plant protocol runs.
+    pub fn runs_plant(self) -> bool {
+        matches!(self, Protocol::Plant | Protocol::Both)
+    }
+
+    /// The key on the command line and in JSON/CSV.
+    pub fn key(self) -> &'static str {
+        match self {
+            Protocol::Exercise => "exercise",
+            Protocol::Plant => "plant",
+            Protocol::Both => "both",
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Protocol::Exercise, Protocol::Plant, Protocol::Both]
+            .into_iter()
+            .find(|p| p.key().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("protocol must be one of exercise, plant, both; got `{s}`"))
+    }
+}
+
+/// Everything that defines a degradation run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DegradationConfig {
+    /// The nominal arm every solver plans on.
+    pub arm: TwoLinkArm,
+    /// Which protocol(s) run.
+    pub protocol: Protocol,
+    /// The levels of every perturbation channel (each swept alone, then all together).
+    pub levels: ChannelLevels,
+    /// Which out-of-distribution target sets run (those that exist for the arm and region).
+    pub ood: Vec<OodKind>,
+    /// Held-out (in-distribution) targets per setting.
+    pub targets: usize,
+    /// Out-of-distribution targets per setting, as a fraction of `targets`, shared among the
+    /// OOD sets that run.
+    pub ood_fraction: f64,
+    /// A tip error above this (metres) counts as a miss; the post-move check uses it too.
+    pub tolerance: f64,
+    /// Joint-servo ticks per target in the plant protocol (1: open loop).
+    pub ticks: usize,
+    /// Plant protocol: classical and enveloped pipelines read the encoders after the move and
+    /// report a failure when the FK of the measured joints misses the target.
+    pub post_move_check: bool,
+    /// Training steps of each learned head not loaded from a file.
+    pub train_steps: usize,
+    /// Training region of the learned heads.
+    pub region: Region,
+    /// The real arm's departure from the nominal one at mismatch level 1 (the residual hybrid is
+    /// trained against exactly this).
+    pub mismatch: Mismatch,
+    /// The safety envelope's tuning.
+    pub envelope: EnvelopeConfig,
+    /// Seed of targets, training and noise.
+    pub seed: u64,
+}
+
+impl Default for DegradationConfig {
+    fn default() -> Self {
+        let arm = TwoLinkArm::default();
+        Self {
+            arm,
+            protocol: Protocol::Both,
+            levels: ChannelLevels::default(),
+            ood: OodKind::ALL.to_vec(),
+            targets: 10_000,
+            ood_fraction: 0.2,
+            tolerance: 0.05,
+            ticks: 3,
+            post_move_check: true,
+            train_steps: 4000,
+            region: Region::Annulus,
+            mismatch: Mismatch::DEFAULT,
+            envelope: EnvelopeConfig::for_arm(&arm),
+            seed: 0,
+        }
+    }
+}
+
+/// Most levels per perturbation channel.
+pub const MAX_LEVELS: usize = 16;
+/// Most targets per setting.
+pub const MAX_TARGETS: usize = 1_000_000;
+/// Most plant ticks (or exercise solves) one solver may be asked for in a run.
+pub const MAX_TICKS_PER_SOLVER: u64 = 10_000_000;
+/// Most training steps per head.
+pub const MAX_TRAIN_STEPS: usize = 10_000_000;
+
+/// Why a degradation configuration was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A channel's levels are empty, too many, negative or not finite.
+    #[error("{channel} levels must be 1 to {MAX_LEVELS} finite numbers >= 0, got {levels:?}")]
+    Levels {
+        /// The channel's key.
+        channel: &'static str,
+        /// What was given.
+        levels: Vec<f64>,
+    },
+    /// A setting is out of its range.
+    #[error("{what} must be in {range}, got {got}")]
+    OutOfRange {
+        /// The setting.
+        what: &'static str,
+        /// The accepted range, in words.
+        range: &'static str,
+        /// What was given.
+        got: String,
+    },
+    /// The run would ask a solver for more work than a run may.
+    #[error(
+        "the run would take {ticks} plant ticks per solver ({settings} settings x {targets} targets x {per_target} each), above the limit of {MAX_TICKS_PER_SOLVER}; use fewer targets, levels or ticks"
+    )]
+    TooMuchWork {
+        /// Ticks (or solves) per solver.
+        ticks: u64,
+        /// Settings.
+        settings: usize,
+        /// Targets per setting, OOD included.
+        targets: usize,
+        /// Ticks per target.
+        per_target: usize,
+    },
+    /// A mismatch level gives an arm that cannot exist.
+    #[error("mismatch x{scale}: {reason}")]
+    Mismatch {
+        /// The level.
+        scale: f64,
+        /// Why the arm was refused.
+        reason: String,
+    },
+}
+
+impl DegradationConfig {
+    /// OOD targets per setting.
+    pub fn ood_targets(&self) -> usize {
+        (self.targets as f64 * self.ood_fraction).round() as usize
+    }
+
+    /// Checks every field, with an error naming the first bad one; also refuses runs above
+    /// [`MAX_TICKS_PER_SOLVER`] plant ticks (or exercise solves) per solver.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for ch in Channel::ALL {
+            let levels = self.levels.of(ch);
+            if levels.is_empty() || levels.len() > MAX_LEVELS || levels.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(ConfigError::Levels { channel: ch.key(), levels: levels.to_vec() });
+            }
+        }
+        let range = |what, range, ok: bool, got: String| {
+            if ok { Ok(()) } else { Err(ConfigError::OutOfRange { what, range, got }) }
+        };
+        range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
+        range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
+        range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
+        range("ticks", "1..=100", (1..=100).contains(&self.ticks), self.ticks.to_string())?;
+        range(
+            "train steps",
+            "1..=10000000",
+            (1..=MAX_TRAIN_STEPS).contains(&self.train_steps),
+            self.train_steps.to_string(),
+        )?;
+        let e = &self.envelope;
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), e.max_fk_miss.to_string())?;
+        range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, e.max_joint_speed.to_string())?;
+        range("control period", "(0, inf)", positive(e.control_period), e.control_period.to_string())?;
+        range(
+            "max correction",
+            "[0, inf)",
+            e.max_correction >= 0.0 && e.max_correction.is_finite(),
+            e.max_correction.to_string(),
+        )?;
+        let mut scales = self.levels.mismatch.clone();
+        let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
+        scales.extend(self.levels.combined.iter().map(|c| c * top));
+        for scale in scales {
+            RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale))
+                .map_err(|e| ConfigError::Mismatch { scale, reason: e.to_string() })?;
+        }
+        let targets = self.targets + self.ood_targets();
+        let mut work = [(0usize, 0usize); 2];
+        if self.protocol.runs_plant() {
+            work[0] = (super::channels::settings(&self.levels, &Channel::ALL).len(), self.ticks + 1);
+        }
+        if self.protocol.runs_exercise() {
+            work[1] = (super::channels::settings(&self.levels, &super::channels::EXERCISE_CHANNELS).len(), 1);
+        }
+        for (settings, per_target) in work {
+            let ticks = settings as u64 * targets as u64 * per_target as u64;
+            if ticks > MAX_TICKS_PER_SOLVER {
+                return Err(ConfigError::TooMuchWork { ticks, settings, targets, per_target });
+            }
+        }
+        Ok(())
+    }
+}

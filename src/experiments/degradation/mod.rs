@@ -1,0 +1,161 @@
+//! The gap to reality: every solver drives the arm under each perturbation channel, on held-out
+//! and out-of-distribution targets, and we count per target whether it *reported* a failure,
+//! whether it *missed*, whether it missed *silently*, and whether it raised a *false alarm*.
+//!
+//! - [`config`]: what defines a run, the protocol choice and the bounds on work;
+//! - [`channels`]: the perturbation channels, the sweep, the target sets;
+//! - [`protocol`]: the plant and exercise protocols and what each pipeline may report;
+//! - [`proposals`]: every head's answers for a target set, batched once and shared;
+//! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts.
+
+pub mod channels;
+pub mod claims;
+pub mod config;
+pub mod proposals;
+pub mod protocol;
+pub mod report;
+
+pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
+pub use claims::{Claim, Verdict};
+pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
+pub use report::{Cell, DegradationReport};
+
+use super::ExperimentError;
+use crate::envelope::Envelope;
+use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
+use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
+use crate::lineup::{Lineup, Pipeline, SolverId, Table};
+use proposals::Proposals;
+use rayon::prelude::*;
+
+/// The pipelines a degradation run measures: the analytic solver (nearest branch), DLS, every
+/// head bare, and every head inside the envelope. The fixed branches and the branch average are
+/// left out: the first are the analytic solver again, the second is not a solver.
+pub fn pipelines() -> Vec<Pipeline> {
+    let heads = HeadKind::ALL.map(SolverId::Learned);
+    let plain = [SolverId::Analytic, SolverId::Iterative].into_iter().chain(heads).map(Pipeline::plain);
+    plain.chain(heads.into_iter().map(Pipeline::enveloped)).collect()
+}
+
+/// Trains the heads that `loaded` lacks (in parallel) for the experiment.
+pub fn train_heads(
+    arm: TwoLinkArm,
+    region: Region,
+    real: RealArm,
+    steps: usize,
+    seed: u64,
+    loaded: &Table<HeadKind, Option<LearnedModel>>,
+) -> Result<Table<HeadKind, LearnedModel>, ExperimentError> {
+    let models: Vec<LearnedModel> = HeadKind::ALL
+        .par_iter()
+        .map(|&head| {
+            if let Some(m) = &loaded[head] {
+                return Ok(m.clone());
+            }
+            let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
+            let mut t = Trainer::new(cfg)?;
+            t.run(|_, _| {});
+            Ok(t.into_model())
+        })
+        .collect::<Result<_, ExperimentError>>()?;
+    let mut models = models.into_iter();
+    Ok(Table::from_fn(|_| models.next().expect("one model per head, in order")))
+}
+
+/// Runs the experiment, training every head.
+pub fn degradation(cfg: &DegradationConfig) -> Result<DegradationReport, ExperimentError> {
+    degradation_with(cfg, Vec::new())
+}
+
+/// Runs the experiment with `models` (from model files) in place of the heads of their kinds;
+/// the other heads are trained. Each model must be for the configuration's arm, one per head.
+pub fn degradation_with(
+    cfg: &DegradationConfig,
+    models: Vec<LearnedModel>,
+) -> Result<DegradationReport, ExperimentError> {
+    cfg.validate()?;
+    let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
+    for m in models {
+        if m.arm != cfg.arm {
+            return Err(ExperimentError::Invalid(format!(
+                "the {} model was trained for another arm ({:?}) than this run's ({:?})",
+                m.kind, m.arm, cfg.arm
+            )));
+        }
+        let kind = m.kind;
+        if loaded[kind].replace(m).is_some() {
+            return Err(ExperimentError::Invalid(format!("two models for the {kind} head")));
+        }
+    }
+    let arm = cfg.arm;
+    let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
+    let t0 = std::time::Instant::now();
+    let models = train_heads(arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed, &loaded)?;
+    let train_seconds = t0.elapsed().as_secs_f64();
+    let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
+    lineup.envelope = Envelope { arm, config: cfg.envelope };
+    let sets = channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
+    let mut jobs: Vec<(Protocol, Setting, usize)> = Vec::new();
+    for (protocol, chans) in
+        [(Protocol::Plant, &Channel::ALL[..]), (Protocol::Exercise, &channels::EXERCISE_CHANNELS[..])]
+    {
+        let runs = if protocol == Protocol::Plant { cfg.protocol.runs_plant() } else { cfg.protocol.runs_exercise() };
+        if runs {
+            for s in channels::settings(&cfg.levels, chans) {
+                jobs.extend((0..sets.len()).map(|i| (protocol, s, i)));
+            }
+        }
+    }
+    let pipes = pipelines();
+    let t1 = std::time::Instant::now();
+    // The heads' answers for the true targets serve every setting without target noise.
+    let shared: Vec<Proposals> = sets.par_iter().map(|(_, t)| Proposals::new(&lineup, t)).collect();
+    let cells = jobs
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(j, &(protocol, setting, set))| {
+            let (split, targets): &(Split, Vec<Point2>) = &sets[set];
+            let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(j as u64);
+            let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
+            let noisy = setting.perturbation.target > 0.0;
+            let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
+            let own = noisy.then(|| Proposals::new(&lineup, &seen));
+            let (seen, proposals) =
+                if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
+            pipes
+                .iter()
+                .map(|&pipe| {
+                    let outcome = match protocol {
+                        Protocol::Exercise => protocol::exercise_run(&lineup, pipe, &setting, targets, proposals, seed),
+                        _ => protocol::plant_run(
+                            &lineup,
+                            pipe,
+                            real,
+                            &setting,
+                            targets,
+                            seen,
+                            proposals,
+                            cfg.ticks,
+                            cfg.tolerance,
+                            cfg.post_move_check,
+                            seed,
+                        ),
+                    };
+                    Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let eval_seconds = t1.elapsed().as_secs_f64();
+    let mut report = DegradationReport {
+        config: cfg.clone(),
+        cells,
+        claims: Vec::new(),
+        loaded: HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect(),
+        train_seconds,
+        eval_seconds,
+        targets: sets.iter().map(|(s, t)| (*s, t.len())).collect(),
+    };
+    report.claims = claims::claims(&report);
+    Ok(report)
+}

@@ -1,0 +1,192 @@
+//! The two protocols, one pipeline over one target set in one setting, and what each pipeline
+//! may honestly report.
+//!
+//! **Honest reporting.** A classical pipeline (analytic, DLS) may use what it can measure: its
+//! own residual (its status) and, in the plant protocol, the encoders after the move: it reads
+//! them once more and reports a failure when the FK of the measured joints on the nominal model
+//! misses the *sensed* target by more than the tolerance. (An accepted residual proposal aims,
+//! on the nominal model, at the FK of its own setpoint, not at the target: it corrects for the
+//! real arm. Its check compares with that aim, or it would flag every correction it was trained
+//! to make.) A bare learned head reports nothing
+//! (the residual hybrid passes on the analytic solver's "unreachable"). An enveloped head reports
+//! what the envelope's checks catch: the fallback's status, and the same post-move check, since
+//! the envelope is the classical part. What no sensor can see (model mismatch under perfect
+//! encoders, noise on the sensed target) stays silent for everyone.
+//!
+//! **Plant protocol**, per pipeline, setting and target set: the plant carries over from target to
+//! target. For each target the pipeline is asked once, warm-started from the encoder reading, for
+//! the sensed target (the true one plus target noise); its answer becomes the joint setpoint. A
+//! joint servo runs `ticks` ticks: command (plus actuator noise), settle, read the encoders,
+//! `command += setpoint - measured`. The tip error is measured on the real arm against the true
+//! target.
+//!
+//! **Exercise protocol**, as written: solve from a fixed start pose, add Gaussian noise to the
+//! solver's joint angles, subtract backlash in the direction of the change from the previous
+//! command, and take the FK error of the perturbed pose on the nominal arm. The only report is the
+//! solver's status.
+
+use super::channels::Setting;
+use super::proposals::Proposals;
+use crate::envelope::{Fit, InterventionLog};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
+use crate::lineup::{Answer, Family, Lineup, Pipeline};
+use crate::plant::{Plant, PlantConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+/// The pose every run starts from (and the exercise solves from).
+pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
+
+/// Per-target outcome of one pipeline on one target set.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Tip error against the true target, metres.
+    pub errors: Vec<f64>,
+    /// Whether the pipeline reported a failure.
+    pub reported: Vec<bool>,
+    /// Envelope decisions.
+    pub log: InterventionLog,
+}
+
+/// True when `pipeline` may check the encoders after the move: classical solvers, and every
+/// enveloped head (the envelope is the classical part).
+pub fn checks_after_move(pipeline: Pipeline) -> bool {
+    pipeline.envelope || pipeline.solver.family() == Family::Classical
+}
+
+/// Gaussian draws with standard deviation `std` (none at 0).
+struct Jitter(Option<Normal<f64>>);
+
+impl Jitter {
+    fn new(std: f64) -> Self {
+        Jitter((std > 0.0).then(|| Normal::new(0.0, std).expect("validated finite std")))
+    }
+
+    fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
+        self.0.as_ref().map_or(0.0, |n| n.sample(rng))
+    }
+
+    fn pose(&self, rng: &mut ChaCha8Rng) -> Pose {
+        Pose::new(self.draw(rng), self.draw(rng))
+    }
+}
+
+/// The targets as the arm's sensor sees them: each true target plus Gaussian noise of `std`
+/// metres per axis (the same draws for every pipeline of a setting).
+pub fn sensed(targets: &[Point2], std: f64, seed: u64) -> Vec<Point2> {
+    let noise = Jitter::new(std);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5e45_ed00);
+    targets.iter().map(|&t| t + noise.pose(&mut rng).to_vector()).collect()
+}
+
+/// `pipeline`'s answer for target `i` (sensed as `seen`) from the current pose `seed`: a learned
+/// head's proposal comes from `proposals`, everything else is solved here; the envelope vets.
+fn answer(
+    lineup: &Lineup,
+    proposals: &Proposals,
+    pipeline: Pipeline,
+    i: usize,
+    seen: Point2,
+    seed: Pose,
+) -> Option<Answer> {
+    let proposal = match pipeline.solver.head() {
+        Some(h) => proposals.get(h, i, ElbowMode::of(crate::solver::sane_seed(seed)))?,
+        None => lineup.solve(pipeline.solver, seen, seed)?,
+    };
+    Some(lineup.vet(pipeline, proposal, seen, seed))
+}
+
+/// The plant protocol for one pipeline over `targets`, sensed as `seen` (with `proposals` made
+/// for `seen`).
+#[allow(clippy::too_many_arguments)]
+pub fn plant_run(
+    lineup: &Lineup,
+    pipeline: Pipeline,
+    real: RealArm,
+    setting: &Setting,
+    targets: &[Point2],
+    seen: &[Point2],
+    proposals: &Proposals,
+    ticks: usize,
+    tolerance: f64,
+    post_move_check: bool,
+    seed: u64,
+) -> Outcome {
+    let p = setting.perturbation;
+    let cfg = PlantConfig { real, backlash: p.backlash, lag: 0.0, noise_std: p.encoder, seed };
+    let mut plant = Plant::new(cfg, START);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xac7a_70a7);
+    let actuator = Jitter::new(p.actuator);
+    let check = post_move_check && checks_after_move(pipeline);
+    let mut out = Outcome {
+        errors: Vec::with_capacity(targets.len()),
+        reported: Vec::with_capacity(targets.len()),
+        ..Outcome::default()
+    };
+    for (i, (&target, &seen)) in targets.iter().zip(seen).enumerate() {
+        let Some(answer) = answer(lineup, proposals, pipeline, i, seen, plant.measure()) else { continue };
+        if let Some(verdict) = answer.verdict {
+            out.log.record(verdict);
+        }
+        let setpoint = answer.solution.pose;
+        let mut command = setpoint;
+        for tick in 0..ticks.max(1) {
+            if tick > 0 {
+                command = command + setpoint.wrapped_difference(plant.measure());
+            }
+            plant.command(command + actuator.pose(&mut rng));
+            plant.settle();
+        }
+        // Every pipeline reads the encoders once more, so all share one noise stream.
+        let after = plant.measure();
+        let aim = match (answer.verdict, lineup.fit(pipeline.solver)) {
+            (Some(None), Fit::Correction { .. }) => lineup.arm.tip(setpoint),
+            _ => seen,
+        };
+        let moved_wrong = check && lineup.arm.miss(after, aim) > tolerance;
+        out.errors.push((plant.tip() - target).norm());
+        out.reported.push(answer.solution.status.is_reported_failure() || moved_wrong);
+    }
+    out
+}
+
+/// The exercise protocol for one pipeline over `targets`, on the nominal arm.
+pub fn exercise_run(
+    lineup: &Lineup,
+    pipeline: Pipeline,
+    setting: &Setting,
+    targets: &[Point2],
+    proposals: &Proposals,
+    seed: u64,
+) -> Outcome {
+    let p = setting.perturbation;
+    let arm: &TwoLinkArm = &lineup.arm;
+    let noise = Jitter::new(p.actuator);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xe8e2);
+    let mut previous = START;
+    let mut out = Outcome::default();
+    let play = |change: f64| {
+        if change > 0.0 {
+            p.backlash
+        } else if change < 0.0 {
+            -p.backlash
+        } else {
+            0.0
+        }
+    };
+    for (i, &target) in targets.iter().enumerate() {
+        let Some(answer) = answer(lineup, proposals, pipeline, i, target, START) else { continue };
+        if let Some(verdict) = answer.verdict {
+            out.log.record(verdict);
+        }
+        let command = answer.solution.pose;
+        let change = command.wrapped_difference(previous);
+        let noisy = command + noise.pose(&mut rng);
+        let actual = Pose::new(noisy.shoulder - play(change.shoulder), noisy.elbow - play(change.elbow));
+        previous = command;
+        out.errors.push(arm.miss(actual, target));
+        out.reported.push(answer.solution.status.is_reported_failure());
+    }
+    out
+}
