@@ -3,7 +3,7 @@
 //! proposal or the classical fallback, and every decision is counted by reason and flashed.
 
 use super::AppSet;
-use super::state::{Driver, EnvelopeStats, FLASH_SECS, Nominal, Sim, Solutions, Target};
+use super::state::{Driver, EnvelopeStats, FLASH_SECS, Models, Nominal, Sim, Solutions, Target};
 use bevy::prelude::*;
 use elbow::{Lineup, Table};
 
@@ -18,10 +18,12 @@ fn decide(
     target: Res<Target>,
     sim: Res<Sim>,
     driver: Res<Driver>,
+    models: Res<Models>,
     mut solutions: ResMut<Solutions>,
     mut stats: ResMut<EnvelopeStats>,
 ) {
-    let lineup = Lineup::new(nominal.0, Table::default());
+    // With the models, so the residual's trust region is the region it was trained on.
+    let lineup = Lineup::new(nominal.0, Table::from_fn(|h| models.get(h)));
     let answer = solutions.proposal.map(|p| lineup.vet(driver.0, p, target.pos, sim.measured));
     let verdict = answer.and_then(|a| a.verdict);
     if let Some(decision) = verdict {

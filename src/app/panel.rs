@@ -25,7 +25,7 @@ use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
 use elbow::learned::Output;
 use elbow::lineup::Family;
-use elbow::{HeadKind, SolverId};
+use elbow::{HeadKind, Lineup, SolverId, Table};
 
 /// Registers the panel system in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -410,11 +410,14 @@ fn envelope_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.colored_label(color32(FLASH_COLOR), format!("INTERVENING: {why}"));
     }
     let log = lab.stats.log;
+    // Only the checks that can fire for this driver on this arm get a counter.
+    let lineup = Lineup::new(lab.nominal.0, Table::from_fn(|h| lab.models.get(h)));
+    let checks = lineup.envelope.active_checks(lineup.fit(lab.driver.0.solver));
     egui::Grid::new("interventions").num_columns(2).show(ui, |ui| {
         ui.label("accepted");
         ui.label(log.accepted.to_string());
         ui.end_row();
-        for reason in Reason::ALL {
+        for reason in checks {
             ui.label(format!("rejected: {}", reason.label()));
             ui.label(log.count(reason).to_string());
             ui.end_row();

@@ -7,7 +7,8 @@
 //! - [`Layer::Branch`]: which branch the answer is near (elbow-up, elbow-down, neither, or the
 //!   averaged pose), and whether an answer was given where none exists;
 //! - [`Layer::Confidence`]: the mixture's top weight (1 for heads without a mixture);
-//! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason);
+//! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason),
+//!   judged as the envelope judges that solver (FK for poses, a trust region for corrections);
 //! - [`Layer::Silent`]: the rate of silent failures under the perturbation settings (a few
 //!   samples per cell): the executed joints carry Gaussian noise and land anywhere in the
 //!   backlash play, on the real arm of the configured mismatch; a miss over the tolerance that
@@ -337,6 +338,7 @@ fn row_cells(
     let branches: Vec<Branches> = targets.iter().map(|&t| solve_branches(&lineup.arm, t)).collect();
     let answers = answers(lineup, solver, &targets, &branches, scratch)?;
     let judge = judged_on(lineup, solver);
+    let fit = lineup.fit(solver);
     let real = cfg.mismatch.real_arm(&lineup.arm);
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
     let play = cfg.backlash;
@@ -349,7 +351,10 @@ fn row_cells(
         .map(|((&target, (solution, confidence)), b)| {
             let pose = solution.pose;
             let reported = solution.status.is_reported_failure();
-            let verdict = lineup.envelope.review(solution, target, b.down).intervention;
+            // The verdict on the answer itself, from an arm at rest on it: the joint-step check
+            // depends on where the arm comes from, not on the target, so it is left out here.
+            let seed = if pose.is_finite() { pose } else { b.down };
+            let verdict = lineup.envelope.review_as(fit, solution, target, seed).intervention;
             let silent = if cfg.samples == 0 || reported {
                 0.0
             } else {

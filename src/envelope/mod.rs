@@ -72,14 +72,14 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// The checks that can fire for `head` on this arm, in the order they run: the joint-limit
+    /// The checks that can fire for a proposer of `fit` on this arm, in the order they run: the joint-limit
     /// check only when a joint is limited, the joint-step check only when the step is below half
     /// a turn (a wrapped joint distance never exceeds it), the trust region for the residual
     /// hybrid and the FK check for the pose heads.
-    pub fn active_checks(&self, head: HeadKind) -> Vec<Reason> {
+    pub fn active_checks(&self, fit: Fit) -> Vec<Reason> {
         let limited = self.arm.limits().iter().any(|l| !l.is_full_turn());
         let stepped = self.config.max_joint_step() < std::f64::consts::PI;
-        let correction = head.fits_real_arm();
+        let correction = matches!(fit, Fit::Correction { .. });
         Reason::ALL
             .into_iter()
             .filter(|r| match r {
@@ -258,12 +258,12 @@ mod tests {
         let arm = TwoLinkArm::default();
         let env = Envelope { arm, config: EnvelopeConfig::for_arm(&arm) };
         assert!(env.config.max_joint_step() < std::f64::consts::PI, "a wrapped distance can exceed the step");
-        assert_eq!(env.active_checks(HeadKind::Mdn), [Reason::NonFinite, Reason::JointStep, Reason::FkMiss]);
-        assert_eq!(env.active_checks(HeadKind::Residual), [Reason::NonFinite, Reason::JointStep, Reason::TrustRegion]);
+        assert_eq!(env.active_checks(Fit::Pose), [Reason::NonFinite, Reason::JointStep, Reason::FkMiss]);
+        assert_eq!(env.active_checks(Fit::of(HeadKind::Residual, Region::Annulus)), [Reason::NonFinite, Reason::JointStep, Reason::TrustRegion]);
         let limited = arm.with_limits(JointLimits::FULL, JointLimits::new(0.0, 3.0, "elbow").unwrap()).unwrap();
         let off = EnvelopeConfig { max_joint_speed: f64::INFINITY, ..EnvelopeConfig::for_arm(&arm) };
         let env2 = Envelope { arm: limited, config: off };
-        assert_eq!(env2.active_checks(HeadKind::Mse), [Reason::NonFinite, Reason::JointLimit, Reason::FkMiss]);
+        assert_eq!(env2.active_checks(Fit::Pose), [Reason::NonFinite, Reason::JointLimit, Reason::FkMiss]);
         // Built to trigger: the arm is at one branch, the proposal is the other, half a turn away.
         let target = Point2::new(0.3, 0.2);
         let b = crate::solve_branches(&arm, target);
