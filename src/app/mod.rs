@@ -26,6 +26,7 @@ mod plant;
 mod screenshot;
 mod solvers;
 mod state;
+mod sweep;
 mod target;
 mod training;
 
@@ -114,6 +115,7 @@ pub(crate) fn logic_plugin(app: &mut App) {
         envelope::plugin,
         plant::plugin,
         atlas::plugin,
+        sweep::plugin,
         keys::plugin,
     ));
 }

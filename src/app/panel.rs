@@ -13,14 +13,14 @@
 
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
 use super::state::{
-    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LoadModel, ModelFile, Models, Nominal, PanelWidth, PlantSettings,
-    Readout, RunState, SHORTCUTS, Shown, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
+    AtlasView, Curve, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LoadModel, ModelFile, Models, Nominal, PanelWidth, PlantSettings,
+    LiveSweep, Readout, RunState, SHORTCUTS, Shown, SweepChannel, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
     range,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
+use egui_plot::{HLine, Legend, Line, Plot, PlotPoints, VLine};
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
 use elbow::learned::Output;
@@ -54,6 +54,7 @@ struct Lab<'w> {
     atlas: ResMut<'w, AtlasView>,
     hover: Res<'w, Hover>,
     model_file: ResMut<'w, ModelFile>,
+    sweep: ResMut<'w, LiveSweep>,
     train: MessageWriter<'w, TrainCommand>,
     load: MessageWriter<'w, LoadModel>,
 }
@@ -104,6 +105,9 @@ fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
     ui.separator();
     atlas_section(ui, lab);
     ui.separator();
+    egui::CollapsingHeader::new("Live degradation: every solver vs the perturbation")
+        .default_open(true)
+        .show(ui, |ui| sweep_section(ui, lab));
     egui::CollapsingHeader::new("Solvers").default_open(true).show(ui, |ui| legend_section(ui, lab));
     egui::CollapsingHeader::new("Plots: training loss, plant tip error")
         .default_open(false)
@@ -186,6 +190,73 @@ fn atlas_section(ui: &mut egui::Ui, lab: &mut Lab) {
     {
         *lab.atlas = v;
     }
+}
+
+/// Error and silent-failure rate of every solver against the swept channel's level, the
+/// current setting marked.
+fn sweep_section(ui: &mut egui::Ui, lab: &mut Lab) {
+    let mut channel = lab.sweep.channel;
+    ui.horizontal(|ui| {
+        ui.label("sweep");
+        for c in SweepChannel::ALL {
+            ui.selectable_value(&mut channel, c, c.channel().key());
+        }
+        let status = match (&lab.sweep.note, lab.sweep.busy) {
+            (Some(note), _) => note.clone(),
+            (None, true) => "updating…".into(),
+            (None, false) => format!("{} ms", number(Some(lab.sweep.compute_ms), 0)),
+        };
+        ui.small(status);
+    });
+    if channel != lab.sweep.channel {
+        lab.sweep.channel = channel;
+    }
+    let Some((swept, curves)) = lab.sweep.latest.clone() else {
+        ui.small("The first sweep starts once every head has a model.");
+        return;
+    };
+    let now = swept.current(&lab.plant);
+    let dashed = egui_plot::LineStyle::dashed_loose();
+    let line = |curve: &Curve, points: &[[f64; 2]], log: bool| {
+        let pts: Vec<[f64; 2]> =
+            points.iter().map(|p| [p[0], if log { p[1].max(1e-6).log10() } else { p[1] * 100.0 }]).collect();
+        let mut l = Line::new(curve.pipeline.key(), PlotPoints::from(pts)).color(color32(solver_color(curve.pipeline.solver)));
+        if curve.pipeline.envelope {
+            l = l.style(dashed);
+        }
+        l
+    };
+    ui.columns(2, |cols| {
+        cols[0].small(format!("mean tip error (log₁₀ m) vs {} ({})", swept.channel().key(), swept.channel().unit()));
+        Plot::new("sweep-error").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
+            &mut cols[0],
+            |plot| {
+                plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
+                for c in curves.iter() {
+                    plot.line(line(c, &c.error, true));
+                }
+            },
+        );
+        cols[1].small("silent failures (%)");
+        Plot::new("sweep-silent")
+            .height(PLOT_HEIGHT)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .include_y(0.0)
+            .include_y(100.0)
+            .show(&mut cols[1], |plot| {
+                plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
+                for c in curves.iter() {
+                    plot.line(line(c, &c.silent, false));
+                }
+            });
+    });
+    ui.small(format!(
+        "{} held-out targets per level, each channel alone from the perfect arm (as `elbow experiment degradation`); \
+         dashed: inside the envelope; yellow: the slider now.",
+        super::state::SWEEP_TARGETS
+    ));
 }
 
 /// The colour key of `layer`: a bar with its end values, or the classes.

@@ -6,6 +6,7 @@
 
 use bevy::prelude::*;
 use elbow::atlas::{Atlas, Layer};
+use elbow::experiments::degradation::Channel;
 use elbow::envelope::{InterventionLog, Reason};
 use elbow::learned::Candidate;
 use elbow::{
@@ -33,6 +34,7 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<PanelWidth>()
         .init_resource::<AtlasView>()
         .init_resource::<Hover>()
+        .init_resource::<LiveSweep>()
         .add_message::<PointerDrag>()
         .init_resource::<ModelFile>()
         .add_message::<TrainCommand>()
@@ -532,4 +534,75 @@ impl Shortcut {
             Shortcut::Training => "pause/resume training".into(),
         }
     }
+}
+
+/// The perturbation channel the live degradation plot sweeps: one of the two sliders at the top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SweepChannel {
+    /// Encoder noise.
+    #[default]
+    Encoder,
+    /// Backlash.
+    Backlash,
+}
+
+impl SweepChannel {
+    /// Both, in menu order.
+    pub(crate) const ALL: [SweepChannel; 2] = [SweepChannel::Encoder, SweepChannel::Backlash];
+
+    /// The core's channel.
+    pub(crate) fn channel(self) -> Channel {
+        match self {
+            SweepChannel::Encoder => Channel::Encoder,
+            SweepChannel::Backlash => Channel::Backlash,
+        }
+    }
+
+    /// The slider's range, swept from 0 to its end.
+    pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {
+        match self {
+            SweepChannel::Encoder => range::NOISE,
+            SweepChannel::Backlash => range::BACKLASH,
+        }
+    }
+
+    /// The slider's current value.
+    pub(crate) fn current(self, plant: &PlantSettings) -> f64 {
+        let s = plant.sanitized();
+        match self {
+            SweepChannel::Encoder => s.noise_std,
+            SweepChannel::Backlash => s.backlash,
+        }
+    }
+}
+
+/// Held-out targets per level of the live degradation sweep: enough for smooth curves within a
+/// second.
+pub(crate) const SWEEP_TARGETS: usize = 1500;
+
+/// One pipeline's curve: `[level, value]` points.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Curve {
+    /// The pipeline.
+    pub(crate) pipeline: Pipeline,
+    /// Mean tip error on held-out targets, metres.
+    pub(crate) error: Vec<[f64; 2]>,
+    /// Silent-failure rate on held-out targets.
+    pub(crate) silent: Vec<[f64; 2]>,
+}
+
+/// The live degradation sweep: every solver's error and silent-failure rate against the level
+/// of one channel, recomputed in the background as the sliders and the models change.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct LiveSweep {
+    /// The channel swept.
+    pub(crate) channel: SweepChannel,
+    /// The latest curves, and the channel they sweep.
+    pub(crate) latest: Option<(SweepChannel, Arc<Vec<Curve>>)>,
+    /// Wall time of the latest sweep, milliseconds.
+    pub(crate) compute_ms: f64,
+    /// A sweep is running.
+    pub(crate) busy: bool,
+    /// Why no sweep can run yet (a head without a model), or why the last one failed.
+    pub(crate) note: Option<String>,
 }

@@ -338,7 +338,7 @@ fn one_identity_drives_the_table_the_legend_and_the_degradation_lineup() {
 
 #[test]
 fn the_app_modules_import_each_other_without_a_cycle() {
-    let sources: [(&str, &str); 15] = [
+    let sources: [(&str, &str); 16] = [
         ("atlas", include_str!("atlas.rs")),
         ("camera", include_str!("camera.rs")),
         ("heatmap", include_str!("heatmap.rs")),
@@ -352,6 +352,7 @@ fn the_app_modules_import_each_other_without_a_cycle() {
         ("screenshot", include_str!("screenshot.rs")),
         ("solvers", include_str!("solvers.rs")),
         ("state", include_str!("state.rs")),
+        ("sweep", include_str!("sweep.rs")),
         ("target", include_str!("target.rs")),
         ("training", include_str!("training.rs")),
     ];
@@ -499,4 +500,37 @@ fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
     app.update();
     assert!(matches!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Loaded(_)));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
+    use super::state::{LiveSweep, SweepChannel};
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let wait = |app: &mut App, ok: &dyn Fn(&LiveSweep) -> bool| {
+        while !ok(app.world().resource::<LiveSweep>()) {
+            assert!(Instant::now() < deadline, "no sweep within two minutes");
+            std::thread::sleep(Duration::from_millis(5));
+            let t = Instant::now();
+            app.update();
+            assert!(t.elapsed() < Duration::from_millis(500), "a frame waited {:?}", t.elapsed());
+        }
+    };
+    wait(&mut app, &|s| s.latest.is_some());
+    let (channel, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
+    assert_eq!(channel, SweepChannel::Encoder);
+    let pipelines = elbow::experiments::degradation::pipelines();
+    assert_eq!(curves.len(), pipelines.len());
+    for c in curves.iter() {
+        assert!(c.error.len() >= 6 && c.error.iter().all(|p| p[1].is_finite() && p[1] >= 0.0), "{c:?}");
+        assert!(c.silent.iter().all(|p| (0.0..=1.0).contains(&p[1])), "{c:?}");
+    }
+    // The slider's value becomes one of the levels; the other channel can be swept too.
+    app.world_mut().resource_mut::<PlantSettings>().noise_std = 0.0123;
+    wait(&mut app, &|s| {
+        s.latest.as_ref().is_some_and(|(_, c)| c[0].error.iter().any(|p| (p[0] - 0.0123).abs() < 1e-9))
+    });
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
+    wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
 }
