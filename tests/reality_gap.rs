@@ -179,14 +179,7 @@ fn enveloped_residual_runs_in_distribution_and_falls_back_outside() {
 fn the_joint_step_check_fires_when_the_period_is_short() {
     let cfg = DegradationConfig {
         protocol: Protocol::Plant,
-        levels: ChannelLevels {
-            encoder: vec![0.0],
-            actuator: vec![0.0],
-            backlash: vec![0.0],
-            target: vec![0.0],
-            mismatch: vec![0.0],
-            combined: vec![0.0],
-        },
+        levels: ChannelLevels::baseline(),
         targets: 200,
         train_steps: 200,
         envelope: elbow::EnvelopeConfig {

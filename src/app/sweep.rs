@@ -44,18 +44,7 @@ pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: elbow::T
     levels.push(channel.current(plant));
     levels.sort_by(f64::total_cmp);
     levels.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
-    let mut swept = ChannelLevels {
-        encoder: vec![0.0],
-        actuator: vec![0.0],
-        backlash: vec![0.0],
-        target: vec![0.0],
-        mismatch: vec![0.0],
-        combined: vec![0.0],
-    };
-    match channel {
-        SweepChannel::Encoder => swept.encoder = levels,
-        SweepChannel::Backlash => swept.backlash = levels,
-    }
+    let swept = ChannelLevels::only(channel.channel(), levels);
     let defaults = DegradationConfig::default();
     DegradationConfig {
         arm,

@@ -93,6 +93,26 @@ impl Default for ChannelLevels {
 }
 
 impl ChannelLevels {
+    /// Only the baseline (every channel at 0).
+    pub fn baseline() -> Self {
+        let zero = vec![0.0];
+        Self {
+            encoder: zero.clone(),
+            actuator: zero.clone(),
+            backlash: zero.clone(),
+            target: zero.clone(),
+            mismatch: zero.clone(),
+            combined: zero,
+        }
+    }
+
+    /// The baseline and `channel` swept over `levels`, every other channel at 0.
+    pub fn only(channel: Channel, levels: Vec<f64>) -> Self {
+        let mut out = Self::baseline();
+        *out.of_mut(channel) = levels;
+        out
+    }
+
     /// The levels of one channel.
     pub fn of(&self, channel: Channel) -> &[f64] {
         match channel {
