@@ -7,7 +7,8 @@ use super::AppSet;
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::{EnvelopeStats, FLASH_SECS, Nominal, Shown, Sim, Solutions, Target};
 use bevy::prelude::*;
-use elbow::{HeadKind, Output, Point2, SolverId};
+use elbow::learned::Output;
+use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the gizmo groups (line widths and styles) and the drawing system.
 pub(crate) fn plugin(app: &mut App) {
@@ -106,8 +107,11 @@ fn draw(
             None => {
                 if let Some(pose) = solutions.row(id).pose {
                     // Closed-form answers and their average are dashed; the iteration is solid.
-                    let pen = if id == SolverId::Iterative { &mut pens.ghost } else { &mut pens.dashed };
-                    arm(pen, arm_model.joints(pose), color, 1.0);
+                    if id == SolverId::Iterative {
+                        arm(&mut pens.ghost, arm_model.joints(pose), color, 1.0);
+                    } else {
+                        arm(&mut pens.dashed, arm_model.joints(pose), color, 1.0);
+                    }
                 }
             }
             Some(head) if head.spec().output == Output::Mixture => {

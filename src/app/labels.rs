@@ -7,7 +7,8 @@ use super::format::{TARGET_COLOR, color32, metres, solver_color};
 use super::state::{Nominal, Shown, Solutions, Target};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use elbow::{HeadKind, Output, Point2, SolverId};
+use elbow::learned::Output;
+use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {

@@ -461,9 +461,15 @@ impl AtlasView {
 
 /// A computation on its own thread; the frame only polls it. Dropping it waits for the thread,
 /// so no work outlives the app.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Background<T> {
     handle: Option<JoinHandle<T>>,
+}
+
+impl<T> Default for Background<T> {
+    fn default() -> Self {
+        Self { handle: None }
+    }
 }
 
 impl<T: Send + 'static> Background<T> {

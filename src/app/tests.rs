@@ -449,7 +449,7 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
     let mut app = app();
     app.insert_resource(ButtonInput::<KeyCode>::default());
     app.update();
-    let mut press = |app: &mut App, key: KeyCode| {
+    let press = |app: &mut App, key: KeyCode| {
         app.world_mut().resource_mut::<ButtonInput<KeyCode>>().press(key);
         app.update();
         let mut input = app.world_mut().resource_mut::<ButtonInput<KeyCode>>();

@@ -165,8 +165,8 @@ fn work(cfg: TrainConfig, mut rate: f64, control: &Receiver<Control>, reports: &
             return;
         }
         // Keep to the speed limit, waking at once for a message (or the app letting go).
-        if let Some(rate) = sane_rate(rate)
-            && let Some(rest) = Duration::from_secs_f64(n as f64 / rate).checked_sub(started.elapsed())
+        if let Some(limit) = sane_rate(rate)
+            && let Some(rest) = Duration::from_secs_f64(n as f64 / limit).checked_sub(started.elapsed())
         {
             match control.recv_timeout(rest) {
                 Ok(msg) => apply(msg, &mut trainer, &mut paused, &mut rate),
