@@ -6,7 +6,7 @@ use super::AppSet;
 use super::format::finite;
 use super::state::{Driver, Models, Nominal, Readout, Sim, Solutions, Target};
 use bevy::prelude::*;
-use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, SolverId, Table};
+use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, Table};
 
 /// Registers the system that fills [`Solutions`].
 pub(crate) fn plugin(app: &mut App) {
@@ -51,6 +51,6 @@ fn solve_all(
 /// The solvers the app's table lists, in order: every one of [`SolverId::ALL`] (what the
 /// single-identity test compares with the legend and the degradation line-up).
 #[cfg(test)]
-pub(crate) fn table_rows(solutions: &Solutions) -> Vec<SolverId> {
+pub(crate) fn table_rows(solutions: &Solutions) -> Vec<elbow::SolverId> {
     solutions.rows.keys().collect()
 }
