@@ -6,7 +6,8 @@ use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
-use elbow::experiments::{DegradationConfig, DegradationReport, degradation_with};
+use elbow::experiments::degradation::{Progress, degradation_observed};
+use elbow::experiments::{DegradationConfig, DegradationReport};
 use elbow::kinematics::{Mismatch, Pose, Region};
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
 use std::path::PathBuf;
@@ -179,7 +180,21 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
-    let report = degradation_with(&cfg, models)?;
+    // A progress bar on stderr (indicatif hides it when stderr is not a terminal).
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}  eta {eta}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let report = degradation_observed(&cfg, models, &|p| match p {
+        Progress::Training => bar.set_message("training the heads"),
+        Progress::Evaluating { done, total } => {
+            bar.set_message("evaluating settings");
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    });
+    bar.finish_and_clear();
+    let report = report?;
     if let Some(out) = &plot {
         plot::draw(&report, out)?;
     }

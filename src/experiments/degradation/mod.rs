@@ -73,6 +73,29 @@ pub fn degradation_with(
     cfg: &DegradationConfig,
     models: Vec<LearnedModel>,
 ) -> Result<DegradationReport, ExperimentError> {
+    degradation_observed(cfg, models, &|_| {})
+}
+
+/// Where a run stands, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The heads without a model file are being trained.
+    Training,
+    /// `done` of `total` (setting, target set) jobs evaluated.
+    Evaluating {
+        /// Jobs finished.
+        done: usize,
+        /// Jobs in the run.
+        total: usize,
+    },
+}
+
+/// [`degradation_with`], telling `progress` where the run stands (from several threads).
+pub fn degradation_observed(
+    cfg: &DegradationConfig,
+    models: Vec<LearnedModel>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<DegradationReport, ExperimentError> {
     cfg.validate()?;
     let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
     for m in models {
@@ -90,6 +113,7 @@ pub fn degradation_with(
     let arm = cfg.arm;
     let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
     let t0 = std::time::Instant::now();
+    progress(Progress::Training);
     let models = train_heads(arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed, &loaded)?;
     let train_seconds = t0.elapsed().as_secs_f64();
     let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
@@ -110,6 +134,9 @@ pub fn degradation_with(
     let t1 = std::time::Instant::now();
     // The heads' answers for the true targets serve every setting without target noise.
     let shared: Vec<Proposals> = sets.par_iter().map(|(_, t)| Proposals::new(&lineup, t)).collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = jobs.len();
+    progress(Progress::Evaluating { done: 0, total });
     let cells = jobs
         .par_iter()
         .enumerate()
@@ -122,7 +149,7 @@ pub fn degradation_with(
             let own = noisy.then(|| Proposals::new(&lineup, &seen));
             let (seen, proposals) =
                 if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
-            pipes
+            let cells = pipes
                 .iter()
                 .map(|&pipe| {
                     let outcome = match protocol {
@@ -143,7 +170,10 @@ pub fn degradation_with(
                     };
                     Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress(Progress::Evaluating { done: n, total });
+            cells
         })
         .collect();
     let eval_seconds = t1.elapsed().as_secs_f64();
