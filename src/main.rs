@@ -10,7 +10,19 @@ mod cli;
 fn main() -> ExitCode {
     restore_sigpipe();
     cli::signals::install();
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version and usage errors: clap's text, and a write error is an error too
+        // (`elbow --help > /dev/full` must not exit 0).
+        Err(e) => {
+            use std::io::Write;
+            let printed = e.print().and_then(|()| std::io::stdout().flush());
+            return match (printed, e.use_stderr()) {
+                (Err(_), _) | (_, true) => ExitCode::from(2),
+                (Ok(()), false) => ExitCode::SUCCESS,
+            };
+        }
+    };
     match cli.command {
         Some(_) if !cli.model.is_empty() => {
             report("--model before a command is for the app; experiments take their own --model");

@@ -154,6 +154,11 @@ fn write_errors_on_stdout_are_errors() {
     }
     // Redirecting to /dev/null is fine.
     assert_eq!(elbow_sh("solve 1 1", "> /dev/null").0, 0);
+    // Help and version are output too.
+    for args in ["--help", "--version", "atlas --help"] {
+        assert_eq!(elbow_sh(args, "> /dev/full").0, 2, "{args}");
+        assert_eq!(elbow_sh(args, "> /dev/null").0, 0, "{args}");
+    }
 }
 
 #[test]
