@@ -338,6 +338,7 @@ fn row_cells(
     let branches: Vec<Branches> = targets.iter().map(|&t| solve_branches(&lineup.arm, t)).collect();
     let answers = answers(lineup, solver, &targets, &branches, scratch)?;
     let judge = judged_on(lineup, solver);
+    let judged_on_nominal = judge == RealArm::ideal(lineup.arm);
     let fit = lineup.fit(solver);
     let real = cfg.mismatch.real_arm(&lineup.arm);
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
@@ -354,7 +355,7 @@ fn row_cells(
             // The verdict on the answer itself, from an arm at rest on it: the joint-step check
             // depends on where the arm comes from, not on the target, so it is left out here.
             let seed = if pose.is_finite() { pose } else { b.down };
-            let verdict = lineup.envelope.review_as(fit, solution, target, seed).intervention;
+            let (verdict, nominal_miss) = lineup.envelope.verdict_as(fit, pose, target, seed);
             let silent = if cfg.samples == 0 || reported {
                 0.0
             } else {
@@ -369,7 +370,7 @@ fn row_cells(
                     .count();
                 misses as f64 / cfg.samples as f64
             };
-            let miss = judge.miss(pose, target);
+            let miss = if judged_on_nominal { nominal_miss } else { judge.miss(pose, target) };
             AtlasCell {
                 target,
                 miss: if miss.is_finite() { miss } else { f64::MAX },

@@ -117,9 +117,10 @@ impl Envelope {
         b.unreachable.is_none() && correction <= self.config.max_correction
     }
 
-    /// Decides on `proposal` from a head of kind `fit` for `target`, the arm being at `seed`.
-    pub fn review_as(&self, fit: Fit, proposal: Solution, target: Point2, seed: Pose) -> Vetted {
-        let pose = proposal.pose;
+    /// Why the envelope would reject `pose` from a proposer of kind `fit` for `target`, the arm
+    /// being at `seed` (`None`: accepted), and the proposal's FK miss on the nominal model. Runs
+    /// the checks only, not the fallback.
+    pub fn verdict_as(&self, fit: Fit, pose: Pose, target: Point2, seed: Pose) -> (Option<Reason>, f64) {
         let proposal_miss = if pose.is_finite() { self.arm.miss(pose, target) } else { f64::INFINITY };
         let seed = crate::solver::sane_seed(seed);
         let reason = if !pose.is_finite() {
@@ -138,6 +139,13 @@ impl Envelope {
                 }
             }
         };
+        (reason, proposal_miss)
+    }
+
+    /// Decides on `proposal` from a head of kind `fit` for `target`, the arm being at `seed`.
+    pub fn review_as(&self, fit: Fit, proposal: Solution, target: Point2, seed: Pose) -> Vetted {
+        let (reason, proposal_miss) = self.verdict_as(fit, proposal.pose, target, seed);
+        let seed = crate::solver::sane_seed(seed);
         let solution = match (reason, fit) {
             (None, Fit::Pose) => Solution { status: SolveStatus::Converged, residual: Some(proposal_miss), ..proposal },
             // A correction is checked, not verified on the nominal model: it stays as it is.
