@@ -23,6 +23,9 @@ pub(crate) struct AtlasJob {
     stale: bool,
 }
 
+/// Noise samples per cell of the app's silent layer.
+pub(crate) const SILENT_SAMPLES: usize = 16;
+
 /// The atlas configuration for the current perturbation settings.
 pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
     let s = plant.sanitized();
@@ -31,8 +34,9 @@ pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
         noise: s.noise_std,
         backlash: s.backlash,
         mismatch: s.mismatch(),
-        // The noise samples cost as much as the rest of the map: only for the silent layer.
-        samples: if view.layer == Layer::Silent { AtlasConfig::default().samples } else { 0 },
+        // The noise samples cost as much as the rest of the map: only for the silent layer, and
+        // then enough of them (16) that the rate reads as a rate, not as dice.
+        samples: if view.layer == Layer::Silent { SILENT_SAMPLES } else { 0 },
         ..AtlasConfig::default()
     }
 }

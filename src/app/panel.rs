@@ -265,7 +265,7 @@ fn atlas_key(ui: &mut egui::Ui, layer: Layer) {
     match paint::key(layer) {
         paint::Key::Scale { lo, hi, log, unit } => {
             ui.horizontal(|ui| {
-                let fmt = |v: f64| if log { format!("{v:.0e}") } else { format!("{v:.1}") };
+                let fmt = |v: f64| if log { metres(Some(v)) } else { format!("{v:.1}") };
                 ui.small(fmt(lo));
                 let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 12.0), egui::Sense::hover());
                 let steps = 48;
