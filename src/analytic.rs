@@ -155,6 +155,9 @@ impl Triangle {
 }
 
 /// Both closed-form solutions for `target` on `arm`, with reachability and limit admissibility.
+/// Inlined everywhere, so callers compiled for FMA (the atlas's rows) get its atan2 on hardware
+/// FMA instead of a call per multiply-add.
+#[inline(always)]
 pub fn solve_branches(arm: &TwoLinkArm, target: Point2) -> Branches {
     let Some(tri) = Triangle::new(arm, target) else {
         let rest = Pose::new(0.0, 0.0);

@@ -324,19 +324,42 @@ fn answers(
     )
 }
 
-/// One row of cells (bottom row 0), or `None` for a head without a model.
-fn row_cells(
+crate::simd::dispatch!(
+    /// [`row_cells_body`] compiled for the widest instruction set the CPU has, so the closed-form
+    /// geometry of every cell (atan2's fused multiply-adds) runs on hardware FMA.
+    fn row_cells(
+        lineup: &Lineup<'_>,
+        solver: SolverId,
+        cfg: &AtlasConfig,
+        half_width: f64,
+        row: usize,
+        scratch: &mut PredictScratch,
+        out: &mut [AtlasCell],
+    ) -> bool => row_cells_body
+);
+
+/// Fills `out` with one row of cells (bottom row 0); false for a head without a model.
+#[inline(always)]
+fn row_cells_body(
     lineup: &Lineup,
     solver: SolverId,
     cfg: &AtlasConfig,
     half_width: f64,
     row: usize,
     scratch: &mut PredictScratch,
-) -> Option<Vec<AtlasCell>> {
+    out: &mut [AtlasCell],
+) -> bool {
     let n = cfg.resolution;
-    let targets: Vec<Point2> = (0..n).map(|col| Atlas::center(n, half_width, col, row)).collect();
-    let branches: Vec<Branches> = targets.iter().map(|&t| solve_branches(&lineup.arm, t)).collect();
-    let answers = answers(lineup, solver, &targets, &branches, scratch)?;
+    // Plain loops rather than iterator closures: closures are compiled apart from this
+    // function's instruction set, and the geometry is what wants the FMA.
+    let mut targets: Vec<Point2> = Vec::with_capacity(n);
+    let mut branches: Vec<Branches> = Vec::with_capacity(n);
+    for col in 0..n {
+        let t = Atlas::center(n, half_width, col, row);
+        targets.push(t);
+        branches.push(solve_branches(&lineup.arm, t));
+    }
+    let Some(answers) = answers(lineup, solver, &targets, &branches, scratch) else { return false };
     let judge = judged_on(lineup, solver);
     let judged_on_nominal = judge == RealArm::ideal(lineup.arm);
     let fit = lineup.fit(solver);
@@ -345,44 +368,38 @@ fn row_cells(
     let play = cfg.backlash;
     // One stream per row, so the map is the same however rows are shared between threads.
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let cells = targets
-        .iter()
-        .zip(answers)
-        .zip(&branches)
-        .map(|((&target, (solution, confidence)), b)| {
-            let pose = solution.pose;
-            let reported = solution.status.is_reported_failure();
-            // The verdict on the answer itself, from an arm at rest on it: the joint-step check
-            // depends on where the arm comes from, not on the target, so it is left out here.
-            let seed = if pose.is_finite() { pose } else { b.down };
-            let (verdict, nominal_miss) = lineup.envelope.verdict_as(fit, pose, target, seed);
-            let silent = if cfg.samples == 0 || reported {
-                0.0
-            } else {
-                let misses = (0..cfg.samples)
-                    .filter(|_| {
-                        let mut jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
-                        if play > 0.0 {
-                            jitter = jitter + Pose::new(rng.random_range(-play..=play), rng.random_range(-play..=play));
-                        }
-                        real.miss(pose + jitter, target) > cfg.tolerance
-                    })
-                    .count();
-                misses as f64 / cfg.samples as f64
-            };
-            let miss = if judged_on_nominal { nominal_miss } else { judge.miss(pose, target) };
-            AtlasCell {
-                target,
-                miss: if miss.is_finite() { miss } else { f64::MAX },
-                branch: classify(b, pose, solution.status),
-                confidence,
-                verdict,
-                reported,
-                silent,
+    for (((&target, (solution, confidence)), b), cell) in targets.iter().zip(answers).zip(&branches).zip(out) {
+        let pose = solution.pose;
+        let reported = solution.status.is_reported_failure();
+        // The verdict on the answer itself, from an arm at rest on it: the joint-step check
+        // depends on where the arm comes from, not on the target, so it is left out here.
+        let seed = if pose.is_finite() { pose } else { b.down };
+        let (verdict, nominal_miss) = lineup.envelope.verdict_as(fit, pose, target, seed);
+        let silent = if cfg.samples == 0 || reported {
+            0.0
+        } else {
+            let mut misses = 0;
+            for _ in 0..cfg.samples {
+                let mut jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
+                if play > 0.0 {
+                    jitter = jitter + Pose::new(rng.random_range(-play..=play), rng.random_range(-play..=play));
+                }
+                misses += usize::from(real.miss(pose + jitter, target) > cfg.tolerance);
             }
-        })
-        .collect();
-    Some(cells)
+            misses as f64 / cfg.samples as f64
+        };
+        let miss = if judged_on_nominal { nominal_miss } else { judge.miss(pose, target) };
+        *cell = AtlasCell {
+            target,
+            miss: if miss.is_finite() { miss } else { f64::MAX },
+            branch: classify(b, pose, solution.status),
+            confidence,
+            verdict,
+            reported,
+            silent,
+        };
+    }
+    true
 }
 
 /// Maps `solver` over the workspace of `lineup`'s arm, rows in parallel on rayon's pool (the
@@ -391,14 +408,28 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
     cfg.validate()?;
     let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
     let n = cfg.resolution;
-    let rows: Option<Vec<Vec<AtlasCell>>> = (0..n)
-        .into_par_iter()
-        .map_init(PredictScratch::default, |scratch, row| row_cells(lineup, solver, cfg, half_width, row, scratch))
-        .collect();
-    let (cells, missing) = match rows {
-        Some(rows) => (rows.into_iter().flatten().collect(), None),
-        None => (Vec::new(), Some(format!("{} has no model yet", solver.name()))),
+    let blank = AtlasCell {
+        target: Point2::zeros(),
+        miss: 0.0,
+        branch: BranchClass::Neither,
+        confidence: 0.0,
+        verdict: None,
+        reported: false,
+        silent: 0.0,
     };
+    // Every row writes its own slice of the map: no per-row vectors to gather afterwards.
+    let mut cells = vec![blank; n * n];
+    let complete = cells
+        .par_chunks_mut(n)
+        .enumerate()
+        .map_init(PredictScratch::default, |scratch, (row, out)| {
+            row_cells(lineup, solver, cfg, half_width, row, scratch, out)
+        })
+        .all(|done| done);
+    let missing = (!complete).then(|| format!("{} has no model yet", solver.name()));
+    if missing.is_some() {
+        cells = Vec::new();
+    }
     Ok(Atlas { solver, resolution: n, half_width, cells, samples: cfg.samples, missing })
 }
 

@@ -18,8 +18,6 @@ pub struct BatchAnswer {
     pub pose: Pose,
     /// Weight of the likeliest component (1 for heads without a mixture).
     pub top_weight: f32,
-    /// Entropy of the mixture weights, nats (0 for heads without a mixture).
-    pub entropy: f32,
 }
 
 /// Reusable buffers for [`LearnedModel::predict_batch`].
@@ -58,31 +56,28 @@ impl LearnedModel {
                     let (k, d) = (mdn.k, mdn.d);
                     let max = y[..k].iter().copied().fold(f32::NEG_INFINITY, f32::max);
                     let sum: f32 = y[..k].iter().map(|&l| (l - max).exp()).sum();
-                    let (mut top, mut top_w, mut entropy) = (0, 0.0f32, 0.0f32);
+                    let (mut top, mut top_w) = (0, 0.0f32);
                     for (i, &l) in y[..k].iter().enumerate() {
                         let w = (l - max).exp() / sum;
                         if w > top_w {
                             (top, top_w) = (i, w);
                         }
-                        if w > 0.0 {
-                            entropy -= w * w.ln();
-                        }
                     }
                     let pose = self.encoding.decode(&y[k + top * d..k + (top + 1) * d]);
-                    BatchAnswer { pose, top_weight: top_w, entropy }
+                    BatchAnswer { pose, top_weight: top_w }
                 }
                 (Output::Correction, _) => {
                     let base = solve_branches(&self.arm, *t).pose(mode);
                     let d = Pose::new(y[0] as f64, y[1] as f64) * (1.0 / self.output_scale as f64);
                     let pose = if d.is_finite() && d.max_abs() <= self.max_correction { (base + d).wrapped() } else { base };
-                    BatchAnswer { pose, top_weight: 1.0, entropy: 0.0 }
+                    BatchAnswer { pose, top_weight: 1.0 }
                 }
                 (Output::Pose, _) | (Output::Mixture, None) => {
-                    BatchAnswer { pose: self.encoding.decode(y), top_weight: 1.0, entropy: 0.0 }
+                    BatchAnswer { pose: self.encoding.decode(y), top_weight: 1.0 }
                 }
             };
-            let finite = answer.pose.is_finite() && answer.top_weight.is_finite() && answer.entropy.is_finite();
-            out.push(if finite { answer } else { BatchAnswer { pose: Pose::default(), top_weight: 0.0, entropy: 0.0 } });
+            let finite = answer.pose.is_finite() && answer.top_weight.is_finite();
+            out.push(if finite { answer } else { BatchAnswer { pose: Pose::default(), top_weight: 0.0 } });
         }
     }
 }
@@ -110,7 +105,7 @@ mod tests {
                     let single = model.predict(*t, mode);
                     assert!(a.pose.max_joint_distance(single.pose) < 1e-4, "{head} {t:?}: {a:?} vs {single:?}");
                     assert!((a.top_weight - single.candidates[0].weight).abs() < 1e-4, "{head}");
-                    assert!(a.entropy >= 0.0 && a.entropy.is_finite());
+                    assert!((0.0..=1.0).contains(&a.top_weight));
                 }
             }
         }
