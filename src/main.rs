@@ -45,8 +45,17 @@ fn main() -> ExitCode {
 fn run_app(models: Vec<std::path::PathBuf>) -> ExitCode {
     // A bad model file is refused before any window opens.
     for path in &models {
-        if let Err(e) = elbow::LearnedModel::load(path) {
-            report(&format!("{}: {e}", path.display()));
+        let problem = match elbow::LearnedModel::load(path) {
+            Err(e) => Some(e.to_string()),
+            Ok(m) if m.arm != elbow::TwoLinkArm::default() => Some(format!(
+                "trained for another arm ({:?}) than the app's ({:?})",
+                m.arm,
+                elbow::TwoLinkArm::default()
+            )),
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            report(&format!("{}: {problem}", path.display()));
             return ExitCode::from(2);
         }
     }

@@ -1,5 +1,5 @@
-//! The workspace atlas, computed off the frame: whenever a model snapshot arrives, the mapped
-//! solver changes or a perturbation setting moves, a new map of every cell is started on a
+//! The workspace atlas, computed off the frame: whenever a snapshot of the mapped head arrives,
+//! the mapped solver or layer changes, or (for the silent layer) a perturbation setting moves, a new map of every cell is started on a
 //! background thread (one at a time; changes during a run start the next one when it ends).
 //! The frame only polls, so it never waits for a map.
 
@@ -21,6 +21,10 @@ pub(crate) fn plugin(app: &mut App) {
 pub(crate) struct AtlasJob {
     work: Background<Result<(Atlas, f64), String>>,
     stale: bool,
+    /// The mapped head's model the latest map was started with.
+    mapped_model: Option<LearnedModel>,
+    /// The solver, cells per side and silent layer the latest map was started for.
+    requested: Option<(elbow::SolverId, usize, bool)>,
 }
 
 /// Noise samples per cell of the app's silent layer.
@@ -52,7 +56,7 @@ fn schedule(
 ) {
     if let Some(done) = job.work.poll() {
         view.busy = false;
-        match done {
+        match done.and_then(|r| r) {
             Ok((atlas, ms)) => {
                 view.latest = Some(Arc::new(atlas));
                 view.compute_ms = ms;
@@ -63,18 +67,22 @@ fn schedule(
     }
     let solver = view.mapped(driver.0);
     let wants_silent = view.layer == Layer::Silent;
-    let shows_other = view.latest.as_ref().is_some_and(|a| {
-        a.solver != solver || a.resolution != view.cells_per_side() || (wants_silent && a.samples == 0)
-    });
-    let touched =
-        models.is_changed() || plant.is_changed() || nominal.is_changed() || driver.is_changed() || view.is_changed();
-    if touched && (view.latest.is_none() || shows_other || models.is_changed() || plant.is_changed()) {
+    // What the map must be of; a change of it, a new snapshot of the mapped head, or (for the
+    // silent layer) a new perturbation setting calls for a new map. Comparing with what was
+    // *requested*, not with what arrived, keeps a failed map from restarting every frame.
+    let key = (solver, view.cells_per_side(), wants_silent);
+    let head_model = solver.head().and_then(|h| models.get(h));
+    let new_model = models.is_changed() && head_model != job.mapped_model.as_ref();
+    let new_plant = plant.is_changed() && wants_silent;
+    if job.requested != Some(key) || new_model || new_plant || nominal.is_changed() {
         job.stale = true;
     }
     if !view.on || !job.stale || job.work.busy() {
         return;
     }
     job.stale = false;
+    job.requested = Some(key);
+    job.mapped_model = head_model.cloned();
     view.busy = true;
     let cfg = config(&view, &plant);
     let arm = nominal.0;

@@ -40,7 +40,13 @@ fn repaint(
     mut painted: Local<Option<(u64, elbow::atlas::Layer)>>,
 ) {
     let (sprite, visibility) = &mut *sprite;
+    // A map without noise samples has no silent layer: keep showing the old texture until the
+    // map with samples arrives, rather than painting every cell as "never silent".
+    let silent_pending = |a: &elbow::atlas::Atlas| view.layer == elbow::atlas::Layer::Silent && a.samples == 0;
     let map = view.latest.as_ref().filter(|a| view.on && a.missing.is_none());
+    if map.is_some_and(|a| silent_pending(a)) {
+        return;
+    }
     let wanted = if map.is_some() { Visibility::Inherited } else { Visibility::Hidden };
     visibility.set_if_neq(wanted);
     let Some(atlas) = map else { return };
@@ -62,7 +68,10 @@ fn repaint(
     );
     image.sampler = ImageSampler::nearest();
     let old = std::mem::replace(&mut sprite.image, images.add(image));
-    images.remove(&old);
+    // The sprite starts on bevy's shared default image, which others draw with: never remove it.
+    if old != Handle::default() {
+        images.remove(&old);
+    }
     let side = 2.0 * atlas.half_width as f32;
     sprite.custom_size = Some(Vec2::splat(side));
 }

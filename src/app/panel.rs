@@ -300,13 +300,13 @@ fn hover_readout(ui: &mut egui::Ui, atlas: &Atlas, hover: Option<elbow::Point2>)
     };
     let verdict = cell.verdict.map_or("accepted".to_string(), |r| format!("rejected: {}", r.label()));
     ui.small(format!(
-        "at ({}, {}): miss {}, {}, top weight {}, envelope {verdict}, silent {}%{}",
+        "at ({}, {}): miss {}, {}, top weight {}, envelope {verdict}, silent {}{}",
         number(Some(cell.target.x), 2),
         number(Some(cell.target.y), 2),
         metres(finite(cell.miss).filter(|m| *m < 1e6)),
         cell.branch.label(),
         number(Some(f64::from(cell.confidence)), 2),
-        number(Some(cell.silent * 100.0), 0),
+        if atlas.samples > 0 { format!("{}%", number(Some(cell.silent * 100.0), 0)) } else { "—".into() },
         if cell.reported { ", reported failure" } else { "" },
     ));
 }

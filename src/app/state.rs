@@ -483,12 +483,12 @@ impl<T: Send + 'static> Background<T> {
         self.handle = Some(std::thread::spawn(work));
     }
 
-    /// The result, once the thread has finished (never blocks); `None` if it panicked.
-    pub(crate) fn poll(&mut self) -> Option<T> {
+    /// The result once the thread has finished (never blocks): `Some(Err)` if it panicked.
+    pub(crate) fn poll(&mut self) -> Option<Result<T, String>> {
         if !self.handle.as_ref().is_some_and(JoinHandle::is_finished) {
             return None;
         }
-        self.handle.take().and_then(|h| h.join().ok())
+        self.handle.take().map(|h| h.join().map_err(|_| "the computation stopped unexpectedly".to_string()))
     }
 }
 
@@ -511,7 +511,7 @@ pub(crate) enum Shortcut {
     Atlas,
     /// The next atlas layer.
     Layer,
-    /// Pause training, or resume it.
+    /// Pause training if a head is running, else start or resume it.
     Training,
 }
 
@@ -537,7 +537,7 @@ impl Shortcut {
             Shortcut::Envelope => "safety envelope on/off".into(),
             Shortcut::Atlas => "atlas on/off".into(),
             Shortcut::Layer => "next atlas layer".into(),
-            Shortcut::Training => "pause/resume training".into(),
+            Shortcut::Training => "pause training, or start/resume it".into(),
         }
     }
 }

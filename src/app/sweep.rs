@@ -1,10 +1,10 @@
 //! Live degradation: while the sliders move, the core's degradation experiment runs in the
-//! background on a few thousand held-out targets for every solver, sweeping the chosen channel
-//! (encoder noise or backlash) from zero to the end of its slider, with the current models and
-//! mismatch. The panel plots error and silent-failure rate against the level, with the current
-//! setting marked. A slider change starts a new sweep at once; model snapshots (which arrive
-//! many times a second while training) at most every [`MODEL_REFRESH_SECS`]. The frame only
-//! polls.
+//! background on 1,500 held-out targets for every solver, sweeping the chosen channel (encoder
+//! noise or backlash) from zero to the end of its slider, each level on its own from the perfect
+//! arm, with the current models. The panel plots error and silent-failure rate against the
+//! level, with the current setting marked. A slider change starts a new sweep as soon as the
+//! running one ends; model snapshots (which arrive many times a second while training) at most
+//! every [`MODEL_REFRESH_SECS`]. The frame only polls.
 
 use super::AppSet;
 use super::state::{Background, Curve, LiveSweep, Models, Nominal, PlantSettings, SWEEP_TARGETS, SweepChannel};
@@ -35,6 +35,8 @@ pub(crate) struct SweepJob {
     /// Models changed: sweep when the refresh interval has passed.
     models_stale: bool,
     last_start: Option<Instant>,
+    /// The channel and slider value of the latest sweep started.
+    requested: Option<(SweepChannel, f64)>,
 }
 
 /// The configuration of a live sweep of `channel` for the current settings.
@@ -53,7 +55,6 @@ pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: elbow::T
         ood: Vec::new(),
         targets: SWEEP_TARGETS,
         ood_fraction: 0.0,
-        mismatch: plant.mismatch(),
         envelope: elbow::EnvelopeConfig::for_arm(&arm),
         ..defaults
     }
@@ -92,8 +93,9 @@ fn schedule(
     plant: Res<PlantSettings>,
     nominal: Res<Nominal>,
 ) {
-    if let Some((channel, result, ms)) = job.work.poll() {
+    if let Some(done) = job.work.poll() {
         sweep.busy = false;
+        let (channel, result, ms) = done.unwrap_or_else(|why| (sweep.channel, Err(why), 0.0));
         match result {
             Ok(curves) => {
                 sweep.latest = Some((channel, Arc::new(curves)));
@@ -103,7 +105,10 @@ fn schedule(
             Err(why) => sweep.note = Some(why),
         }
     }
-    if plant.is_changed() || nominal.is_changed() || sweep.latest.as_ref().is_none_or(|l| l.0 != sweep.channel) {
+    // What the sweep must be of: the channel and its slider's value. Compared with what was
+    // requested (not with what arrived), so a failed sweep does not restart every frame.
+    let key = (sweep.channel, sweep.channel.current(&plant));
+    if job.requested != Some(key) || nominal.is_changed() {
         job.settings_stale = true;
     }
     if models.is_changed() {
@@ -120,6 +125,7 @@ fn schedule(
     };
     job.settings_stale = false;
     job.models_stale = false;
+    job.requested = Some(key);
     job.last_start = Some(Instant::now());
     sweep.busy = true;
     let channel = sweep.channel;

@@ -90,12 +90,22 @@ impl AtlasArgs {
             if model.kind != head {
                 return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
             }
+            if model.arm != arm {
+                return Err(format!(
+                    "{}: trained for another arm ({:?}) than this map's ({:?}); pass the same --lengths and --elbow-limits",
+                    path.display(),
+                    model.arm,
+                    arm
+                ));
+            }
             return Ok(model);
         }
         if !(10..=MAX_TRAIN_STEPS).contains(&self.train_steps) {
             return Err(format!("--train-steps must be in 10..={MAX_TRAIN_STEPS}, got {}", self.train_steps));
         }
-        let cfg = TrainConfig { head, arm, steps: self.train_steps, seed: self.seed, ..TrainConfig::default() };
+        // The residual head fits the default real arm of *this* arm, like `elbow train`.
+        let real = elbow::Mismatch::DEFAULT.real_arm(&arm);
+        let cfg = TrainConfig { head, arm, real, steps: self.train_steps, seed: self.seed, ..TrainConfig::default() };
         eprintln!("training {head} for {} steps…", cfg.steps);
         let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
         trainer.run(|_, _| {});
@@ -108,6 +118,9 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), String> {
     let out = Output::new(&args.out)?;
     let cfg = args.config()?;
     let arm = args.arm.arm()?;
+    if args.model.is_some() && args.solver.head().is_none() {
+        return Err(format!("--model is for a learned head; {} has no model", args.solver));
+    }
     let model = args.solver.head().map(|h| args.model(h, arm)).transpose()?;
     let mut models = Table::default();
     if let (Some(head), Some(m)) = (args.solver.head(), model.as_ref()) {
