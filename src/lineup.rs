@@ -167,11 +167,17 @@ impl std::str::FromStr for SolverId {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SolverId::ALL.into_iter().find(|id| id.key().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            let keys: Vec<&str> = SolverId::ALL.iter().map(|id| id.key()).collect();
-            format!("solver must be one of {}; got `{s}`", keys.join(", "))
-        })
+        parse_key(s, &SolverId::ALL, SolverId::key, "solver")
     }
+}
+
+/// The member of `all` whose `key` is `s` (ignoring case), or an error naming `what` and every
+/// key: how every named enum of the crate (solvers, heads, layers, protocols) parses.
+pub(crate) fn parse_key<T: Copy>(s: &str, all: &[T], key: fn(T) -> &'static str, what: &str) -> Result<T, String> {
+    all.iter().copied().find(|&v| key(v).eq_ignore_ascii_case(s)).ok_or_else(|| {
+        let keys: Vec<&str> = all.iter().map(|&v| key(v)).collect();
+        format!("{what} must be one of {}; got `{s}`", keys.join(", "))
+    })
 }
 
 /// A solver, with or without the safety envelope around it.

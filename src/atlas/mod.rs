@@ -84,10 +84,7 @@ impl std::str::FromStr for Layer {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Layer::ALL.into_iter().find(|l| l.key().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            let keys: Vec<&str> = Layer::ALL.iter().map(|l| l.key()).collect();
-            format!("layer must be one of {}; got `{s}`", keys.join(", "))
-        })
+        crate::lineup::parse_key(s, &Layer::ALL, Layer::key, "layer")
     }
 }
 

@@ -157,10 +157,7 @@ impl std::str::FromStr for HeadKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        HeadKind::ALL.into_iter().find(|h| h.key().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            let keys: Vec<&str> = HeadKind::ALL.iter().map(|h| h.key()).collect();
-            format!("head must be one of {}; got `{s}`", keys.join(", "))
-        })
+        crate::lineup::parse_key(s, &HeadKind::ALL, HeadKind::key, "head")
     }
 }
 

@@ -245,10 +245,7 @@ impl std::str::FromStr for OodKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        OodKind::ALL
-            .into_iter()
-            .find(|k| k.key().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("OOD set must be one of beyond, hole, sector; got `{s}`"))
+        crate::lineup::parse_key(s, &OodKind::ALL, OodKind::key, "OOD set")
     }
 }
 

@@ -52,10 +52,7 @@ impl std::str::FromStr for Protocol {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Protocol::Exercise, Protocol::Plant, Protocol::Both]
-            .into_iter()
-            .find(|p| p.key().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("protocol must be one of exercise, plant, both; got `{s}`"))
+        crate::lineup::parse_key(s, &[Protocol::Exercise, Protocol::Plant, Protocol::Both], Protocol::key, "protocol")
     }
 }
 
