@@ -232,86 +232,62 @@ mod x86 {
         #[inline(always)]
         unsafe fn splat(x: f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_set1_ps(x))
-            }
+            unsafe { Self(_mm512_set1_ps(x)) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_loadu_ps(p))
-            }
+            unsafe { Self(_mm512_loadu_ps(p)) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut f32) {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                _mm512_storeu_ps(p, self.0)
-            }
+            unsafe { _mm512_storeu_ps(p, self.0) }
         }
         #[inline(always)]
         unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_fmadd_ps(a.0, b.0, c.0))
-            }
+            unsafe { Self(_mm512_fmadd_ps(a.0, b.0, c.0)) }
         }
         #[inline(always)]
         unsafe fn add(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_add_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_add_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sub(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_sub_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_sub_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn mul(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_mul_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_mul_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn div(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_div_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_div_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn min(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_min_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_min_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn max(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_max_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm512_max_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sqrt(self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_sqrt_ps(self.0))
-            }
+            unsafe { Self(_mm512_sqrt_ps(self.0)) }
         }
         #[inline(always)]
         unsafe fn floor(self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(self.0))
-            }
+            unsafe { Self(_mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(self.0)) }
         }
         #[inline(always)]
         unsafe fn pow2i(n: Self) -> Self {
@@ -327,7 +303,10 @@ mod x86 {
             unsafe {
                 let bits = _mm512_castps_si512(self.0);
                 let e = _mm512_sub_epi32(_mm512_srli_epi32::<23>(bits), _mm512_set1_epi32(127));
-                let m = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(0x007f_ffff)), _mm512_set1_epi32(0x3f80_0000));
+                let m = _mm512_or_si512(
+                    _mm512_and_si512(bits, _mm512_set1_epi32(0x007f_ffff)),
+                    _mm512_set1_epi32(0x3f80_0000),
+                );
                 (Self(_mm512_castsi512_ps(m)), Self(_mm512_cvtepi32_ps(e)))
             }
         }
@@ -365,86 +344,62 @@ mod x86 {
         #[inline(always)]
         unsafe fn splat(x: f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_set1_ps(x))
-            }
+            unsafe { Self(_mm256_set1_ps(x)) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_loadu_ps(p))
-            }
+            unsafe { Self(_mm256_loadu_ps(p)) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut f32) {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                _mm256_storeu_ps(p, self.0)
-            }
+            unsafe { _mm256_storeu_ps(p, self.0) }
         }
         #[inline(always)]
         unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_fmadd_ps(a.0, b.0, c.0))
-            }
+            unsafe { Self(_mm256_fmadd_ps(a.0, b.0, c.0)) }
         }
         #[inline(always)]
         unsafe fn add(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_add_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_add_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sub(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_sub_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_sub_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn mul(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_mul_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_mul_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn div(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_div_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_div_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn min(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_min_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_min_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn max(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_max_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm256_max_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sqrt(self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_sqrt_ps(self.0))
-            }
+            unsafe { Self(_mm256_sqrt_ps(self.0)) }
         }
         #[inline(always)]
         unsafe fn floor(self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_floor_ps(self.0))
-            }
+            unsafe { Self(_mm256_floor_ps(self.0)) }
         }
         #[inline(always)]
         unsafe fn pow2i(n: Self) -> Self {
@@ -460,7 +415,10 @@ mod x86 {
             unsafe {
                 let bits = _mm256_castps_si256(self.0);
                 let e = _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127));
-                let m = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)), _mm256_set1_epi32(0x3f80_0000));
+                let m = _mm256_or_si256(
+                    _mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)),
+                    _mm256_set1_epi32(0x3f80_0000),
+                );
                 (Self(_mm256_castsi256_ps(m)), Self(_mm256_cvtepi32_ps(e)))
             }
         }
@@ -475,9 +433,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn keep_where_positive(x: Self, v: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm256_and_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(x.0, _mm256_setzero_ps()), v.0))
-            }
+            unsafe { Self(_mm256_and_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(x.0, _mm256_setzero_ps()), v.0)) }
         }
         #[inline(always)]
         unsafe fn reduce_sum(self) -> f32 {
@@ -496,79 +452,57 @@ mod x86 {
         #[inline(always)]
         unsafe fn splat(x: f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_set1_ps(x))
-            }
+            unsafe { Self(_mm_set1_ps(x)) }
         }
         #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_loadu_ps(p))
-            }
+            unsafe { Self(_mm_loadu_ps(p)) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut f32) {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                _mm_storeu_ps(p, self.0)
-            }
+            unsafe { _mm_storeu_ps(p, self.0) }
         }
         #[inline(always)]
         unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_add_ps(_mm_mul_ps(a.0, b.0), c.0))
-            }
+            unsafe { Self(_mm_add_ps(_mm_mul_ps(a.0, b.0), c.0)) }
         }
         #[inline(always)]
         unsafe fn add(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_add_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_add_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sub(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_sub_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_sub_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn mul(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_mul_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_mul_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn div(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_div_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_div_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn min(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_min_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_min_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn max(self, b: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_max_ps(self.0, b.0))
-            }
+            unsafe { Self(_mm_max_ps(self.0, b.0)) }
         }
         #[inline(always)]
         unsafe fn sqrt(self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_sqrt_ps(self.0))
-            }
+            unsafe { Self(_mm_sqrt_ps(self.0)) }
         }
         #[inline(always)]
         unsafe fn floor(self) -> Self {
@@ -610,9 +544,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn keep_where_positive(x: Self, v: Self) -> Self {
             // SAFETY: the caller runs at this type's level (see the trait).
-            unsafe {
-                Self(_mm_and_ps(_mm_cmpgt_ps(x.0, _mm_setzero_ps()), v.0))
-            }
+            unsafe { Self(_mm_and_ps(_mm_cmpgt_ps(x.0, _mm_setzero_ps()), v.0)) }
         }
         #[inline(always)]
         unsafe fn reduce_sum(self) -> f32 {

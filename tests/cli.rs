@@ -83,13 +83,31 @@ fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
     std::fs::create_dir_all(&dir).unwrap();
     let png = dir.join("atlas.png");
     let svg = dir.join("atlas.svg");
-    let (code, _, err) =
-        elbow(&["atlas", "--solver", "analytic", "--layer", "branch", "--resolution", "32", "--out", png.to_str().unwrap()]);
+    let (code, _, err) = elbow(&[
+        "atlas",
+        "--solver",
+        "analytic",
+        "--layer",
+        "branch",
+        "--resolution",
+        "32",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
     let (code, _, err) = elbow(&[
-        "atlas", "--solver", "mse", "--train-steps", "50", "--layer", "silent", "--resolution", "16", "--out",
+        "atlas",
+        "--solver",
+        "mse",
+        "--train-steps",
+        "50",
+        "--layer",
+        "silent",
+        "--resolution",
+        "16",
+        "--out",
         svg.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
@@ -109,17 +127,31 @@ fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
     // A model for another arm, or for a solver that has none, is refused.
     let model = dir.join("short-arm.json");
     let (code, _, err) = elbow(&[
-        "train", "--head", "mdn", "--steps", "20", "--data-size", "64", "--eval-targets", "10", "--lengths", "1,0.5",
-        "--quiet", "--out", model.to_str().unwrap(),
+        "train",
+        "--head",
+        "mdn",
+        "--steps",
+        "20",
+        "--data-size",
+        "64",
+        "--eval-targets",
+        "10",
+        "--lengths",
+        "1,0.5",
+        "--quiet",
+        "--out",
+        model.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = elbow(&["atlas", "--solver", "mdn", "--model", model.to_str().unwrap(), "--out", "a.png"]);
     assert!(code == 2 && err.contains("another arm"), "{err}");
-    let (code, _, err) = elbow(&["atlas", "--solver", "analytic", "--model", model.to_str().unwrap(), "--out", "a.png"]);
+    let (code, _, err) =
+        elbow(&["atlas", "--solver", "analytic", "--model", model.to_str().unwrap(), "--out", "a.png"]);
     assert!(code == 2 && err.contains("learned head"), "{err}");
     // A refused run leaves a good file alone.
     let before = std::fs::read(&png).unwrap();
-    let (code, _, _) = elbow(&["atlas", "--solver", "mdn", "--model", "/no/such/model.json", "--out", png.to_str().unwrap()]);
+    let (code, _, _) =
+        elbow(&["atlas", "--solver", "mdn", "--model", "/no/such/model.json", "--out", png.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert_eq!(std::fs::read(&png).unwrap(), before);
     std::fs::remove_dir_all(&dir).ok();

@@ -17,8 +17,7 @@ use elbow::Point2;
 
 /// Registers the cameras and the viewport and pointer systems.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Startup, spawn_cameras)
-        .add_systems(Update, (fit_viewport, pointer).chain().in_set(AppSet::Input));
+    app.add_systems(Startup, spawn_cameras).add_systems(Update, (fit_viewport, pointer).chain().in_set(AppSet::Input));
 }
 
 /// Background of the world viewport.

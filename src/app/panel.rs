@@ -13,9 +13,9 @@
 
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
 use super::state::{
-    AtlasView, Curve, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LoadModel, ModelFile, Models, Nominal, PanelWidth, PlantSettings,
-    LiveSweep, Readout, RunState, SHORTCUTS, Shown, SweepChannel, Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
-    range,
+    AtlasView, Curve, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LiveSweep, LoadModel, ModelFile,
+    Models, Nominal, PanelWidth, PlantSettings, Readout, RunState, SHORTCUTS, Shown, Sim, Solutions, SweepChannel,
+    Target, TipHistory, TrainCommand, Training, TrainingParams, range,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -220,7 +220,8 @@ fn sweep_section(ui: &mut egui::Ui, lab: &mut Lab) {
     let line = |curve: &Curve, points: &[[f64; 2]], log: bool| {
         let pts: Vec<[f64; 2]> =
             points.iter().map(|p| [p[0], if log { p[1].max(1e-6).log10() } else { p[1] * 100.0 }]).collect();
-        let mut l = Line::new(curve.pipeline.key(), PlotPoints::from(pts)).color(color32(solver_color(curve.pipeline.solver)));
+        let mut l =
+            Line::new(curve.pipeline.key(), PlotPoints::from(pts)).color(color32(solver_color(curve.pipeline.solver)));
         if curve.pipeline.envelope {
             l = l.style(dashed);
         }
@@ -370,7 +371,8 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
                 ui.checkbox(&mut shown.0[id], "");
                 swatch(ui, solver_color(id));
             });
-            let components = id.head().filter(|h| h.spec().output == Output::Mixture).map(|h| lab.solutions.candidates[h].len());
+            let components =
+                id.head().filter(|h| h.spec().output == Output::Mixture).map(|h| lab.solutions.candidates[h].len());
             ui.label(match components {
                 Some(n) if n > 0 => format!("{} ({n} comp.)", id.name()),
                 _ => id.name().into(),

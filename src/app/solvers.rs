@@ -42,7 +42,8 @@ fn solve_all(
         *row = lineup.solve(id, t, seed).map_or_else(Readout::default, |s| readout(&judged_on, t, s));
     }
     let mode = elbow::ElbowMode::of(seed);
-    out.candidates = Table::from_fn(|h: HeadKind| models.get(h).map_or_else(Vec::new, |m| m.predict(t, mode).candidates));
+    out.candidates =
+        Table::from_fn(|h: HeadKind| models.get(h).map_or_else(Vec::new, |m| m.predict(t, mode).candidates));
     out.proposal = lineup.solve(driver.0.solver, t, seed);
     out.driver_name = driver.0.label();
     out.frame += 1;

@@ -6,8 +6,8 @@
 
 use bevy::prelude::*;
 use elbow::atlas::{Atlas, Layer};
-use elbow::experiments::degradation::Channel;
 use elbow::envelope::{InterventionLog, Reason};
+use elbow::experiments::degradation::Channel;
 use elbow::learned::Candidate;
 use elbow::{
     HeadKind, LearnedModel, Mismatch, Pipeline, Plant, PlantConfig, Point2, Pose, RealArm, Solution, SolveStatus,
@@ -230,7 +230,14 @@ impl PlantSettings {
     /// The plant configuration for `nominal`.
     pub(crate) fn config(&self, nominal: &TwoLinkArm) -> PlantConfig {
         let s = self.sanitized();
-        PlantConfig { real: self.real_arm(nominal), backlash: s.backlash, lag: s.lag, noise_std: s.noise_std, seed: 7 }
+        PlantConfig {
+            real: self.real_arm(nominal),
+            backlash: s.backlash,
+            lag: s.lag,
+            noise_std: s.noise_std,
+            seed: 7,
+            ..PlantConfig::ideal(*nominal)
+        }
     }
 }
 

@@ -8,9 +8,9 @@ use super::state::{
     AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, Models, PlantSettings, PointerDrag, RunState, SHORTCUTS, Sim,
     Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
 };
-use elbow::atlas::Layer;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
+use elbow::atlas::Layer;
 use elbow::envelope::Reason;
 use elbow::{HeadKind, Pipeline, Point2, SolverId, TrainConfig, Trainer};
 use rand::{RngExt, SeedableRng};

@@ -256,9 +256,12 @@ fn load_models(
         let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let outcome = match LearnedModel::load(path) {
             Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(m) if m.arm != nominal.0 => {
-                Err(format!("{}: trained for another arm ({:?}) than the app's ({:?})", path.display(), m.arm, nominal.0))
-            }
+            Ok(m) if m.arm != nominal.0 => Err(format!(
+                "{}: trained for another arm ({:?}) than the app's ({:?})",
+                path.display(),
+                m.arm,
+                nominal.0
+            )),
             Ok(m) => {
                 let head = m.kind;
                 workers.0[head] = None; // joins its training thread, if any
@@ -322,7 +325,8 @@ mod tests {
 
     #[test]
     fn dropping_a_worker_joins_its_thread_even_mid_wait() {
-        let cfg = TrainConfig { steps: 1_000_000, data_size: 256, batch: 16, hidden: 4, depth: 1, ..TrainConfig::default() };
+        let cfg =
+            TrainConfig { steps: 1_000_000, data_size: 256, batch: 16, hidden: 4, depth: 1, ..TrainConfig::default() };
         // A slow speed limit: the worker spends its time waiting between chunks.
         let worker = Worker::spawn(cfg, 0.001).expect("spawns");
         std::thread::sleep(Duration::from_millis(50));

@@ -26,9 +26,9 @@ use crate::learned::{BatchAnswer, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
 use crate::solver::{Solution, SolveStatus};
 use rand::{RngExt, SeedableRng};
-use rayon::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// What an atlas colours each cell by.
@@ -495,6 +495,8 @@ mod tests {
             assert!(compute(&lineup, SolverId::Analytic, &bad).is_err(), "{bad:?}");
         }
         let noisy = compute(&lineup, SolverId::Iterative, &AtlasConfig { noise: 1.0, samples: 8, ..cfg() }).unwrap();
-        assert!(noisy.cells.iter().all(|c| c.miss.is_finite() && c.silent.is_finite() && (0.0..=1.0).contains(&c.silent)));
+        assert!(
+            noisy.cells.iter().all(|c| c.miss.is_finite() && c.silent.is_finite() && (0.0..=1.0).contains(&c.silent))
+        );
     }
 }

@@ -188,7 +188,10 @@ fn draw<DB: DrawingBackend>(
 }
 
 /// Draws the colour bar or the class list of `layer` into `area`.
-fn draw_key<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, layer: Layer) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    layer: Layer,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let text = (FONT, 14).into_font().color(&BLACK);
     match paint::key(layer) {
         paint::Key::Scale { lo, hi, log, unit } => {

@@ -56,7 +56,11 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
             }
             let report = report?;
             drop(polling);
-            if a.json { print_json(&report)? } else { print_averaging(&report)? }
+            if a.json {
+                print_json(&report)?
+            } else {
+                print_averaging(&report)?
+            }
             Ok(())
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
@@ -113,11 +117,19 @@ impl AveragingArgs {
 fn print_averaging(r: &AveragingReport) -> Result<(), String> {
     outln!(
         "The averaging trap: {} held-out targets, reach {} m (nets trained in {:.1} s)",
-        r.targets, r.reach, r.train_seconds
+        r.targets,
+        r.reach,
+        r.train_seconds
     );
     outln!(
         "{:<20} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}",
-        "pose from", "mean miss", "median", "p95", "% of reach", "Δq to avg", "Δq to branch"
+        "pose from",
+        "mean miss",
+        "median",
+        "p95",
+        "% of reach",
+        "Δq to avg",
+        "Δq to branch"
     );
     for row in &r.rows {
         let s = row.fk_miss;

@@ -88,13 +88,23 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), String> {
     }
     outln!(
         "{:<11} {:>12} {:>12} {:>22} {:>12} {:>10}",
-        "pose", "shoulder°", "elbow°", "tip (x, y)", "FK error m", "in limits"
+        "pose",
+        "shoulder°",
+        "elbow°",
+        "tip (x, y)",
+        "FK error m",
+        "in limits"
     );
     for r in &report.rows {
         let tip = format!("({:.6}, {:.6})", r.tip[0], r.tip[1]);
         outln!(
             "{:<11} {:>12.4} {:>12.4} {:>22} {:>12.3e} {:>10}",
-            r.name, r.shoulder_deg, r.elbow_deg, tip, r.fk_error, r.admissible
+            r.name,
+            r.shoulder_deg,
+            r.elbow_deg,
+            tip,
+            r.fk_error,
+            r.admissible
         );
     }
     Ok(())

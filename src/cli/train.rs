@@ -159,11 +159,20 @@ pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
     let s = report.fk_miss;
     outln!(
         "head {}: {} steps in {:.2} s ({:.0} samples/s), final loss {:.4}",
-        report.head, report.steps, report.train_seconds, report.samples_per_second, report.final_loss
+        report.head,
+        report.steps,
+        report.train_seconds,
+        report.samples_per_second,
+        report.final_loss
     );
     outln!(
         "held-out FK miss over {} answers: mean {:.4} m ({:.2}% of reach), median {:.4}, p95 {:.4}, max {:.4}",
-        s.n, s.mean, report.mean_miss_percent_of_reach, s.median, s.p95, s.max
+        s.n,
+        s.mean,
+        report.mean_miss_percent_of_reach,
+        s.median,
+        s.p95,
+        s.max
     );
     if let Some(a) = report.analytic_on_real_arm {
         outln!("analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}", a.mean, a.median, a.p95);

@@ -267,7 +267,10 @@ mod tests {
         let env = Envelope { arm, config: EnvelopeConfig::for_arm(&arm) };
         assert!(env.config.max_joint_step() < std::f64::consts::PI, "a wrapped distance can exceed the step");
         assert_eq!(env.active_checks(Fit::Pose), [Reason::NonFinite, Reason::JointStep, Reason::FkMiss]);
-        assert_eq!(env.active_checks(Fit::of(HeadKind::Residual, Region::Annulus)), [Reason::NonFinite, Reason::JointStep, Reason::TrustRegion]);
+        assert_eq!(
+            env.active_checks(Fit::of(HeadKind::Residual, Region::Annulus)),
+            [Reason::NonFinite, Reason::JointStep, Reason::TrustRegion]
+        );
         let limited = arm.with_limits(JointLimits::FULL, JointLimits::new(0.0, 3.0, "elbow").unwrap()).unwrap();
         let off = EnvelopeConfig { max_joint_speed: f64::INFINITY, ..EnvelopeConfig::for_arm(&arm) };
         let env2 = Envelope { arm: limited, config: off };

@@ -69,7 +69,8 @@ impl LearnedModel {
                 (Output::Correction, _) => {
                     let base = solve_branches(&self.arm, *t).pose(mode);
                     let d = Pose::new(y[0] as f64, y[1] as f64) * (1.0 / self.output_scale as f64);
-                    let pose = if d.is_finite() && d.max_abs() <= self.max_correction { (base + d).wrapped() } else { base };
+                    let pose =
+                        if d.is_finite() && d.max_abs() <= self.max_correction { (base + d).wrapped() } else { base };
                     BatchAnswer { pose, top_weight: 1.0 }
                 }
                 (Output::Pose, _) | (Output::Mixture, None) => {
@@ -85,8 +86,8 @@ impl LearnedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer, held_out_targets};
     use crate::kinematics::{Region, TwoLinkArm};
+    use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer, held_out_targets};
 
     #[test]
     fn batched_answers_match_single_predictions() {

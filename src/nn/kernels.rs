@@ -195,7 +195,11 @@ unsafe fn load_a<V: Simd>(ap: *const f32, v: usize, careful: bool, rows_left: us
     // SAFETY: the caller passes `careful` for every column where a whole vector could run past A.
     unsafe {
         let rows = rows_left - v * V::LANES;
-        if careful && rows < V::LANES { V::load_partial(ap.add(v * V::LANES), rows) } else { V::load(ap.add(v * V::LANES)) }
+        if careful && rows < V::LANES {
+            V::load_partial(ap.add(v * V::LANES), rows)
+        } else {
+            V::load(ap.add(v * V::LANES))
+        }
     }
 }
 
@@ -217,7 +221,12 @@ struct Operands {
 /// One rank-1 update of a tile's accumulators, from column `p` of A and row `p` of B.
 #[allow(clippy::needless_range_loop)] // acc[v][j]: the index order of the register tile
 #[inline(always)]
-unsafe fn tile_step<V: Simd, const MV: usize, const NR: usize>(acc: &mut [[V; NR]; MV], o: &Operands, p: usize, careful: bool) {
+unsafe fn tile_step<V: Simd, const MV: usize, const NR: usize>(
+    acc: &mut [[V; NR]; MV],
+    o: &Operands,
+    p: usize,
+    careful: bool,
+) {
     // SAFETY: forwarded from `tile`.
     unsafe {
         let ap = o.a.add(p * o.lda);
@@ -334,7 +343,13 @@ unsafe fn finish<V: Simd, const MV: usize, const NR: usize>(
 }
 
 #[inline(always)]
-unsafe fn run_tile<V: Simd, const MV: usize, const NR: usize>(g: &Gemm<'_>, o: Operands, c: *mut f32, row0: usize, col0: usize) {
+unsafe fn run_tile<V: Simd, const MV: usize, const NR: usize>(
+    g: &Gemm<'_>,
+    o: Operands,
+    c: *mut f32,
+    row0: usize,
+    col0: usize,
+) {
     // SAFETY: forwarded from `gemm_body`.
     unsafe {
         let o = Operands { a: o.a.add(row0), b: o.b.add(col0 * o.b_j), rows_left: g.m - row0, ..o };
@@ -356,7 +371,14 @@ unsafe fn run_tile<V: Simd, const MV: usize, const NR: usize>(g: &Gemm<'_>, o: O
 
 /// One tile of `mv` row vectors and `nr` columns, matched onto the const-generic kernels.
 #[inline(always)]
-unsafe fn dispatch_tile<V: Simd, const MV: usize>(g: &Gemm<'_>, o: Operands, c: *mut f32, row0: usize, col0: usize, nr: usize) {
+unsafe fn dispatch_tile<V: Simd, const MV: usize>(
+    g: &Gemm<'_>,
+    o: Operands,
+    c: *mut f32,
+    row0: usize,
+    col0: usize,
+    nr: usize,
+) {
     macro_rules! arms {
         ($($n:literal)*) => {
             match nr {
@@ -396,7 +418,16 @@ fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
     // computed and dropped); only where they would run past the end of A do loads go partial.
     let reach = vectors * V::LANES;
     let k_full = if g.a.len() >= reach { g.k.min((g.a.len() - reach) / g.lda.max(1) + 1) } else { 0 };
-    let o = Operands { a: g.a.as_ptr(), lda: g.lda, b: g.b.as_ptr(), b_k: g.b_k, b_j: g.b_j, k: g.k, k_full, rows_left: g.m };
+    let o = Operands {
+        a: g.a.as_ptr(),
+        lda: g.lda,
+        b: g.b.as_ptr(),
+        b_k: g.b_k,
+        b_j: g.b_j,
+        k: g.k,
+        k_full,
+        rows_left: g.m,
+    };
     let c = c.as_mut_ptr();
     // One column (a single target): four row vectors per tile, more chains per tile.
     let mv = if g.n == 1 { 4 } else { V::MV.min(2) };
@@ -426,7 +457,18 @@ fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
 pub fn row_sums(x: &[f32], rows: usize, sums: &mut [f32]) {
     assert!(rows > 0 && sums.len() == rows && x.len().is_multiple_of(rows), "row_sums shapes");
     let ones = [1.0f32];
-    let g = Gemm { m: rows, n: 1, k: x.len() / rows, a: x, lda: rows, b: &ones, b_k: 0, b_j: 0, ldc: rows, epilogue: Epilogue::Plain };
+    let g = Gemm {
+        m: rows,
+        n: 1,
+        k: x.len() / rows,
+        a: x,
+        lda: rows,
+        b: &ones,
+        b_k: 0,
+        b_j: 0,
+        ldc: rows,
+        epilogue: Epilogue::Plain,
+    };
     gemm(&g, sums);
 }
 
@@ -511,7 +553,8 @@ pub(crate) mod tests {
     type Kernel = fn(&Gemm<'_>, &mut [f32]);
 
     fn kernels() -> Vec<(&'static str, Kernel)> {
-        let mut k: Vec<(&'static str, Kernel)> = vec![("dispatched", gemm), ("scalar", |g, c| gemm_body::<Scalar>(g, c))];
+        let mut k: Vec<(&'static str, Kernel)> =
+            vec![("dispatched", gemm), ("scalar", |g, c| gemm_body::<Scalar>(g, c))];
         #[cfg(target_arch = "x86_64")]
         k.push(("sse2", |g, c| gemm_body::<crate::simd::Base>(g, c)));
         k
@@ -520,7 +563,16 @@ pub(crate) mod tests {
     #[test]
     fn gemm_matches_the_reference_for_every_shape_and_epilogue() {
         for (name, kernel) in kernels() {
-            for &(m, k, n) in &[(1usize, 1usize, 1usize), (3, 2, 5), (14, 64, 9), (64, 3, 13), (64, 64, 256), (17, 5, 1), (64, 14, 7), (40, 7, 1)] {
+            for &(m, k, n) in &[
+                (1usize, 1usize, 1usize),
+                (3, 2, 5),
+                (14, 64, 9),
+                (64, 3, 13),
+                (64, 64, 256),
+                (17, 5, 1),
+                (64, 14, 7),
+                (40, 7, 1),
+            ] {
                 let lda = if n % 3 == 0 { m + 5 } else { m };
                 let a = values(lda * k.saturating_sub(1) + m, 1);
                 let (b_k, b_j) = if n % 2 == 0 { (1, k) } else { (n, 1) }; // both B layouts

@@ -121,10 +121,7 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
     let (k, d) = (m.k, m.d);
     let rows = m.outputs();
     let batch = output.ncols();
-    assert!(
-        output.nrows() == rows && target.shape() == (d, batch) && grad.shape() == (rows, batch),
-        "mdn loss shapes"
-    );
+    assert!(output.nrows() == rows && target.shape() == (d, batch) && grad.shape() == (rows, batch), "mdn loss shapes");
     let lanes = V::LANES;
     let inv_b = 1.0 / batch.max(1) as f32;
     let floor = m.sigma_min.ln();

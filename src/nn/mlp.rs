@@ -194,7 +194,14 @@ impl Mlp {
     }
 
     /// Runs every layer on `n` samples, through the two scratch buffers, into `out`.
-    fn forward_chunk<'b>(&self, x: &[f32], n: usize, out: &mut [f32], mut ping: &'b mut [f32], mut pong: &'b mut [f32]) {
+    fn forward_chunk<'b>(
+        &self,
+        x: &[f32],
+        n: usize,
+        out: &mut [f32],
+        mut ping: &'b mut [f32],
+        mut pong: &'b mut [f32],
+    ) {
         let last = self.layers.len() - 1;
         for (i, layer) in self.layers.iter().enumerate() {
             let dst: &mut [f32] = if i == last { &mut *out } else { &mut ping[..layer.outputs() * n] };
@@ -361,7 +368,11 @@ pub(crate) mod tests {
         let mut bs = BatchScratch::default();
         net.forward_batch(x.as_slice(), &mut out, &mut bs);
         let first_diff = out.iter().zip(want.iter()).position(|(a, b)| a.to_bits() != b.to_bits());
-        assert!(first_diff.is_none(), "first difference at {first_diff:?}: {:?}", first_diff.map(|i| (out[i], want[i])));
+        assert!(
+            first_diff.is_none(),
+            "first difference at {first_diff:?}: {:?}",
+            first_diff.map(|i| (out[i], want[i]))
+        );
         // The scratch is reused, and a different batch size works with it.
         net.forward_batch(&x.as_slice()[..3 * 5], &mut out[..14 * 5], &mut bs);
         assert!(out[..14 * 5] == want.as_slice()[..14 * 5]);

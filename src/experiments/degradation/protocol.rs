@@ -114,7 +114,7 @@ pub fn plant_run(
     seed: u64,
 ) -> Outcome {
     let p = setting.perturbation;
-    let cfg = PlantConfig { real, backlash: p.backlash, lag: 0.0, noise_std: p.encoder, seed };
+    let cfg = PlantConfig { real, backlash: p.backlash, noise_std: p.encoder, seed, ..PlantConfig::ideal(real.arm) };
     let mut plant = Plant::new(cfg, START);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xac7a_70a7);
     let actuator = Jitter::new(p.actuator);
