@@ -101,7 +101,22 @@ fn gemm_shapes(c: &mut Criterion) {
             bch.iter(|| {
                 // SAFETY: the strides address m x k, k x n and m x n column-major buffers.
                 unsafe {
-                    matrixmultiply::sgemm(m, k, n, 1.0, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, 0.0, out.as_mut_ptr(), 1, m as isize);
+                    matrixmultiply::sgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        rsa,
+                        csa,
+                        b.as_ptr(),
+                        rsb,
+                        csb,
+                        0.0,
+                        out.as_mut_ptr(),
+                        1,
+                        m as isize,
+                    );
                 }
                 black_box(&mut out);
             })
@@ -111,8 +126,25 @@ fn gemm_shapes(c: &mut Criterion) {
                 // SAFETY: as above; the destination is not read (read_dst false).
                 unsafe {
                     gemm::gemm(
-                        m, n, k, out.as_mut_ptr(), m as isize, 1, false, a.as_ptr(), csa, rsa, b.as_ptr(), csb, rsb, 0.0, 1.0,
-                        false, false, false, gemm::Parallelism::None,
+                        m,
+                        n,
+                        k,
+                        out.as_mut_ptr(),
+                        m as isize,
+                        1,
+                        false,
+                        a.as_ptr(),
+                        csa,
+                        rsa,
+                        b.as_ptr(),
+                        csb,
+                        rsb,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
                     );
                 }
                 black_box(&mut out);

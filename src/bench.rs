@@ -198,7 +198,8 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     // One MAC per weight per sample: forward, dW for every layer, dX for all but the first.
     let macs = net.macs_per_sample() * 3 - net.layers[0].w.len();
     let flops_per_sample = 2.0 * macs as f64;
-    let (fma_peak_gflops, fma_kernel) = (0..3).map(|_| fma_peak_gflops()).max_by(|a, b| a.0.total_cmp(&b.0)).expect("three runs");
+    let (fma_peak_gflops, fma_kernel) =
+        (0..3).map(|_| fma_peak_gflops()).max_by(|a, b| a.0.total_cmp(&b.0)).expect("three runs");
     let fma_peak_avx2_gflops = (0..3).map(|_| fma_peak_avx2_gflops()).fold(0.0, f64::max);
     let train_gflops = samples_per_second * flops_per_sample / 1e9;
 

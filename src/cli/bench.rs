@@ -38,7 +38,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     );
     outln!(
         "DLS warm-start solve     {:>10.1} ns   ({:.2} iterations on average)",
-        r.dls_warm_ns, r.dls_warm_iterations
+        r.dls_warm_ns,
+        r.dls_warm_iterations
     );
     outln!(
         "MDN training (f32, b256) {:>10.2} M samples/s  = {:.1} GFLOP/s ({:.0} FLOP/sample)",
@@ -48,7 +49,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     );
     outln!(
         "core FMA peak            {:>10.1} GFLOP/s ({}), training reaches {:.0}% of it (kernels: {})",
-        r.fma_peak_gflops, r.fma_kernel, r.train_percent_of_peak, r.simd_level
+        r.fma_peak_gflops,
+        r.fma_kernel,
+        r.train_percent_of_peak,
+        r.simd_level
     );
     outln!(
         "batched inference        {:>10.2} M targets/s = {:.1} GFLOP/s, {:.0}% of peak ({} targets)",
