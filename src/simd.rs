@@ -241,6 +241,8 @@ pub trait Simd: Copy {
     unsafe fn keep_where_between(x: Self, lo: Self, hi: Self, v: Self) -> Self;
     /// `v` where `x > 0`, else 0.
     unsafe fn keep_where_positive(x: Self, v: Self) -> Self;
+    /// 0 where `|self| < tiny`, else `self` (NaN and infinities stay).
+    unsafe fn zero_where_tiny(self, tiny: Self) -> Self;
     /// Sum of the lanes, in a fixed order.
     unsafe fn reduce_sum(self) -> f32;
 }

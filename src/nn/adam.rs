@@ -2,6 +2,7 @@
 
 use super::kernels::sum_of_squares;
 use super::mlp::{Gradients, Mlp};
+use crate::simd::math::{TINY, flush_tiny};
 
 /// Adam state for one network.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,10 +73,12 @@ impl Adam {
 fn adam_update_body(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) {
     assert!(p.len() == g.len() && m.len() == g.len() && v.len() == g.len(), "adam_update: slice lengths");
     let [scale, b1, b2, lr_t, eps] = k;
+    // The gradient and the moments flush below TINY (TINY² for the second moment), so a
+    // vanishing gradient's moments decay to zero instead of into subnormals.
     for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-        let g = g * scale;
-        *m = b1 * *m + (1.0 - b1) * g;
-        *v = b2 * *v + (1.0 - b2) * g * g;
+        let g = flush_tiny(g * scale, TINY);
+        *m = flush_tiny(b1 * *m + (1.0 - b1) * g, TINY);
+        *v = flush_tiny(b2 * *v + (1.0 - b2) * g * g, TINY * TINY);
         *p -= lr_t * *m / (v.sqrt() + eps);
     }
 }
@@ -138,6 +141,22 @@ mod tests {
                     }
                 }
             }
+        });
+    }
+
+    #[test]
+    fn vanishing_moments_go_to_zero_not_subnormal_at_every_level() {
+        crate::simd::for_each_level(|level| {
+            // A gradient of 1 once, then nothing: the moments decay by b1 and b2 per step.
+            let (mut p, mut m, mut v) = ([0f32; 3], [0f32; 3], [0f32; 3]);
+            let k = [1.0, 0.9, 0.999, 1e-3, 1e-8];
+            adam_update(&mut p, &[1.0; 3], &mut m, &mut v, k);
+            for step in 0..70_000 {
+                adam_update(&mut p, &[0.0, 1e-40, -1e-40], &mut m, &mut v, k);
+                let all = m.iter().chain(&v);
+                assert!(all.clone().all(|x| *x == 0.0 || x.is_normal()), "{level:?} step {step}: {m:?} {v:?}");
+            }
+            assert_eq!((m, v), ([0.0; 3], [0.0; 3]), "{level:?}");
         });
     }
 

@@ -22,6 +22,7 @@
 //! Everything is written once against [`Simd`] and dispatched at run time (see [`crate::simd`]).
 
 use super::activation::Activation;
+use crate::simd::math::TINY;
 use crate::simd::{Simd, dispatch};
 
 /// What happens to each tile of accumulators before it is stored.
@@ -31,7 +32,8 @@ pub enum Epilogue<'a> {
     Plain,
     /// `act(acc + bias[row])`; `bias` holds at least `m` values.
     BiasAct(&'a [f32], Activation),
-    /// `acc · act'(a)`, where `a` (the activation's output) has the layout of `C`.
+    /// `acc · act'(a)`, where `a` (the activation's output) has the layout of `C`; magnitudes
+    /// below [`TINY`] are stored as 0 (this is a gradient).
     ActGrad(&'a [f32], Activation),
 }
 
@@ -249,7 +251,9 @@ unsafe fn finish<V: Simd, const MV: usize, const NR: usize>(
                 let y = match g.epilogue {
                     Epilogue::Plain => x,
                     Epilogue::BiasAct(_, act) => act.apply_v(x.add(bias)),
-                    Epilogue::ActGrad(a, act) => act.grad_v(x, load_rows::<V>(a.as_ptr().add(at), rows)),
+                    Epilogue::ActGrad(a, act) => {
+                        act.grad_v(x, load_rows::<V>(a.as_ptr().add(at), rows)).zero_where_tiny(V::splat(TINY))
+                    }
                 };
                 if rows == V::LANES {
                     y.store(c.add(at));
@@ -560,6 +564,34 @@ pub(crate) mod tests {
                 for offset in [0, 1, 3] {
                     check_shape(m, k, n, offset, level);
                 }
+            }
+        });
+    }
+
+    #[test]
+    fn gradient_epilogues_store_no_subnormals_at_every_level() {
+        // Column 0 is 1e-20 · (1e-20 or 1) (subnormal or below TINY): the input gradient
+        // stores 0 instead. Column 1 keeps the ordinary entries and flushes only the 1e-20s.
+        let (a, b) = ([1e-20f32, 1.0, 1e-20, 1.0], [1e-20f32, 1.0]);
+        let act = [0.5f32; 8];
+        for_each_level(|level| {
+            for f in [Activation::Tanh, Activation::Relu, Activation::Identity] {
+                let g = Gemm {
+                    m: 4,
+                    n: 2,
+                    k: 1,
+                    a: &a,
+                    lda: 4,
+                    b: &b,
+                    b_k: 1,
+                    b_j: 1,
+                    ldc: 4,
+                    epilogue: Epilogue::ActGrad(&act, f),
+                };
+                let mut c = [f32::NAN; 8];
+                gemm(&g, &mut c);
+                let kept = if f == Activation::Tanh { 0.75 } else { 1.0 };
+                assert_eq!(c, [0.0, 0.0, 0.0, 0.0, 0.0, kept, 0.0, kept], "{level:?} {f:?}");
             }
         });
     }

@@ -3,7 +3,7 @@
 use nalgebra::{DMatrix, DVectorView};
 use serde::{Deserialize, Serialize};
 
-use crate::simd::math::{exp, ln};
+use crate::simd::math::{TINY, exp, ln};
 use crate::simd::{Simd, dispatch};
 
 pub use crate::simd::math::fast_exp;
@@ -155,6 +155,7 @@ unsafe fn mdn_loss_body<V: Simd>(
         let ld = |buf: &[f32], r: usize| V::load(buf.as_ptr().add(r * lanes));
         let (lo, hi) = (V::splat(floor), V::splat(RAW_MAX));
         let inv_bv = V::splat(inv_b);
+        let tiny = V::splat(TINY);
         for c0 in (0..batch).step_by(lanes) {
             let count = lanes.min(batch - c0);
             for l in 0..count {
@@ -208,8 +209,9 @@ unsafe fn mdn_loss_body<V: Simd>(
                 tail += l[..count].iter().sum::<f32>();
             }
             for i in 0..k {
-                let resp = ld(&like, i).div(sum);
-                let p = ld(&prior, i).div(psum);
+                // Probabilities below TINY are zero (their products would go subnormal).
+                let resp = ld(&like, i).div(sum).zero_where_tiny(tiny);
+                let p = ld(&prior, i).div(psum).zero_where_tiny(tiny);
                 p.sub(resp).mul(inv_bv).store(g.as_mut_ptr().add(i * lanes));
                 let neg_resp_b = V::splat(0.0).sub(resp).mul(inv_bv);
                 for j in 0..d {
@@ -362,6 +364,21 @@ mod tests {
         assert!((nll - (160.0 + 8.0 + LOG_SQRT_2PI + 0.5 * z * z)).abs() < 1e-3, "{nll}");
         assert!((g[0] - 1.0).abs() < 1e-6 && (g[1] + 1.0).abs() < 1e-6, "{g}");
         assert_eq!((g[4], g[5]), (0.0, 0.0), "clamped log-sigmas get no gradient");
+    }
+
+    #[test]
+    fn mdn_gradient_holds_no_subnormals_at_every_level() {
+        // Component 0's logit is 200 below component 1's, so its responsibility is e^-87 (the
+        // floor of exp) and its mean's gradient, times z = 0.01, would be a subnormal number.
+        let loss = MdnNll { k: 2, d: 1, sigma_min: 0.01 };
+        let o = DMatrix::from_column_slice(6, 1, &[-100.0, 100.0, 0.01, 0.0, 0.0, 0.0]);
+        let t = DMatrix::from_column_slice(1, 1, &[0.0]);
+        for_each_level(|level| {
+            let mut g = DMatrix::from_element(6, 1, f32::NAN);
+            loss.loss_and_grad(&o, &t, &mut g);
+            assert!(g.iter().all(|v| *v == 0.0 || v.is_normal()), "{level:?}: {g}");
+            assert_eq!(g[2], 0.0, "{level:?}: the hopeless component's mean moved");
+        });
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The baseline level: one lane of plain `f32` arithmetic, valid on every CPU.
 
+use super::math::flush_tiny;
 use super::{Level, Simd};
 
 /// One lane of plain scalar code: the baseline level on every architecture, and the type at
@@ -90,6 +91,10 @@ impl Simd for Scalar {
     #[inline(always)]
     unsafe fn keep_where_positive(x: Self, v: Self) -> Self {
         Self(if x.0 > 0.0 { v.0 } else { 0.0 })
+    }
+    #[inline(always)]
+    unsafe fn zero_where_tiny(self, tiny: Self) -> Self {
+        Self(flush_tiny(self.0, tiny.0))
     }
     #[inline(always)]
     unsafe fn reduce_sum(self) -> f32 {

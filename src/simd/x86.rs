@@ -126,6 +126,15 @@ impl Simd for V16 {
         unsafe { Self(_mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(x.0, _mm512_setzero_ps()), v.0)) }
     }
     #[inline(always)]
+    unsafe fn zero_where_tiny(self, tiny: Self) -> Self {
+        // SAFETY: the trait's contract.
+        unsafe {
+            let abs =
+                _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(self.0), _mm512_set1_epi32(0x7fff_ffff)));
+            Self(_mm512_mask_mov_ps(self.0, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(abs, tiny.0), _mm512_setzero_ps()))
+        }
+    }
+    #[inline(always)]
     unsafe fn reduce_sum(self) -> f32 {
         // SAFETY: the trait's contract (AVX-512F implies AVX2).
         unsafe {
@@ -240,6 +249,14 @@ impl Simd for V8 {
     unsafe fn keep_where_positive(x: Self, v: Self) -> Self {
         // SAFETY: the trait's contract.
         unsafe { Self(_mm256_and_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(x.0, _mm256_setzero_ps()), v.0)) }
+    }
+    #[inline(always)]
+    unsafe fn zero_where_tiny(self, tiny: Self) -> Self {
+        // SAFETY: the trait's contract.
+        unsafe {
+            let abs = _mm256_and_ps(self.0, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff)));
+            Self(_mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(abs, tiny.0), self.0))
+        }
     }
     #[inline(always)]
     unsafe fn reduce_sum(self) -> f32 {
