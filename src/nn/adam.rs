@@ -1,6 +1,8 @@
 //! The Adam optimizer (Kingma & Ba), with bias correction and optional gradient clipping.
 
+use super::kernels::sum_of_squares;
 use super::mlp::{Gradients, Mlp};
+use crate::simd::math::{TINY, flush_tiny};
 
 /// Adam state for one network.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,9 +36,19 @@ impl Adam {
     }
 
     /// One update of `net` from `grads`. Non-finite gradients skip the step and return false.
+    ///
+    /// # Panics
+    /// If `grads` or this state is not shaped like `net`.
     pub fn step(&mut self, net: &mut Mlp, grads: &Gradients) -> bool {
         let slices = grads.slices();
-        let norm_sq: f32 = slices.iter().flat_map(|s| s.iter()).map(|g| g * g).sum();
+        let params = net.parameters_mut();
+        assert!(
+            params.len() == slices.len()
+                && self.m.len() == slices.len()
+                && params.iter().zip(&slices).zip(&self.m).all(|((p, g), m)| p.len() == g.len() && m.len() == g.len()),
+            "Adam::step: gradients or state not shaped like the network"
+        );
+        let norm_sq = sum_of_squares(&slices);
         if !norm_sq.is_finite() {
             return false;
         }
@@ -46,7 +58,7 @@ impl Adam {
         let t = self.t as i32;
         let lr_t = self.lr * (1.0 - self.beta2.powi(t)).sqrt() / (1.0 - self.beta1.powi(t));
         let (b1, b2, eps) = (self.beta1, self.beta2, self.eps);
-        for (((p, g), m), v) in net.parameters_mut().into_iter().zip(slices).zip(&mut self.m).zip(&mut self.v) {
+        for (((p, g), m), v) in params.into_iter().zip(slices).zip(&mut self.m).zip(&mut self.v) {
             adam_update(p, g, m, v, [scale, b1, b2, lr_t, eps]);
         }
         true
@@ -54,13 +66,19 @@ impl Adam {
 }
 
 /// One Adam update of a parameter slice; `k` is `[grad scale, beta1, beta2, lr_t, eps]`.
+///
+/// # Panics
+/// If the four slices differ in length.
 #[inline(always)]
 fn adam_update_body(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: [f32; 5]) {
+    assert!(p.len() == g.len() && m.len() == g.len() && v.len() == g.len(), "adam_update: slice lengths");
     let [scale, b1, b2, lr_t, eps] = k;
+    // The gradient and the moments flush below TINY (TINY² for the second moment), so a
+    // vanishing gradient's moments decay to zero instead of into subnormals.
     for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-        let g = g * scale;
-        *m = b1 * *m + (1.0 - b1) * g;
-        *v = b2 * *v + (1.0 - b2) * g * g;
+        let g = flush_tiny(g * scale, TINY);
+        *m = flush_tiny(b1 * *m + (1.0 - b1) * g, TINY);
+        *v = flush_tiny(b2 * *v + (1.0 - b2) * g * g, TINY * TINY);
         *p -= lr_t * *m / (v.sqrt() + eps);
     }
 }
@@ -95,6 +113,57 @@ mod tests {
         assert!(loss < 1e-6, "{loss}");
         assert!((net.layers[0].w[(0, 0)] - 2.0).abs() < 1e-2);
         assert_eq!(adam.steps(), 2000);
+    }
+
+    #[test]
+    fn the_update_matches_the_formula_at_every_level() {
+        let k = [0.7f32, 0.9, 0.999, 0.01, 1e-8];
+        crate::simd::for_each_level(|level| {
+            for len in [1usize, 7, 15, 17, 63, 65] {
+                for offset in [0usize, 1, 3] {
+                    let n = offset + len;
+                    let wave = |f: f32| (0..n).map(move |i| ((i as f32 + 1.0) * f).sin()).collect::<Vec<f32>>();
+                    let (p0, g, m0) = (wave(0.3), wave(0.7), wave(1.1));
+                    let v0: Vec<f32> = wave(1.3).iter().map(|x| 0.5 + x * x).collect();
+                    let (mut p, mut m, mut v) = (p0.clone(), m0.clone(), v0.clone());
+                    adam_update(&mut p[offset..], &g[offset..], &mut m[offset..], &mut v[offset..], k);
+                    assert_eq!((&p[..offset], &m[..offset]), (&p0[..offset], &m0[..offset]), "wrote before the slice");
+                    for i in offset..n {
+                        let gs = g[i] as f64 * k[0] as f64;
+                        let mi = 0.9 * m0[i] as f64 + 0.1 * gs;
+                        let vi = 0.999 * v0[i] as f64 + 0.001 * gs * gs;
+                        let pi = p0[i] as f64 - 0.01 * mi / (vi.sqrt() + 1e-8);
+                        let close = |a: f32, b: f64| (a as f64 - b).abs() <= 1e-6 * (1.0 + b.abs());
+                        assert!(
+                            close(m[i], mi) && close(v[i], vi) && close(p[i], pi),
+                            "{level:?} len {len} offset {offset} at {i}"
+                        );
+                    }
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn vanishing_moments_go_to_zero_not_subnormal_at_every_level() {
+        crate::simd::for_each_level(|level| {
+            // A gradient of 1 once, then nothing: the moments decay by b1 and b2 per step.
+            let (mut p, mut m, mut v) = ([0f32; 3], [0f32; 3], [0f32; 3]);
+            let k = [1.0, 0.9, 0.999, 1e-3, 1e-8];
+            adam_update(&mut p, &[1.0; 3], &mut m, &mut v, k);
+            for step in 0..70_000 {
+                adam_update(&mut p, &[0.0, 1e-40, -1e-40], &mut m, &mut v, k);
+                let all = m.iter().chain(&v);
+                assert!(all.clone().all(|x| *x == 0.0 || x.is_normal()), "{level:?} step {step}: {m:?} {v:?}");
+            }
+            assert_eq!((m, v), ([0.0; 3], [0.0; 3]), "{level:?}");
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "slice lengths")]
+    fn the_update_refuses_mismatched_slices() {
+        adam_update(&mut [0.0; 3], &[0.0; 3], &mut [0.0; 3], &mut [0.0; 2], [1.0, 0.9, 0.999, 0.01, 1e-8]);
     }
 
     #[test]

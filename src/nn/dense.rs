@@ -1,22 +1,12 @@
-//! A fully connected layer `y = act(W x + b)` and its activations.
+//! A fully connected layer `y = act(W x + b)`.
 
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
+pub use super::activation::Activation;
 use super::kernels::{self, Epilogue, Gemm};
-
-/// Element-wise non-linearity after a layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Activation {
-    /// Hyperbolic tangent (a rational approximation accurate to about 1e-7).
-    Tanh,
-    /// Rectified linear unit.
-    Relu,
-    /// No non-linearity (the output layer).
-    Identity,
-}
 
 impl std::str::FromStr for Activation {
     type Err = String;
@@ -30,59 +20,6 @@ impl std::str::FromStr for Activation {
         }
     }
 }
-
-/// `tanh` as a 13/6 rational function (the form Eigen uses): vectorisable and within ~1e-7 of
-/// the true value, far cheaper than the libm call it replaces.
-#[inline(always)]
-pub fn fast_tanh(x: f32) -> f32 {
-    const A1: f32 = 4.893_524_6e-3;
-    const A3: f32 = 6.372_619_3e-4;
-    const A5: f32 = 1.485_722_4e-5;
-    const A7: f32 = 5.122_297e-8;
-    const A9: f32 = -8.604_672e-11;
-    const A11: f32 = 2.000_188e-13;
-    const A13: f32 = -2.760_768_5e-16;
-    const B0: f32 = 4.893_525e-3;
-    const B2: f32 = 2.268_434_6e-3;
-    const B4: f32 = 1.185_347_1e-4;
-    const B6: f32 = 1.198_258_4e-6;
-    let x = x.clamp(-7.905_311, 7.905_311);
-    let x2 = x * x;
-    let p = x * (A1 + x2 * (A3 + x2 * (A5 + x2 * (A7 + x2 * (A9 + x2 * (A11 + x2 * A13))))));
-    let q = B0 + x2 * (B2 + x2 * (B4 + x2 * B6));
-    p / q
-}
-
-impl Activation {
-    /// Applies the activation in place.
-    pub fn apply(self, z: &mut [f32]) {
-        match self {
-            Activation::Tanh => z.iter_mut().for_each(|v| *v = fast_tanh(*v)),
-            Activation::Relu => z.iter_mut().for_each(|v| *v = v.max(0.0)),
-            Activation::Identity => {}
-        }
-    }
-
-    /// Multiplies `grad` in place by the derivative, given the activation's *output* `a`.
-    pub fn backprop(self, a: &[f32], grad: &mut [f32]) {
-        match self {
-            Activation::Tanh => tanh_backprop(a, grad),
-            Activation::Relu => grad.iter_mut().zip(a).for_each(|(g, &y)| {
-                if y <= 0.0 {
-                    *g = 0.0
-                }
-            }),
-            Activation::Identity => {}
-        }
-    }
-}
-
-#[inline(always)]
-fn tanh_backprop_body(a: &[f32], grad: &mut [f32]) {
-    grad.iter_mut().zip(a).for_each(|(g, &y)| *g *= 1.0 - y * y);
-}
-
-crate::simd::dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
 
 /// One dense layer: weights `W` (`out x in`), bias `b` (`out`) and its activation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,22 +94,5 @@ impl Dense {
                 buf[i + r * k] = v;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fast_tanh_matches_libm() {
-        let mut worst = 0f32;
-        for i in -20_000..=20_000 {
-            let x = i as f32 * 1e-3;
-            worst = worst.max((fast_tanh(x) - x.tanh()).abs());
-        }
-        assert!(worst < 2e-6, "{worst}");
-        assert_eq!(fast_tanh(1e30), 1.0f32.min(fast_tanh(1e30)));
-        assert!(fast_tanh(f32::INFINITY) <= 1.0 && fast_tanh(-f32::INFINITY) >= -1.0);
     }
 }

@@ -21,7 +21,8 @@
 //!
 //! Everything is written once against [`Simd`] and dispatched at run time (see [`crate::simd`]).
 
-use super::dense::Activation;
+use super::activation::Activation;
+use crate::simd::math::TINY;
 use crate::simd::{Simd, dispatch};
 
 /// What happens to each tile of accumulators before it is stored.
@@ -31,7 +32,8 @@ pub enum Epilogue<'a> {
     Plain,
     /// `act(acc + bias[row])`; `bias` holds at least `m` values.
     BiasAct(&'a [f32], Activation),
-    /// `acc · act'(a)`, where `a` (the activation's output) has the layout of `C`.
+    /// `acc · act'(a)`, where `a` (the activation's output) has the layout of `C`; magnitudes
+    /// below [`TINY`] are stored as 0 (this is a gradient).
     ActGrad(&'a [f32], Activation),
 }
 
@@ -92,98 +94,17 @@ impl Gemm<'_> {
 /// If the shapes or slice lengths do not fit (see [`Gemm`]).
 pub fn gemm(g: &Gemm<'_>, c: &mut [f32]) {
     g.check(c);
-    gemm_dispatched(g, c);
+    // SAFETY: `check` established every bound `gemm_body` needs.
+    unsafe { gemm_dispatched(g, c) }
 }
 
-dispatch!(fn gemm_dispatched(g: &Gemm<'_>, c: &mut [f32]) => generic gemm_body);
-
-// ---------------------------------------------------------------------------------------------
-// Vector math.
-
-/// `tanh` as the 13/6 rational function of [`super::dense::fast_tanh`], on a vector.
-#[inline(always)]
-pub(crate) unsafe fn tanh_v<V: Simd>(x: V) -> V {
-    // SAFETY: vector arithmetic only; the caller runs at `V`'s level.
-    unsafe {
-        // Constant first: NaN lanes stay NaN.
-        let x = V::splat(7.905_311).min(V::splat(-7.905_311).max(x));
-        let x2 = x.mul(x);
-        let mut p = V::fma(x2, V::splat(-2.760_768_5e-16), V::splat(2.000_188e-13));
-        p = V::fma(x2, p, V::splat(-8.604_672e-11));
-        p = V::fma(x2, p, V::splat(5.122_297e-8));
-        p = V::fma(x2, p, V::splat(1.485_722_4e-5));
-        p = V::fma(x2, p, V::splat(6.372_619_3e-4));
-        p = V::fma(x2, p, V::splat(4.893_524_6e-3));
-        p = p.mul(x);
-        let mut q = V::fma(x2, V::splat(1.198_258_4e-6), V::splat(1.185_347_1e-4));
-        q = V::fma(x2, q, V::splat(2.268_434_6e-3));
-        q = V::fma(x2, q, V::splat(4.893_525e-3));
-        p.div(q)
-    }
-}
-
-/// `e^x` by Cephes' method, as [`super::loss::fast_exp`], on a vector.
-#[inline(always)]
-pub(crate) unsafe fn exp_v<V: Simd>(x: V) -> V {
-    // SAFETY: vector arithmetic only.
-    unsafe {
-        let x = V::splat(88.0).min(V::splat(-87.0).max(x));
-        let n = V::fma(x, V::splat(std::f32::consts::LOG2_E), V::splat(0.5)).floor();
-        let r = V::fma(n, V::splat(-0.693_359_4), x);
-        let r = V::fma(n, V::splat(2.121_944_4e-4), r);
-        let mut p = V::fma(V::splat(1.987_569_1e-4), r, V::splat(1.398_199_9e-3));
-        p = V::fma(p, r, V::splat(8.333_452e-3));
-        p = V::fma(p, r, V::splat(4.166_579_6e-2));
-        p = V::fma(p, r, V::splat(1.666_666_5e-1));
-        p = V::fma(p, r, V::splat(0.5));
-        let y = V::fma(p.mul(r), r, r).add(V::splat(1.0));
-        y.mul(V::pow2i(n))
-    }
-}
-
-/// Natural logarithm of positive normal lanes (about 1e-7 absolute on the mantissa part).
-#[inline(always)]
-pub(crate) unsafe fn ln_v<V: Simd>(x: V) -> V {
-    // SAFETY: vector arithmetic only.
-    unsafe {
-        let (m, e) = x.split_exponent();
-        // ln m = 2 atanh(t), t = (m - 1) / (m + 1) in [0, 1/3).
-        let one = V::splat(1.0);
-        let t = m.sub(one).div(m.add(one));
-        let t2 = t.mul(t);
-        let mut s = V::fma(t2, V::splat(1.0 / 13.0), V::splat(1.0 / 11.0));
-        s = V::fma(t2, s, V::splat(1.0 / 9.0));
-        s = V::fma(t2, s, V::splat(1.0 / 7.0));
-        s = V::fma(t2, s, V::splat(1.0 / 5.0));
-        s = V::fma(t2, s, V::splat(1.0 / 3.0));
-        s = V::fma(t2, s, one);
-        V::fma(e, V::splat(std::f32::consts::LN_2), s.mul(t).add(s.mul(t)))
-    }
-}
-
-#[inline(always)]
-unsafe fn activate<V: Simd>(x: V, act: Activation) -> V {
-    // SAFETY: vector arithmetic only.
-    unsafe {
-        match act {
-            Activation::Tanh => tanh_v(x),
-            Activation::Relu => V::splat(0.0).max(x),
-            Activation::Identity => x,
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn act_grad<V: Simd>(g: V, a: V, act: Activation) -> V {
-    // SAFETY: vector arithmetic only.
-    unsafe {
-        match act {
-            Activation::Tanh => g.mul(V::splat(1.0).sub(a.mul(a))),
-            Activation::Relu => V::keep_where_positive(a, g),
-            Activation::Identity => g,
-        }
-    }
-}
+dispatch!(
+    /// [`gemm_body`] at the active level.
+    ///
+    /// # Safety
+    /// As [`gemm_body`], less the instruction set.
+    unsafe fn gemm_dispatched(g: &Gemm<'_>, c: &mut [f32]) => generic gemm_body
+);
 
 // ---------------------------------------------------------------------------------------------
 // GEMM.
@@ -329,8 +250,10 @@ unsafe fn finish<V: Simd, const MV: usize, const NR: usize>(
                 let at = row + (col0 + j) * g.ldc;
                 let y = match g.epilogue {
                     Epilogue::Plain => x,
-                    Epilogue::BiasAct(_, act) => activate(x.add(bias), act),
-                    Epilogue::ActGrad(a, act) => act_grad(x, load_rows::<V>(a.as_ptr().add(at), rows), act),
+                    Epilogue::BiasAct(_, act) => act.apply_v(x.add(bias)),
+                    Epilogue::ActGrad(a, act) => {
+                        act.grad_v(x, load_rows::<V>(a.as_ptr().add(at), rows)).zero_where_tiny(V::splat(TINY))
+                    }
                 };
                 if rows == V::LANES {
                     y.store(c.add(at));
@@ -391,6 +314,12 @@ unsafe fn dispatch_tile<V: Simd, const MV: usize>(
     unsafe { arms!(1 2 3 4 5 6 7 8 9 10 11 12) }
 }
 
+/// Columns per micro-tile: `2 x 12` accumulators fill 24 of AVX-512's 32 registers, `2 x 6` 12 of
+/// AVX2's 16.
+const fn tile_columns<V: Simd>() -> usize {
+    if V::LANES >= 16 { 12 } else { 6 }
+}
+
 #[inline(always)]
 unsafe fn gemm_rows<V: Simd, const MV: usize>(g: &Gemm<'_>, o: Operands, c: *mut f32, row0: usize) {
     // SAFETY: forwarded from `gemm_body`.
@@ -401,15 +330,21 @@ unsafe fn gemm_rows<V: Simd, const MV: usize>(g: &Gemm<'_>, o: Operands, c: *mut
         }
         let mut col = 0;
         while col < g.n {
-            let nr = V::NR.min(g.n - col);
+            let nr = tile_columns::<V>().min(g.n - col);
             dispatch_tile::<V, MV>(g, o, c, row0, col, nr);
             col += nr;
         }
     }
 }
 
+/// `C = epilogue(A · B)` on `V` vectors.
+///
+/// # Safety
+/// The CPU runs `V`'s instruction set, and `g.check(c)` passes: every index the kernel forms
+/// (`(k-1)·lda + m` in A, `(k-1)·b_k + (n-1)·b_j` in B, `(n-1)·ldc + m` in C and the epilogue's
+/// slices) is inside its slice.
 #[inline(always)]
-fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
+unsafe fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
     if g.m == 0 || g.n == 0 {
         return;
     }
@@ -430,7 +365,7 @@ fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32]) {
     };
     let c = c.as_mut_ptr();
     // One column (a single target): four row vectors per tile, more chains per tile.
-    let mv = if g.n == 1 { 4 } else { V::MV.min(2) };
+    let mv = if g.n == 1 { 4 } else { 2 };
     let mut v = 0;
     // SAFETY: `gemm` checked every bound: whole A vectors are loaded only in the first `k_full`
     // columns, where they end inside A; B and C hold every (k, column) and (row, column) these
@@ -474,14 +409,25 @@ pub fn row_sums(x: &[f32], rows: usize, sums: &mut [f32]) {
 
 /// `Σ x²` over several slices (in a fixed order, so deterministic).
 pub fn sum_of_squares(slices: &[&[f32]]) -> f32 {
-    sum_of_squares_dispatched(slices)
+    // SAFETY: the body reads only inside the slices it is given.
+    unsafe { sum_of_squares_dispatched(slices) }
 }
 
-dispatch!(fn sum_of_squares_dispatched(slices: &[&[f32]]) -> f32 => generic sum_of_squares_body);
+dispatch!(
+    /// [`sum_of_squares_body`] at the active level.
+    ///
+    /// # Safety
+    /// None beyond the instruction set, which the dispatch checks.
+    unsafe fn sum_of_squares_dispatched(slices: &[&[f32]]) -> f32 => generic sum_of_squares_body
+);
 
+/// `Σ x²` on `V` vectors: four interleaved accumulators per slice's whole chunks, the rest scalar.
+///
+/// # Safety
+/// The CPU runs `V`'s instruction set.
 #[inline(always)]
-fn sum_of_squares_body<V: Simd>(slices: &[&[f32]]) -> f32 {
-    // SAFETY: splatting is valid at every level.
+unsafe fn sum_of_squares_body<V: Simd>(slices: &[&[f32]]) -> f32 {
+    // SAFETY: the caller runs at `V`'s level.
     let mut acc = [unsafe { V::splat(0.0) }; 4];
     let mut tail = 0.0f32;
     for s in slices {
@@ -504,41 +450,10 @@ fn sum_of_squares_body<V: Simd>(slices: &[&[f32]]) -> f32 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::nn::dense::fast_tanh;
-    use crate::nn::loss::fast_exp;
-    use crate::simd::Scalar;
+    use crate::simd::for_each_level;
 
-    /// Naive `C = A · B` reference for a `Gemm`.
-    fn reference(g: &Gemm<'_>) -> Vec<f32> {
-        let mut c = vec![0f32; g.ldc * g.n];
-        for j in 0..g.n {
-            for i in 0..g.m {
-                let mut s = 0f64;
-                for p in 0..g.k {
-                    s += g.a[i + p * g.lda] as f64 * g.b[p * g.b_k + j * g.b_j] as f64;
-                }
-                let s = s as f32;
-                c[i + j * g.ldc] = match g.epilogue {
-                    Epilogue::Plain => s,
-                    Epilogue::BiasAct(b, Activation::Tanh) => fast_tanh(s + b[i]),
-                    Epilogue::BiasAct(b, Activation::Relu) => (s + b[i]).max(0.0),
-                    Epilogue::BiasAct(b, Activation::Identity) => s + b[i],
-                    Epilogue::ActGrad(a, Activation::Tanh) => s * (1.0 - a[i + j * g.ldc].powi(2)),
-                    Epilogue::ActGrad(a, Activation::Relu) => {
-                        if a[i + j * g.ldc] > 0.0 {
-                            s
-                        } else {
-                            0.0
-                        }
-                    }
-                    Epilogue::ActGrad(_, Activation::Identity) => s,
-                };
-            }
-        }
-        c
-    }
-
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    /// Deterministic values in [-1, 1].
+    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {
@@ -550,110 +465,183 @@ pub(crate) mod tests {
             .collect()
     }
 
-    type Kernel = fn(&Gemm<'_>, &mut [f32]);
+    /// Plain `C = epilogue(A · B)` in f64 with libm's tanh, and a bound on its rounding: the entry
+    /// `(i, j)` of C and `Σ_p |A(i,p) B(p,j)|`.
+    fn reference(g: &Gemm<'_>, i: usize, j: usize) -> (f64, f64) {
+        let (mut s, mut mag) = (0f64, 0f64);
+        for p in 0..g.k {
+            let t = g.a[i + p * g.lda] as f64 * g.b[p * g.b_k + j * g.b_j] as f64;
+            s += t;
+            mag += t.abs();
+        }
+        let at = i + j * g.ldc;
+        let value = match g.epilogue {
+            Epilogue::Plain => s,
+            Epilogue::BiasAct(b, act) => {
+                let z = s + b[i] as f64;
+                match act {
+                    Activation::Tanh => z.tanh(),
+                    Activation::Relu => z.max(0.0),
+                    Activation::Identity => z,
+                }
+            }
+            Epilogue::ActGrad(a, act) => {
+                let y = a[at] as f64;
+                match act {
+                    Activation::Tanh => s * (1.0 - y * y),
+                    Activation::Relu if y > 0.0 => s,
+                    Activation::Relu => 0.0,
+                    Activation::Identity => s,
+                }
+            }
+        };
+        (value, mag)
+    }
 
-    fn kernels() -> Vec<(&'static str, Kernel)> {
-        let mut k: Vec<(&'static str, Kernel)> =
-            vec![("dispatched", gemm), ("scalar", |g, c| gemm_body::<Scalar>(g, c))];
-        #[cfg(target_arch = "x86_64")]
-        k.push(("sse2", |g, c| gemm_body::<crate::simd::Base>(g, c)));
-        k
+    /// Every epilogue the layers use.
+    fn epilogues<'a>(bias: &'a [f32], act: &'a [f32]) -> Vec<Epilogue<'a>> {
+        let mut e = vec![Epilogue::Plain];
+        for a in [Activation::Tanh, Activation::Relu, Activation::Identity] {
+            e.push(Epilogue::BiasAct(bias, a));
+            e.push(Epilogue::ActGrad(act, a));
+        }
+        e
+    }
+
+    /// Runs `gemm` on one shape at the active level for every epilogue and both layouts of B,
+    /// with every slice starting at `offset` and padded leading dimensions, and checks each
+    /// entry of C (and that nothing outside C's `m x n` block was written).
+    fn check_shape(m: usize, k: usize, n: usize, offset: usize, level: crate::simd::Level) {
+        let (lda, ldc) = (m + offset, m + 2 * offset);
+        // Every slice is exactly as long as the shape needs, so loads past it would show.
+        let a = values(offset + if k == 0 { 0 } else { (k - 1) * lda + m }, 1);
+        let bias = values(offset + m, 3);
+        let act = values(offset + ldc * (n - 1) + m, 4);
+        // (b_k, b_j): column-major B (forward, input gradient), row-major B (weight gradient).
+        for (b_k, b_j) in [(1, k + offset), (n + offset, 1)] {
+            let b = values(offset + if k == 0 { 0 } else { (k - 1) * b_k + (n - 1) * b_j + 1 }, 2);
+            for epilogue in epilogues(&bias[offset..], &act[offset..]) {
+                let g = Gemm { m, n, k, a: &a[offset..], lda, b: &b[offset..], b_k, b_j, ldc, epilogue };
+                let mut c = vec![f32::NAN; offset + ldc * n + 5];
+                gemm(&g, &mut c[offset..]);
+                let c = &c[offset..];
+                for j in 0..n {
+                    for i in 0..ldc {
+                        let got = c[i + j * ldc];
+                        if i >= m {
+                            assert!(got.is_nan(), "{level:?} {m}x{k}x{n}: wrote row {i} of column {j} past m");
+                            continue;
+                        }
+                        let (want, mag) = reference(&g, i, j);
+                        let tol = 1e-6 * (1.0 + mag) + 2e-7;
+                        assert!(
+                            (got as f64 - want).abs() <= tol,
+                            "{level:?} {m}x{k}x{n} offset {offset} B({b_k},{b_j}) {epilogue:?} at ({i},{j}): {got} vs {want}"
+                        );
+                    }
+                }
+                assert!(c[ldc * n..].iter().all(|v| v.is_nan()), "{level:?}: wrote past C");
+            }
+        }
     }
 
     #[test]
-    fn gemm_matches_the_reference_for_every_shape_and_epilogue() {
-        for (name, kernel) in kernels() {
+    fn gemm_matches_the_reference_at_every_level() {
+        for_each_level(|level| {
             for &(m, k, n) in &[
                 (1usize, 1usize, 1usize),
-                (3, 2, 5),
-                (14, 64, 9),
-                (64, 3, 13),
-                (64, 64, 256),
-                (17, 5, 1),
-                (64, 14, 7),
-                (40, 7, 1),
+                (7, 3, 1),
+                (15, 7, 17),
+                (17, 15, 7),
+                (63, 17, 13),
+                (65, 1, 15),
+                (64, 64, 33),
+                (14, 64, 25),
+                (64, 14, 1),
+                (3, 65, 63),
+                (33, 0, 5),
             ] {
-                let lda = if n % 3 == 0 { m + 5 } else { m };
-                let a = values(lda * k.saturating_sub(1) + m, 1);
-                let (b_k, b_j) = if n % 2 == 0 { (1, k) } else { (n, 1) }; // both B layouts
-                let b = values(k * n, 2);
-                let bias = values(m, 3);
-                let act = values(m * n + 3, 4);
-                for epilogue in [
-                    Epilogue::Plain,
-                    Epilogue::BiasAct(&bias, Activation::Tanh),
-                    Epilogue::BiasAct(&bias, Activation::Relu),
-                    Epilogue::ActGrad(&act, Activation::Tanh),
-                    Epilogue::ActGrad(&act, Activation::Relu),
-                ] {
-                    let g = Gemm { m, n, k, a: &a, lda, b: &b, b_k, b_j, ldc: m, epilogue };
-                    let mut c = vec![f32::NAN; m * n];
-                    g.check(&c);
-                    kernel(&g, &mut c);
-                    let want = reference(&g);
-                    let worst = c.iter().zip(&want).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
-                    assert!(worst < 1e-4 * (1.0 + k as f32).sqrt(), "{name} {m}x{k}x{n} {epilogue:?}: {worst}");
+                for offset in [0, 1, 3] {
+                    check_shape(m, k, n, offset, level);
                 }
             }
-        }
+        });
     }
 
     #[test]
-    fn vector_math_matches_scalar() {
-        dispatch!(fn tanh_all(x: &[f32], out: &mut [f32]) => generic tanh_all_body);
-        fn tanh_all_body<V: Simd>(x: &[f32], out: &mut [f32]) {
-            for (x, o) in x.chunks_exact(V::LANES).zip(out.chunks_exact_mut(V::LANES)) {
-                // SAFETY: chunks of LANES floats.
-                unsafe {
-                    tanh_v(V::load(x.as_ptr())).store(o.as_mut_ptr());
-                }
+    fn gradient_epilogues_store_no_subnormals_at_every_level() {
+        // Column 0 is 1e-20 · (1e-20 or 1) (subnormal or below TINY): the input gradient
+        // stores 0 instead. Column 1 keeps the ordinary entries and flushes only the 1e-20s.
+        let (a, b) = ([1e-20f32, 1.0, 1e-20, 1.0], [1e-20f32, 1.0]);
+        let act = [0.5f32; 8];
+        for_each_level(|level| {
+            for f in [Activation::Tanh, Activation::Relu, Activation::Identity] {
+                let g = Gemm {
+                    m: 4,
+                    n: 2,
+                    k: 1,
+                    a: &a,
+                    lda: 4,
+                    b: &b,
+                    b_k: 1,
+                    b_j: 1,
+                    ldc: 4,
+                    epilogue: Epilogue::ActGrad(&act, f),
+                };
+                let mut c = [f32::NAN; 8];
+                gemm(&g, &mut c);
+                let kept = if f == Activation::Tanh { 0.75 } else { 1.0 };
+                assert_eq!(c, [0.0, 0.0, 0.0, 0.0, 0.0, kept, 0.0, kept], "{level:?} {f:?}");
             }
-        }
-        dispatch!(fn exp_all(x: &[f32], out: &mut [f32]) => generic exp_all_body);
-        fn exp_all_body<V: Simd>(x: &[f32], out: &mut [f32]) {
-            for (x, o) in x.chunks_exact(V::LANES).zip(out.chunks_exact_mut(V::LANES)) {
-                // SAFETY: chunks of LANES floats.
-                unsafe {
-                    exp_v(V::load(x.as_ptr())).store(o.as_mut_ptr());
-                }
-            }
-        }
-        dispatch!(fn ln_all(x: &[f32], out: &mut [f32]) => generic ln_all_body);
-        fn ln_all_body<V: Simd>(x: &[f32], out: &mut [f32]) {
-            for (x, o) in x.chunks_exact(V::LANES).zip(out.chunks_exact_mut(V::LANES)) {
-                // SAFETY: chunks of LANES floats.
-                unsafe {
-                    ln_v(V::load(x.as_ptr())).store(o.as_mut_ptr());
-                }
-            }
-        }
-        let x: Vec<f32> = (0..16_000).map(|i| (i as f32 - 8000.0) * 0.011).collect();
-        let mut out = vec![0f32; x.len()];
-        tanh_all(&x, &mut out);
-        for (&x, &y) in x.iter().zip(&out) {
-            assert!((y - fast_tanh(x)).abs() < 1e-6, "tanh {x}: {y}");
-        }
-        exp_all(&x, &mut out);
-        for (&x, &y) in x.iter().zip(&out) {
-            assert!(((y - fast_exp(x)) / fast_exp(x)).abs() < 1e-6, "exp {x}: {y}");
-        }
-        let pos: Vec<f32> = (1..16_001).map(|i| i as f32 * 0.37e-2).collect();
-        ln_all(&pos, &mut out);
-        for (&x, &y) in pos.iter().zip(&out) {
-            assert!((y - x.ln()).abs() < 2e-6 * (1.0 + x.ln().abs()), "ln {x}: {y} vs {}", x.ln());
-        }
+        });
     }
 
     #[test]
-    fn row_sums_and_squares() {
-        let x = values(14 * 9, 5);
-        let mut s = vec![0f32; 14];
-        row_sums(&x, 14, &mut s);
-        for (i, &v) in s.iter().enumerate() {
-            let want: f32 = (0..9).map(|j| x[i + 14 * j]).sum();
-            assert!((v - want).abs() < 1e-5);
+    fn gemm_refuses_slices_too_short_for_the_shape() {
+        let (a, b, c, bias) = (vec![0f32; 12], vec![0f32; 20], vec![0f32; 15], vec![0f32; 3]);
+        let ok = Gemm { m: 3, n: 5, k: 4, a: &a, lda: 3, b: &b, b_k: 1, b_j: 4, ldc: 3, epilogue: Epilogue::Plain };
+        gemm(&ok, &mut c.clone());
+        let bad = [
+            Gemm { a: &a[..11], ..ok },
+            Gemm { b: &b[..19], ..ok },
+            Gemm { b_j: 5, ..ok },
+            Gemm { lda: 2, ..ok },
+            Gemm { ldc: 4, ..ok },
+            Gemm { epilogue: Epilogue::BiasAct(&bias[..2], Activation::Tanh), ..ok },
+            Gemm { epilogue: Epilogue::ActGrad(&c[..14], Activation::Tanh), ..ok },
+        ];
+        for (i, g) in bad.iter().enumerate() {
+            let mut out = c.clone();
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gemm(g, &mut out)));
+            assert!(caught.is_err(), "case {i} was accepted");
         }
-        let want: f32 = x.iter().map(|v| v * v).sum();
-        assert!((sum_of_squares(&[&x, &x[..7]]) - want - x[..7].iter().map(|v| v * v).sum::<f32>()).abs() < 1e-3);
+        let caught = std::panic::catch_unwind(|| gemm(&ok, &mut [0f32; 14]));
+        assert!(caught.is_err(), "a short C was accepted");
+    }
+
+    #[test]
+    fn row_sums_and_squares_match_the_reference_at_every_level() {
+        for_each_level(|level| {
+            for rows in [1usize, 7, 15, 17, 63, 65] {
+                for (cols, offset) in [(1usize, 0usize), (9, 1), (256, 3)] {
+                    let x = values(offset + rows * cols, rows as u32);
+                    let x = &x[offset..];
+                    let mut s = vec![f32::NAN; offset + rows];
+                    row_sums(x, rows, &mut s[offset..]);
+                    for (i, &v) in s[offset..].iter().enumerate() {
+                        let want: f64 = (0..cols).map(|j| x[i + rows * j] as f64).sum();
+                        assert!(
+                            (v as f64 - want).abs() < 1e-6 * (1.0 + cols as f64),
+                            "{level:?} {rows}x{cols} row {i}"
+                        );
+                    }
+                    let y = &x[..x.len() / 2];
+                    let want: f64 = x.iter().chain(y).map(|&v| (v as f64).powi(2)).sum();
+                    let got = sum_of_squares(&[x, y, &[]]) as f64;
+                    // f32 partial sums: a few ulp per thousand terms (one dropped term is ~4e-5).
+                    assert!((got - want).abs() <= 1e-5 * want + 1e-7, "{level:?} {rows}x{cols}: {got} vs {want}");
+                }
+            }
+        });
     }
 }

@@ -3,8 +3,10 @@
 use nalgebra::{DMatrix, DVectorView};
 use serde::{Deserialize, Serialize};
 
-use super::kernels::{exp_v, ln_v};
-use crate::simd::Simd;
+use crate::simd::math::{TINY, exp, ln};
+use crate::simd::{Simd, dispatch};
+
+pub use crate::simd::math::fast_exp;
 
 /// A loss over a batch: returns the mean loss and writes `dL/d(output)` (already divided by the
 /// batch size) into `grad`.
@@ -87,41 +89,51 @@ impl MdnNll {
     }
 }
 
-/// `e^x` in f32 by Cephes' method (range reduction to `[-ln2/2, ln2/2]`, a degree-6 polynomial,
-/// exponent bits for the power of two): within about 2e-7 relative of `expf`, inlinable, so
-/// the loss loop stays in registers.
-#[inline(always)]
-pub fn fast_exp(x: f32) -> f32 {
-    let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
-    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-    let p = 1.987_569_1e-4;
-    let p = p * r + 1.398_199_9e-3;
-    let p = p * r + 8.333_452e-3;
-    let p = p * r + 4.166_579_6e-2;
-    let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 0.5;
-    let y = p * r * r + r + 1.0;
-    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
-}
-
 impl Loss for MdnNll {
+    /// # Panics
+    /// If `output` is not `outputs() x batch`, `target` not `d x batch` or `grad` not shaped
+    /// like `output`.
     fn loss_and_grad(&self, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 {
-        mdn_loss(self, output, target, grad)
+        let batch = output.ncols();
+        assert!(
+            output.nrows() == self.outputs() && target.shape() == (self.d, batch) && grad.shape() == output.shape(),
+            "mdn loss shapes: output {:?}, target {:?}, grad {:?} for k = {}, d = {}",
+            output.shape(),
+            target.shape(),
+            grad.shape(),
+            self.k,
+            self.d
+        );
+        // SAFETY: the shapes were checked just above.
+        unsafe { mdn_loss(self, output, target, grad) }
     }
 }
 
-crate::simd::dispatch!(fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => generic mdn_loss_body);
+dispatch!(
+    /// [`mdn_loss_body`] at the active level.
+    ///
+    /// # Safety
+    /// As [`mdn_loss_body`], less the instruction set.
+    unsafe fn mdn_loss(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 => generic mdn_loss_body
+);
 
 /// The mixture negative log-likelihood, batch-contiguous: blocks of `LANES` samples are
 /// transposed into row-per-quantity buffers, so every lane of every vector is one sample, and
 /// the whole loss and gradient of a block run in vector registers (exp and ln inlined).
+///
+/// # Safety
+/// The CPU runs `V`'s instruction set; `output` is `m.outputs() x batch`, `target` is
+/// `m.d x batch` and `grad` is shaped like `output`.
 #[inline(always)]
-fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f32>, grad: &mut DMatrix<f32>) -> f32 {
+unsafe fn mdn_loss_body<V: Simd>(
+    m: &MdnNll,
+    output: &DMatrix<f32>,
+    target: &DMatrix<f32>,
+    grad: &mut DMatrix<f32>,
+) -> f32 {
     let (k, d) = (m.k, m.d);
     let rows = m.outputs();
     let batch = output.ncols();
-    assert!(output.nrows() == rows && target.shape() == (d, batch) && grad.shape() == (rows, batch), "mdn loss shapes");
     let lanes = V::LANES;
     let inv_b = 1.0 / batch.max(1) as f32;
     let floor = m.sigma_min.ln();
@@ -134,14 +146,16 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
     let mut like = vec![0f32; k * lanes];
     let (out, tgt) = (output.as_slice(), target.as_slice());
     let grad = grad.as_mut_slice();
-    // SAFETY: vector arithmetic at V's level, loads and stores at `r * lanes` of buffers holding
-    // whole rows of `lanes` floats.
+    // SAFETY: vector arithmetic at V's level (the caller's contract); loads and stores at
+    // `r * lanes` of buffers holding whole rows of `lanes` floats; the copies in and out index
+    // `col * rows + r < batch * rows` and `col * d + r < batch * d` (the shapes the caller checked).
     unsafe {
         let mut total = V::splat(0.0);
         let mut tail = 0.0f32;
         let ld = |buf: &[f32], r: usize| V::load(buf.as_ptr().add(r * lanes));
         let (lo, hi) = (V::splat(floor), V::splat(RAW_MAX));
         let inv_bv = V::splat(inv_b);
+        let tiny = V::splat(TINY);
         for c0 in (0..batch).step_by(lanes) {
             let count = lanes.min(batch - c0);
             for l in 0..count {
@@ -160,7 +174,7 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
             }
             let mut psum = V::splat(0.0);
             for i in 0..k {
-                let e = exp_v(ld(&o, i).sub(lmax));
+                let e = exp(ld(&o, i).sub(lmax));
                 e.store(prior.as_mut_ptr().add(i * lanes));
                 psum = psum.add(e);
             }
@@ -171,7 +185,7 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
                 for j in 0..d {
                     let idx = i * d + j;
                     let log_s = hi.min(lo.max(ld(&o, k + k * d + idx)));
-                    let inv_s = exp_v(V::splat(0.0).sub(log_s));
+                    let inv_s = exp(V::splat(0.0).sub(log_s));
                     inv_s.store(inv_sigma.as_mut_ptr().add(idx * lanes));
                     let z = ld(&t, j).sub(ld(&o, k + idx)).mul(inv_s);
                     let nll = V::fma(V::splat(0.5).mul(z), z, log_s.add(V::splat(LOG_SQRT_2PI)));
@@ -182,11 +196,11 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
             }
             let mut sum = V::splat(0.0);
             for i in 0..k {
-                let r = exp_v(ld(&like, i).sub(best)); // unnormalised responsibility
+                let r = exp(ld(&like, i).sub(best)); // unnormalised responsibility
                 r.store(like.as_mut_ptr().add(i * lanes));
                 sum = sum.add(r);
             }
-            let loss = V::splat(0.0).sub(best.add(ln_v(sum.div(psum))));
+            let loss = V::splat(0.0).sub(best.add(ln(sum.div(psum))));
             if count == lanes {
                 total = total.add(loss);
             } else {
@@ -195,8 +209,9 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
                 tail += l[..count].iter().sum::<f32>();
             }
             for i in 0..k {
-                let resp = ld(&like, i).div(sum);
-                let p = ld(&prior, i).div(psum);
+                // Probabilities below TINY are zero (their products would go subnormal).
+                let resp = ld(&like, i).div(sum).zero_where_tiny(tiny);
+                let p = ld(&prior, i).div(psum).zero_where_tiny(tiny);
                 p.sub(resp).mul(inv_bv).store(g.as_mut_ptr().add(i * lanes));
                 let neg_resp_b = V::splat(0.0).sub(resp).mul(inv_bv);
                 for j in 0..d {
@@ -223,11 +238,7 @@ fn mdn_loss_body<V: Simd>(m: &MdnNll, output: &DMatrix<f32>, target: &DMatrix<f3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::dense::Activation;
-    use crate::nn::mlp::Mlp;
-    use crate::nn::mlp::tests::check_gradients;
-    use rand::{RngExt, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
+    use crate::simd::for_each_level;
 
     #[test]
     fn mse_value_and_gradient() {
@@ -239,14 +250,87 @@ mod tests {
         assert_eq!(g.as_slice(), &[0.5, 1.0]);
     }
 
+    /// The mixture NLL of one sample and its gradient (not yet divided by the batch), in f64 from
+    /// the definition: log-softmax weights, clamped log-sigmas, log-sum-exp over components.
+    fn reference(m: &MdnNll, o: &[f32], t: &[f32]) -> (f64, Vec<f64>) {
+        let (k, d) = (m.k, m.d);
+        let o: Vec<f64> = o.iter().map(|&v| v as f64).collect();
+        let (floor, cap) = ((m.sigma_min as f64).ln(), RAW_MAX as f64);
+        let lse = |v: &[f64]| {
+            let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            max + v.iter().map(|x| (x - max).exp()).sum::<f64>().ln()
+        };
+        let log_prior_norm = lse(&o[..k]);
+        let ll: Vec<f64> = (0..k)
+            .map(|i| {
+                let mut ll = o[i] - log_prior_norm;
+                for j in 0..d {
+                    let log_s = o[k + k * d + i * d + j].clamp(floor, cap);
+                    let z = (t[j] as f64 - o[k + i * d + j]) / log_s.exp();
+                    ll -= 0.5 * z * z + log_s + (2.0 * std::f64::consts::PI).sqrt().ln();
+                }
+                ll
+            })
+            .collect();
+        let total = lse(&ll);
+        let mut g = vec![0f64; o.len()];
+        for i in 0..k {
+            let resp = (ll[i] - total).exp();
+            g[i] = (o[i] - log_prior_norm).exp() - resp;
+            for j in 0..d {
+                let raw = o[k + k * d + i * d + j];
+                let s = raw.clamp(floor, cap).exp();
+                let z = (t[j] as f64 - o[k + i * d + j]) / s;
+                g[k + i * d + j] = -resp * z / s;
+                g[k + k * d + i * d + j] = if raw > floor && raw < cap { -resp * (z * z - 1.0) } else { 0.0 };
+            }
+        }
+        (-total, g)
+    }
+
+    /// Checks the loss and gradient of a batch against [`reference`] at the active level.
+    fn check_against_reference(m: &MdnNll, o: &DMatrix<f32>, t: &DMatrix<f32>, what: &str) {
+        let batch = o.ncols();
+        let mut g = DMatrix::from_element(o.nrows(), batch, f32::NAN);
+        let loss = m.loss_and_grad(o, t, &mut g) as f64;
+        let mut want_loss = 0.0;
+        for c in 0..batch {
+            let (l, want) = reference(m, o.column(c).as_slice(), t.column(c).as_slice());
+            want_loss += l / batch as f64;
+            for (r, w) in want.iter().enumerate() {
+                let got = g[(r, c)] as f64;
+                let w = w / batch as f64;
+                // Entries are O(1 / batch); `z² - 1` cancels near |z| = 1, so the bound is absolute.
+                assert!(
+                    (got - w).abs() <= 1e-4 * (w.abs() + 1.0 / batch as f64),
+                    "{what}: grad ({r}, {c}) {got} vs {w}"
+                );
+            }
+        }
+        assert!((loss - want_loss).abs() <= 2e-5 * (1.0 + want_loss.abs()), "{what}: loss {loss} vs {want_loss}");
+    }
+
     #[test]
-    fn mdn_gradients_match_finite_differences() {
-        let mut rng = ChaCha8Rng::seed_from_u64(11);
-        let loss = MdnNll { k: 3, d: 2, sigma_min: 0.05 };
-        let net = Mlp::new(&[2, 6, loss.outputs()], Activation::Tanh, &mut rng);
-        let x = DMatrix::from_fn(2, 5, |_, _| rng.random_range(-1.0..1.0));
-        let y = DMatrix::from_fn(2, 5, |_, _| rng.random_range(-1.0..1.0));
-        check_gradients(net, &loss, &x, &y);
+    fn mdn_matches_the_reference_at_every_level() {
+        for_each_level(|level| {
+            for (k, d) in [(1usize, 1usize), (2, 3), (3, 2), (5, 1)] {
+                let m = MdnNll { k, d, sigma_min: 0.05 };
+                // Batches of every remainder class, so whole and partial blocks of lanes run.
+                for batch in [1usize, 7, 15, 17, 63, 65] {
+                    let mut s = (k * 131 + d * 17 + batch) as u32;
+                    let mut next = |lo: f32, hi: f32| {
+                        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        lo + (hi - lo) * (s >> 8) as f32 / (1u32 << 24) as f32
+                    };
+                    // Log-sigmas from below the floor (ln 0.05 = -3.0) to above the cap (8).
+                    let o = DMatrix::from_fn(m.outputs(), batch, |r, _| {
+                        if r < k + k * d { next(-2.0, 2.0) } else { next(-5.0, 9.0) }
+                    });
+                    let t = DMatrix::from_fn(d, batch, |_, _| next(-2.0, 2.0));
+                    check_against_reference(&m, &o, &t, &format!("{level:?} k {k} d {d} batch {batch}"));
+                }
+            }
+        });
     }
 
     #[test]
@@ -264,23 +348,44 @@ mod tests {
     }
 
     #[test]
-    fn fast_exp_matches_libm() {
-        let mut worst = 0f32;
-        for i in -8000..=8000 {
-            let x = i as f32 * 0.01;
-            worst = worst.max(((fast_exp(x) - x.exp()) / x.exp()).abs());
-        }
-        assert!(worst < 5e-7, "{worst}");
-        assert!(fast_exp(-1e9) >= 0.0 && fast_exp(1e9).is_finite());
-    }
-
-    #[test]
-    fn mdn_stays_finite_on_extreme_outputs() {
+    fn mdn_is_right_on_extreme_outputs_at_every_level() {
+        // Logits 80 and -80, means ±1000 and log-sigmas far past the floor and the cap: the
+        // first component is hopeless, the second carries everything.
         let loss = MdnNll { k: 2, d: 1, sigma_min: 0.01 };
         let o = DMatrix::from_column_slice(6, 1, &[80.0, -80.0, 1e3, -1e3, -200.0, 200.0]);
         let t = DMatrix::from_column_slice(1, 1, &[0.0]);
+        for_each_level(|level| {
+            check_against_reference(&loss, &o, &t, &format!("{level:?} extreme"));
+        });
+        // The same in words: the loss is the second component's, about 168.98.
         let mut g = DMatrix::zeros(6, 1);
         let nll = loss.loss_and_grad(&o, &t, &mut g);
-        assert!(nll.is_finite() && g.iter().all(|v| v.is_finite()), "{nll} {g}");
+        let z = 1e3 / 8f32.exp();
+        assert!((nll - (160.0 + 8.0 + LOG_SQRT_2PI + 0.5 * z * z)).abs() < 1e-3, "{nll}");
+        assert!((g[0] - 1.0).abs() < 1e-6 && (g[1] + 1.0).abs() < 1e-6, "{g}");
+        assert_eq!((g[4], g[5]), (0.0, 0.0), "clamped log-sigmas get no gradient");
+    }
+
+    #[test]
+    fn mdn_gradient_holds_no_subnormals_at_every_level() {
+        // Component 0's logit is 200 below component 1's, so its responsibility is e^-87 (the
+        // floor of exp) and its mean's gradient, times z = 0.01, would be a subnormal number.
+        let loss = MdnNll { k: 2, d: 1, sigma_min: 0.01 };
+        let o = DMatrix::from_column_slice(6, 1, &[-100.0, 100.0, 0.01, 0.0, 0.0, 0.0]);
+        let t = DMatrix::from_column_slice(1, 1, &[0.0]);
+        for_each_level(|level| {
+            let mut g = DMatrix::from_element(6, 1, f32::NAN);
+            loss.loss_and_grad(&o, &t, &mut g);
+            assert!(g.iter().all(|v| *v == 0.0 || v.is_normal()), "{level:?}: {g}");
+            assert_eq!(g[2], 0.0, "{level:?}: the hopeless component's mean moved");
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "mdn loss shapes")]
+    fn mdn_refuses_mismatched_shapes() {
+        let loss = MdnNll { k: 2, d: 1, sigma_min: 0.01 };
+        let mut g = DMatrix::zeros(6, 3);
+        loss.loss_and_grad(&DMatrix::zeros(6, 3), &DMatrix::zeros(1, 2), &mut g);
     }
 }
