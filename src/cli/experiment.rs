@@ -1,7 +1,8 @@
-//! `elbow experiment averaging|degradation`: arguments become the core's configurations; the
+//! `elbow experiment averaging|degradation|randomization`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
 mod degradation;
+mod randomization;
 
 use super::{ArmArgs, Failure, count, print_json, signals};
 use clap::{Args, Subcommand};
@@ -9,6 +10,7 @@ use degradation::DegradationArgs;
 use elbow::experiments::{AveragingConfig, AveragingReport, GivenNets, averaging_with};
 use elbow::kinematics::Region;
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
+use randomization::RandomizationArgs;
 use std::path::PathBuf;
 
 /// The experiments.
@@ -20,6 +22,10 @@ pub(crate) enum ExperimentCommand {
     /// backlash, target, mismatch, combined; OOD targets), honest vs silent failures, the exercise
     /// protocol beside the closed-loop plant.
     Degradation(Box<DegradationArgs>),
+    /// Domain randomization put to the test: the MDN and the residual hybrid trained on the
+    /// nominal plant and with randomized mismatch, flex, friction and backlash, then tested on
+    /// plants inside and outside the randomized ranges, with encoder and camera checks.
+    Randomization(Box<RandomizationArgs>),
 }
 
 /// `elbow experiment ...`.
@@ -64,6 +70,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
             Ok(())
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
+        ExperimentCommand::Randomization(a) => randomization::run(a),
     }
 }
 

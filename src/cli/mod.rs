@@ -87,6 +87,7 @@ impl From<elbow::experiments::ExperimentError> for Failure {
     fn from(e: elbow::experiments::ExperimentError) -> Self {
         match e {
             elbow::experiments::ExperimentError::Train(t) => t.into(),
+            elbow::experiments::ExperimentError::Cancelled => Self { message: e.to_string(), code: INTERRUPTED_EXIT },
             other => other.to_string().into(),
         }
     }
@@ -174,7 +175,7 @@ impl ArmArgs {
 }
 
 /// Parses `A,B` into two finite numbers.
-fn parse_pair(s: &str, what: &str) -> Result<(f64, f64), String> {
+pub(crate) fn parse_pair(s: &str, what: &str) -> Result<(f64, f64), String> {
     let (a, b) = s.split_once(',').ok_or_else(|| format!("{what} must be two numbers `A,B`, got `{s}`"))?;
     let (a, b) = (parse_finite(a)?, parse_finite(b)?);
     Ok((a, b))

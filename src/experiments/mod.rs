@@ -4,9 +4,12 @@
 //! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
 //! - [`degradation`](mod@degradation): the gap to reality: every solver under each perturbation
 //!   channel, honest vs silent failures, the exercise protocol beside the closed-loop plant.
+//! - [`randomization`](mod@randomization): domain randomization trained and tested on plants
+//!   inside and outside its ranges.
 
 pub mod averaging;
 pub mod degradation;
+pub mod randomization;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
@@ -26,4 +29,7 @@ pub enum ExperimentError {
     /// A head could not be trained.
     #[error(transparent)]
     Train(#[from] crate::learned::TrainError),
+    /// The caller asked the run to stop (Ctrl-C in the command line); nothing was written.
+    #[error("interrupted; nothing was written")]
+    Cancelled,
 }

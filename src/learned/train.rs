@@ -308,11 +308,19 @@ impl Trainer {
     /// Builds data, network and optimizer for `cfg`.
     pub fn new(cfg: TrainConfig) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let spec = cfg.head.spec();
-        let data = match spec.trained_on {
+        let data = match cfg.head.spec().trained_on {
             TrainedOn::BothBranches => Dataset::both_branches(&cfg.data_config()),
             TrainedOn::Corrections => Dataset::residuals(&cfg.data_config(), &cfg.real),
         };
+        Self::with_data(cfg, data)
+    }
+
+    /// Network and optimizer for `cfg`, trained on `data` instead of the data `cfg` describes
+    /// (for instance samples collected on randomized plants). Each sample's answers are what the
+    /// head outputs: poses for the pose heads, corrections for the residual hybrid.
+    pub fn with_data(cfg: TrainConfig, data: Dataset) -> Result<Self, TrainError> {
+        cfg.validate()?;
+        let spec = cfg.head.spec();
         if data.len() < cfg.batch.min(16) {
             let limits =
                 if cfg.arm.limits().iter().all(|l| l.is_full_turn()) { "" } else { " with these joint limits" };

@@ -1,0 +1,214 @@
+//! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
+//! prints as a table with the verdicts, or as JSON.
+
+use crate::cli::{Failure, count, print_json, signals};
+use clap::Args;
+use elbow::experiments::randomization::{RandomizationConfig, RandomizationReport, Ranges, randomization};
+use elbow::learned::{HeadKind, MAX_STEPS};
+
+fn defaults() -> RandomizationConfig {
+    RandomizationConfig::default()
+}
+
+/// `LO,HI`: a range of non-negative numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span([f64; 2]);
+
+impl std::str::FromStr for Span {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (lo, hi) = super::super::parse_pair(s, "a range")?;
+        if !(0.0 <= lo && lo <= hi) {
+            return Err(format!("a range must be `LO,HI` with 0 <= LO <= HI, got `{s}`"));
+        }
+        Ok(Span([lo, hi]))
+    }
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{},{}", self.0[0], self.0[1])
+    }
+}
+
+/// A comma-separated list of heads (`mdn,residual`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Heads(Vec<HeadKind>);
+
+impl std::str::FromStr for Heads {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>().map(Heads)
+    }
+}
+
+impl std::fmt::Display for Heads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.0.iter().map(|h| h.key()).collect();
+        f.write_str(&keys.join(","))
+    }
+}
+
+/// Arguments of `elbow experiment randomization`.
+#[derive(Debug, Args)]
+pub(crate) struct RandomizationArgs {
+    /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual.
+    #[arg(long, default_value_t = Heads(defaults().heads))]
+    heads: Heads,
+    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`).
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch))]
+    mismatch: Span,
+    /// Randomized training range of the flex: droop of the stretched-out arm, radians.
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex))]
+    flex: Span,
+    /// Randomized training range of the joint stiction band, radians.
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction))]
+    friction: Span,
+    /// Randomized training range of the backlash half-width, radians.
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash))]
+    backlash: Span,
+    /// Range of the mismatch of the "outside" test plants.
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch))]
+    outside_mismatch: Span,
+    /// Range of the flex of the "outside" test plants, radians.
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex))]
+    outside_flex: Span,
+    /// Range of the stiction band of the "outside" test plants, radians.
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction))]
+    outside_friction: Span,
+    /// Range of the backlash of the "outside" test plants, radians.
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash))]
+    outside_backlash: Span,
+    /// Test plants drawn inside and outside the ranges (each), 1 to 10000.
+    #[arg(long, default_value_t = defaults().plants, value_parser = count::<1, 10_000>, allow_hyphen_values = true)]
+    plants: usize,
+    /// Held-out targets per test plant, 1 to 100000.
+    #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, 100_000>, allow_hyphen_values = true)]
+    targets: usize,
+    /// Training steps per head and training, 1 to 10000000.
+    #[arg(long, default_value_t = defaults().train.steps, value_parser = count::<1, MAX_STEPS>,
+          allow_hyphen_values = true)]
+    steps: usize,
+    /// Training targets per run, 16 to 1000000.
+    #[arg(long, default_value_t = defaults().train.data_size, value_parser = count::<16, 1_000_000>,
+          allow_hyphen_values = true)]
+    data_size: usize,
+    /// A move landing further than this from its target failed, metres.
+    #[arg(long, default_value_t = defaults().tolerance)]
+    tolerance: f64,
+    /// Seed of data, initialisation, plants and targets.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl RandomizationArgs {
+    fn config(&self) -> RandomizationConfig {
+        let d = defaults();
+        RandomizationConfig {
+            heads: self.heads.0.clone(),
+            train: elbow::learned::TrainConfig {
+                steps: self.steps,
+                data_size: self.data_size,
+                seed: self.seed,
+                ..d.train
+            },
+            randomized: Ranges {
+                mismatch: self.mismatch.0,
+                flex: self.flex.0,
+                friction: self.friction.0,
+                backlash: self.backlash.0,
+            },
+            outside: Ranges {
+                mismatch: self.outside_mismatch.0,
+                flex: self.outside_flex.0,
+                friction: self.outside_friction.0,
+                backlash: self.outside_backlash.0,
+            },
+            plants: self.plants,
+            targets: self.targets,
+            tolerance: self.tolerance,
+            seed: self.seed,
+            ..d
+        }
+    }
+}
+
+/// Runs `elbow experiment randomization`.
+pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
+    let cfg = a.config();
+    let show = !a.json && !a.quiet;
+    let bar = crate::cli::train::progress_bar(show, 1, "randomization".into());
+    let polling = signals::Polling::start();
+    let report = randomization(&cfg, |done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+        !signals::interrupted()
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    drop(polling);
+    let report = report?;
+    if a.json {
+        print_json(&report)?;
+        Ok(())
+    } else {
+        print_report(&report)
+    }
+}
+
+fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
+    outln!(
+        "Domain randomization: {} randomized training samples per head; {} test plants inside and outside, {} targets each; tolerance {} m",
+        r.randomized_samples,
+        r.config.plants,
+        r.config.targets,
+        r.config.tolerance
+    );
+    outln!("");
+    outln!(
+        "{:<10} {:<11} {:<8} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10} {:>10}",
+        "solver",
+        "training",
+        "plants",
+        "mean mm",
+        "p95 mm",
+        "success",
+        "silent",
+        "enc sees",
+        "cam sees",
+        "cam alarm"
+    );
+    for row in &r.rows {
+        let pct = |v: f64| format!("{:.1}%", 100.0 * v);
+        outln!(
+            "{:<10} {:<11} {:<8} {:>10.2} {:>10.2} {:>9} {:>8} {:>10} {:>10} {:>10}",
+            row.solver,
+            format!("{:?}", row.training).to_lowercase(),
+            format!("{:?}", row.plants).to_lowercase(),
+            row.error.mean * 1e3,
+            row.error.p95 * 1e3,
+            pct(row.success_rate),
+            pct(row.silent_rate),
+            pct(row.encoder_check_catches),
+            pct(row.camera_check_catches),
+            pct(row.camera_false_alarms)
+        );
+    }
+    outln!("");
+    for v in &r.verdicts {
+        outln!("{} {}", v.question, v.answer.to_uppercase());
+        outln!("  {}", v.evidence);
+    }
+    Ok(())
+}

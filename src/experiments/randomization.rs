@@ -1,0 +1,594 @@
+//! Domain randomization, put to the same honest test as everything else.
+//!
+//! The learned heads are trained twice: once on the nominal plant (the simulator: the nominal
+//! arm, no friction, flex, backlash or mismatch), and once with domain randomization (after Peng
+//! et al. 2018, "Sim-to-Real Transfer of Robotic Control with Dynamics Randomization"): every
+//! training target is reached on a plant drawn at random from stated ranges of mismatch, flex,
+//! friction and backlash, and the head learns the command that put the tip there. Both are then
+//! evaluated on held-out plants drawn inside the randomized ranges and outside them, beside the
+//! analytic solver, with two post-move checks: the encoders (through the nominal model) and an
+//! external camera on the tip.
+//!
+//! Data collection is idealised: the command that reaches a target on a drawn plant is found by
+//! Newton steps on the true tip position, the way a calibration rig with a perfect tracker would
+//! find it. Each evaluation starts from rest at one pose and settles, so control latency (which
+//! only matters while tracking a moving target) plays no part here.
+//!
+//! Three plain questions get verdicts computed from the numbers: does randomization close the
+//! gap inside its ranges; outside them; does it make a learned controller able to report failure.
+
+use crate::analytic::solve_branches;
+use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
+use crate::learned::data::{Dataset, Sample};
+use crate::learned::{HeadKind, LearnedIk, LearnedModel, TrainConfig, Trainer, held_out_targets};
+use crate::plant::{Camera, Plant, PlantConfig, SO101_STICTION_BAND};
+use crate::stats::{Summary, json_numbers};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::ExperimentError;
+
+/// Where every evaluation (and every data-collection move) starts from rest.
+pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
+
+/// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
+pub const MAX_EVALUATIONS: usize = 20_000_000;
+
+/// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ranges {
+    /// Size of the model mismatch as a multiple of [`Mismatch::DEFAULT`]; each of its four
+    /// parts (two link-length errors, two joint offsets) gets its own size and a random sign.
+    pub mismatch: [f64; 2],
+    /// Flex: droop of the stretched-out arm, radians (see [`PlantConfig::flex`]).
+    pub flex: [f64; 2],
+    /// Stiction band of each joint, radians (see [`PlantConfig::friction`]).
+    pub friction: [f64; 2],
+    /// Backlash half-width, radians.
+    pub backlash: [f64; 2],
+}
+
+impl Ranges {
+    /// The randomized training ranges: mismatch up to 1.5 times the default gap, a droop up to
+    /// 20 mrad, friction up to three times the SO-101's stiction band, backlash up to 10 mrad.
+    pub const TRAINING: Ranges = Ranges {
+        mismatch: [0.0, 1.5],
+        flex: [0.0, 0.02],
+        friction: [0.0, 3.0 * SO101_STICTION_BAND],
+        backlash: [0.0, 0.01],
+    };
+
+    /// Plants outside the training ranges on every channel (up to twice as far again).
+    pub const OUTSIDE: Ranges = Ranges {
+        mismatch: [1.5, 3.0],
+        flex: [0.02, 0.04],
+        friction: [3.0 * SO101_STICTION_BAND, 6.0 * SO101_STICTION_BAND],
+        backlash: [0.01, 0.02],
+    };
+
+    /// Only the nominal plant.
+    pub const NOMINAL: Ranges = Ranges { mismatch: [0.0; 2], flex: [0.0; 2], friction: [0.0; 2], backlash: [0.0; 2] };
+
+    fn check(&self, name: &str) -> Result<(), ExperimentError> {
+        for (channel, [lo, hi]) in
+            [("mismatch", self.mismatch), ("flex", self.flex), ("friction", self.friction), ("backlash", self.backlash)]
+        {
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) {
+                return Err(ExperimentError::Invalid(format!(
+                    "the {name} {channel} range must be finite with 0 <= low <= high, got [{lo}, {hi}]"
+                )));
+            }
+        }
+        if self.flex[1] > std::f64::consts::FRAC_PI_4 {
+            return Err(ExperimentError::Invalid(format!(
+                "the {name} flex range must stay within a quarter turn, got up to {}",
+                self.flex[1]
+            )));
+        }
+        Ok(())
+    }
+
+    /// One plant drawn from these ranges (the camera as given, the seed from `rng`).
+    pub fn draw(&self, arm: &TwoLinkArm, camera: Camera, rng: &mut ChaCha8Rng) -> PlantConfig {
+        fn pick(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {
+            if hi > lo { rng.random_range(lo..=hi) } else { lo }
+        }
+        let d = Mismatch::DEFAULT;
+        let mut part = |v: f64| v * pick(rng, self.mismatch) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+        let mismatch = Mismatch {
+            length_error: [part(d.length_error[0]), part(d.length_error[1])],
+            joint_offsets: Pose::new(part(d.joint_offsets.shoulder), part(d.joint_offsets.elbow)),
+        };
+        let real = RealArm::with_mismatch(arm, mismatch).unwrap_or_else(|_| RealArm::ideal(*arm));
+        PlantConfig {
+            real,
+            flex: pick(rng, self.flex),
+            friction: pick(rng, self.friction),
+            backlash: pick(rng, self.backlash),
+            camera,
+            seed: rng.random(),
+            ..PlantConfig::ideal(*arm)
+        }
+    }
+}
+
+/// What the experiment runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RandomizationConfig {
+    /// The heads trained both ways (default: the MDN and the residual hybrid).
+    pub heads: Vec<HeadKind>,
+    /// Training settings shared by every run (arm, region, steps, sizes, seed); the head and the
+    /// real arm are set per run.
+    pub train: TrainConfig,
+    /// The ranges the randomized training draws plants from; also the "inside" test plants.
+    pub randomized: Ranges,
+    /// The ranges of the "outside" test plants.
+    pub outside: Ranges,
+    /// Test plants drawn for each of the inside and outside sets.
+    pub plants: usize,
+    /// Held-out targets per test plant.
+    pub targets: usize,
+    /// A move that lands further than this from its target failed, metres; also the checks'
+    /// threshold.
+    pub tolerance: f64,
+    /// The camera of every plant (the post-move camera check reads it).
+    #[serde(skip)]
+    pub camera: Camera,
+    /// Seed of the plants and targets.
+    pub seed: u64,
+}
+
+impl Default for RandomizationConfig {
+    fn default() -> Self {
+        Self {
+            heads: vec![HeadKind::Mdn, HeadKind::Residual],
+            train: TrainConfig { steps: 4_000, data_size: 10_000, ..TrainConfig::default() },
+            randomized: Ranges::TRAINING,
+            outside: Ranges::OUTSIDE,
+            plants: 40,
+            targets: 100,
+            tolerance: 0.01,
+            camera: Camera::default(),
+            seed: 0,
+        }
+    }
+}
+
+/// How a pipeline was trained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Training {
+    /// Not learned (the analytic solver).
+    None,
+    /// On the nominal plant only.
+    Nominal,
+    /// With domain randomization.
+    Randomized,
+}
+
+/// Which plants a row was measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlantSet {
+    /// The nominal plant (the simulator itself).
+    Nominal,
+    /// Plants drawn from the randomized training ranges.
+    Inside,
+    /// Plants drawn from ranges beyond them.
+    Outside,
+}
+
+/// One pipeline on one set of plants.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// `analytic`, or the head's key.
+    pub solver: String,
+    /// How it was trained.
+    pub training: Training,
+    /// Which plants.
+    pub plants: PlantSet,
+    /// True tip error after the move, metres.
+    pub error: Summary,
+    /// Share of moves that landed within the tolerance.
+    #[serde(serialize_with = "json_numbers")]
+    pub success_rate: f64,
+    /// Share of moves that failed while the solver itself reported nothing (no solver here
+    /// reports a failure on these reachable targets, so every failure is silent).
+    #[serde(serialize_with = "json_numbers")]
+    pub silent_rate: f64,
+    /// Share of failed moves a post-move encoder check (nominal FK of the readings) reports.
+    #[serde(serialize_with = "json_numbers")]
+    pub encoder_check_catches: f64,
+    /// Share of failed moves a post-move camera check reports.
+    #[serde(serialize_with = "json_numbers")]
+    pub camera_check_catches: f64,
+    /// Share of good moves the camera check flags anyway (false alarms).
+    #[serde(serialize_with = "json_numbers")]
+    pub camera_false_alarms: f64,
+    /// Share of moves that fail with the camera check on and are still not reported: the
+    /// envelope's silent failures.
+    #[serde(serialize_with = "json_numbers")]
+    pub silent_with_camera: f64,
+}
+
+/// A plain question and the answer the numbers give.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The question.
+    pub question: String,
+    /// `yes`, `partly` or `no`.
+    pub answer: &'static str,
+    /// The numbers behind it.
+    pub evidence: String,
+}
+
+/// Everything the experiment measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RandomizationReport {
+    /// The configuration that ran.
+    pub config: RandomizationConfig,
+    /// Training samples per randomized run (targets the drawn plants could reach).
+    pub randomized_samples: usize,
+    /// One row per pipeline and plant set.
+    pub rows: Vec<Row>,
+    /// The verdicts.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl RandomizationReport {
+    /// The row of `solver`, trained as `training`, on `plants`.
+    pub fn row(&self, solver: &str, training: Training, plants: PlantSet) -> Option<&Row> {
+        self.rows.iter().find(|r| r.solver == solver && r.training == training && r.plants == plants)
+    }
+}
+
+/// Where the tip of `plant` comes to rest when `command` is sent from rest at [`START`].
+fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
+    let mut plant = Plant::new(*cfg, START);
+    plant.command(command);
+    plant.settle();
+    plant
+}
+
+/// The command that brings the tip of `cfg`'s plant onto `target` from [`START`] on the `mode`
+/// branch: Newton steps on the true tip, from the nominal closed-form answer. `None` when the
+/// steps do not reach it within 0.1 mm (near the rim, or a branch the drawn plant lacks).
+pub fn command_reaching(arm: &TwoLinkArm, cfg: &PlantConfig, target: Point2, mode: ElbowMode) -> Option<Pose> {
+    let mut q = solve_branches(arm, target).pose(mode);
+    for _ in 0..12 {
+        let miss = target - landing(cfg, q).tip();
+        if miss.norm() < 1e-4 {
+            return Some(q);
+        }
+        let step = arm.jacobian(q).try_inverse()? * miss;
+        q = Pose::new(q.shoulder + step.x.clamp(-0.2, 0.2), q.elbow + step.y.clamp(-0.2, 0.2));
+        if !q.is_finite() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Training samples for `head` on plants drawn from `ranges`: each target's answers are the
+/// commands (or, for the residual hybrid, the corrections to the nominal closed form) that
+/// reach it on its own drawn plant, one per elbow branch.
+pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Dataset {
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xd0_5a11);
+    let targets = cfg.arm.sample_targets(&mut rng, cfg.data_size, cfg.sampling, cfg.region);
+    let corrections = cfg.head.fits_real_arm();
+    let samples = targets
+        .into_iter()
+        .filter_map(|target| {
+            let plant = ranges.draw(&cfg.arm, camera, &mut rng);
+            let branches = solve_branches(&cfg.arm, target);
+            let answer = |mode: ElbowMode| {
+                let command = command_reaching(&cfg.arm, &plant, target, mode)?;
+                Some(if corrections { command.wrapped_difference(branches.pose(mode)) } else { command })
+            };
+            Some(Sample { target, answers: [answer(ElbowMode::Up)?, answer(ElbowMode::Down)?] })
+        })
+        .collect();
+    Dataset { samples }
+}
+
+/// Trains `head` on the nominal plant or with randomization; `keep_going` is asked after every
+/// step.
+fn train(
+    cfg: &RandomizationConfig,
+    head: HeadKind,
+    training: Training,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<(LearnedModel, usize), ExperimentError> {
+    let arm = cfg.train.arm;
+    let tc = TrainConfig { head, real: RealArm::ideal(arm), ..cfg.train };
+    let ranges = if training == Training::Randomized { cfg.randomized } else { Ranges::NOMINAL };
+    let data = randomized_dataset(&tc, &ranges, cfg.camera);
+    let n = data.len();
+    let mut trainer = Trainer::with_data(tc, data)?;
+    trainer.run_checked(|_, _| keep_going()).map_err(|e| match e {
+        crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
+        e => e.into(),
+    })?;
+    Ok((trainer.into_model(), n))
+}
+
+/// A pipeline under test.
+enum Pipeline<'m> {
+    Analytic,
+    Learned(&'m LearnedModel),
+}
+
+impl Pipeline<'_> {
+    fn command(&self, arm: &TwoLinkArm, target: Point2) -> Pose {
+        match self {
+            Pipeline::Analytic => solve_branches(arm, target).pose(ElbowMode::Down),
+            Pipeline::Learned(m) => m.predict(target, ElbowMode::Down).pose,
+        }
+    }
+}
+
+/// Runs `pipeline` on every plant and target of a set.
+fn measure(
+    cfg: &RandomizationConfig,
+    pipeline: &Pipeline<'_>,
+    plants: &[PlantConfig],
+    targets: &[Point2],
+) -> (Summary, [f64; 5], f64) {
+    let arm = cfg.train.arm;
+    let tol = cfg.tolerance;
+    let mut errors = Vec::with_capacity(plants.len() * targets.len());
+    let (mut failed, mut enc_caught, mut cam_caught, mut alarms, mut silent_cam) =
+        (0usize, 0usize, 0usize, 0usize, 0usize);
+    for plant_cfg in plants {
+        for &target in targets {
+            let mut plant = landing(plant_cfg, pipeline.command(&arm, target));
+            let error = (plant.tip() - target).norm();
+            // A NaN distance counts as far (a failure, and flagged).
+            let far = |d: f64| d.is_nan() || d > tol;
+            let fail = far(error);
+            let encoder_flags = far(arm.miss(plant.measure(), target));
+            let camera_flags = plant.camera().is_none_or(|f| far((f.tip - target).norm()));
+            errors.push(error);
+            if fail {
+                failed += 1;
+                enc_caught += usize::from(encoder_flags);
+                cam_caught += usize::from(camera_flags);
+                silent_cam += usize::from(!camera_flags);
+            } else {
+                alarms += usize::from(camera_flags);
+            }
+        }
+    }
+    let n = errors.len().max(1) as f64;
+    let share = |k: usize, of: usize| if of == 0 { 0.0 } else { k as f64 / of as f64 };
+    let good = errors.len() - failed;
+    (
+        Summary::of(&errors),
+        [
+            1.0 - failed as f64 / n,
+            share(enc_caught, failed),
+            share(cam_caught, failed),
+            share(alarms, good),
+            silent_cam as f64 / n,
+        ],
+        failed as f64 / n,
+    )
+}
+
+/// Runs the experiment. `progress(done, total)` is called after each training run and each
+/// measured pipeline; returning `false` stops the run with [`ExperimentError::Cancelled`].
+pub fn randomization(
+    cfg: &RandomizationConfig,
+    mut progress: impl FnMut(usize, usize) -> bool,
+) -> Result<RandomizationReport, ExperimentError> {
+    cfg.randomized.check("randomized")?;
+    cfg.outside.check("outside")?;
+    if cfg.heads.is_empty() {
+        return Err(ExperimentError::Invalid("name at least one head to train".into()));
+    }
+    if cfg.plants == 0 || cfg.targets == 0 {
+        return Err(ExperimentError::Invalid(format!(
+            "plants and targets must be at least 1, got {} and {}",
+            cfg.plants, cfg.targets
+        )));
+    }
+    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+        return Err(ExperimentError::Invalid(format!(
+            "the tolerance must be a positive number of metres, got {}",
+            cfg.tolerance
+        )));
+    }
+    let pipelines = 1 + 2 * cfg.heads.len();
+    let evaluations = cfg.plants.saturating_mul(cfg.targets).saturating_mul(pipelines).saturating_mul(3);
+    if evaluations > MAX_EVALUATIONS {
+        return Err(ExperimentError::Invalid(format!(
+            "this run would make {evaluations} plant moves (the limit is {MAX_EVALUATIONS}); use fewer plants or targets"
+        )));
+    }
+    let mut train_cfg = cfg.train;
+    for &head in &cfg.heads {
+        train_cfg.head = head;
+        train_cfg.validate()?;
+    }
+    let total = 2 * cfg.heads.len() + 3 * pipelines;
+    let mut done = 0;
+    let mut models = Vec::new();
+    let mut randomized_samples = 0;
+    for &head in &cfg.heads {
+        for training in [Training::Nominal, Training::Randomized] {
+            let (model, n) = train(cfg, head, training, &mut || progress(done, total))?;
+            if training == Training::Randomized {
+                randomized_samples = n;
+            }
+            models.push((head, training, model));
+            done += 1;
+            if !progress(done, total) {
+                return Err(ExperimentError::Cancelled);
+            }
+        }
+    }
+    let arm = cfg.train.arm;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7e57_91a7);
+    let sets = [
+        (PlantSet::Nominal, vec![PlantConfig { camera: cfg.camera, ..PlantConfig::ideal(arm) }]),
+        (PlantSet::Inside, (0..cfg.plants).map(|_| cfg.randomized.draw(&arm, cfg.camera, &mut rng)).collect()),
+        (PlantSet::Outside, (0..cfg.plants).map(|_| cfg.outside.draw(&arm, cfg.camera, &mut rng)).collect()),
+    ];
+    let region = cfg.train.region;
+    let targets = clear_of_the_rim(&arm, held_out_targets(&arm, region, 4 * cfg.targets, cfg.seed), cfg.targets);
+    let mut rows = Vec::new();
+    for (set, plants) in &sets {
+        let mut lineup = vec![("analytic".to_string(), Training::None, Pipeline::Analytic)];
+        for (head, training, model) in &models {
+            lineup.push((head.key().to_string(), *training, Pipeline::Learned(model)));
+        }
+        for (solver, training, pipeline) in lineup {
+            let (error, [success_rate, enc, cam, alarms, silent_with_camera], failed) =
+                measure(cfg, &pipeline, plants, &targets);
+            rows.push(Row {
+                solver,
+                training,
+                plants: *set,
+                error,
+                success_rate,
+                silent_rate: failed,
+                encoder_check_catches: enc,
+                camera_check_catches: cam,
+                camera_false_alarms: alarms,
+                silent_with_camera,
+            });
+            done += 1;
+            if !progress(done, total) {
+                return Err(ExperimentError::Cancelled);
+            }
+        }
+    }
+    let mut report = RandomizationReport { config: cfg.clone(), randomized_samples, rows, verdicts: Vec::new() };
+    report.verdicts = verdicts(&report);
+    Ok(report)
+}
+
+/// The first `n` of `targets` that lie clear of the workspace's rims by 15 % of the reach, so
+/// that every drawn plant (whose links may be up to 18 % longer or shorter) reaches them and a
+/// miss is the pipeline's, not the geometry's.
+fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Point2> {
+    let margin = 0.15 * arm.reach();
+    targets
+        .into_iter()
+        .filter(|t| t.norm() > arm.inner_radius() + margin && t.norm() < arm.reach() - margin)
+        .take(n)
+        .collect()
+}
+
+/// The verdicts, computed from the rows by rules fixed in advance.
+///
+/// "Closes the gap" compares each head's gap (its mean error on the plants less the
+/// nominal-trained head's mean error on the nominal plant) with and without randomization: yes
+/// when randomization at least halves it, partly when it shrinks it less, no otherwise; the
+/// answer is yes only when it holds for every head.
+pub fn verdicts(report: &RandomizationReport) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    let heads: Vec<&str> = report.config.heads.iter().map(|h| h.key()).collect();
+    let mean = |solver: &str, training: Training, plants: PlantSet| {
+        report.row(solver, training, plants).map_or(f64::NAN, |r| r.error.mean)
+    };
+    for (set, question) in [
+        (PlantSet::Inside, "Does randomization close the gap inside its range?"),
+        (PlantSet::Outside, "Does randomization close the gap outside its range?"),
+    ] {
+        let mut parts = Vec::new();
+        let mut answers = Vec::new();
+        for &head in &heads {
+            let sim = mean(head, Training::Nominal, PlantSet::Nominal);
+            let before = mean(head, Training::Nominal, set) - sim;
+            let after = mean(head, Training::Randomized, set) - sim;
+            answers.push(if after <= 0.5 * before {
+                "yes"
+            } else if after < before {
+                "partly"
+            } else {
+                "no"
+            });
+            parts.push(format!("{head}: gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3));
+        }
+        let answer = if answers.iter().all(|a| *a == "yes") {
+            "yes"
+        } else if answers.iter().any(|a| *a != "no") {
+            "partly"
+        } else {
+            "no"
+        };
+        out.push(Verdict { question: question.into(), answer, evidence: parts.join("; ") });
+    }
+    // Reporting: no learned head has a failure output; only an outside check can report.
+    let mut parts = Vec::new();
+    for &head in &heads {
+        for set in [PlantSet::Inside, PlantSet::Outside] {
+            if let Some(r) = report.row(head, Training::Randomized, set) {
+                parts.push(format!(
+                    "{head} randomized, {}: {:.1} % of moves fail, all silently; a camera check reports {:.0} % of them",
+                    match set {
+                        PlantSet::Inside => "inside",
+                        _ => "outside",
+                    },
+                    r.silent_rate * 100.0,
+                    r.camera_check_catches * 100.0
+                ));
+            }
+        }
+    }
+    out.push(Verdict {
+        question: "Does randomization make a learned controller able to report failure?".into(),
+        answer: "no",
+        evidence: parts.join("; "),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_found_reaches_the_target_on_its_plant() {
+        let arm = TwoLinkArm::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let plant = Ranges::TRAINING.draw(&arm, Camera::OFF, &mut rng);
+        let target = Point2::new(1.2, 0.5);
+        let q = command_reaching(&arm, &plant, target, ElbowMode::Down).expect("reachable");
+        assert!((landing(&plant, q).tip() - target).norm() < 1e-4);
+        let nominal = solve_branches(&arm, target).pose(ElbowMode::Down);
+        assert!((landing(&plant, nominal).tip() - target).norm() > 1e-3, "the drawn plant differs from the model");
+    }
+
+    #[test]
+    fn draws_stay_in_their_ranges() {
+        let arm = TwoLinkArm::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..200 {
+            let p = Ranges::OUTSIDE.draw(&arm, Camera::OFF, &mut rng);
+            assert!((0.02..=0.04).contains(&p.flex) && (0.01..=0.02).contains(&p.backlash));
+            let size = p.real.joint_offsets.shoulder.abs() / Mismatch::DEFAULT.joint_offsets.shoulder.abs();
+            assert!((1.5 - 1e-9..=3.0 + 1e-9).contains(&size), "{size}");
+        }
+        let nominal = Ranges::NOMINAL.draw(&arm, Camera::OFF, &mut rng);
+        assert_eq!(PlantConfig { seed: 0, ..nominal }, PlantConfig::ideal(arm));
+    }
+
+    #[test]
+    fn bad_settings_are_refused_before_any_work() {
+        let bad = |f: fn(&mut RandomizationConfig)| {
+            let mut cfg = RandomizationConfig::default();
+            f(&mut cfg);
+            randomization(&cfg, |_, _| panic!("no work may start")).unwrap_err().to_string()
+        };
+        assert!(bad(|c| c.randomized.flex = [0.1, 0.0]).contains("randomized flex range"));
+        assert!(bad(|c| c.outside.mismatch = [f64::NAN, 1.0]).contains("outside mismatch range"));
+        assert!(bad(|c| c.plants = 0).contains("plants"));
+        assert!(bad(|c| c.tolerance = -1.0).contains("tolerance"));
+        assert!(bad(|c| c.heads.clear()).contains("head"));
+        assert!(bad(|c| c.targets = 10_000_000).contains("limit"));
+        assert!(bad(|c| c.train.steps = 0).contains("steps"));
+    }
+}
