@@ -112,8 +112,13 @@ pub fn gemm(g: &Gemm<'_>, c: &mut [f32]) {
     if g.m == 0 || g.n == 0 {
         return;
     }
-    // SAFETY: `check` established every bound `gemm_body` needs.
-    PACK.with_borrow_mut(|pack| unsafe { gemm_dispatched(g, c, pack) })
+    // SAFETY: `check` established every bound `gemm_body` needs (a single column with
+    // contiguous rows packs nothing).
+    if g.n == 1 && g.a_i == 1 {
+        unsafe { gemm_dispatched(g, c, &mut Vec::new()) }
+    } else {
+        PACK.with_borrow_mut(|pack| unsafe { gemm_dispatched(g, c, pack) })
+    }
 }
 
 thread_local! {
@@ -150,7 +155,7 @@ dispatch!(
 unsafe fn gemm_body<V: Simd>(g: &Gemm<'_>, c: &mut [f32], pack: &mut Vec<f32>) {
     // SAFETY: forwarded; the tile shapes are the level's own.
     unsafe {
-        if g.n == 1 {
+        if g.n == 1 && g.a_i == 1 {
             return gemv::<V>(g, c.as_mut_ptr());
         }
         match V::LEVEL {
@@ -371,60 +376,59 @@ unsafe fn tile<V: Simd, const MV: usize, const NC: usize, const BY_ROWS: bool>(
     }
 }
 
-/// The single-column product: up to four row vectors at a time, each with two interleaved
-/// accumulators over even and odd `p`, reading A in place (the last vector partially).
+/// The single-column product with A's rows contiguous: up to four row vectors at a time, each
+/// with two interleaved accumulators over even and odd `p`, reading A in place (a last vector
+/// that runs past `m` loads only its rows).
 ///
 /// # Safety
-/// As [`gemm_body`], with `n == 1`.
+/// As [`gemm_body`], with `n == 1` and `a_i == 1`.
 #[inline(always)]
 unsafe fn gemv<V: Simd>(g: &Gemm<'_>, c: *mut f32) {
-    // SAFETY: forwarded; row vectors past `m` load only their rows inside it.
+    // SAFETY: forwarded.
     unsafe {
-        let lanes = V::LANES;
-        let vectors = g.m.div_ceil(lanes);
+        let vectors = g.m.div_ceil(V::LANES);
+        let ragged = !g.m.is_multiple_of(V::LANES);
         let mut v0 = 0;
         while v0 < vectors {
-            match vectors - v0 {
-                1 => gemv_rows::<V, 1>(g, c, v0),
-                2 => gemv_rows::<V, 2>(g, c, v0),
-                3 => gemv_rows::<V, 3>(g, c, v0),
-                _ => gemv_rows::<V, 4>(g, c, v0),
+            let mv = 4.min(vectors - v0);
+            let last = v0 + mv == vectors;
+            match (mv, last && ragged) {
+                (1, false) => gemv_rows::<V, 1, false>(g, c, v0),
+                (1, true) => gemv_rows::<V, 1, true>(g, c, v0),
+                (2, false) => gemv_rows::<V, 2, false>(g, c, v0),
+                (2, true) => gemv_rows::<V, 2, true>(g, c, v0),
+                (3, false) => gemv_rows::<V, 3, false>(g, c, v0),
+                (3, true) => gemv_rows::<V, 3, true>(g, c, v0),
+                (_, false) => gemv_rows::<V, 4, false>(g, c, v0),
+                (_, true) => gemv_rows::<V, 4, true>(g, c, v0),
             }
-            v0 += 4.min(vectors - v0);
+            v0 += mv;
         }
     }
 }
 
-/// [`gemv`] for the `MV` row vectors from vector `v0` on.
+/// [`gemv`] for the `MV` row vectors from vector `v0` on; the last one holds only `m % LANES`
+/// rows when `RAGGED`.
 ///
 /// # Safety
 /// As [`gemv`].
+#[allow(clippy::needless_range_loop)] // acc[v]: one accumulator per row vector
 #[inline(always)]
-unsafe fn gemv_rows<V: Simd, const MV: usize>(g: &Gemm<'_>, c: *mut f32, v0: usize) {
-    // SAFETY: forwarded.
+unsafe fn gemv_rows<V: Simd, const MV: usize, const RAGGED: bool>(g: &Gemm<'_>, c: *mut f32, v0: usize) {
+    // SAFETY: forwarded; the ragged vector loads only the rows below `m`.
     unsafe {
         let lanes = V::LANES;
         let row0 = v0 * lanes;
-        let rows = (g.m - row0).min(MV * lanes);
+        let tail = g.m - (row0 + (MV - 1) * lanes);
         let load = |p: usize, v: usize| -> V {
-            let at = g.a.as_ptr().add((row0 + v * lanes) * g.a_i + p * g.a_k);
-            let n = (rows - v * lanes).min(lanes);
-            if g.a_i == 1 && n == lanes {
-                V::load(at)
-            } else if g.a_i == 1 {
-                V::load_partial(at, n)
-            } else {
-                let mut buf = [0f32; 16];
-                for (r, x) in buf[..n].iter_mut().enumerate() {
-                    *x = *at.add(r * g.a_i);
-                }
-                V::load(buf.as_ptr())
-            }
+            let at = g.a.as_ptr().add(row0 + v * lanes + p * g.a_k);
+            if RAGGED && v == MV - 1 { V::load_partial(at, tail) } else { V::load(at) }
         };
+        let b = |p: usize| V::splat(*g.b.as_ptr().add(p * g.b_k));
         let (mut acc0, mut acc1) = ([V::splat(0.0); MV], [V::splat(0.0); MV]);
         let mut p = 0;
         while p + 1 < g.k {
-            let (x0, x1) = (V::splat(*g.b.as_ptr().add(p * g.b_k)), V::splat(*g.b.as_ptr().add((p + 1) * g.b_k)));
+            let (x0, x1) = (b(p), b(p + 1));
             for v in 0..MV {
                 acc0[v] = V::fma(load(p, v), x0, acc0[v]);
                 acc1[v] = V::fma(load(p + 1, v), x1, acc1[v]);
@@ -432,9 +436,9 @@ unsafe fn gemv_rows<V: Simd, const MV: usize>(g: &Gemm<'_>, c: *mut f32, v0: usi
             p += 2;
         }
         if p < g.k {
-            let x0 = V::splat(*g.b.as_ptr().add(p * g.b_k));
-            for (v, acc) in acc0.iter_mut().enumerate() {
-                *acc = V::fma(load(p, v), x0, *acc);
+            let x0 = b(p);
+            for v in 0..MV {
+                acc0[v] = V::fma(load(p, v), x0, acc0[v]);
             }
         }
         let mut acc = [[V::splat(0.0); 1]; MV];
@@ -520,8 +524,8 @@ dispatch!(
     unsafe fn row_sums_dispatched(x: &[f32], rows: usize, sums: &mut [f32]) => generic row_sums_body
 );
 
-/// [`row_sums`] on `V` vectors: four row vectors at a time, each summed down the columns with
-/// two interleaved accumulators.
+/// [`row_sums`] on `V` vectors: up to four row vectors at a time, each summed down the columns
+/// with two interleaved accumulators (eight independent add chains).
 ///
 /// # Safety
 /// The CPU runs `V`'s instruction set; `rows > 0`, `sums.len() == rows` and `x.len()` is a
@@ -532,27 +536,49 @@ unsafe fn row_sums_body<V: Simd>(x: &[f32], rows: usize, sums: &mut [f32]) {
     // SAFETY: row `r < rows` of column `j < cols` is `x[r + j * rows]`; partial vectors load
     // and store only the rows that exist.
     unsafe {
-        let mut row = 0;
-        while row < rows {
-            let n = (rows - row).min(V::LANES);
-            let (mut s0, mut s1) = (V::splat(0.0), V::splat(0.0));
-            let col = |j: usize| load_rows::<V>(x.as_ptr().add(row + j * rows), n);
-            let mut j = 0;
-            while j + 1 < cols {
-                s0 = s0.add(col(j));
-                s1 = s1.add(col(j + 1));
-                j += 2;
+        let vectors = rows.div_ceil(V::LANES);
+        let mut v0 = 0;
+        while v0 < vectors {
+            match vectors - v0 {
+                1 => row_sums_block::<V, 1>(x, rows, cols, v0, sums),
+                2 => row_sums_block::<V, 2>(x, rows, cols, v0, sums),
+                3 => row_sums_block::<V, 3>(x, rows, cols, v0, sums),
+                _ => row_sums_block::<V, 4>(x, rows, cols, v0, sums),
             }
-            if j < cols {
-                s0 = s0.add(col(j));
+            v0 += 4;
+        }
+    }
+}
+
+/// [`row_sums_body`] for the `MV` row vectors from vector `v0` on.
+///
+/// # Safety
+/// As [`row_sums_body`], with `cols = x.len() / rows` and the `MV` vectors from `v0` on
+/// starting below `rows`.
+#[inline(always)]
+unsafe fn row_sums_block<V: Simd, const MV: usize>(x: &[f32], rows: usize, cols: usize, v0: usize, sums: &mut [f32]) {
+    // SAFETY: the caller's contract; a vector past `rows` loads and stores only its rows.
+    unsafe {
+        let row0 = v0 * V::LANES;
+        let n = |v: usize| (rows - row0 - v * V::LANES).min(V::LANES);
+        let col = |j: usize, v: usize| load_rows::<V>(x.as_ptr().add(row0 + v * V::LANES + j * rows), n(v));
+        let (mut s0, mut s1) = ([V::splat(0.0); MV], [V::splat(0.0); MV]);
+        let mut j = 0;
+        while j + 1 < cols {
+            for v in 0..MV {
+                s0[v] = s0[v].add(col(j, v));
+                s1[v] = s1[v].add(col(j + 1, v));
             }
-            let s = s0.add(s1);
-            if n == V::LANES {
-                s.store(sums.as_mut_ptr().add(row))
-            } else {
-                s.store_partial(sums.as_mut_ptr().add(row), n)
+            j += 2;
+        }
+        if j < cols {
+            for (v, s) in s0.iter_mut().enumerate() {
+                *s = s.add(col(j, v));
             }
-            row += n;
+        }
+        for v in 0..MV {
+            let (s, at) = (s0[v].add(s1[v]), sums.as_mut_ptr().add(row0 + v * V::LANES));
+            if n(v) == V::LANES { s.store(at) } else { s.store_partial(at, n(v)) }
         }
     }
 }
