@@ -59,47 +59,73 @@ fn learned(c: &mut Criterion) {
     g.finish();
 }
 
-/// One product of the 3-64-64-14 training step: `C (m x n) = op(A) · op(B)`, column-major.
+/// One product of the 3-64-64-14 MDN's training step at batch 256, with the layouts and the
+/// epilogue the step uses: `A(i, p)` at `a[i * a_i + p * a_k]`, `B(p, j)` at `b[p * b_k + j * b_j]`,
+/// `C` column-major.
 struct Shape {
     name: &'static str,
     m: usize,
     k: usize,
     n: usize,
-    /// A is stored transposed (`k x m`), as `W` in the input gradient `Wᵀ · D`.
-    ta: bool,
-    /// B is stored transposed (`n x k`), as the input in the weight gradient `D · Xᵀ`.
-    tb: bool,
+    a: (usize, usize),
+    b: (usize, usize),
+    epilogue: &'static str,
 }
 
 const SHAPES: [Shape; 8] = [
-    Shape { name: "fwd_64x64x256", m: 64, k: 64, n: 256, ta: false, tb: false },
-    Shape { name: "fwd_64x3x256", m: 64, k: 3, n: 256, ta: false, tb: false },
-    Shape { name: "fwd_14x64x256", m: 14, k: 64, n: 256, ta: false, tb: false },
-    Shape { name: "dW_64x256x64", m: 64, k: 256, n: 64, ta: false, tb: true },
-    Shape { name: "dW_14x256x64", m: 14, k: 256, n: 64, ta: false, tb: true },
-    Shape { name: "dW_64x256x3", m: 64, k: 256, n: 3, ta: false, tb: true },
-    Shape { name: "dX_64x64x256", m: 64, k: 64, n: 256, ta: true, tb: false },
-    Shape { name: "dX_64x14x256", m: 64, k: 14, n: 256, ta: true, tb: false },
+    // Forward: C = act(W · X + b), W column-major, X column-major.
+    Shape { name: "fwd_64x3x256", m: 64, k: 3, n: 256, a: (1, 64), b: (1, 3), epilogue: "tanh" },
+    Shape { name: "fwd_64x64x256", m: 64, k: 64, n: 256, a: (1, 64), b: (1, 64), epilogue: "tanh" },
+    Shape { name: "fwd_14x64x256", m: 14, k: 64, n: 256, a: (1, 14), b: (1, 64), epilogue: "identity" },
+    // Input gradient: C = act'(A) ⊙ (Wᵀ · D), W read transposed.
+    Shape { name: "dX_64x14x256", m: 64, k: 14, n: 256, a: (14, 1), b: (1, 14), epilogue: "tanh'" },
+    Shape { name: "dX_64x64x256", m: 64, k: 64, n: 256, a: (64, 1), b: (1, 64), epilogue: "tanh'" },
+    // Weight gradient: C = D · Xᵀ, X read transposed.
+    Shape { name: "dW_14x256x64", m: 14, k: 256, n: 64, a: (1, 14), b: (64, 1), epilogue: "plain" },
+    Shape { name: "dW_64x256x64", m: 64, k: 256, n: 64, a: (1, 64), b: (64, 1), epilogue: "plain" },
+    Shape { name: "dW_64x256x3", m: 64, k: 256, n: 3, a: (1, 64), b: (3, 1), epilogue: "plain" },
 ];
 
-/// The GEMM shapes of one training step on three implementations: `matrixmultiply` (what
-/// nalgebra uses), the `gemm` crate (faer's backend) and Elbow's own kernels (which transpose
-/// `Wᵀ` into a buffer first, as the training step does). Throughput is in FLOP/s.
+/// The products of one training step on our kernels at every SIMD level the CPU has (with their
+/// fused epilogues) and on two crates at the widest level each supports (the plain product
+/// only): `matrixmultiply` (what nalgebra uses; AVX2+FMA) and the `gemm` crate (faer's backend;
+/// AVX-512 here, with its `x86-v4` feature). Throughput is in FLOP/s; `scripts/gemm_table.py`
+/// turns the results into the README's ratio table.
 fn gemm_shapes(c: &mut Criterion) {
+    use elbow::nn::Activation;
     use elbow::nn::kernels::{Epilogue, Gemm, gemm as elbow_gemm};
+    use elbow::simd::{Level, at_level};
     let mut g = c.benchmark_group("gemm");
+    g.warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
     for s in &SHAPES {
         let (m, k, n) = (s.m, s.k, s.n);
+        let (a_i, a_k) = s.a;
+        let (b_k, b_j) = s.b;
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5).collect();
         let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let bias: Vec<f32> = (0..m).map(|i| (i as f32 * 0.1).sin()).collect();
+        let act: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.01).sin()).collect();
+        let epilogue = match s.epilogue {
+            "tanh" => Epilogue::BiasAct(&bias, Activation::Tanh),
+            "identity" => Epilogue::BiasAct(&bias, Activation::Identity),
+            "tanh'" => Epilogue::ActGrad(&act, Activation::Tanh),
+            _ => Epilogue::Plain,
+        };
         let mut out = vec![0f32; m * n];
-        // Strides (row, column) of op(A) and op(B) over their column-major storage.
-        let (rsa, csa) = if s.ta { (k as isize, 1) } else { (1, m as isize) };
-        let (rsb, csb) = if s.tb { (n as isize, 1) } else { (1, k as isize) };
         g.throughput(Throughput::Elements((2 * m * k * n) as u64));
+        let op = Gemm { m, n, k, a: &a, a_i, a_k, b: &b, b_k, b_j, ldc: m, epilogue };
+        for level in Level::ALL {
+            if at_level(level, || ()).is_none() {
+                println!("skipping gemm/{}/elbow-{}: this CPU lacks it", s.name, level.name());
+                continue;
+            }
+            g.bench_function(format!("{}/elbow-{}", s.name, level.name()), |bch| {
+                at_level(level, || bch.iter(|| elbow_gemm(&op, black_box(&mut out))));
+            });
+        }
         g.bench_function(format!("{}/matrixmultiply", s.name), |bch| {
             bch.iter(|| {
-                // SAFETY: the strides address m x k, k x n and m x n column-major buffers.
+                // SAFETY: the strides address the m x k, k x n and m x n buffers above.
                 unsafe {
                     matrixmultiply::sgemm(
                         m,
@@ -107,11 +133,11 @@ fn gemm_shapes(c: &mut Criterion) {
                         n,
                         1.0,
                         a.as_ptr(),
-                        rsa,
-                        csa,
+                        a_i as isize,
+                        a_k as isize,
                         b.as_ptr(),
-                        rsb,
-                        csb,
+                        b_k as isize,
+                        b_j as isize,
                         0.0,
                         out.as_mut_ptr(),
                         1,
@@ -134,11 +160,11 @@ fn gemm_shapes(c: &mut Criterion) {
                         1,
                         false,
                         a.as_ptr(),
-                        csa,
-                        rsa,
+                        a_k as isize,
+                        a_i as isize,
                         b.as_ptr(),
-                        csb,
-                        rsb,
+                        b_j as isize,
+                        b_k as isize,
                         0.0,
                         1.0,
                         false,
@@ -147,25 +173,6 @@ fn gemm_shapes(c: &mut Criterion) {
                         gemm::Parallelism::None,
                     );
                 }
-                black_box(&mut out);
-            })
-        });
-        let mut at = vec![0f32; m * k];
-        g.bench_function(format!("{}/elbow", s.name), |bch| {
-            bch.iter(|| {
-                let a_op: &[f32] = if s.ta {
-                    for i in 0..m {
-                        for p in 0..k {
-                            at[i + p * m] = a[p + i * k];
-                        }
-                    }
-                    &at
-                } else {
-                    &a
-                };
-                let (b_k, b_j) = (rsb as usize, csb as usize);
-                let op = Gemm { m, n, k, a: a_op, lda: m, b: &b, b_k, b_j, ldc: m, epilogue: Epilogue::Plain };
-                elbow_gemm(&op, &mut out);
                 black_box(&mut out);
             })
         });

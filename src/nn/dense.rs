@@ -73,7 +73,8 @@ impl Dense {
             n,
             k,
             a: self.w.as_slice(),
-            lda: m,
+            a_i: 1,
+            a_k: m,
             b: x,
             b_k: 1,
             b_j: k,
@@ -81,18 +82,5 @@ impl Dense {
             epilogue: Epilogue::BiasAct(self.b.as_slice(), self.activation),
         };
         kernels::gemm(&g, out);
-    }
-
-    /// `Wᵀ` (`inputs x outputs`, column-major) into `buf`, the vector operand of the input gradient.
-    pub(crate) fn transpose_into(&self, buf: &mut Vec<f32>) {
-        let (m, k) = self.w.shape();
-        buf.clear();
-        buf.resize(m * k, 0.0);
-        let w = self.w.as_slice();
-        for (i, col) in w.chunks_exact(m).enumerate() {
-            for (r, &v) in col.iter().enumerate() {
-                buf[i + r * k] = v;
-            }
-        }
     }
 }

@@ -147,8 +147,8 @@ unsafe fn mdn_loss_body<V: Simd>(
     let (out, tgt) = (output.as_slice(), target.as_slice());
     let grad = grad.as_mut_slice();
     // SAFETY: vector arithmetic at V's level (the caller's contract); loads and stores at
-    // `r * lanes` of buffers holding whole rows of `lanes` floats; the copies in and out index
-    // `col * rows + r < batch * rows` and `col * d + r < batch * d` (the shapes the caller checked).
+    // `r * lanes` of buffers holding whole rows of `lanes` floats; the copies in and out touch
+    // columns `c0 + l < batch` of `rows` (or `d`) floats (the shapes the caller checked).
     unsafe {
         let mut total = V::splat(0.0);
         let mut tail = 0.0f32;
@@ -158,15 +158,9 @@ unsafe fn mdn_loss_body<V: Simd>(
         let tiny = V::splat(TINY);
         for c0 in (0..batch).step_by(lanes) {
             let count = lanes.min(batch - c0);
-            for l in 0..count {
-                let col = c0 + l;
-                for r in 0..rows {
-                    o[r * lanes + l] = out[col * rows + r];
-                }
-                for r in 0..d {
-                    t[r * lanes + l] = tgt[col * d + r];
-                }
-            }
+            // Sample `c0 + l` becomes lane `l` of every row (the shapes make every index valid).
+            transpose_in(out.as_ptr().add(c0 * rows), rows, count, lanes, o.as_mut_ptr());
+            transpose_in(tgt.as_ptr().add(c0 * d), d, count, lanes, t.as_mut_ptr());
             // log softmax of the logits: lmax + ln psum.
             let mut lmax = ld(&o, 0);
             for i in 1..k {
@@ -225,13 +219,31 @@ unsafe fn mdn_loss_body<V: Simd>(
                 }
             }
             for l in 0..count {
-                let col = c0 + l;
+                let dst = grad.as_mut_ptr().add((c0 + l) * rows);
                 for r in 0..rows {
-                    grad[col * rows + r] = g[r * lanes + l];
+                    *dst.add(r) = *g.as_ptr().add(r * lanes + l);
                 }
             }
         }
         (total.reduce_sum() + tail) * inv_b
+    }
+}
+
+/// `dst[r * lanes + l] = src[l * rows + r]` for `l < count`, `r < rows`: `count` columns of
+/// `rows` floats become the first `count` lanes of `rows` rows.
+///
+/// # Safety
+/// `src` is valid for `count * rows` reads and `dst` for `rows * lanes` writes, `count <= lanes`.
+#[inline(always)]
+unsafe fn transpose_in(src: *const f32, rows: usize, count: usize, lanes: usize, dst: *mut f32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        for l in 0..count {
+            let col = src.add(l * rows);
+            for r in 0..rows {
+                *dst.add(r * lanes + l) = *col.add(r);
+            }
+        }
     }
 }
 

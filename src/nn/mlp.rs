@@ -30,8 +30,6 @@ pub struct Scratch {
     acts: Vec<DMatrix<f32>>,
     /// `dL/d(output)` of each layer, same shapes.
     deltas: Vec<DMatrix<f32>>,
-    /// A layer's transposed weights, the vector operand of its input gradient.
-    wt: Vec<f32>,
 }
 
 /// Reusable buffers for [`Mlp::forward_batch`]: two activation buffers of one chunk of samples.
@@ -132,7 +130,7 @@ impl Mlp {
         let n = self.layers.len();
         let batch = x.ncols();
         assert_eq!(d_out.shape(), (self.outputs(), batch), "backward: d_out shape");
-        let Scratch { acts, deltas, wt } = scratch;
+        let Scratch { acts, deltas } = scratch;
         let top = &self.layers[n - 1];
         let top_is_linear = top.activation == Activation::Identity;
         if !top_is_linear {
@@ -151,7 +149,8 @@ impl Mlp {
                 n: inp,
                 k: batch,
                 a: delta,
-                lda: out,
+                a_i: 1,
+                a_k: out,
                 b: input,
                 b_k: inp,
                 b_j: 1,
@@ -161,14 +160,14 @@ impl Mlp {
             kernels::gemm(&dw, grads.w[i].as_mut_slice());
             kernels::row_sums(delta, out, grads.b[i].as_mut_slice());
             if i > 0 {
-                // dL/d(input) = act'(input) ⊙ (Wᵀ · delta).
-                layer.transpose_into(wt);
+                // dL/d(input) = act'(input) ⊙ (Wᵀ · delta), reading W transposed.
                 let dx = Gemm {
                     m: inp,
                     n: batch,
                     k: out,
-                    a: wt,
-                    lda: inp,
+                    a: layer.w.as_slice(),
+                    a_i: out,
+                    a_k: 1,
                     b: delta,
                     b_k: 1,
                     b_j: out,

@@ -59,6 +59,10 @@ impl Simd for Scalar {
         Self(self.0 / b.0)
     }
     #[inline(always)]
+    unsafe fn recip(self) -> Self {
+        Self(1.0 / self.0)
+    }
+    #[inline(always)]
     unsafe fn min(self, b: Self) -> Self {
         Self(if self.0 < b.0 { self.0 } else { b.0 })
     }

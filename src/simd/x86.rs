@@ -74,6 +74,15 @@ impl Simd for V16 {
         unsafe { Self(_mm512_div_ps(self.0, b.0)) }
     }
     #[inline(always)]
+    unsafe fn recip(self) -> Self {
+        // SAFETY: the trait's contract.
+        unsafe {
+            // 14-bit estimate, then r + r (1 - x r): about 2^-23.
+            let r = _mm512_rcp14_ps(self.0);
+            Self(_mm512_fmadd_ps(r, _mm512_fnmadd_ps(self.0, r, _mm512_set1_ps(1.0)), r))
+        }
+    }
+    #[inline(always)]
     unsafe fn min(self, b: Self) -> Self {
         // SAFETY: the trait's contract.
         unsafe { Self(_mm512_min_ps(self.0, b.0)) }
@@ -197,6 +206,15 @@ impl Simd for V8 {
     unsafe fn div(self, b: Self) -> Self {
         // SAFETY: the trait's contract.
         unsafe { Self(_mm256_div_ps(self.0, b.0)) }
+    }
+    #[inline(always)]
+    unsafe fn recip(self) -> Self {
+        // SAFETY: the trait's contract.
+        unsafe {
+            // 12-bit estimate, then r + r (1 - x r): about 2^-22.
+            let r = _mm256_rcp_ps(self.0);
+            Self(_mm256_fmadd_ps(r, _mm256_fnmadd_ps(self.0, r, _mm256_set1_ps(1.0)), r))
+        }
     }
     #[inline(always)]
     unsafe fn min(self, b: Self) -> Self {
