@@ -485,8 +485,9 @@ fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Poi
 ///
 /// "Closes the gap" compares each head's gap (its mean error on the plants less the
 /// nominal-trained head's mean error on the nominal plant) with and without randomization: yes
-/// when randomization at least halves it, partly when it shrinks it less, no otherwise; the
-/// answer is yes only when it holds for every head.
+/// when randomization at least halves it, partly when it shrinks it by at least a tenth (less is
+/// within the run-to-run spread of a few hundred test moves), no otherwise; the answer is yes
+/// only when it is yes for every head, and no only when it is no for every head.
 pub fn verdicts(report: &RandomizationReport) -> Vec<Verdict> {
     let mut out = Vec::new();
     let heads: Vec<&str> = report.config.heads.iter().map(|h| h.key()).collect();
@@ -505,7 +506,7 @@ pub fn verdicts(report: &RandomizationReport) -> Vec<Verdict> {
             let after = mean(head, Training::Randomized, set) - sim;
             answers.push(if after <= 0.5 * before {
                 "yes"
-            } else if after < before {
+            } else if after <= 0.9 * before {
                 "partly"
             } else {
                 "no"
