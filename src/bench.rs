@@ -74,9 +74,12 @@ pub struct BenchReport {
     pub batch_inference_percent_of_peak: f64,
     /// Training steps until the held-out mean FK miss first fell under 1% of the reach
     /// (checked every `ACCURACY_CHECK_EVERY` steps; `None` if the default run never got there).
+    /// Absent from JSON when `None` (JSON holds no `null` for a number).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mdn_steps_to_target: Option<usize>,
-    /// Training wall time of those steps, seconds (the held-out checks excluded).
-    #[serde(serialize_with = "crate::stats::json_numbers")]
+    /// Training wall time of those steps, seconds (the held-out checks excluded; absent when
+    /// `None`).
+    #[serde(serialize_with = "crate::stats::json_numbers", skip_serializing_if = "Option::is_none")]
     pub mdn_seconds_to_target: Option<f64>,
     /// Cells per side of the timed atlas.
     pub atlas_resolution: usize,

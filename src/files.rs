@@ -11,7 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Error, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The directory a file at `path` lives in (`.` for a bare file name).
 fn parent_dir(path: &Path) -> PathBuf {
@@ -51,17 +51,89 @@ fn temp_path(path: &Path) -> PathBuf {
     parent_dir(path).join(format!(".{name}.tmp-{}-{n}", std::process::id()))
 }
 
-/// Creates a new temporary file next to `path`.
-fn create_temp(path: &Path) -> Result<(PathBuf, File), Error> {
-    for _ in 0..16 {
-        let tmp = temp_path(path);
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+/// The temporary file being written right now, as a leaked C string, for
+/// [`remove_pending_temp`] (a signal handler) to remove; null when none.
+static PENDING: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+/// A temporary file next to the destination: registered in [`PENDING`] while it exists, and
+/// removed when dropped unless it was renamed into place ([`Temp::persist`]).
+struct Temp {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl Temp {
+    /// Creates a new temporary file next to `path`.
+    fn create(path: &Path) -> Result<Self, Error> {
+        for _ in 0..16 {
+            let tmp = temp_path(path);
+            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+                Ok(file) => {
+                    if let Ok(c) = std::ffi::CString::new(tmp.as_os_str().as_encoded_bytes()) {
+                        let old = PENDING.swap(c.into_raw(), Ordering::SeqCst);
+                        free_c_string(old);
+                    }
+                    return Ok(Self { path: tmp, file: Some(file) });
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::new(ErrorKind::AlreadyExists, "cannot create a temporary file next to it"))
+    }
+
+    /// Renames the file over `dest`; on failure it is removed when `self` drops.
+    fn persist(mut self, dest: &Path) -> Result<(), Error> {
+        drop(self.file.take());
+        std::fs::rename(&self.path, dest)?;
+        self.path = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        free_c_string(PENDING.swap(std::ptr::null_mut(), Ordering::SeqCst));
+        if !self.path.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
-    Err(Error::new(ErrorKind::AlreadyExists, "cannot create a temporary file next to it"))
+}
+
+/// Frees a C string leaked into [`PENDING`] (null is fine).
+fn free_c_string(p: *mut libc::c_char) {
+    if !p.is_null() {
+        // SAFETY: every non-null pointer in PENDING came from `CString::into_raw`, and the swap
+        // that returned it took it out, so it is freed once.
+        drop(unsafe { std::ffi::CString::from_raw(p) });
+    }
+}
+
+/// Removes the temporary file [`write_atomic`] is writing right now, if any: for a signal
+/// handler about to end the process, so Ctrl-C never leaves a `.tmp` file behind. Only
+/// async-signal-safe calls (an atomic swap and `unlink`); the path's memory is left to the
+/// process's end.
+pub fn remove_pending_temp() {
+    let p = PENDING.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    #[cfg(unix)]
+    if !p.is_null() {
+        // SAFETY: `p` is a valid NUL-terminated path (from `CString::into_raw`), never freed
+        // once swapped out here.
+        unsafe { libc::unlink(p) };
+    }
+}
+
+/// Where a write to `path` must go: `path` itself, or the file a symbolic link at `path` points
+/// to (so the link stays a link); a link to nothing is refused.
+pub fn resolve_destination(path: &Path) -> Result<PathBuf, Error> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            let target = std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+            Error::new(e.kind(), format!("it is a symbolic link to {target}, which cannot be reached: {e}"))
+        }),
+        _ => Ok(path.to_path_buf()),
+    }
 }
 
 /// Checks, without changing anything at `path`, that [`write_atomic`] could write there: the
@@ -71,9 +143,16 @@ pub fn check_destination(path: &Path) -> Result<(), Error> {
     if path.as_os_str().is_empty() {
         return Err(Error::new(ErrorKind::InvalidInput, "the path is empty"));
     }
+    let path = &resolve_destination(path)?;
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => {
             return Err(Error::new(ErrorKind::InvalidInput, format!("it is {}, not a regular file", kind_of(&meta))));
+        }
+        Ok(meta) if meta.permissions().readonly() => {
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                "it is read-only; make it writable (chmod u+w) or choose another path",
+            ));
         }
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -85,23 +164,27 @@ pub fn check_destination(path: &Path) -> Result<(), Error> {
         Ok(_) => return Err(Error::new(ErrorKind::InvalidInput, format!("{} is not a directory", dir.display()))),
         Err(e) => return Err(Error::new(e.kind(), format!("directory {}: {e}", dir.display()))),
     }
-    let (tmp, file) = create_temp(path)
-        .map_err(|e| Error::new(e.kind(), format!("cannot create files in directory {}: {e}", dir.display())))?;
-    drop(file);
-    std::fs::remove_file(&tmp)
+    Temp::create(path)
+        .map(drop)
+        .map_err(|e| Error::new(e.kind(), format!("cannot create files in directory {}: {e}", dir.display())))
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced to disk,
-/// then renamed over `path`. On any error the temporary file is removed and `path` is as it was.
+/// then renamed over `path`. On any error, and on Ctrl-C ([`remove_pending_temp`]), the
+/// temporary file is removed and `path` is as it was. A symbolic link at `path` is followed (its
+/// target is replaced, the link kept), a replaced file keeps its permissions, and a read-only
+/// file is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     check_destination(path)?;
-    let (tmp, mut file) = create_temp(path)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+    let path = &resolve_destination(path)?;
+    let mut tmp = Temp::create(path)?;
+    let file = tmp.file.as_mut().expect("a new temporary file is open");
+    if let Ok(meta) = std::fs::metadata(path) {
+        file.set_permissions(meta.permissions())?;
     }
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    tmp.persist(path)?;
     // Make the rename itself durable; a directory that cannot be synced is no error.
     if let Ok(dir) = File::open(parent_dir(path)) {
         let _ = dir.sync_all();
@@ -155,6 +238,33 @@ mod tests {
         assert!(write_atomic(&sub, b"x").unwrap_err().to_string().contains("directory"));
         assert!(check_destination(&dir.join("missing/m.json")).is_err());
         assert!(check_destination(Path::new("")).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_modes_kept_and_read_only_files_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch_dir("links");
+        let target = dir.join("target.json");
+        let link = dir.join("link.json");
+        write_atomic(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600, "the mode is kept");
+        // A link to nothing, and a read-only file, are refused; nothing changes.
+        let dangling = dir.join("dangling.json");
+        std::os::unix::fs::symlink(dir.join("missing/x.json"), &dangling).unwrap();
+        assert!(write_atomic(&dangling, b"x").unwrap_err().to_string().contains("symbolic link"));
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o444)).unwrap();
+        assert!(write_atomic(&target, b"x").unwrap_err().to_string().contains("read-only"));
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // No temporary file is left.
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 

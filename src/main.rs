@@ -1,4 +1,8 @@
 //! Elbow's entry point: a subcommand runs headless, no subcommand opens the desktop app.
+//!
+//! Nothing here prints with `println!`/`eprintln!`: they panic on a failed write (a full disk,
+//! `2> /dev/full`). Standard output goes through `outln!`, standard error through [`cli::note`].
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -16,6 +20,13 @@ fn main() -> ExitCode {
         // (`elbow --help > /dev/full` must not exit 0).
         Err(e) => {
             use std::io::Write;
+            // With stdout closed (`>&-`), the runtime would print help into /dev/null.
+            if !e.use_stderr()
+                && let Err(message) = cli::check_stdout_open()
+            {
+                report(&message);
+                return ExitCode::from(2);
+            }
             let printed = e.print().and_then(|()| std::io::stdout().flush());
             return match (printed, e.use_stderr()) {
                 (Err(_), _) | (_, true) => ExitCode::from(2),
@@ -47,12 +58,7 @@ fn run_app(models: Vec<std::path::PathBuf>) -> ExitCode {
     for path in &models {
         let problem = match elbow::LearnedModel::load(path) {
             Err(e) => Some(e.to_string()),
-            Ok(m) if m.arm != elbow::TwoLinkArm::default() => Some(format!(
-                "trained for another arm ({:?}) than the app's ({:?})",
-                m.arm,
-                elbow::TwoLinkArm::default()
-            )),
-            Ok(_) => None,
+            Ok(m) => m.check_fits(&elbow::TwoLinkArm::default(), None).err(),
         };
         if let Some(problem) = problem {
             report(&format!("{}: {problem}", path.display()));
@@ -88,11 +94,10 @@ fn run_app(_models: Vec<std::path::PathBuf>) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Writes `error: MESSAGE` to stderr; if even stderr cannot be written (`2> /dev/full`), the
-/// exit code still tells (`eprintln!` would panic).
+/// Writes `error: MESSAGE` to stderr through the one checked writer ([`cli::note`]); if even
+/// stderr cannot be written (`2> /dev/full`), the exit code still tells.
 fn report(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "error: {message}");
+    cli::note(format_args!("error: {message}"));
 }
 
 /// Lets `elbow ... | head` end quietly, as command-line tools do, instead of panicking on a

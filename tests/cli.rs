@@ -1,14 +1,12 @@
 //! The command line as a user runs it: output, JSON, exit codes and messages on bad input.
 
-use std::process::Command;
+mod common;
 
+/// Exit code, stdout and stderr of `elbow ARGS` (run by [`common::elbow`]: pipes drained, time
+/// bounded).
 fn elbow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elbow")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    let run = common::elbow(args);
+    (run.code, run.stdout, run.stderr)
 }
 
 #[test]
@@ -66,14 +64,11 @@ fn train_saves_a_model_that_loads() {
 
 #[test]
 fn the_app_without_a_display_says_so_instead_of_panicking() {
-    let out = Command::new(env!("CARGO_BIN_EXE_elbow"))
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .env_remove("WAYLAND_SOCKET")
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let mut app = common::command(&[]);
+    app.env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY").env_remove("WAYLAND_SOCKET");
+    let run = common::wait_limited(app.spawn().expect("runs"), "elbow (the app)", common::limit());
+    let err = run.stderr;
+    assert_eq!(run.code, 2, "{err}");
     assert!(err.contains("desktop app") && !err.contains("panicked"), "{err}");
 }
 
@@ -144,7 +139,7 @@ fn atlas_writes_a_png_and_an_svg_and_refuses_bad_names_and_paths() {
     ]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = elbow(&["atlas", "--solver", "mdn", "--model", model.to_str().unwrap(), "--out", "a.png"]);
-    assert!(code == 2 && err.contains("another arm"), "{err}");
+    assert!(code == 2 && err.contains("trained for the arm `--lengths 1,0.5`"), "{err}");
     let (code, _, err) =
         elbow(&["atlas", "--solver", "analytic", "--model", model.to_str().unwrap(), "--out", "a.png"]);
     assert!(code == 2 && err.contains("learned head"), "{err}");
@@ -194,7 +189,7 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         (vec!["--model", "/nonexistent-dir/m.json"], "model file"),
         (vec!["--targets", "900000", "--ticks", "100"], "above the limit"),
         (vec!["--protocol", "numpy"], "protocol must be one of"),
-        (vec!["--ticks", "0"], "ticks must be in"),
+        (vec!["--ticks", "0"], "from 1 to 100"),
     ] {
         // A case that sets `--targets` replaces the small run's.
         let base: Vec<&str> = small

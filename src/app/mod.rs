@@ -60,7 +60,9 @@ pub(crate) enum AppSet {
 /// place of their heads' training.
 pub(crate) fn run(models: Vec<std::path::PathBuf>) -> ExitCode {
     if let Some(problem) = missing_display() {
-        eprintln!("error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)");
+        crate::cli::note(format_args!(
+            "error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)"
+        ));
         return ExitCode::from(2);
     }
     let window =

@@ -254,14 +254,11 @@ fn load_models(
 ) {
     for LoadModel(path) in loads.read() {
         let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        let outcome = match LearnedModel::load(path) {
+        let loaded = LearnedModel::load(path)
+            .map_err(|e| e.to_string())
+            .and_then(|m| m.check_fits(&nominal.0, None).map(|()| m));
+        let outcome = match loaded {
             Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(m) if m.arm != nominal.0 => Err(format!(
-                "{}: trained for another arm ({:?}) than the app's ({:?})",
-                path.display(),
-                m.arm,
-                nominal.0
-            )),
             Ok(m) => {
                 let head = m.kind;
                 workers.0[head] = None; // joins its training thread, if any

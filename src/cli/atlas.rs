@@ -2,9 +2,9 @@
 //! draws under the arm, with the annulus rims and the layer's colour key.
 
 use super::figure::{Canvas, FONT, Output};
-use super::{ArmArgs, SignedPair};
+use super::{ArmArgs, SignedPair, count, seed};
 use clap::Args;
-use elbow::atlas::{Atlas, AtlasConfig, Layer, compute, paint};
+use elbow::atlas::{Atlas, AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute, paint};
 use elbow::kinematics::{Mismatch, Pose};
 use elbow::learned::{LearnedModel, TrainConfig, Trainer};
 use elbow::{HeadKind, Lineup, SolverId, Table};
@@ -24,8 +24,9 @@ pub(crate) struct AtlasArgs {
     /// Where the figure goes (`.png` or `.svg`).
     #[arg(long)]
     out: PathBuf,
-    /// Cells per side (2 to 1024).
-    #[arg(long, default_value_t = AtlasConfig::default().resolution)]
+    /// Cells per side, 2 to 1024.
+    #[arg(long, default_value_t = AtlasConfig::default().resolution, value_parser = count::<2, MAX_RESOLUTION>,
+          allow_hyphen_values = true)]
     resolution: usize,
     /// How far the map reaches beyond the rim, as a fraction of the reach (0 to 2).
     #[arg(long, default_value_t = AtlasConfig::default().margin)]
@@ -42,17 +43,19 @@ pub(crate) struct AtlasArgs {
     /// Joint offsets of that real arm, radians, `SHOULDER,ELBOW`.
     #[arg(long, default_value = "0,0", allow_hyphen_values = true)]
     joint_offset: SignedPair,
-    /// Noise samples per cell of the silent layer (0 to 64).
-    #[arg(long, default_value_t = AtlasConfig::default().samples)]
+    /// Noise samples per cell of the silent layer, 1 to 64.
+    #[arg(long, default_value_t = AtlasConfig::default().samples, value_parser = count::<1, MAX_SAMPLES>,
+          allow_hyphen_values = true)]
     samples: usize,
     /// A trained model file for the mapped head, instead of training one.
     #[arg(long)]
     model: Option<PathBuf>,
-    /// Training steps when the head is trained here (10 to 100000).
-    #[arg(long, default_value_t = TrainConfig::default().steps)]
+    /// Training steps when the head is trained here, 10 to 100000.
+    #[arg(long, default_value_t = TrainConfig::default().steps, value_parser = count::<10, MAX_TRAIN_STEPS>,
+          allow_hyphen_values = true)]
     train_steps: usize,
     /// Seed of the training and of the silent layer's noise.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     /// The arm.
     #[command(flatten)]
@@ -61,6 +64,24 @@ pub(crate) struct AtlasArgs {
 
 /// Largest number of training steps accepted here.
 const MAX_TRAIN_STEPS: usize = 100_000;
+
+/// Most arithmetic one map may take, FLOP (a few minutes at the worst): every cell's answer,
+/// each noise sample's, through the mapped net, loaded or trained here.
+const MAX_MAP_FLOPS: f64 = 2e12;
+
+/// Refuses a map whose inference work (`cells x (1 + samples) x 2 modes x 2 FLOP per weight`)
+/// is above [`MAX_MAP_FLOPS`]: a wide `--model` at a fine `--resolution` would run for hours.
+fn check_map_work(cfg: &AtlasConfig, weights: usize) -> Result<(), String> {
+    let work = (cfg.resolution * cfg.resolution) as f64 * (1 + cfg.samples) as f64 * 2.0 * 2.0 * weights as f64;
+    if work > MAX_MAP_FLOPS {
+        return Err(format!(
+            "this map would take about {work:.1e} FLOP ({weights} weights per answer, --resolution {}, --samples {}), \
+             above the limit of {MAX_MAP_FLOPS:.0e}; use a lower --resolution or fewer --samples",
+            cfg.resolution, cfg.samples
+        ));
+    }
+    Ok(())
+}
 
 impl AtlasArgs {
     /// The core configuration.
@@ -75,7 +96,8 @@ impl AtlasArgs {
             noise: self.noise,
             backlash: self.backlash,
             mismatch,
-            samples: self.samples,
+            // The noise samples cost as much as the rest of the map: drawn for the silent layer only.
+            samples: if self.layer == Layer::Silent { self.samples } else { 0 },
             seed: self.seed,
             ..AtlasConfig::default()
         };
@@ -90,23 +112,13 @@ impl AtlasArgs {
             if model.kind != head {
                 return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
             }
-            if model.arm != arm {
-                return Err(format!(
-                    "{}: trained for another arm ({:?}) than this map's ({:?}); pass the same --lengths and --elbow-limits",
-                    path.display(),
-                    model.arm,
-                    arm
-                ));
-            }
+            model.check_fits(&arm, None).map_err(|e| format!("{}: {e}", path.display()))?;
             return Ok(model);
-        }
-        if !(10..=MAX_TRAIN_STEPS).contains(&self.train_steps) {
-            return Err(format!("--train-steps must be in 10..={MAX_TRAIN_STEPS}, got {}", self.train_steps));
         }
         // The residual head fits the default real arm of *this* arm, like `elbow train`.
         let real = elbow::Mismatch::DEFAULT.real_arm(&arm);
         let cfg = TrainConfig { head, arm, real, steps: self.train_steps, seed: self.seed, ..TrainConfig::default() };
-        eprintln!("training {head} for {} steps…", cfg.steps);
+        super::note(format_args!("training {head} for {} steps…", cfg.steps));
         let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
         trainer.run(|_, _| {});
         Ok(trainer.into_model())
@@ -122,6 +134,9 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), String> {
         return Err(format!("--model is for a learned head; {} has no model", args.solver));
     }
     let model = args.solver.head().map(|h| args.model(h, arm)).transpose()?;
+    if let Some(m) = &model {
+        check_map_work(&cfg, m.net.parameter_count())?;
+    }
     let mut models = Table::default();
     if let (Some(head), Some(m)) = (args.solver.head(), model.as_ref()) {
         models[head] = Some(m);
@@ -135,7 +150,7 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), String> {
         Canvas::Svg(root) => draw(root, &atlas, args.layer, rims),
         Canvas::Bitmap(root) => draw(root, &atlas, args.layer, rims),
     })?;
-    eprintln!("wrote {}", args.out.display());
+    super::note(format_args!("wrote {}", args.out.display()));
     Ok(())
 }
 

@@ -18,9 +18,8 @@ pub(crate) struct BenchArgs {
 /// `elbow bench`.
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     if !args.json {
-        // A note on stderr (the measurement takes several seconds); failing to write it is no error.
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "measuring (several seconds; Ctrl-C stops)...");
+        // A note on stderr (the measurement takes several seconds).
+        super::note(format_args!("measuring (several seconds; Ctrl-C stops)..."));
     }
     let r = measure(args.train_steps)?;
     if args.json {

@@ -4,7 +4,7 @@
 mod degradation;
 mod randomization;
 
-use super::{ArmArgs, Failure, count, print_json, signals};
+use super::{ArmArgs, Failure, count, print_json, seed, signals};
 use clap::{Args, Subcommand};
 use degradation::DegradationArgs;
 use elbow::experiments::{AveragingConfig, AveragingReport, GivenNets, averaging_with};
@@ -34,13 +34,20 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
         ExperimentCommand::Averaging(a) => {
             let cfg = a.config()?;
             cfg.validate()?;
-            let models =
-                a.model.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+            let models = a
+                .model
+                .iter()
+                .map(|p| {
+                    let m = LearnedModel::load(p).map_err(|e| e.to_string())?;
+                    m.check_fits(&cfg.arm, Some(cfg.region)).map_err(|e| format!("{}: {e}", p.display()))?;
+                    Ok(m)
+                })
+                .collect::<Result<_, String>>()?;
             let given = GivenNets::from_models(models, &cfg.arm)?;
             let to_train = [given.mse.is_none(), given.mdn.is_none()];
             let n = to_train.iter().filter(|&&t| t).count();
             let show = !a.json && !a.quiet && n > 0;
-            let bar = super::train::progress_bar(show, n * cfg.steps, format!("training {n} net(s)"));
+            let bar = super::progress_bar(show, n * cfg.steps, "steps", format!("training {n} net(s)"));
             let polling = signals::Polling::start();
             let mut done_before = 0;
             let mut last_head = None;
@@ -100,7 +107,7 @@ pub(crate) struct AveragingArgs {
     #[arg(long, default_value_t = averaging_defaults().region)]
     region: Region,
     /// Seed.
-    #[arg(long, default_value_t = averaging_defaults().seed)]
+    #[arg(long, default_value_t = averaging_defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     #[command(flatten)]
     arm: ArmArgs,

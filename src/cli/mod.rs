@@ -101,6 +101,15 @@ pub(crate) fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), String> {
     writeln!(out, "{args}").map_err(|e| format!("cannot write to standard output: {e}"))
 }
 
+/// The binary's one writer of standard error (progress notes and error messages): one line,
+/// and a failed write (`2> /dev/full`, a closed stderr) is ignored, since there is nowhere left
+/// to report it; the exit code still tells. `eprintln!` would panic there (exit 101), so the
+/// binary denies it (`clippy::print_stderr` in `main.rs`).
+pub(crate) fn note(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
+}
+
 /// Flushes standard output, turning a failure into the command's error.
 pub(crate) fn flush_stdout() -> Result<(), String> {
     use std::io::Write;
@@ -200,24 +209,38 @@ fn parse_range_deg(s: &str) -> Result<(f64, f64), String> {
     Ok((a, b))
 }
 
-/// Parses a whole number in `LO..=HI`; `1e6` and `1000000.0` are accepted as whole numbers.
-pub(crate) fn count<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String> {
+/// The one parser of every whole-number flag: a whole number in `lo..=hi`, written plainly
+/// (`1000`) or as a whole-valued decimal or exponent (`1e3`, `1000.0`); fractions, negatives,
+/// non-numbers and values past `hi` are refused with the accepted range.
+pub(crate) fn parse_whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
     let t = s.trim();
-    let n = t.parse::<usize>().ok().or_else(|| {
+    let n = t.parse::<u64>().ok().or_else(|| {
         let v = t.parse::<f64>().ok()?;
-        (v.is_finite() && v.fract() == 0.0 && v >= 0.0 && v <= HI as f64).then_some(v as usize)
+        // Past 2^53 an f64 no longer holds every whole number: such values must be written plainly.
+        (v.is_finite() && v.fract() == 0.0 && v >= 0.0 && v <= (hi as f64).min(9_007_199_254_740_992.0))
+            .then_some(v as u64)
     });
     match n {
-        Some(n) if (LO..=HI).contains(&n) => Ok(n),
-        _ => Err(format!("must be a whole number from {LO} to {HI}, got `{t}`")),
+        Some(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("must be a whole number from {lo} to {hi}, got `{t}`")),
     }
 }
 
-/// Parses a finite `f32`.
-pub(crate) fn parse_finite_f32(s: &str) -> Result<f32, String> {
+/// [`parse_whole`] for counts in `LO..=HI` (`value_parser = count::<1, 100>`).
+pub(crate) fn count<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String> {
+    parse_whole(s, LO as u64, HI as u64).map(|n| n as usize)
+}
+
+/// [`parse_whole`] for seeds: any `u64`.
+pub(crate) fn seed(s: &str) -> Result<u64, String> {
+    parse_whole(s, 0, u64::MAX)
+}
+
+/// Parses a learning rate: a number strictly between 0 and 1.
+pub(crate) fn learning_rate(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(format!("`{}` is not a finite number", s.trim())),
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("must be a number strictly between 0 and 1, written (0, 1), got `{}`", s.trim())),
     }
 }
 
@@ -273,6 +296,21 @@ impl std::fmt::Display for Levels {
         let parts: Vec<String> = self.0.iter().map(f64::to_string).collect();
         f.write_str(&parts.join(","))
     }
+}
+
+/// The command line's one progress bar, on stderr: `PREFIX [=====>   ] POS/LEN UNIT  MESSAGE  eta`,
+/// or nothing when `show` is false. indicatif draws it only when stderr is a terminal and
+/// ignores write errors.
+pub(crate) fn progress_bar(show: bool, len: usize, unit: &str, prefix: String) -> Option<indicatif::ProgressBar> {
+    show.then(|| {
+        let bar = indicatif::ProgressBar::new(len as u64);
+        let template = format!("{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit}  {{msg}}  eta {{eta}}");
+        if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(prefix);
+        bar
+    })
 }
 
 /// Prints a value as pretty JSON.
@@ -345,9 +383,55 @@ mod tests {
     fn counts_accept_what_a_user_means() {
         assert_eq!(count::<1, 1_000_000>("1e6"), Ok(1_000_000));
         assert_eq!(count::<1, 1_000_000>(" 5 "), Ok(5));
+        assert_eq!(seed("1e3"), Ok(1000));
+        assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
+        assert!(seed("1e300").is_err() && seed("-1").is_err() && seed("0.5").is_err());
         for bad in ["0", "1000001", "-1", "1.5", "nan", "inf", "x", "18446744073709551615"] {
             let e = count::<1, 1_000_000>(bad).unwrap_err();
             assert!(e.contains("from 1 to 1000000"), "{bad}: {e}");
+        }
+    }
+
+    /// Every whole-number flag of every command goes through [`parse_whole`]: `1e2` is 100 and
+    /// `-1` and `1.5` are refused naming the flag.
+    #[test]
+    fn every_whole_number_flag_takes_1e2_and_refuses_fractions() {
+        let commands: [(&[&str], &[&str]); 5] = [
+            (
+                &["train"],
+                &[
+                    "--steps",
+                    "--batch",
+                    "--hidden",
+                    "--depth",
+                    "--components",
+                    "--data-size",
+                    "--eval-targets",
+                    "--seed",
+                ],
+            ),
+            (&["experiment", "averaging"], &["--steps", "--targets", "--seed"]),
+            (&["experiment", "degradation"], &["--targets", "--ticks", "--train-steps", "--seed"]),
+            (&["atlas", "--out", "a.png"], &["--resolution", "--samples", "--train-steps", "--seed"]),
+            (&["bench"], &["--train-steps"]),
+        ];
+        for (base, flags) in commands {
+            for flag in flags {
+                // A whole number in the flag's range, written with an exponent.
+                let good = match *flag {
+                    "--depth" => "8e0",
+                    "--components" => "3.2e1",
+                    "--samples" => "6.4e1",
+                    _ => "1e2",
+                };
+                let args = [&["elbow"], base, &[flag, good]].concat();
+                Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                for bad in ["1.5", "-1", "1e400", "x"] {
+                    let args = [&["elbow"], base, &[flag, bad]].concat();
+                    let e = Cli::try_parse_from(&args).unwrap_err().to_string();
+                    assert!(e.contains(flag) && e.contains("whole number"), "{args:?}: {e}");
+                }
+            }
         }
     }
 

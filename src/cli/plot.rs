@@ -53,6 +53,13 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// The points of a series that can be drawn: a non-finite value (an infinite mean error, a NaN
+/// rate) is left out, since plotters' axes loop forever on one (the table and JSON still show
+/// it, as `inf` or `NaN`).
+fn drawable(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    points.filter(|(x, y)| x.is_finite() && y.is_finite()).collect()
+}
+
 type Panel<'a, DB> = DrawingArea<DB, Shift>;
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
@@ -81,15 +88,16 @@ fn paint<DB: DrawingBackend>(r: &DegradationReport, root: &Panel<'_, DB>) -> Dra
     ];
     for (row, &(protocol, channel)) in rows.iter().enumerate() {
         let series: Vec<Vec<&Cell>> = pipes.iter().map(|&p| r.series(protocol, p, channel, Split::In)).collect();
-        let x_max = series.iter().flatten().map(|c| c.level).fold(0.0, f64::max).max(1e-9);
+        let x_max = series.iter().flatten().map(|c| c.level).filter(|v| v.is_finite()).fold(0.0, f64::max).max(1e-9);
         for (col, (name, value, log)) in metrics.iter().enumerate() {
             let area = &panels[row * 4 + col];
             let caption = format!("[{protocol}] {} ({}): {name}", channel.key(), channel.unit());
             let mut chart = ChartBuilder::on(area);
             chart.caption(caption, (FONT, 14)).margin(6).x_label_area_size(22).y_label_area_size(48);
-            let points = |cells: &Vec<&Cell>| cells.iter().map(|c| (c.level, value(c))).collect::<Vec<_>>();
+            let points = |cells: &Vec<&Cell>| drawable(cells.iter().map(|c| (c.level, value(c))));
             if *log {
-                let top = series.iter().flatten().map(|c| value(c)).fold(1e-4, f64::max) * 1.5;
+                let finite = series.iter().flatten().map(|c| value(c)).filter(|v| v.is_finite());
+                let top = finite.fold(1e-4, f64::max) * 1.5;
                 let mut c = chart.build_cartesian_2d(0.0..x_max, (1e-5..top).log_scale())?;
                 c.configure_mesh().x_labels(5).y_labels(5).draw()?;
                 for (i, s) in series.iter().enumerate() {
@@ -105,4 +113,15 @@ fn paint<DB: DrawingBackend>(r: &DegradationReport, root: &Panel<'_, DB>) -> Dra
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_values_are_left_out_of_the_series() {
+        let points = [(0.0, 1.0), (0.1, f64::INFINITY), (0.2, f64::NAN), (f64::NAN, 1.0), (0.3, 2.0)];
+        assert_eq!(drawable(points.into_iter()), vec![(0.0, 1.0), (0.3, 2.0)]);
+    }
 }

@@ -1,11 +1,12 @@
 //! Ctrl-C and SIGTERM: a training run stops cleanly between two steps; anything else ends at
 //! once.
 //!
-//! The handler only touches atomics and `_exit` (both async-signal-safe). While a run polls
+//! The handler only touches atomics, `unlink` and `_exit` (all async-signal-safe). While a run polls
 //! ([`Polling`] is alive), a first signal sets a flag that the run checks after every step; the
 //! run then ends with [`elbow::learned::TrainError::Cancelled`], saves nothing, and the command
 //! exits with 130. With no run polling, or on a second signal, the process exits with 130 at
-//! once: nothing is half-written then, since files are only ever replaced atomically.
+//! once: nothing is half-written then, since files are only ever replaced atomically, and the
+//! temporary file of a write under way is removed ([`elbow::files::remove_pending_temp`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -17,6 +18,8 @@ static POLLING: AtomicUsize = AtomicUsize::new(0);
 #[cfg(unix)]
 extern "C" fn on_signal(_signal: libc::c_int) {
     if POLLING.load(Ordering::SeqCst) == 0 || INTERRUPTED.swap(true, Ordering::SeqCst) {
+        // A figure or model being written is removed, not left as a `.tmp` file.
+        elbow::files::remove_pending_temp();
         // SAFETY: `_exit` is async-signal-safe and ends the process without unwinding.
         unsafe { libc::_exit(i32::from(super::INTERRUPTED_EXIT)) };
     }

@@ -43,8 +43,11 @@ struct SolveReport {
     #[serde(serialize_with = "json_numbers")]
     target: [f64; 2],
     reachable: bool,
+    /// Absent when reachable (JSON holds no `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     unreachable_reason: Option<String>,
-    #[serde(serialize_with = "json_numbers")]
+    /// Absent when reachable.
+    #[serde(serialize_with = "json_numbers", skip_serializing_if = "Option::is_none")]
     missed_by: Option<f64>,
     rows: Vec<SolveRow>,
 }

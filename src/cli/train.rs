@@ -1,7 +1,7 @@
 //! `elbow train`: trains one head with a progress bar, reports its held-out FK miss, and saves
 //! the model.
 
-use super::{ArmArgs, Failure, count, parse_finite_f32, print_json, signals};
+use super::{ArmArgs, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
 use elbow::kinematics::{Mismatch, Region};
 use elbow::learned::{
@@ -37,7 +37,7 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = defaults().components, value_parser = count::<1, 32>, allow_hyphen_values = true)]
     components: usize,
     /// Peak learning rate (cosine-decayed), in (0, 1).
-    #[arg(long, default_value_t = defaults().lr, value_parser = parse_finite_f32, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = defaults().lr, value_parser = learning_rate, allow_hyphen_values = true)]
     lr: f32,
     /// Hidden activation: tanh or relu.
     #[arg(long, default_value = "tanh")]
@@ -55,7 +55,7 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = 5_000, value_parser = count::<1, MAX_EVAL_TARGETS>, allow_hyphen_values = true)]
     eval_targets: usize,
     /// Seed of data, initialisation and batching.
-    #[arg(long, default_value_t = defaults().seed)]
+    #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     #[command(flatten)]
     arm: ArmArgs,
@@ -96,20 +96,6 @@ impl TrainArgs {
     }
 }
 
-/// A progress bar over `steps` training steps on stderr, or nothing when `show` is false.
-pub(crate) fn progress_bar(show: bool, steps: usize, prefix: String) -> Option<indicatif::ProgressBar> {
-    show.then(|| {
-        let bar = indicatif::ProgressBar::new(steps as u64);
-        if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} steps  {msg}  eta {eta}")
-        {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_prefix(prefix);
-        bar
-    })
-}
-
 /// Checks, before any training, that the model can be saved at `path`.
 fn check_out(path: &std::path::Path, cfg: &TrainConfig) -> Result<(), String> {
     elbow::files::check_destination(path).map_err(|e| format!("cannot write the model to {}: {e}", path.display()))?;
@@ -130,7 +116,7 @@ pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
     if let Some(path) = &args.out {
         check_out(path, &cfg)?;
     }
-    let bar = progress_bar(!args.quiet && !args.json, cfg.steps, format!("training {}", cfg.head));
+    let bar = super::progress_bar(!args.quiet && !args.json, cfg.steps, "steps", format!("training {}", cfg.head));
     let polling = signals::Polling::start();
     let trained = train_and_evaluate(cfg, args.eval_targets, |step, loss| {
         if let Some(bar) = &bar

@@ -13,18 +13,23 @@ pub enum Fallback {
     Iterative,
 }
 
-/// Tuning of the envelope.
+/// Tuning of the envelope. Its numbers may be infinite (no limit); JSON writes those as
+/// `"inf"` ([`crate::stats::json_numbers`]), never `null`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EnvelopeConfig {
     /// Largest accepted FK miss on the nominal model, metres (pose heads).
+    #[serde(serialize_with = "crate::stats::json_numbers", deserialize_with = "crate::stats::json_f64")]
     pub max_fk_miss: f64,
     /// Fastest a joint may turn, radians per second.
+    #[serde(serialize_with = "crate::stats::json_numbers", deserialize_with = "crate::stats::json_f64")]
     pub max_joint_speed: f64,
     /// Time between two proposals, seconds: a proposal may move each joint at most
     /// `max_joint_speed * control_period` from the current pose.
+    #[serde(serialize_with = "crate::stats::json_numbers", deserialize_with = "crate::stats::json_f64")]
     pub control_period: f64,
     /// Trust region of the residual hybrid: the largest accepted learned correction on either
     /// joint, radians.
+    #[serde(serialize_with = "crate::stats::json_numbers", deserialize_with = "crate::stats::json_f64")]
     pub max_correction: f64,
     /// Who answers instead of a rejected proposal.
     pub fallback: Fallback,
@@ -55,5 +60,22 @@ impl EnvelopeConfig {
     pub fn max_joint_step(&self) -> f64 {
         let step = self.max_joint_speed * self.control_period;
         if step.is_finite() && step > 0.0 { step } else { f64::INFINITY }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unlimited_numbers_are_written_inf_and_read_back() {
+        let cfg = EnvelopeConfig {
+            max_joint_speed: f64::INFINITY,
+            max_correction: f64::INFINITY,
+            ..EnvelopeConfig::for_arm(&TwoLinkArm::default())
+        };
+        let text = serde_json::to_string(&cfg).unwrap();
+        assert!(!text.contains("null") && text.contains(r#""max_joint_speed":"inf""#), "{text}");
+        assert_eq!(serde_json::from_str::<EnvelopeConfig>(&text).unwrap(), cfg);
     }
 }

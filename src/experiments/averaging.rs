@@ -104,17 +104,7 @@ impl GivenNets {
     pub fn from_models(models: Vec<LearnedModel>, arm: &TwoLinkArm) -> Result<Self, ExperimentError> {
         let mut given = Self::default();
         for m in models {
-            if m.arm != *arm {
-                return Err(ExperimentError::Invalid(format!(
-                    "the {} model was trained for an arm with lengths {},{} but the experiment uses {},{} \
-                     (pass the same --lengths and --elbow-limits it was trained with)",
-                    m.kind,
-                    m.arm.l1(),
-                    m.arm.l2(),
-                    arm.l1(),
-                    arm.l2()
-                )));
-            }
+            m.check_fits(arm, None).map_err(ExperimentError::Invalid)?;
             let slot = match m.kind {
                 HeadKind::Mse => &mut given.mse,
                 HeadKind::Mdn => &mut given.mdn,

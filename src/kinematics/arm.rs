@@ -124,6 +124,19 @@ pub struct TwoLinkArm {
     limits: [JointLimits; 2],
 }
 
+impl std::fmt::Display for TwoLinkArm {
+    /// The arm as the command line takes it: `--lengths L1,L2`, and `--elbow-limits MIN,MAX`
+    /// (degrees) when the elbow is limited.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--lengths {},{}", self.l1, self.l2)?;
+        let elbow = self.limits[1];
+        if elbow != JointLimits::FULL {
+            write!(f, " --elbow-limits {},{}", elbow.min.to_degrees(), elbow.max.to_degrees())?;
+        }
+        Ok(())
+    }
+}
+
 impl Default for TwoLinkArm {
     /// Unit links, joints free to turn all the way round.
     fn default() -> Self {

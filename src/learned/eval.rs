@@ -79,17 +79,22 @@ pub struct TrainReport {
     pub analytic_on_real_arm: Option<Summary>,
 }
 
+/// Held-out targets evaluated between two calls of the progress callback.
+const EVAL_CHUNK: usize = 4096;
+
 /// Trains per `cfg`, calling `progress(step, loss)` after every step, then evaluates on
 /// `eval_targets` held-out targets (`1..=`[`MAX_EVAL_TARGETS`]); returns the model and its
 /// report.
 ///
 /// `progress` returns whether to go on: `false` ends the run with [`TrainError::Cancelled`].
+/// It is called again, with the last step, before each chunk of the held-out evaluation, so a
+/// cancel also ends a long evaluation.
 /// A run whose loss becomes non-finite or exceeds [`super::train::DIVERGED_LOSS`] ends with
 /// [`TrainError::Diverged`]; in both cases no model is returned.
 pub fn train_and_evaluate(
     cfg: TrainConfig,
     eval_targets: usize,
-    progress: impl FnMut(usize, f32) -> bool,
+    mut progress: impl FnMut(usize, f32) -> bool,
 ) -> Result<(LearnedModel, TrainReport), TrainError> {
     check_eval_targets("evaluation targets", eval_targets)?;
     cfg.validate()?;
@@ -100,14 +105,23 @@ pub fn train_and_evaluate(
     }
     let mut trainer = Trainer::new(cfg)?;
     let start = std::time::Instant::now();
-    trainer.run_checked(progress)?;
+    trainer.run_checked(&mut progress)?;
     let secs = start.elapsed().as_secs_f64();
     let history = &trainer.history;
     let tail = &history[history.len().saturating_sub(100)..];
     let final_loss = tail.iter().sum::<f32>() / tail.len().max(1) as f32;
     let model = trainer.into_model();
     let targets = held_out_targets(&cfg.arm, cfg.region, eval_targets, cfg.seed);
-    let fk_miss = evaluate(&model, &targets);
+    // The evaluation may be long (a million targets through a wide net): it asks `progress`
+    // again between chunks, so a cancel stops it as promptly as it stops the training.
+    let mut misses = Vec::with_capacity(targets.len() * modes(&model).len());
+    for chunk in targets.chunks(EVAL_CHUNK) {
+        if !progress(cfg.steps, final_loss) {
+            return Err(TrainError::Cancelled { step: cfg.steps, steps: cfg.steps });
+        }
+        misses.extend(fk_misses(&model, chunk));
+    }
+    let fk_miss = Summary::of(&misses);
     let analytic_on_real_arm = cfg.head.fits_real_arm().then(|| analytic_miss_on_real_arm(&model, &targets));
     let report = TrainReport {
         head: cfg.head,

@@ -125,6 +125,27 @@ pub struct LearnedModel {
 }
 
 impl LearnedModel {
+    /// Whether this model may answer for `arm` (and, when given, the training `region` a run
+    /// asks for): `Err` is one plain sentence naming what differs and the flags that fix it. A
+    /// net answers only for the arm it was trained on; on another region its held-out and
+    /// out-of-distribution figures would be measured against the wrong distribution, so that
+    /// is refused too.
+    pub fn check_fits(&self, arm: &TwoLinkArm, region: Option<Region>) -> Result<(), String> {
+        if self.arm != *arm {
+            return Err(format!(
+                "the {} model was trained for the arm `{}` but this run uses `{}`; pass the same flags or train a model for this arm",
+                self.kind, self.arm, arm
+            ));
+        }
+        match region {
+            Some(r) if r != self.region => Err(format!(
+                "the {} model was trained on --region {} but this run uses --region {r}; pass --region {} or train a model on {r}",
+                self.kind, self.region, self.region
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// A model around a freshly built network; its scaling comes from the head's spec.
     pub(crate) fn new(
         kind: HeadKind,

@@ -2,7 +2,7 @@
 //! a table, JSON or CSV, and `--plot` draws it.
 
 use crate::cli::plot;
-use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json};
+use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
@@ -82,8 +82,8 @@ pub(crate) struct DegradationArgs {
     /// A tip error above this (metres) counts as a miss (and fails the post-move check).
     #[arg(long, default_value_t = defaults().tolerance)]
     tolerance: f64,
-    /// Joint-servo ticks per target in the plant protocol (1: open loop).
-    #[arg(long, default_value_t = defaults().ticks)]
+    /// Joint-servo ticks per target in the plant protocol (1: open loop), 1 to 100.
+    #[arg(long, default_value_t = defaults().ticks, value_parser = count::<1, 100>, allow_hyphen_values = true)]
     ticks: usize,
     /// Do not let classical and enveloped pipelines check the encoders after the move.
     #[arg(long)]
@@ -117,10 +117,13 @@ pub(crate) struct DegradationArgs {
     #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_CORRECTION)]
     max_correction: f64,
     /// Seed of targets, training and noise.
-    #[arg(long, default_value_t = defaults().seed)]
+    #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     #[command(flatten)]
     arm: ArmArgs,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    quiet: bool,
     /// Print JSON.
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -180,28 +183,29 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
-    // A progress bar on stderr (indicatif hides it when stderr is not a terminal).
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}  eta {eta}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    let report = degradation_observed(&cfg, models, &|p| match p {
-        Progress::Training => bar.set_message("training the heads"),
-        Progress::Evaluating { done, total } => {
-            bar.set_message("evaluating settings");
+    let bar = progress_bar(!a.quiet, 0, "settings", "training the heads".into());
+    let report = degradation_observed(&cfg, models, &|p| match (p, &bar) {
+        (_, None) => {}
+        (Progress::Training, Some(bar)) => bar.set_prefix("training the heads"),
+        (Progress::Evaluating { done, total }, Some(bar)) => {
+            bar.set_prefix("evaluating");
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         }
     });
-    bar.finish_and_clear();
-    let report = report?;
-    if let Some(out) = &plot {
-        plot::draw(&report, out)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
+    let report = report?;
+    // The numbers first: a figure that cannot be drawn or written does not lose them.
     match (a.json, a.csv) {
         (true, _) => print_json(&report)?,
         (_, true) => print_csv(&report)?,
         _ => print_table(&report)?,
+    }
+    if let Some(out) = &plot {
+        super::super::flush_stdout()?;
+        plot::draw(&report, out)?;
     }
     Ok(())
 }

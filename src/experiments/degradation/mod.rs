@@ -99,12 +99,7 @@ pub fn degradation_observed(
     cfg.validate()?;
     let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
     for m in models {
-        if m.arm != cfg.arm {
-            return Err(ExperimentError::Invalid(format!(
-                "the {} model was trained for another arm ({:?}) than this run's ({:?})",
-                m.kind, m.arm, cfg.arm
-            )));
-        }
+        m.check_fits(&cfg.arm, Some(cfg.region)).map_err(ExperimentError::Invalid)?;
         let kind = m.kind;
         if loaded[kind].replace(m).is_some() {
             return Err(ExperimentError::Invalid(format!("two models for the {kind} head")));
