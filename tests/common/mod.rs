@@ -58,10 +58,22 @@ pub fn wait_limited(mut child: Child, what: &str, limit: Duration) -> Run {
     Run { code: status.code().unwrap_or(-1), stdout: text(out), stderr: text(err), elapsed }
 }
 
-/// `elbow ARGS` with stdin closed and both outputs piped, for [`wait_limited`].
+/// The folder every run starts in: a fresh one per test binary under the system's temporary
+/// folder, so a relative `--out` that a generated case writes never lands in the source tree.
+pub fn scratch() -> &'static std::path::Path {
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("elbow-cli-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch folder");
+        dir
+    })
+}
+
+/// `elbow ARGS` with stdin closed and both outputs piped, for [`wait_limited`], started in
+/// [`scratch`].
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
-    c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args).current_dir(scratch()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     c
 }
 
@@ -86,6 +98,7 @@ pub fn elbow_sh(args: &str, redirect: &str) -> Run {
         .arg("-c")
         .arg(format!("\"$0\" {args} {redirect}"))
         .arg(BIN)
+        .current_dir(scratch())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

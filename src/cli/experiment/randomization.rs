@@ -145,7 +145,7 @@ impl RandomizationArgs {
 pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
     let cfg = a.config();
     let show = !a.json && !a.quiet;
-    let bar = crate::cli::train::progress_bar(show, 1, "randomization".into());
+    let bar = crate::cli::progress_bar(show, 1, "stages", "randomization".into());
     let polling = signals::Polling::start();
     let report = randomization(&cfg, |done, total| {
         if let Some(bar) = &bar {
