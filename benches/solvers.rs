@@ -87,10 +87,11 @@ const SHAPES: [Shape; 8] = [
 ];
 
 /// The products of one training step on our kernels at every SIMD level the CPU has (with their
-/// fused epilogues) and on two crates at the widest level each supports (the plain product
-/// only): `matrixmultiply` (what nalgebra uses; AVX2+FMA) and the `gemm` crate (faer's backend;
-/// AVX-512 here, with its `x86-v4` feature). Throughput is in FLOP/s; `scripts/gemm_table.py`
-/// turns the results into the README's ratio table.
+/// fused epilogues, and once more without at the widest level: `elbow-plain`) and on two crates,
+/// which pick their own level (the widest; neither can be capped) and compute the bare product:
+/// `matrixmultiply` (what nalgebra uses) and the `gemm` crate (faer's backend; AVX-512 through
+/// its `x86-v4` feature). Throughput is in FLOP/s; the README's Speed
+/// section holds the ratios.
 fn gemm_shapes(c: &mut Criterion) {
     use elbow::nn::Activation;
     use elbow::nn::kernels::{Epilogue, Gemm, gemm as elbow_gemm};
@@ -122,6 +123,11 @@ fn gemm_shapes(c: &mut Criterion) {
             g.bench_function(format!("{}/elbow-{}", s.name, level.name()), |bch| {
                 at_level(level, || bch.iter(|| elbow_gemm(&op, black_box(&mut out))));
             });
+        }
+        if !matches!(epilogue, Epilogue::Plain) {
+            // The bare product at the widest level, to set against the crates' bare products.
+            let plain = Gemm { epilogue: Epilogue::Plain, ..op };
+            g.bench_function(format!("{}/elbow-plain", s.name), |bch| bch.iter(|| elbow_gemm(&plain, black_box(&mut out))));
         }
         g.bench_function(format!("{}/matrixmultiply", s.name), |bch| {
             bch.iter(|| {

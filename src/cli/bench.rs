@@ -71,9 +71,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if r.fma_peak_avx2_gflops > 0.0 && r.fma_kernel.starts_with("avx512") {
         outln!(
-            "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it",
+            "core AVX2 FMA peak       {:>10.1} GFLOP/s (8 lanes), training reaches {:.0}% of it, batched inference {:.0}%",
             r.fma_peak_avx2_gflops,
-            100.0 * r.train_gflops / r.fma_peak_avx2_gflops
+            100.0 * r.train_gflops / r.fma_peak_avx2_gflops,
+            100.0 * r.batch_inference_gflops / r.fma_peak_avx2_gflops
         );
     }
     outln!(
