@@ -14,6 +14,7 @@
 //!   target ([`ExactSampler`]), the ground truth every method is scored against;
 //! - [`mmd`]: the unbiased maximum mean discrepancy between two sample sets (the posterior
 //!   mismatch of Kruse et al. 2021), with a sum of inverse multiquadratic kernels;
+//! - [`mixture`]: the full-covariance mixture density loss ([`mixture::FullMdn`]);
 //! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates,
 //!   trained on the arm's prior, and sampling from them.
 //!
@@ -25,6 +26,7 @@
 pub mod arm;
 pub mod arms;
 pub mod dls;
+pub mod mixture;
 pub mod mmd;
 pub mod nets;
 pub mod sampler;

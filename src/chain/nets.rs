@@ -1,7 +1,8 @@
 //! Networks from a target `y` to a chain's coordinates `x`, trained on pairs `(f(x), x)` with `x`
 //! drawn from the arm's prior (a fresh minibatch every step, so there is no training set to
 //! overfit): a squared-error MLP (one answer: at best the posterior mean `E[x | y]`) and a
-//! mixture density network (a mixture of diagonal Gaussians over `x`, sampled).
+//! mixture density network (a mixture of Gaussians over `x`, full-covariance by default, see
+//! [`super::mixture`], sampled).
 //!
 //! Inputs are standardised by the mean and spread of `f(x)` under the prior, outputs by the
 //! prior's centre and scale per coordinate ([`Prior::center`], [`Prior::scale`]), so every
@@ -10,6 +11,7 @@
 
 use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
+use super::mixture::{FullMdn, invert_upper};
 use crate::kinematics::Point2;
 use crate::learned::train::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
 use crate::learned::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_FLOPS, TrainError};
@@ -25,8 +27,63 @@ use serde::{Deserialize, Serialize};
 pub enum NetKind {
     /// Squared error: one answer per target.
     Mse,
-    /// Mixture density network with diagonal Gaussian components.
+    /// Mixture density network.
     Mdn,
+}
+
+/// The covariance of a mixture density network's components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Covariance {
+    /// Full covariance ([`FullMdn`]): each component can lie along the solution sheet.
+    Full,
+    /// Diagonal ([`MdnNll`]): thin only along the coordinate axes.
+    Diagonal,
+}
+
+impl Covariance {
+    /// Both, default first.
+    pub const ALL: [Covariance; 2] = [Covariance::Full, Covariance::Diagonal];
+
+    /// The key on the command line and in JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Covariance::Full => "full",
+            Covariance::Diagonal => "diagonal",
+        }
+    }
+}
+
+impl std::fmt::Display for Covariance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for Covariance {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::lineup::parse_key(s.trim(), &Covariance::ALL, Covariance::key, "covariance")
+    }
+}
+
+/// A mixture density network's loss, by covariance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Mixture {
+    /// Full-covariance components.
+    Full(FullMdn),
+    /// Diagonal components.
+    Diagonal(MdnNll),
+}
+
+impl Mixture {
+    /// Network outputs per sample.
+    pub fn outputs(&self) -> usize {
+        match self {
+            Mixture::Full(m) => m.outputs(),
+            Mixture::Diagonal(m) => m.outputs(),
+        }
+    }
 }
 
 /// How a chain network is built and trained.
@@ -38,6 +95,8 @@ pub struct NetConfig {
     pub depth: usize,
     /// Mixture components (MDN only).
     pub components: usize,
+    /// The components' covariance (MDN only).
+    pub covariance: Covariance,
     /// Smallest standard deviation of a component, in prior scales (MDN only).
     pub sigma_min: f32,
     /// Minibatch updates.
@@ -52,7 +111,17 @@ pub struct NetConfig {
 
 impl Default for NetConfig {
     fn default() -> Self {
-        Self { hidden: 128, depth: 3, components: 16, sigma_min: 1e-3, steps: 8000, batch: 256, lr: 2e-3, seed: 0 }
+        Self {
+            hidden: 128,
+            depth: 3,
+            components: 16,
+            covariance: Covariance::Full,
+            sigma_min: 1e-3,
+            steps: 8000,
+            batch: 256,
+            lr: 2e-3,
+            seed: 0,
+        }
     }
 }
 
@@ -73,8 +142,12 @@ impl NetConfig {
         }
     }
 
-    fn mixture(&self, coords: usize) -> MdnNll {
-        MdnNll { k: self.components, d: coords, sigma_min: self.sigma_min }
+    fn mixture(&self, coords: usize) -> Mixture {
+        let (k, d, sigma_min) = (self.components, coords, self.sigma_min);
+        match self.covariance {
+            Covariance::Full => Mixture::Full(FullMdn { k, d, sigma_min }),
+            Covariance::Diagonal => Mixture::Diagonal(MdnNll { k, d, sigma_min }),
+        }
     }
 
     /// Estimated training work, FLOP (6 per weight per sample).
@@ -122,22 +195,23 @@ pub struct ChainNet {
     /// The network.
     pub net: Mlp,
     /// The mixture layout (MDN only).
-    pub mixture: Option<MdnNll>,
+    pub mixture: Option<Mixture>,
     /// Input standardisation: `(y - center) / scale`.
     input: [(f32, f32); 2],
     /// Output standardisation per coordinate: `x = center + scale * out`.
     output: Vec<(f64, f64)>,
 }
 
-/// One component of a net's mixture, in the coordinates' own units.
+/// One component of a net's mixture, in the coordinates' own units: a draw is `mean + A ε`
+/// with `ε` standard normal and `A` upper triangular (diagonal for diagonal components).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Component {
     /// Mixture weight.
     pub weight: f64,
     /// Mean per coordinate.
     pub mean: [f64; MAX_COORDS],
-    /// Standard deviation per coordinate.
-    pub sigma: [f64; MAX_COORDS],
+    /// The square-root factor `A` (row-major, `MAX_COORDS` per row; `A Aᵀ` is the covariance).
+    pub factor: [[f64; MAX_COORDS]; MAX_COORDS],
 }
 
 impl ChainNet {
@@ -161,7 +235,8 @@ impl ChainNet {
             spread_components(&mut net, m, &mut rng);
         }
         let loss: Box<dyn Loss> = match mixture {
-            Some(m) => Box::new(m),
+            Some(Mixture::Full(m)) => Box::new(m),
+            Some(Mixture::Diagonal(m)) => Box::new(m),
             None => Box::new(Mse),
         };
         let mut this = Self { kind, net, mixture, input, output };
@@ -242,25 +317,50 @@ impl ChainNet {
             None => {
                 let mut mean = [0.0; MAX_COORDS];
                 self.answer(target, &mut mean);
-                vec![Component { weight: 1.0, mean, sigma: [0.0; MAX_COORDS] }]
+                vec![Component { weight: 1.0, mean, factor: [[0.0; MAX_COORDS]; MAX_COORDS] }]
             }
         }
     }
 
     fn decode(&self, out: &DVector<f32>) -> Vec<Component> {
-        let m = self.mixture.expect("an MDN");
-        m.components(out.column(0))
-            .into_iter()
-            .map(|c| {
-                let mut mean = [0.0; MAX_COORDS];
-                let mut sigma = [0.0; MAX_COORDS];
-                for (i, &(center, scale)) in self.output.iter().enumerate() {
-                    mean[i] = center + scale * f64::from(c.mean[i]);
-                    sigma[i] = scale * f64::from(c.sigma[i]);
+        let d = self.coords();
+        let unscale = |weight: f32, mean: &[f32], std_factor: &[f64]| {
+            let mut c = Component {
+                weight: f64::from(weight),
+                mean: [0.0; MAX_COORDS],
+                factor: [[0.0; MAX_COORDS]; MAX_COORDS],
+            };
+            for (i, &(center, scale)) in self.output.iter().enumerate() {
+                c.mean[i] = center + scale * f64::from(mean[i]);
+                for j in 0..d {
+                    c.factor[i][j] = scale * std_factor[i * d + j];
                 }
-                Component { weight: f64::from(c.weight), mean, sigma }
-            })
-            .collect()
+            }
+            c
+        };
+        match self.mixture.expect("an MDN") {
+            Mixture::Diagonal(m) => m
+                .components(out.column(0))
+                .into_iter()
+                .map(|c| {
+                    let mut f = vec![0.0; d * d];
+                    for i in 0..d {
+                        f[i * d + i] = f64::from(c.sigma[i]);
+                    }
+                    unscale(c.weight, &c.mean, &f)
+                })
+                .collect(),
+            Mixture::Full(m) => m
+                .components(out.as_slice())
+                .into_iter()
+                .map(|c| {
+                    let u: Vec<f64> = c.u.iter().map(|&v| f64::from(v)).collect();
+                    let mut f = vec![0.0; d * d];
+                    invert_upper(&u, d, &mut f);
+                    unscale(c.weight, &c.mean, &f)
+                })
+                .collect(),
+        }
     }
 
     /// `n` samples for `target` appended to `out` (`coords` values each): draws of the mixture
@@ -273,19 +373,33 @@ impl ChainNet {
 
 /// `n` draws of a mixture of diagonal Gaussians appended to `out`.
 pub fn sample_mixture<R: Rng + ?Sized>(comps: &[Component], d: usize, n: usize, rng: &mut R, out: &mut Vec<f64>) {
+    let start = out.len();
+    out.resize(start + n * d, 0.0);
+    for x in out[start..].chunks_exact_mut(d) {
+        draw(comps, rng, x);
+    }
+}
+
+/// One draw of a mixture of diagonal Gaussians into `x` (`x.len()` coordinates).
+#[inline]
+pub fn draw<R: Rng + ?Sized>(comps: &[Component], rng: &mut R, x: &mut [f64]) {
     let total: f64 = comps.iter().map(|c| c.weight).sum();
-    out.reserve(n * d);
-    for _ in 0..n {
-        let mut u = rng.random::<f64>() * total;
-        let c = comps.iter().find(|c| {
+    let mut u = rng.random::<f64>() * total;
+    let c = comps
+        .iter()
+        .find(|c| {
             u -= c.weight;
             u < 0.0
-        });
-        let c = c.unwrap_or(&comps[comps.len() - 1]);
-        for i in 0..d {
-            let z: f64 = StandardNormal.sample(rng);
-            out.push(c.mean[i] + c.sigma[i] * z);
-        }
+        })
+        .unwrap_or(&comps[comps.len() - 1]);
+    let d = x.len();
+    let mut eps = [0.0; MAX_COORDS];
+    for e in &mut eps[..d] {
+        *e = StandardNormal.sample(rng);
+    }
+    for (i, v) in x.iter_mut().enumerate() {
+        let row = &c.factor[i];
+        *v = c.mean[i] + (i..d).map(|j| row[j] * eps[j]).sum::<f64>();
     }
 }
 
@@ -312,14 +426,29 @@ fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
 
 /// Starts the mixture with small output weights, each component's mean at a prior draw and its
 /// spread at half the prior's: the components start apart, so none has to break a symmetry.
-fn spread_components(net: &mut Mlp, m: MdnNll, rng: &mut ChaCha8Rng) {
+fn spread_components(net: &mut Mlp, m: Mixture, rng: &mut ChaCha8Rng) {
     let last = net.layers.last_mut().expect("at least one layer");
     last.w *= 0.1;
-    for i in 0..m.k {
-        last.b[i] = 0.0;
-        for j in 0..m.d {
-            last.b[m.k + i * m.d + j] = StandardNormal.sample(rng);
-            last.b[m.k + m.k * m.d + i * m.d + j] = 0.5f32.ln();
+    let (k, d) = match m {
+        Mixture::Full(f) => (f.k, f.d),
+        Mixture::Diagonal(g) => (g.k, g.d),
+    };
+    last.b.fill(0.0);
+    for i in 0..k * d {
+        last.b[k + i] = StandardNormal.sample(rng);
+    }
+    match m {
+        // Raw log-sigmas at ln 0.5.
+        Mixture::Diagonal(_) => last.b.rows_mut(k + k * d, k * d).fill(0.5f32.ln()),
+        // Raw log-diagonals of the precision factor at ln 2 (sigma 0.5), off-diagonals 0.
+        Mixture::Full(f) => {
+            for c in 0..k {
+                let mut t = k + k * d + c * f.tri();
+                for i in 0..d {
+                    last.b[t] = 2f32.ln();
+                    t += d - i;
+                }
+            }
         }
     }
 }

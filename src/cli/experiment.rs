@@ -1,6 +1,7 @@
-//! `elbow experiment averaging|degradation`: arguments become the core's configurations; the
+//! `elbow experiment averaging|degradation|chain`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
+mod chain;
 mod degradation;
 
 use super::{ArmArgs, Failure, count, print_json, signals};
@@ -20,6 +21,9 @@ pub(crate) enum ExperimentCommand {
     /// backlash, target, mismatch, combined; OOD targets), honest vs silent failures, the exercise
     /// protocol beside the closed-loop plant.
     Degradation(Box<DegradationArgs>),
+    /// Redundant chains (`--arm rail3` or `3r`): MSE, MDN, DLS, MDN-seeded DLS and the exact
+    /// posterior sampler, scored by re-simulation error, posterior mismatch, success and time.
+    Chain(Box<chain::ChainArgs>),
 }
 
 /// `elbow experiment ...`.
@@ -60,6 +64,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
             Ok(())
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
+        ExperimentCommand::Chain(a) => chain::run(a),
     }
 }
 
