@@ -11,7 +11,7 @@
 
 use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
-use super::mixture::{FullMdn, invert_upper};
+use super::mixture::FullMdn;
 use crate::kinematics::Point2;
 use crate::learned::train::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
 use crate::learned::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_FLOPS, TrainError};
@@ -21,6 +21,10 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
+
+/// The widest entry of a full-covariance component's Cholesky factor, in prior scales: no
+/// posterior needs a component wider than a couple of prior scales (see [`FullMdn`]).
+pub const SIGMA_MAX: f32 = 2.0;
 
 /// Which network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,9 +121,9 @@ impl Default for NetConfig {
             components: 16,
             covariance: Covariance::Full,
             sigma_min: 1e-3,
-            steps: 8000,
+            steps: 12_000,
             batch: 256,
-            lr: 2e-3,
+            lr: 5e-3,
             seed: 0,
         }
     }
@@ -145,7 +149,7 @@ impl NetConfig {
     fn mixture(&self, coords: usize) -> Mixture {
         let (k, d, sigma_min) = (self.components, coords, self.sigma_min);
         match self.covariance {
-            Covariance::Full => Mixture::Full(FullMdn { k, d, sigma_min }),
+            Covariance::Full => Mixture::Full(FullMdn { k, d, sigma_min, sigma_max: SIGMA_MAX }),
             Covariance::Diagonal => Mixture::Diagonal(MdnNll { k, d, sigma_min }),
         }
     }
@@ -203,7 +207,7 @@ pub struct ChainNet {
 }
 
 /// One component of a net's mixture, in the coordinates' own units: a draw is `mean + A ε`
-/// with `ε` standard normal and `A` upper triangular (diagonal for diagonal components).
+/// with `ε` standard normal and `A` lower triangular (diagonal for diagonal components).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Component {
     /// Mixture weight.
@@ -354,9 +358,7 @@ impl ChainNet {
                 .components(out.as_slice())
                 .into_iter()
                 .map(|c| {
-                    let u: Vec<f64> = c.u.iter().map(|&v| f64::from(v)).collect();
-                    let mut f = vec![0.0; d * d];
-                    invert_upper(&u, d, &mut f);
+                    let f: Vec<f64> = c.l.iter().map(|&v| f64::from(v)).collect();
                     unscale(c.weight, &c.mean, &f)
                 })
                 .collect(),
@@ -399,7 +401,7 @@ pub fn draw<R: Rng + ?Sized>(comps: &[Component], rng: &mut R, x: &mut [f64]) {
     }
     for (i, v) in x.iter_mut().enumerate() {
         let row = &c.factor[i];
-        *v = c.mean[i] + (i..d).map(|j| row[j] * eps[j]).sum::<f64>();
+        *v = c.mean[i] + (0..d).map(|j| row[j] * eps[j]).sum::<f64>();
     }
 }
 
@@ -440,13 +442,12 @@ fn spread_components(net: &mut Mlp, m: Mixture, rng: &mut ChaCha8Rng) {
     match m {
         // Raw log-sigmas at ln 0.5.
         Mixture::Diagonal(_) => last.b.rows_mut(k + k * d, k * d).fill(0.5f32.ln()),
-        // Raw log-diagonals of the precision factor at ln 2 (sigma 0.5), off-diagonals 0.
+        // Raw log-diagonals of the covariance factor at ln 0.5, off-diagonals 0.
         Mixture::Full(f) => {
             for c in 0..k {
-                let mut t = k + k * d + c * f.tri();
+                let base = k + k * d + c * f.tri();
                 for i in 0..d {
-                    last.b[t] = 2f32.ln();
-                    t += d - i;
+                    last.b[base + i * (i + 1) / 2 + i] = 0.5f32.ln();
                 }
             }
         }
