@@ -122,8 +122,8 @@ impl Default for NetConfig {
             covariance: Covariance::Full,
             sigma_min: 1e-3,
             steps: 12_000,
-            batch: 256,
-            lr: 5e-3,
+            batch: 512,
+            lr: 3e-3,
             seed: 0,
         }
     }

@@ -269,7 +269,7 @@ impl<'a> ExactSampler<'a> {
 /// normalised weight exceeds `1/n`.
 pub fn resample<R: Rng + ?Sized>(pool: &Pool, coords: usize, n: usize, rng: &mut R) -> Vec<f64> {
     let total: f64 = pool.w.iter().sum();
-    if pool.w.is_empty() || !(total > 0.0) || n == 0 {
+    if pool.w.is_empty() || total.is_nan() || total <= 0.0 || n == 0 {
         return Vec::new();
     }
     let mut order: Vec<usize> = (0..pool.w.len()).collect();

@@ -455,7 +455,7 @@ fn train(cfg: &ChainConfig, progress: &(dyn Fn(Progress) -> bool + Sync)) -> Res
         .map(|&kind| {
             let net = ChainNet::train(&cfg.arm, kind, &cfg.net, |_, _| {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                n % 64 != 0 || progress(Progress::Training { done: n, total })
+                !n.is_multiple_of(64) || progress(Progress::Training { done: n, total })
             })?;
             Ok((kind, net))
         })

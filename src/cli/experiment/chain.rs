@@ -260,6 +260,8 @@ fn print_row(row: &MethodRow) -> Result<(), String> {
 }
 
 const PANEL: u32 = 420;
+/// Arms drawn per fan.
+const FAN: usize = 100;
 const HEADER: u32 = 40;
 
 /// Draws one panel per method (the exact posterior's fan in grey beneath each) into `out`.
@@ -297,10 +299,18 @@ fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &ChainArm, root: &DrawingArea
     ))?;
     let d = arm.coords();
     let exact: &[f64] = r.demo.samples.iter().find(|(m, _)| *m == Method::Exact).map_or(&[], |(_, s)| s);
-    let reach = arm.chain.reach();
-    let rail = arm.chain.rail().map_or(0.0, |t| t.max.abs().max(t.min.abs()));
-    let half = 0.5 * reach + rail.min(reach) + 0.2;
-    let (cx, cy) = (0.5 * reach, 0.0);
+    // One square view for every panel: the drawn arms and the target, with a margin.
+    let (mut lo, mut hi) = ([t[0], t[1]], [t[0], t[1]]);
+    for (_, samples) in &r.demo.samples {
+        for x in samples.chunks_exact(d).take(FAN) {
+            for p in arm.chain.points(x) {
+                lo = [lo[0].min(p.x), lo[1].min(p.y)];
+                hi = [hi[0].max(p.x), hi[1].max(p.y)];
+            }
+        }
+    }
+    let half = 0.55 * (hi[0] - lo[0]).max(hi[1] - lo[1]).max(0.1);
+    let (cx, cy) = (0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]));
     let panels = body.split_evenly((1, r.demo.samples.len().max(1)));
     for ((method, samples), area) in r.demo.samples.iter().zip(&panels) {
         let row = r.row(*method);
@@ -319,7 +329,7 @@ fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &ChainArm, root: &DrawingArea
         }
         let fan = |pts: &[f64], c: RGBColor, alpha: f64| {
             pts.chunks_exact(d)
-                .take(100)
+                .take(FAN)
                 .map(|x| {
                     let line: Vec<(f64, f64)> = arm.chain.points(x).iter().map(|p| (p.x, p.y)).collect();
                     PathElement::new(line, ShapeStyle::from(&c.mix(alpha)).stroke_width(1))
