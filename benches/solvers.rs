@@ -127,7 +127,9 @@ fn gemm_shapes(c: &mut Criterion) {
         if !matches!(epilogue, Epilogue::Plain) {
             // The bare product at the widest level, to set against the crates' bare products.
             let plain = Gemm { epilogue: Epilogue::Plain, ..op };
-            g.bench_function(format!("{}/elbow-plain", s.name), |bch| bch.iter(|| elbow_gemm(&plain, black_box(&mut out))));
+            g.bench_function(format!("{}/elbow-plain", s.name), |bch| {
+                bch.iter(|| elbow_gemm(&plain, black_box(&mut out)))
+            });
         }
         g.bench_function(format!("{}/matrixmultiply", s.name), |bch| {
             bch.iter(|| {

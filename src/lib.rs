@@ -5,6 +5,7 @@
 //!   reachable workspace;
 //! - [`solver`]: the [`solver::IkSolver`] trait every solver implements and its [`solver::Solution`];
 //! - [`analytic`] and [`iterative`]: the classical solvers (closed form, damped least squares);
+//! - [`chain`]: redundant planar chains (named arms, DLS, the exact posterior sampler, MMD);
 //! - [`nn`]: small networks written with nalgebra (dense layers, losses, Adam);
 //! - [`learned`]: the learned heads (MSE, MDN, mode-conditioned, residual hybrid) and training;
 //! - [`plant`]: the simulated real arm (mismatch, backlash, lag, encoder noise);
@@ -26,6 +27,7 @@
 pub mod analytic;
 pub mod atlas;
 pub mod bench;
+pub mod chain;
 pub mod envelope;
 pub mod experiments;
 pub mod files;

@@ -1,6 +1,7 @@
-//! `elbow experiment averaging|degradation|randomization`: arguments become the core's configurations; the
+//! `elbow experiment averaging|degradation|randomization|chain`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
+mod chain;
 mod degradation;
 mod randomization;
 
@@ -26,6 +27,9 @@ pub(crate) enum ExperimentCommand {
     /// nominal plant and with randomized mismatch, flex, friction and backlash, then tested on
     /// plants inside and outside the randomized ranges, with encoder and camera checks.
     Randomization(Box<RandomizationArgs>),
+    /// Redundant chains (`--arm rail3` or `3r`): MSE, MDN, DLS, MDN-seeded DLS and the exact
+    /// posterior sampler, scored by re-simulation error, posterior mismatch, success and time.
+    Chain(Box<chain::ChainArgs>),
 }
 
 /// `elbow experiment ...`.
@@ -78,6 +82,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
         ExperimentCommand::Randomization(a) => randomization::run(a),
+        ExperimentCommand::Chain(a) => chain::run(a),
     }
 }
 

@@ -2,16 +2,21 @@
 //! line (`elbow experiment ...`) only parses, calls and prints.
 //!
 //! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
+//! - [`chain`](mod@chain): redundant chains benchmarked as Kruse et al. 2021 do (re-simulation
+//!   error, posterior mismatch against an exact sampler, success, limits, time) for MSE, MDN,
+//!   DLS, the MDN-seeded hybrid and the exact sampler.
 //! - [`degradation`](mod@degradation): the gap to reality: every solver under each perturbation
 //!   channel, honest vs silent failures, the exercise protocol beside the closed-loop plant.
 //! - [`randomization`](mod@randomization): domain randomization trained and tested on plants
 //!   inside and outside its ranges.
 
 pub mod averaging;
+pub mod chain;
 pub mod degradation;
 pub mod randomization;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
+pub use chain::{ChainConfig, ChainReport, chain};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
 
 /// Why an experiment could not run.

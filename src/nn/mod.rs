@@ -19,7 +19,7 @@ pub mod activation;
 pub mod adam;
 pub mod dense;
 #[cfg(test)]
-mod gradcheck;
+pub(crate) mod gradcheck;
 pub mod kernels;
 pub mod loss;
 pub mod mlp;

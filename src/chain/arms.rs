@@ -1,0 +1,301 @@
+//! The named arms and what applies to each, as data.
+//!
+//! - `2r`: today's two-link arm (unit links, joints free to turn): the default everywhere, with
+//!   its closed form as the reference. Its targets have two isolated answers, not a manifold, so
+//!   the chain experiment does not apply to it (the averaging experiment is its lesson).
+//! - `3r`: three revolute joints with links 1.0, 0.8 and 0.6 m; the shoulder turns ±90° and the
+//!   two outer joints ±150°; the prior is uniform inside those limits. The links shrink outwards
+//!   so the wrist can circle the target: for a target at distance `r` the wrist sits anywhere
+//!   on a circle of radius 0.6 m around it that the two inner links reach (0.2 to 1.8 m from the
+//!   base), which is a whole circle for 0.8 <= r <= 1.2 and a long arc elsewhere; the limits cut
+//!   that circle into arcs without shrinking it to a point. Measured on the 1,000 targets of
+//!   `experiment chain --arm 3r` (drawn from the prior), the exact posterior spreads over more
+//!   than 0.1 rad (root of the trace of its covariance) on every one, with a median of 1.9 rad: a
+//!   genuine 1-D self-motion manifold per target, not a point.
+//! - `rail3`: the benchmark arm of Ardizzone et al. 2019 and Kruse et al. 2021: a rail along
+//!   `y` and three joints with links 0.5, 0.5 and 1.0 m, segment angles cumulative
+//!   (`x2`, `x2 + x3`, `x2 + x3 + x4`), prior `N(0, diag(0.25, 0.5, 0.5, 0.5)^2)`. Its limits
+//!   (rail ±1 m = 4 sigma, joints ±180° = 6.3 sigma) only bound the representation: the prior
+//!   puts 6e-5 of its mass outside them.
+//!
+//! An arm can also come from three or more link lengths: joints limited as on `3r` (shoulder
+//! ±90°, the others ±150°), uniform prior.
+
+use super::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
+use crate::kinematics::JointLimits;
+use serde::{Deserialize, Serialize};
+use std::f64::consts::PI;
+
+/// A method of the chain experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Method {
+    /// An MLP trained with squared error on prior pairs: one answer, the posterior mean at best.
+    Mse,
+    /// A mixture density network over the joint coordinates, sampled.
+    Mdn,
+    /// Damped least squares from random prior starts, restarting until converged.
+    Dls,
+    /// MDN samples as seeds, finished by a few DLS iterations.
+    Hybrid,
+    /// The exact posterior sampler (the reference).
+    Exact,
+}
+
+impl Method {
+    /// Every method, in table order.
+    pub const ALL: [Method; 5] = [Method::Mse, Method::Mdn, Method::Dls, Method::Hybrid, Method::Exact];
+
+    /// The key on the command line and in JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Method::Mse => "mse",
+            Method::Mdn => "mdn",
+            Method::Dls => "dls",
+            Method::Hybrid => "hybrid",
+            Method::Exact => "exact",
+        }
+    }
+
+    /// True when the method needs a trained network.
+    pub const fn learned(self) -> bool {
+        matches!(self, Method::Mse | Method::Mdn | Method::Hybrid)
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::lineup::parse_key(s, &Method::ALL, Method::key, "method")
+    }
+}
+
+impl From<Method> for String {
+    fn from(m: Method) -> String {
+        m.key().to_string()
+    }
+}
+
+impl TryFrom<String> for Method {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// A named arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ArmKind {
+    /// Today's two-link arm (the default).
+    TwoR,
+    /// Three revolute joints with limits: a 1-D self-motion manifold per target.
+    ThreeR,
+    /// The rail-and-three-joints benchmark arm of Ardizzone et al. 2019 / Kruse et al. 2021.
+    Rail3,
+}
+
+/// What a named arm is and what applies to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArmSpec {
+    /// The key on the command line (`rail3`).
+    pub key: &'static str,
+    /// A one-line description.
+    pub about: &'static str,
+    /// The chain experiment's methods that apply (empty: the experiment does not apply).
+    pub methods: &'static [Method],
+    /// True when the lab's closed-form two-link solver (and everything built on it) applies.
+    pub closed_form: bool,
+}
+
+/// Shoulder range of `3r` and of arms from lengths, radians (±90°).
+pub const SHOULDER_LIMIT: f64 = PI / 2.0;
+/// Range of the outer joints of `3r` and of arms from lengths, radians (±150°).
+pub const OUTER_LIMIT: f64 = 5.0 * PI / 6.0;
+/// Link lengths of `3r`, metres.
+pub const THREE_R_LENGTHS: [f64; 3] = [1.0, 0.8, 0.6];
+/// Link lengths of `rail3`, metres.
+pub const RAIL3_LENGTHS: [f64; 3] = [0.5, 0.5, 1.0];
+/// Prior standard deviations of `rail3`: rail (m), then the three joints (rad).
+pub const RAIL3_SIGMAS: [f64; 4] = [0.25, 0.5, 0.5, 0.5];
+
+impl ArmKind {
+    /// Every named arm, default first.
+    pub const ALL: [ArmKind; 3] = [ArmKind::TwoR, ArmKind::ThreeR, ArmKind::Rail3];
+
+    /// What this arm is.
+    pub const fn spec(self) -> ArmSpec {
+        const CHAIN_METHODS: &[Method] = &Method::ALL;
+        match self {
+            ArmKind::TwoR => ArmSpec {
+                key: "2r",
+                about: "two unit links, joints free to turn (the default; two answers per target)",
+                methods: &[],
+                closed_form: true,
+            },
+            ArmKind::ThreeR => ArmSpec {
+                key: "3r",
+                about: "links 1.0, 0.8, 0.6 m, shoulder ±90°, outer joints ±150°, uniform prior",
+                methods: CHAIN_METHODS,
+                closed_form: false,
+            },
+            ArmKind::Rail3 => ArmSpec {
+                key: "rail3",
+                about: "rail along y and links 0.5, 0.5, 1.0 m, prior N(0, diag(0.25, 0.5, 0.5, 0.5)^2) (Kruse et al. 2021)",
+                methods: CHAIN_METHODS,
+                closed_form: false,
+            },
+        }
+    }
+
+    /// The key on the command line.
+    pub const fn key(self) -> &'static str {
+        self.spec().key
+    }
+
+    /// The arm as a chain with its prior.
+    pub fn arm(self) -> ChainArm {
+        let (chain, prior) = match self {
+            ArmKind::TwoR => {
+                let chain = Chain::from_lengths(&[1.0, 1.0]).expect("valid lengths");
+                let prior = Prior::uniform(&chain);
+                (chain, prior)
+            }
+            ArmKind::ThreeR => {
+                let chain = limited_chain(&THREE_R_LENGTHS).expect("valid lengths");
+                let prior = Prior::uniform(&chain);
+                (chain, prior)
+            }
+            ArmKind::Rail3 => {
+                let full = JointLimits::FULL;
+                let links = RAIL3_LENGTHS.map(|length| Link { length, limits: full }).to_vec();
+                let travel = Travel::new(-4.0 * RAIL3_SIGMAS[0], 4.0 * RAIL3_SIGMAS[0]).expect("valid travel");
+                let chain = Chain::new(Some(travel), links).expect("valid chain");
+                let marginals = RAIL3_SIGMAS.map(|sigma| Marginal::Gaussian { mean: 0.0, sigma }).to_vec();
+                let prior = Prior::new(marginals, &chain).expect("valid prior");
+                (chain, prior)
+            }
+        };
+        ChainArm { name: self.key().to_string(), kind: Some(self), chain, prior }
+    }
+}
+
+/// Revolute joints with these lengths, the shoulder within ±90° and the others within ±150°.
+fn limited_chain(lengths: &[f64]) -> Result<Chain, ChainError> {
+    let links = lengths
+        .iter()
+        .enumerate()
+        .map(|(i, &length)| {
+            let half = if i == 0 { SHOULDER_LIMIT } else { OUTER_LIMIT };
+            Link { length, limits: JointLimits { min: -half, max: half } }
+        })
+        .collect();
+    Chain::new(None, links)
+}
+
+impl std::fmt::Display for ArmKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for ArmKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::lineup::parse_key(s.trim(), &ArmKind::ALL, ArmKind::key, "arm")
+    }
+}
+
+/// A chain with its prior: a named arm, or one built from link lengths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainArm {
+    /// The arm's key, or `lengths L1,L2,...` for an arm from lengths.
+    pub name: String,
+    /// The named arm it is, if any.
+    pub kind: Option<ArmKind>,
+    /// The kinematics.
+    pub chain: Chain,
+    /// The prior over its coordinates (test targets and training data are drawn from it).
+    pub prior: Prior,
+}
+
+/// The fewest link lengths that make an arm from lengths a redundant chain.
+pub const MIN_CHAIN_LENGTHS: usize = 3;
+
+impl ChainArm {
+    /// An arm from three or more link lengths (metres): joints limited as on `3r`, uniform prior.
+    pub fn from_lengths(lengths: &[f64]) -> Result<Self, ChainError> {
+        if lengths.len() < MIN_CHAIN_LENGTHS {
+            return Err(ChainError::BadPrior(format!(
+                "an arm from lengths needs at least {MIN_CHAIN_LENGTHS} links (two lengths are the two-link arm), got {}",
+                lengths.len()
+            )));
+        }
+        let chain = limited_chain(lengths)?;
+        let prior = Prior::uniform(&chain);
+        let name = format!("lengths {}", lengths.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(","));
+        Ok(Self { name, kind: None, chain, prior })
+    }
+
+    /// The chain experiment's methods that apply to this arm.
+    pub fn methods(&self) -> &'static [Method] {
+        self.kind.map_or(&Method::ALL, |k| k.spec().methods)
+    }
+
+    /// Number of coordinates.
+    pub fn coords(&self) -> usize {
+        self.chain.coords()
+    }
+
+    /// The named arms the chain experiment applies to, for messages (`3r, rail3`).
+    pub fn experiment_arms() -> String {
+        let keys: Vec<&str> = ArmKind::ALL.iter().filter(|k| !k.spec().methods.is_empty()).map(|k| k.key()).collect();
+        keys.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_arms_parse_and_build() {
+        for k in ArmKind::ALL {
+            assert_eq!(k.key().parse::<ArmKind>().unwrap(), k);
+            let arm = k.arm();
+            arm.chain.validate().unwrap();
+            assert_eq!(arm.prior.marginals().len(), arm.coords());
+        }
+        assert_eq!("RAIL3".parse::<ArmKind>().unwrap(), ArmKind::Rail3);
+        let e = "4r".parse::<ArmKind>().unwrap_err();
+        assert!(e.contains("2r, 3r, rail3") && e.contains("`4r`"), "{e}");
+        assert_eq!(ArmKind::Rail3.arm().coords(), 4);
+        assert!(ArmKind::TwoR.arm().methods().is_empty());
+        assert_eq!(ChainArm::experiment_arms(), "3r, rail3");
+    }
+
+    #[test]
+    fn arms_from_lengths_need_three_good_lengths() {
+        let a = ChainArm::from_lengths(&[1.0, 0.5, 0.5, 0.25]).unwrap();
+        assert_eq!(a.coords(), 4);
+        assert_eq!(a.methods(), &Method::ALL);
+        assert!(ChainArm::from_lengths(&[1.0, 1.0]).unwrap_err().to_string().contains("at least 3"));
+        assert!(ChainArm::from_lengths(&[1.0, 0.0, 1.0]).is_err());
+    }
+
+    #[test]
+    fn methods_parse_back() {
+        for m in Method::ALL {
+            assert_eq!(m.key().parse::<Method>().unwrap(), m);
+        }
+        assert!("mlp".parse::<Method>().unwrap_err().contains("mse, mdn, dls, hybrid, exact"));
+    }
+}

@@ -1,0 +1,497 @@
+//! Networks from a target `y` to a chain's coordinates `x`, trained on pairs `(f(x), x)` with `x`
+//! drawn from the arm's prior (a fresh minibatch every step, so there is no training set to
+//! overfit): a squared-error MLP (one answer: at best the posterior mean `E[x | y]`) and a
+//! mixture density network (a mixture of Gaussians over `x`, full-covariance by default, see
+//! [`super::mixture`], sampled).
+//!
+//! Inputs are standardised by the mean and spread of `f(x)` under the prior, outputs by the
+//! prior's centre and scale per coordinate ([`Prior::center`], [`Prior::scale`]), so every
+//! arm trains with the same settings. The nets are the crate's own [`Mlp`], [`MdnNll`] and
+//! [`Adam`]; the learning rate decays along a cosine to 5 % of its peak.
+
+use super::arm::MAX_COORDS;
+use super::arms::ChainArm;
+use super::mixture::FullMdn;
+use crate::kinematics::Point2;
+use crate::learned::train::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
+use crate::learned::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_FLOPS, TrainError};
+use crate::nn::{Activation, Adam, Loss, MdnNll, Mlp, Mse, Scratch};
+use nalgebra::{DMatrix, DVector};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+/// The widest entry of a full-covariance component's Cholesky factor, in prior scales: no
+/// posterior needs a component wider than a couple of prior scales (see [`FullMdn`]).
+pub const SIGMA_MAX: f32 = 2.0;
+
+/// Which network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NetKind {
+    /// Squared error: one answer per target.
+    Mse,
+    /// Mixture density network.
+    Mdn,
+}
+
+/// The covariance of a mixture density network's components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Covariance {
+    /// Full covariance ([`FullMdn`]): each component can lie along the solution sheet.
+    Full,
+    /// Diagonal ([`MdnNll`]): thin only along the coordinate axes.
+    Diagonal,
+}
+
+impl Covariance {
+    /// Both, default first.
+    pub const ALL: [Covariance; 2] = [Covariance::Full, Covariance::Diagonal];
+
+    /// The key on the command line and in JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Covariance::Full => "full",
+            Covariance::Diagonal => "diagonal",
+        }
+    }
+}
+
+impl std::fmt::Display for Covariance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::str::FromStr for Covariance {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::lineup::parse_key(s.trim(), &Covariance::ALL, Covariance::key, "covariance")
+    }
+}
+
+/// A mixture density network's loss, by covariance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Mixture {
+    /// Full-covariance components.
+    Full(FullMdn),
+    /// Diagonal components.
+    Diagonal(MdnNll),
+}
+
+impl Mixture {
+    /// Network outputs per sample.
+    pub fn outputs(&self) -> usize {
+        match self {
+            Mixture::Full(m) => m.outputs(),
+            Mixture::Diagonal(m) => m.outputs(),
+        }
+    }
+}
+
+/// How a chain network is built and trained.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NetConfig {
+    /// Width of each hidden layer.
+    pub hidden: usize,
+    /// Number of hidden layers.
+    pub depth: usize,
+    /// Mixture components (MDN only).
+    pub components: usize,
+    /// The components' covariance (MDN only).
+    pub covariance: Covariance,
+    /// Smallest standard deviation of a component, in prior scales (MDN only).
+    pub sigma_min: f32,
+    /// Minibatch updates.
+    pub steps: usize,
+    /// Samples per minibatch.
+    pub batch: usize,
+    /// Peak learning rate.
+    pub lr: f32,
+    /// Seed of initialisation and data.
+    pub seed: u64,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        Self {
+            hidden: 128,
+            depth: 3,
+            components: 16,
+            covariance: Covariance::Full,
+            sigma_min: 1e-3,
+            steps: 12_000,
+            batch: 512,
+            lr: 3e-3,
+            seed: 0,
+        }
+    }
+}
+
+impl NetConfig {
+    /// Layer widths for a net with `inputs` and `outputs`.
+    fn sizes(&self, outputs: usize) -> Vec<usize> {
+        let mut s = vec![2];
+        s.extend(std::iter::repeat_n(self.hidden, self.depth));
+        s.push(outputs);
+        s
+    }
+
+    /// Network outputs for `kind` on an arm with `coords` coordinates.
+    fn outputs(&self, kind: NetKind, coords: usize) -> usize {
+        match kind {
+            NetKind::Mse => coords,
+            NetKind::Mdn => self.mixture(coords).outputs(),
+        }
+    }
+
+    fn mixture(&self, coords: usize) -> Mixture {
+        let (k, d, sigma_min) = (self.components, coords, self.sigma_min);
+        match self.covariance {
+            Covariance::Full => Mixture::Full(FullMdn { k, d, sigma_min, sigma_max: SIGMA_MAX }),
+            Covariance::Diagonal => Mixture::Diagonal(MdnNll { k, d, sigma_min }),
+        }
+    }
+
+    /// Estimated training work, FLOP (6 per weight per sample).
+    pub fn work_estimate(&self, kind: NetKind, coords: usize) -> f64 {
+        let params: f64 =
+            self.sizes(self.outputs(kind, coords)).windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum();
+        6.0 * params * self.batch as f64 * self.steps as f64
+    }
+
+    /// Checks every field against the lab's training limits.
+    pub fn validate(&self, kind: NetKind, coords: usize) -> Result<(), TrainError> {
+        let range = |field: &'static str, v: usize, lo: usize, hi: usize| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(TrainError::OutOfRange { field, limit: format!("in {lo}..={hi}"), value: v.to_string() })
+            }
+        };
+        range("steps", self.steps, 1, MAX_STEPS)?;
+        range("batch", self.batch, 1, MAX_BATCH)?;
+        range("hidden width", self.hidden, 1, MAX_HIDDEN)?;
+        range("depth", self.depth, 1, MAX_DEPTH)?;
+        range("components", self.components, 1, MAX_COMPONENTS)?;
+        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
+            let value = self.lr.to_string();
+            return Err(TrainError::OutOfRange { field: "learning rate", limit: "in (0, 1)".into(), value });
+        }
+        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0 && self.sigma_min <= 1.0) {
+            let value = self.sigma_min.to_string();
+            return Err(TrainError::OutOfRange { field: "sigma floor", limit: "in (0, 1]".into(), value });
+        }
+        let flops = self.work_estimate(kind, coords);
+        if flops > MAX_TRAIN_FLOPS {
+            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
+        }
+        Ok(())
+    }
+}
+
+/// A trained network from targets to a chain's coordinates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainNet {
+    /// Which network.
+    pub kind: NetKind,
+    /// The network.
+    pub net: Mlp,
+    /// The mixture layout (MDN only).
+    pub mixture: Option<Mixture>,
+    /// Input standardisation: `(y - center) / scale`.
+    input: [(f32, f32); 2],
+    /// Output standardisation per coordinate: `x = center + scale * out`.
+    output: Vec<(f64, f64)>,
+}
+
+/// One component of a net's mixture, in the coordinates' own units: a draw is `mean + A ε`
+/// with `ε` standard normal and `A` lower triangular (diagonal for diagonal components).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    /// Mixture weight.
+    pub weight: f64,
+    /// Mean per coordinate.
+    pub mean: [f64; MAX_COORDS],
+    /// The square-root factor `A` (row-major, `MAX_COORDS` per row; `A Aᵀ` is the covariance).
+    pub factor: [[f64; MAX_COORDS]; MAX_COORDS],
+}
+
+impl ChainNet {
+    /// Trains a `kind` network for `arm`; `progress(step, loss)` is called after each step and
+    /// stops the run (with [`TrainError::Cancelled`]) by returning false.
+    pub fn train(
+        arm: &ChainArm,
+        kind: NetKind,
+        cfg: &NetConfig,
+        mut progress: impl FnMut(usize, f32) -> bool,
+    ) -> Result<Self, TrainError> {
+        let d = arm.coords();
+        cfg.validate(kind, d)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_c4a1);
+        let input = input_scaling(arm, &mut rng);
+        let output: Vec<(f64, f64)> = (0..d).map(|i| (arm.prior.center(i), arm.prior.scale(i))).collect();
+        let outputs = cfg.outputs(kind, d);
+        let mut net = Mlp::new(&cfg.sizes(outputs), Activation::Tanh, &mut rng);
+        let mixture = (kind == NetKind::Mdn).then(|| cfg.mixture(d));
+        if let Some(m) = mixture {
+            spread_components(&mut net, m, &mut rng);
+        }
+        let loss: Box<dyn Loss> = match mixture {
+            Some(Mixture::Full(m)) => Box::new(m),
+            Some(Mixture::Diagonal(m)) => Box::new(m),
+            None => Box::new(Mse),
+        };
+        let mut this = Self { kind, net, mixture, input, output };
+        let mut adam = Adam::new(&this.net, cfg.lr);
+        let mut grads = this.net.zero_gradients();
+        let mut scratch = Scratch::default();
+        let (mut xb, mut yb) = (DMatrix::zeros(2, cfg.batch), DMatrix::zeros(d, cfg.batch));
+        let mut d_out = DMatrix::zeros(outputs, cfg.batch);
+        let mut x = [0.0; MAX_COORDS];
+        for step in 1..=cfg.steps {
+            for j in 0..cfg.batch {
+                arm.prior.sample(&mut rng, &mut x[..d]);
+                let tip = arm.chain.tip(&x[..d]);
+                this.encode_input(tip, xb.column_mut(j).as_mut_slice());
+                for (i, v) in yb.column_mut(j).iter_mut().enumerate() {
+                    *v = ((x[i] - this.output[i].0) / this.output[i].1) as f32;
+                }
+            }
+            let t = (step - 1) as f32 / cfg.steps as f32;
+            adam.lr = cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()));
+            let out = this.net.forward(&xb, &mut scratch);
+            let l = loss.loss_and_grad(out, &yb, &mut d_out);
+            if !(l.is_finite() && l <= DIVERGED_LOSS) {
+                return Err(TrainError::Diverged { step, loss: l });
+            }
+            this.net.backward(&xb, &d_out, &mut scratch, &mut grads);
+            adam.step(&mut this.net, &grads);
+            if !progress(step, l) {
+                return Err(TrainError::Cancelled { step, steps: cfg.steps });
+            }
+        }
+        Ok(this)
+    }
+
+    /// Coordinates per answer.
+    pub fn coords(&self) -> usize {
+        self.output.len()
+    }
+
+    fn encode_input(&self, y: Point2, out: &mut [f32]) {
+        out[0] = (y.x as f32 - self.input[0].0) / self.input[0].1;
+        out[1] = (y.y as f32 - self.input[1].0) / self.input[1].1;
+    }
+
+    /// The raw network output for `target`.
+    fn raw(&self, target: Point2) -> DVector<f32> {
+        let mut inp = [0f32; 2];
+        self.encode_input(target, &mut inp);
+        self.net.forward_one(&inp)
+    }
+
+    /// The squared-error net's answer (for an MDN: the mixture's mean), written into `x`.
+    pub fn answer(&self, target: Point2, x: &mut [f64]) {
+        let out = self.raw(target);
+        match self.mixture {
+            None => {
+                for (i, v) in x.iter_mut().enumerate().take(self.coords()) {
+                    *v = self.output[i].0 + self.output[i].1 * f64::from(out[i]);
+                }
+            }
+            Some(_) => {
+                x.iter_mut().for_each(|v| *v = 0.0);
+                for c in self.decode(&out) {
+                    for (i, v) in x.iter_mut().enumerate().take(self.coords()) {
+                        *v += c.weight * c.mean[i];
+                    }
+                }
+            }
+        }
+    }
+
+    /// The mixture for `target` in the coordinates' own units (one component of weight 1 and
+    /// zero spread for the squared-error net).
+    pub fn mixture_for(&self, target: Point2) -> Vec<Component> {
+        let out = self.raw(target);
+        match self.mixture {
+            Some(_) => self.decode(&out),
+            None => {
+                let mut mean = [0.0; MAX_COORDS];
+                self.answer(target, &mut mean);
+                vec![Component { weight: 1.0, mean, factor: [[0.0; MAX_COORDS]; MAX_COORDS] }]
+            }
+        }
+    }
+
+    fn decode(&self, out: &DVector<f32>) -> Vec<Component> {
+        let d = self.coords();
+        let unscale = |weight: f32, mean: &[f32], std_factor: &[f64]| {
+            let mut c = Component {
+                weight: f64::from(weight),
+                mean: [0.0; MAX_COORDS],
+                factor: [[0.0; MAX_COORDS]; MAX_COORDS],
+            };
+            for (i, &(center, scale)) in self.output.iter().enumerate() {
+                c.mean[i] = center + scale * f64::from(mean[i]);
+                for j in 0..d {
+                    c.factor[i][j] = scale * std_factor[i * d + j];
+                }
+            }
+            c
+        };
+        match self.mixture.expect("an MDN") {
+            Mixture::Diagonal(m) => m
+                .components(out.column(0))
+                .into_iter()
+                .map(|c| {
+                    let mut f = vec![0.0; d * d];
+                    for i in 0..d {
+                        f[i * d + i] = f64::from(c.sigma[i]);
+                    }
+                    unscale(c.weight, &c.mean, &f)
+                })
+                .collect(),
+            Mixture::Full(m) => m
+                .components(out.as_slice())
+                .into_iter()
+                .map(|c| {
+                    let f: Vec<f64> = c.l.iter().map(|&v| f64::from(v)).collect();
+                    unscale(c.weight, &c.mean, &f)
+                })
+                .collect(),
+        }
+    }
+
+    /// `n` samples for `target` appended to `out` (`coords` values each): draws of the mixture
+    /// for an MDN, `n` copies of the one answer for the squared-error net.
+    pub fn sample<R: Rng + ?Sized>(&self, target: Point2, n: usize, rng: &mut R, out: &mut Vec<f64>) {
+        let comps = self.mixture_for(target);
+        sample_mixture(&comps, self.coords(), n, rng, out);
+    }
+}
+
+/// `n` draws of a mixture of diagonal Gaussians appended to `out`.
+pub fn sample_mixture<R: Rng + ?Sized>(comps: &[Component], d: usize, n: usize, rng: &mut R, out: &mut Vec<f64>) {
+    let start = out.len();
+    out.resize(start + n * d, 0.0);
+    for x in out[start..].chunks_exact_mut(d) {
+        draw(comps, rng, x);
+    }
+}
+
+/// One draw of a mixture of diagonal Gaussians into `x` (`x.len()` coordinates).
+#[inline]
+pub fn draw<R: Rng + ?Sized>(comps: &[Component], rng: &mut R, x: &mut [f64]) {
+    let total: f64 = comps.iter().map(|c| c.weight).sum();
+    let mut u = rng.random::<f64>() * total;
+    let c = comps
+        .iter()
+        .find(|c| {
+            u -= c.weight;
+            u < 0.0
+        })
+        .unwrap_or(&comps[comps.len() - 1]);
+    let d = x.len();
+    let mut eps = [0.0; MAX_COORDS];
+    for e in &mut eps[..d] {
+        *e = StandardNormal.sample(rng);
+    }
+    for (i, v) in x.iter_mut().enumerate() {
+        let row = &c.factor[i];
+        *v = c.mean[i] + (0..d).map(|j| row[j] * eps[j]).sum::<f64>();
+    }
+}
+
+/// The mean and spread of the tip under the prior (from 4,096 draws), per axis.
+fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
+    let d = arm.coords();
+    let mut x = [0.0; MAX_COORDS];
+    let (mut s, mut s2) = ([0.0f64; 2], [0.0f64; 2]);
+    let n = 4096;
+    for _ in 0..n {
+        arm.prior.sample(rng, &mut x[..d]);
+        let t = arm.chain.tip(&x[..d]);
+        for (k, v) in [t.x, t.y].into_iter().enumerate() {
+            s[k] += v;
+            s2[k] += v * v;
+        }
+    }
+    [0, 1].map(|k| {
+        let mean = s[k] / n as f64;
+        let sd = (s2[k] / n as f64 - mean * mean).max(0.0).sqrt().max(1e-6);
+        (mean as f32, sd as f32)
+    })
+}
+
+/// Starts the mixture with small output weights, each component's mean at a prior draw and its
+/// spread at half the prior's: the components start apart, so none has to break a symmetry.
+fn spread_components(net: &mut Mlp, m: Mixture, rng: &mut ChaCha8Rng) {
+    let last = net.layers.last_mut().expect("at least one layer");
+    last.w *= 0.1;
+    let (k, d) = match m {
+        Mixture::Full(f) => (f.k, f.d),
+        Mixture::Diagonal(g) => (g.k, g.d),
+    };
+    last.b.fill(0.0);
+    for i in 0..k * d {
+        last.b[k + i] = StandardNormal.sample(rng);
+    }
+    match m {
+        // Raw log-sigmas at ln 0.5.
+        Mixture::Diagonal(_) => last.b.rows_mut(k + k * d, k * d).fill(0.5f32.ln()),
+        // Raw log-diagonals of the covariance factor at ln 0.5, off-diagonals 0.
+        Mixture::Full(f) => {
+            for c in 0..k {
+                let base = k + k * d + c * f.tri();
+                for i in 0..d {
+                    last.b[base + i * (i + 1) / 2 + i] = 0.5f32.ln();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ArmKind;
+
+    #[test]
+    fn training_lowers_the_loss_and_stops_when_asked() {
+        let arm = ArmKind::Rail3.arm();
+        let cfg = NetConfig { hidden: 32, depth: 2, components: 4, steps: 400, batch: 128, ..NetConfig::default() };
+        let mut losses = Vec::new();
+        let net = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, l| {
+            losses.push(l);
+            true
+        })
+        .unwrap();
+        let first: f32 = losses[..20].iter().sum::<f32>() / 20.0;
+        let last: f32 = losses[losses.len() - 20..].iter().sum::<f32>() / 20.0;
+        assert!(last < first - 0.5, "{first} -> {last}");
+        let comps = net.mixture_for(Point2::new(1.5, 0.0));
+        assert_eq!(comps.len(), 4);
+        assert!((comps.iter().map(|c| c.weight).sum::<f64>() - 1.0).abs() < 1e-5);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut out = Vec::new();
+        net.sample(Point2::new(1.5, 0.0), 100, &mut rng, &mut out);
+        assert_eq!(out.len(), 400);
+        let r = ChainNet::train(&arm, NetKind::Mse, &cfg, |step, _| step < 10);
+        assert_eq!(r.unwrap_err(), TrainError::Cancelled { step: 10, steps: 400 });
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        for cfg in [
+            NetConfig { steps: 0, ..NetConfig::default() },
+            NetConfig { components: 0, ..NetConfig::default() },
+            NetConfig { lr: f32::NAN, ..NetConfig::default() },
+            NetConfig { hidden: 4096, depth: 8, steps: MAX_STEPS, ..NetConfig::default() },
+        ] {
+            assert!(cfg.validate(NetKind::Mdn, 4).is_err(), "{cfg:?}");
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! `elbow experiment chain` as a user runs it: JSON rows, the figure, and bad input refused
+//! with one plain sentence and exit code 2.
+
+use std::process::Command;
+
+fn elbow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elbow")).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+const SMALL: [&str; 6] = ["--targets", "8", "--samples", "30", "--steps", "150"];
+
+#[test]
+fn json_has_one_row_per_method_with_the_issues_fields() {
+    for arm in ["rail3", "3r"] {
+        let mut args = vec!["experiment", "chain", "--arm", arm, "--json"];
+        args.extend(SMALL);
+        let (code, out, err) = elbow(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let rows = v["rows"].as_array().unwrap();
+        let keys: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["mse", "mdn", "dls", "hybrid", "exact"], "{arm}");
+        for r in rows {
+            for field in ["resim_error", "posterior_mmd", "success_rate", "seconds_per_solution"] {
+                assert!(r[field].as_f64().is_some_and(f64::is_finite), "{arm} {field}: {r}");
+            }
+        }
+        let exact = &rows[4];
+        assert!(exact["ess_min"].as_f64().unwrap() >= 10.0 * 30.0, "{exact}");
+        assert!(exact["mmd_floor"].as_f64().is_some() && rows[0].get("ess_min").is_none());
+        assert_eq!(exact["success_rate"].as_f64(), Some(1.0));
+    }
+}
+
+#[test]
+fn plot_draws_the_fans_and_lengths_build_an_arm() {
+    let path = std::env::temp_dir().join(format!("elbow-chain-{}.png", std::process::id()));
+    let p = path.to_str().unwrap();
+    let mut args = vec!["experiment", "chain", "--lengths", "1,0.7,0.5,0.3", "--methods", "mdn,hybrid", "--plot", p];
+    args.extend(SMALL);
+    let (code, out, err) = elbow(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("lengths 1,0.7,0.5,0.3") && out.contains("hybrid") && !out.contains("\nmse"), "{out}");
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn bad_input_gets_one_plain_sentence_and_exit_code_2() {
+    for (args, needle) in [
+        (vec!["--arm", "4r"], "arm must be one of 2r, 3r, rail3"),
+        (vec!["--arm", "2r"], "needs a redundant chain"),
+        (vec!["--lengths", "1,1"], "at least 3 links"),
+        (vec!["--lengths", "1,0,1"], "link length 2 must be"),
+        (vec!["--lengths", "1,nan,1"], "not a finite number"),
+        (vec!["--lengths", "1,1,1", "--arm", "3r"], "cannot be used with"),
+        (vec!["--methods", "mse,transformer"], "method must be one of"),
+        (vec!["--methods", "mse,mse"], "given once"),
+        (vec!["--samples", "1"], "from 2 to 20000"),
+        (vec!["--targets", "0"], "from 1 to 100000"),
+        (vec!["--tolerance", "-1"], "tolerance must be"),
+        (vec!["--ess-factor", "0.5"], "ESS factor"),
+        (vec!["--covariance", "spherical"], "covariance must be one of full, diagonal"),
+        (vec!["--targets", "100000", "--samples", "20000"], "kernel evaluations"),
+        (vec!["--plot", "/no/such/dir/fan.png"], "--plot"),
+        (vec!["--plot", "fan.jpg"], ".png or .svg"),
+    ] {
+        let mut full = vec!["experiment", "chain"];
+        full.extend(&args);
+        let (code, out, err) = elbow(&full);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked") && out.is_empty(), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.starts_with("error: ") && first.len() < 240, "{args:?}: {first}");
+    }
+}
