@@ -683,6 +683,15 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
         assert_eq!(r.demo.samples.len(), 5);
+        // Seeds starved of iterations: the hybrid still finishes every target, from prior starts.
+        let starved = ChainConfig {
+            methods: vec![Method::Hybrid],
+            hybrid_iterations: 1,
+            hybrid_seeds: 1,
+            ..small(ArmKind::Rail3)
+        };
+        let r = chain(&starved).unwrap();
+        assert!(r.rows[0].success_rate > 0.99 && r.rows[0].starts_per_solution.unwrap() > 1.5, "{:?}", r.rows[0]);
     }
 
     #[test]
