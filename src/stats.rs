@@ -142,9 +142,8 @@ impl Summary {
         if values.is_empty() {
             return Self::default();
         }
-        let mut v: Vec<f64> = values.iter().map(|&x| if x.is_nan() { f64::INFINITY } else { x }).collect();
-        v.sort_by(f64::total_cmp);
-        let pick = |q: f64| v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+        let v = sorted_worst_last(values);
+        let pick = |q: f64| quantile(&v, q);
         Self {
             n: v.len(),
             mean: v.iter().sum::<f64>() / v.len() as f64,
@@ -153,6 +152,19 @@ impl Summary {
             max: v[v.len() - 1],
         }
     }
+}
+
+/// `values` in ascending order with NaN counted as infinitely bad (sorted last), the way every
+/// summary of errors treats it.
+pub fn sorted_worst_last(values: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = values.iter().map(|&x| if x.is_nan() { f64::INFINITY } else { x }).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The `q` quantile (nearest rank) of the sorted, non-empty `v`.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)]
 }
 
 #[cfg(test)]

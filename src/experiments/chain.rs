@@ -23,7 +23,7 @@ use crate::chain::nets::{ChainNet, Component, NetConfig, NetKind, draw};
 use crate::chain::{ChainArm, ChainDls, DlsOutcome, ExactSampler, Kernel, Method};
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
-use crate::stats::{json_f64, json_numbers};
+use crate::stats::{json_f64, json_numbers, quantile, sorted_worst_last};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -201,10 +201,9 @@ impl Spread {
         if values.is_empty() {
             return Self::default();
         }
-        let mut v: Vec<f64> = values.iter().map(|&x| if x.is_nan() { f64::INFINITY } else { x }).collect();
-        v.sort_by(f64::total_cmp);
-        let pick = |q: f64| v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
-        Self { mean: v.iter().sum::<f64>() / v.len() as f64, median: pick(0.5), q25: pick(0.25), q75: pick(0.75) }
+        let v = sorted_worst_last(values);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        Self { mean, median: quantile(&v, 0.5), q25: quantile(&v, 0.25), q75: quantile(&v, 0.75) }
     }
 }
 
