@@ -453,4 +453,55 @@ mod tests {
             assert_eq!(answer.is_none(), id.family() == Family::Learned, "{id:?}");
         }
     }
+
+    #[test]
+    fn every_caller_turns_a_learned_answer_into_the_same_solution() {
+        use crate::experiments::degradation::proposals::Proposals;
+        use crate::learned::{PredictScratch, TrainConfig, Trainer};
+        let arm = TwoLinkArm::default();
+        // Reachable targets, the base, beyond the rim and non-finite: every status the rule gives.
+        let mut targets: Vec<Point2> =
+            (0..40).map(|i| Point2::new(0.2 + 0.045 * i as f64, 0.3 - 0.02 * i as f64)).collect();
+        targets.extend([Point2::new(5.0, 0.0), Point2::new(0.0, 0.0), Point2::new(f64::NAN, 1.0)]);
+        let branches: Vec<_> = targets.iter().map(|&t| solve_branches(&arm, t)).collect();
+        let mut statuses = std::collections::HashSet::new();
+        for head in HeadKind::ALL {
+            let cfg = TrainConfig { head, steps: 30, data_size: 256, hidden: 8, depth: 1, ..TrainConfig::default() };
+            let mut t = Trainer::new(cfg).unwrap();
+            t.run(|_, _| {});
+            let trained = t.into_model();
+            // The same head with every correction refused: the analytic answer, unchanged.
+            let strict = LearnedModel { max_correction: 0.0, ..trained.clone() };
+            for model in [&trained, &strict] {
+                let mut models = Table::default();
+                models[head] = Some(model);
+                let lineup = Lineup::new(arm, models);
+                let id = SolverId::Learned(head);
+                let proposals = Proposals::new(&lineup, &targets);
+                let atlas =
+                    crate::atlas::answers(&lineup, id, &targets, &branches, &mut PredictScratch::default()).unwrap();
+                for (i, &t) in targets.iter().enumerate() {
+                    for mode in ElbowMode::BOTH {
+                        // The app and the CLI's line-up, from an arm on that branch (which the
+                        // branch pose itself is not for targets on or beyond the rim: straight).
+                        let single = lineup.solve(id, t, Pose::new(0.0, mode.sign())).unwrap();
+                        let mut others = vec![("proposals", proposals.get(head, i, mode).unwrap())];
+                        if mode == ElbowMode::Down {
+                            others.push(("atlas", atlas[i].0));
+                        }
+                        for (caller, s) in others {
+                            assert_eq!(s.status, single.status, "{caller}, {head}, {t:?}, {mode:?}");
+                            assert!(
+                                s.pose.max_joint_distance(single.pose) < 1e-4,
+                                "{caller}, {head}, {t:?}, {s:?} vs {single:?}"
+                            );
+                            assert_eq!((s.residual, s.iterations), (single.residual, single.iterations), "{caller}");
+                        }
+                        statuses.insert(single.status.label());
+                    }
+                }
+            }
+        }
+        assert_eq!(statuses.len(), 3, "{statuses:?}");
+    }
 }

@@ -22,7 +22,7 @@ pub mod paint;
 use crate::analytic::{Branches, solve_branches};
 use crate::envelope::Reason;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
-use crate::learned::{BatchAnswer, Output, PredictScratch};
+use crate::learned::{BatchAnswer, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
 use crate::solver::{Solution, SolveStatus};
 use rand::{RngExt, SeedableRng};
@@ -291,7 +291,7 @@ fn judged_on(lineup: &Lineup, solver: SolverId) -> RealArm {
 /// The solver's answer for every target, seeded with the elbow-down pose of each target (the
 /// arm "already there"), with the mixture's top weight; learned heads answer in one batch.
 /// `None` for a head without a model.
-fn answers(
+pub(crate) fn answers(
     lineup: &Lineup,
     solver: SolverId,
     targets: &[Point2],
@@ -304,21 +304,7 @@ fn answers(
     let model = lineup.models[head]?;
     let mut out: Vec<BatchAnswer> = Vec::with_capacity(targets.len());
     model.predict_batch(targets, ElbowMode::Down, scratch, &mut out);
-    // As `LearnedSolver` says: a correction head passes on the analytic verdict on reachability,
-    // the other heads report nothing.
-    let passes_on = head.spec().output == Output::Correction;
-    Some(
-        out.into_iter()
-            .zip(branches)
-            .map(|(a, b)| {
-                let status = match b.unreachable {
-                    Some((reason, missed_by)) if passes_on => SolveStatus::Unreachable { reason, missed_by },
-                    _ => SolveStatus::Unverified,
-                };
-                (Solution { pose: a.pose, status, residual: None, iterations: 0 }, a.top_weight)
-            })
-            .collect(),
-    )
+    Some(out.iter().zip(targets).map(|(a, &t)| (model.solution(t, a), a.top_weight)).collect())
 }
 
 crate::simd::dispatch!(

@@ -18,6 +18,9 @@ pub struct BatchAnswer {
     pub pose: Pose,
     /// Weight of the likeliest component (1 for heads without a mixture).
     pub top_weight: f32,
+    /// Correction heads: whether the learned correction was applied (false: it was out of bounds
+    /// or switched off, and the pose is the analytic answer). False for the other heads.
+    pub corrected: bool,
 }
 
 /// Reusable buffers for [`LearnedModel::predict_batch`].
@@ -64,21 +67,25 @@ impl LearnedModel {
                         }
                     }
                     let pose = self.encoding.decode(&y[k + top * d..k + (top + 1) * d]);
-                    BatchAnswer { pose, top_weight: top_w }
+                    BatchAnswer { pose, top_weight: top_w, corrected: false }
                 }
                 (Output::Correction, _) => {
                     let base = solve_branches(&self.arm, *t).pose(mode);
                     let d = Pose::new(y[0] as f64, y[1] as f64) * (1.0 / self.output_scale as f64);
-                    let pose =
-                        if d.is_finite() && d.max_abs() <= self.max_correction { (base + d).wrapped() } else { base };
-                    BatchAnswer { pose, top_weight: 1.0 }
+                    let corrected = d.is_finite() && d.max_abs() <= self.max_correction;
+                    let pose = if corrected { (base + d).wrapped() } else { base };
+                    BatchAnswer { pose, top_weight: 1.0, corrected }
                 }
                 (Output::Pose, _) | (Output::Mixture, None) => {
-                    BatchAnswer { pose: self.encoding.decode(y), top_weight: 1.0 }
+                    BatchAnswer { pose: self.encoding.decode(y), top_weight: 1.0, corrected: false }
                 }
             };
             let finite = answer.pose.is_finite() && answer.top_weight.is_finite();
-            out.push(if finite { answer } else { BatchAnswer { pose: Pose::default(), top_weight: 0.0 } });
+            out.push(if finite {
+                answer
+            } else {
+                BatchAnswer { pose: Pose::default(), top_weight: 0.0, corrected: false }
+            });
         }
     }
 }
@@ -106,6 +113,7 @@ mod tests {
                     let single = model.predict(*t, mode);
                     assert!(a.pose.max_joint_distance(single.pose) < 1e-4, "{head} {t:?}: {a:?} vs {single:?}");
                     assert!((a.top_weight - single.candidates[0].weight).abs() < 1e-4, "{head}");
+                    assert_eq!(a.corrected, single.correction.is_some(), "{head} {t:?}");
                     assert!((0.0..=1.0).contains(&a.top_weight));
                 }
             }

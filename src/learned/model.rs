@@ -1,5 +1,6 @@
 //! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and model files.
 
+use super::batch::BatchAnswer;
 use super::data::AngleEncoding;
 use super::head::{HeadKind, Output};
 use crate::analytic::{Branches, solve_branches};
@@ -29,6 +30,18 @@ pub struct Prediction {
     pub correction: Option<Pose>,
     /// For the residual hybrid: the analytic answer it started from.
     pub base: Option<Pose>,
+}
+
+impl Prediction {
+    /// The proposal in the form [`LearnedModel::solution`] takes: the pose, the top weight, and
+    /// whether a correction was applied.
+    pub fn answer(&self) -> BatchAnswer {
+        BatchAnswer {
+            pose: self.pose,
+            top_weight: self.candidates.first().map_or(0.0, |c| c.weight),
+            corrected: self.correction.is_some(),
+        }
+    }
 }
 
 /// One interface for every learned head, used by the app and the experiments.
@@ -346,6 +359,27 @@ impl LearnedModel {
         Ok(model)
     }
 
+    /// The one rule from this head's answer for `target` to a [`Solution`], used by every
+    /// caller (the [`LearnedSolver`] behind the app and the line-up, the atlas, the degradation
+    /// experiment's batched proposals):
+    /// - a pose or mixture head proposes and checks nothing: [`SolveStatus::Unverified`];
+    /// - a correction head starts from the analytic answer on its nominal arm, so it passes on
+    ///   the analytic verdict on reachability ([`SolveStatus::Unreachable`], with the reason and
+    ///   the distance missed); on a reachable target it is [`SolveStatus::Unverified`] when the
+    ///   learned correction was applied and [`SolveStatus::Converged`] when it was not (the pose
+    ///   is then exactly the analytic branch it was asked for).
+    pub fn solution(&self, target: Point2, answer: &BatchAnswer) -> Solution {
+        let status = match self.kind.spec().output {
+            Output::Pose | Output::Mixture => SolveStatus::Unverified,
+            Output::Correction => match solve_branches(&self.arm, target).unreachable {
+                Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
+                None if answer.corrected => SolveStatus::Unverified,
+                None => SolveStatus::Converged,
+            },
+        };
+        Solution { pose: answer.pose, status, residual: None, iterations: 0 }
+    }
+
     /// The residual head's proposal with the correction switched on or off.
     pub fn predict_residual(&self, target: Point2, mode: ElbowMode, use_correction: bool) -> Prediction {
         self.residual_on(&solve_branches(&self.arm, target), target, mode, use_correction)
@@ -441,19 +475,12 @@ impl IkSolver for LearnedSolver<'_> {
             ModeChoice::Fixed(m) => m,
             ModeChoice::FromSeed => ElbowMode::of(crate::solver::sane_seed(seed)),
         };
-        let (pose, status) = if self.model.kind.spec().output == Output::Correction {
-            let analytic = solve_branches(&self.model.arm, target);
-            let p = self.model.residual_on(&analytic, target, mode, self.use_correction);
-            let status = match analytic.unreachable {
-                Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
-                None if p.correction.is_some() => SolveStatus::Unverified,
-                None => SolveStatus::Converged,
-            };
-            (p.pose, status)
+        let prediction = if self.model.kind.spec().output == Output::Correction {
+            self.model.predict_residual(target, mode, self.use_correction)
         } else {
-            (self.model.predict(target, mode).pose, SolveStatus::Unverified)
+            self.model.predict(target, mode)
         };
-        Solution { pose, status, residual: None, iterations: 0 }
+        self.model.solution(target, &prediction.answer())
     }
 }
 

@@ -4,14 +4,14 @@
 //!
 //! A learned head's answer depends on the target and, for heads that take one, on the elbow mode
 //! of the current pose, nothing else; so the protocols look it up here instead of running the
-//! network per pipeline. Each answer equals [`crate::learned::LearnedSolver`]'s for the same
-//! target and mode up to float rounding (the batched and single paths round differently).
+//! network per pipeline. Each answer goes through the one rule [`crate::LearnedModel::solution`],
+//! so it equals [`crate::learned::LearnedSolver`]'s for the same target and mode up to float
+//! rounding (the batched and single paths round differently).
 
-use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2};
-use crate::learned::{HeadKind, Output, PredictScratch};
+use crate::learned::{HeadKind, PredictScratch};
 use crate::lineup::{Lineup, Table};
-use crate::solver::{Solution, SolveStatus};
+use crate::solver::Solution;
 
 /// Proposals per head, per elbow mode (`[up, down]`), per target.
 #[derive(Debug, Clone, Default)]
@@ -38,24 +38,7 @@ impl Proposals {
             for &mode in modes {
                 answers.clear();
                 model.predict_batch(targets, mode, &mut scratch, &mut answers);
-                let correction = head.spec().output == Output::Correction;
-                slot[mode_index(mode)] = targets
-                    .iter()
-                    .zip(&answers)
-                    .map(|(&t, a)| {
-                        let status = if correction {
-                            let b = solve_branches(&model.arm, t);
-                            match b.unreachable {
-                                Some((reason, missed_by)) => SolveStatus::Unreachable { reason, missed_by },
-                                None if a.pose != b.pose(mode) => SolveStatus::Unverified,
-                                None => SolveStatus::Converged,
-                            }
-                        } else {
-                            SolveStatus::Unverified
-                        };
-                        Solution { pose: a.pose, status, residual: None, iterations: 0 }
-                    })
-                    .collect();
+                slot[mode_index(mode)] = targets.iter().zip(&answers).map(|(&t, a)| model.solution(t, a)).collect();
             }
             if !head.takes_mode() {
                 slot[0] = slot[1].clone();
