@@ -5,7 +5,7 @@
 //! [`super::mixture`], sampled).
 //!
 //! Inputs are standardised by the mean and spread of `f(x)` under the prior, outputs by the
-//! prior's centre and scale per coordinate ([`Prior::center`], [`Prior::scale`]), so every
+//! prior's centre and scale per coordinate ([`super::Prior::center`], [`super::Prior::scale`]), so every
 //! arm trains with the same settings. The nets are the crate's own [`Mlp`], [`MdnNll`] and
 //! [`Adam`]; the learning rate decays along a cosine to 5 % of its peak.
 

@@ -229,9 +229,12 @@ impl<'a> ExactSampler<'a> {
             }
             seen = pool.w.len();
             let reached = s2 > 0.0 && s * s / s2 >= ess;
+            // With nothing free (a two-joint chain) every proposal gives the same two answers.
+            let exhausted = self.chain.coords() <= 2;
             // A target without a single solution after a few rounds is off the workspace.
             let hopeless = pool.w.is_empty() && pool.proposals >= 8 * self.batch * self.charts.len();
-            if reached || hopeless || pool.proposals + self.batch * self.charts.len() > self.max_proposals {
+            if reached || hopeless || exhausted || pool.proposals + self.batch * self.charts.len() > self.max_proposals
+            {
                 return pool;
             }
         }
@@ -338,6 +341,17 @@ mod tests {
         assert!(s.ess >= 2000.0, "{}", s.ess);
         let off = ExactSampler::new(&arm).sample(Point2::new(5.0, 0.0), 10, &mut rng);
         assert!(off.is_empty() && off.ess == 0.0);
+    }
+
+    #[test]
+    fn a_two_joint_chain_has_two_answers_in_one_round() {
+        let arm = ArmKind::TwoR.arm();
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let s = ExactSampler::new(&arm).sample(Point2::new(1.0, 0.8), 100, &mut rng);
+        assert_eq!(s.proposals, 2048);
+        let up = s.x.chunks(2).filter(|x| x[1] < 0.0).count();
+        assert!(s.x.chunks(2).all(|x| (arm.chain.tip(x) - Point2::new(1.0, 0.8)).norm() < 1e-9));
+        assert!((40..=60).contains(&up), "{up} of 100 elbow-up");
     }
 
     #[test]
