@@ -313,6 +313,33 @@ pub(crate) fn progress_bar(show: bool, len: usize, unit: &str, prefix: String) -
     })
 }
 
+/// Runs `work` with the one progress bar (when `show`) and Ctrl-C polling: `work` gets an
+/// `update(message, done, total)` that moves the bar and answers whether to keep going (false
+/// once interrupted). The bar is cleared and the polling stopped before this returns.
+pub(crate) fn with_progress<T>(
+    show: bool,
+    unit: &str,
+    prefix: &str,
+    work: impl FnOnce(&(dyn Fn(&str, usize, usize) -> bool + Sync)) -> T,
+) -> T {
+    let bar = progress_bar(show, 0, unit, prefix.to_string());
+    let polling = signals::Polling::start();
+    let update = |message: &str, done: usize, total: usize| {
+        if let Some(bar) = &bar {
+            bar.set_message(message.to_string());
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+        !signals::interrupted()
+    };
+    let out = work(&update);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    drop(polling);
+    out
+}
+
 /// Prints a value as pretty JSON.
 fn print_json(value: &impl serde::Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).map_err(|e| format!("cannot write JSON: {e}"))?;

@@ -138,30 +138,12 @@ impl ChainArgs {
 pub(crate) fn run(a: &ChainArgs) -> Result<(), Failure> {
     let cfg = a.config()?;
     let plot = a.plot.as_deref().map(|p| Output::new(p).map_err(|e| format!("--plot {e}"))).transpose()?;
-    let bar = (!a.quiet && !a.json).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}  eta {eta}") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
+    let report = crate::cli::with_progress(!a.quiet && !a.json, "", "chain", |update| {
+        chain_observed(&cfg, &|p| match p {
+            Progress::Training { done, total } => update("training the nets", done, total),
+            Progress::Evaluating { done, total } => update("evaluating targets", done, total),
+        })
     });
-    let polling = signals::Polling::start();
-    let report = chain_observed(&cfg, &|p| {
-        if let Some(bar) = &bar {
-            let (msg, done, total) = match p {
-                Progress::Training { done, total } => ("training the nets", done, total),
-                Progress::Evaluating { done, total } => ("evaluating targets", done, total),
-            };
-            bar.set_message(msg);
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-        !signals::interrupted()
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    drop(polling);
     if signals::interrupted() {
         return Err(Failure { message: "interrupted; nothing was written".into(), code: INTERRUPTED_EXIT });
     }

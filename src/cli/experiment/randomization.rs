@@ -1,7 +1,7 @@
 //! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
 //! prints as a table with the verdicts, or as JSON.
 
-use crate::cli::{Failure, count, print_json, signals};
+use crate::cli::{Failure, count, print_json};
 use clap::Args;
 use elbow::experiments::randomization::{RandomizationConfig, RandomizationReport, Ranges, randomization};
 use elbow::learned::{HeadKind, MAX_STEPS};
@@ -145,19 +145,9 @@ impl RandomizationArgs {
 pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
     let cfg = a.config();
     let show = !a.json && !a.quiet;
-    let bar = crate::cli::progress_bar(show, 1, "stages", "randomization".into());
-    let polling = signals::Polling::start();
-    let report = randomization(&cfg, |done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-        !signals::interrupted()
+    let report = crate::cli::with_progress(show, "stages", "randomization", |update| {
+        randomization(&cfg, |done, total| update("", done, total))
     });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    drop(polling);
     let report = report?;
     if a.json {
         print_json(&report)?;
