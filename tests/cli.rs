@@ -169,7 +169,7 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         let (code, out, err) = elbow(&args);
         assert_eq!(code, 0, "{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["loaded"][0], "Mdn");
+        assert_eq!(v["loaded"][0], "mdn", "heads are named by key in JSON");
         assert!(v["claims"].as_array().is_some_and(|c| !c.is_empty()));
         let bytes = std::fs::read(&path).unwrap();
         if name.ends_with("svg") {

@@ -121,6 +121,12 @@ fn models_save_load_and_refuse_bad_files() {
     assert_eq!(&back, model);
     let t = Point2::new(-0.4, 1.1);
     assert_eq!(back.predict(t, ElbowMode::Up), model.predict(t, ElbowMode::Up));
+    // The head is named by its key; a file from before, with the variant's spelling, loads.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"kind\":\"mdn\""), "{}", &text[..100]);
+    let old = dir.join("old.json");
+    std::fs::write(&old, text.replace("\"kind\":\"mdn\"", "\"kind\":\"Mdn\"")).unwrap();
+    assert_eq!(&LearnedModel::load(&old).unwrap(), model);
 
     let corrupt = dir.join("corrupt.json");
     std::fs::write(&corrupt, "{\"format\": \"elbow-model\", \"version\": 1, \"kind\": ").unwrap();
@@ -180,4 +186,112 @@ proptest! {
             }
         }
     }
+}
+
+fn tiny(kind: HeadKind) -> LearnedModel {
+    let cfg = TrainConfig { head: kind, steps: 1, data_size: 64, batch: 16, hidden: 4, depth: 1, ..Default::default() };
+    Trainer::new(cfg).unwrap().into_model()
+}
+
+fn field_of(m: &LearnedModel) -> String {
+    m.validate().unwrap_err().field
+}
+
+#[test]
+fn validation_names_the_bad_field() {
+    let good = tiny(HeadKind::Mdn);
+    assert!(good.validate().is_ok());
+    type Edit = fn(&mut LearnedModel);
+    let cases: [(&str, Edit); 10] = [
+        ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = -1.0),
+        ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = 1e30),
+        ("mdn.k", |m| m.mdn.as_mut().unwrap().k = usize::MAX / 5),
+        ("mdn.d", |m| m.mdn.as_mut().unwrap().d = 9),
+        ("net.layers[0].w", |m| m.net.layers[0].w[0] = f32::INFINITY),
+        ("net.layers[1].b", |m| m.net.layers[1].b[0] = f32::NAN),
+        ("net.layers", |m| m.net.layers.clear()),
+        ("output_scale", |m| m.output_scale = -1.0),
+        ("max_correction", |m| m.max_correction = f64::NAN),
+        ("version", |m| m.version = 99),
+    ];
+    for (field, edit) in cases {
+        let mut m = good.clone();
+        edit(&mut m);
+        assert_eq!(field_of(&m), field);
+    }
+    let mut r = tiny(HeadKind::Residual);
+    r.real = None;
+    assert_eq!(field_of(&r), "real");
+}
+
+#[test]
+fn saves_are_atomic_and_loads_bounded() {
+    let dir = std::env::temp_dir().join(format!("elbow-model-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.json");
+    let m = tiny(HeadKind::Mse);
+    m.save(&path).unwrap();
+    assert_eq!(LearnedModel::load(&path).unwrap(), m);
+    // A failed save (a directory in the way) changes nothing.
+    assert!(m.save(&dir).is_err());
+    assert_eq!(LearnedModel::load(&path).unwrap(), m);
+    let mut bad = m.clone();
+    bad.mdn = Some(elbow::nn::MdnNll { k: 2, d: 3, sigma_min: -1.0 });
+    bad.kind = HeadKind::Mdn;
+    bad.save(&path).unwrap();
+    let e = LearnedModel::load(&path).unwrap_err();
+    assert!(matches!(&e, elbow::learned::ModelError::Field { error, .. } if error.field == "mdn.sigma_min"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_caller_turns_a_learned_answer_into_the_same_solution() {
+    use elbow::experiments::degradation::proposals::Proposals;
+    use elbow::learned::PredictScratch;
+    use elbow::{Lineup, SolverId, Table};
+    let arm = TwoLinkArm::default();
+    // Reachable targets, the base, beyond the rim and non-finite: every status the rule gives.
+    let mut targets: Vec<Point2> =
+        (0..40).map(|i| Point2::new(0.2 + 0.045 * i as f64, 0.3 - 0.02 * i as f64)).collect();
+    targets.extend([Point2::new(5.0, 0.0), Point2::new(0.0, 0.0), Point2::new(f64::NAN, 1.0)]);
+    let branches: Vec<_> = targets.iter().map(|&t| solve_branches(&arm, t)).collect();
+    let mut statuses = std::collections::HashSet::new();
+    for head in HeadKind::ALL {
+        let cfg = TrainConfig { head, steps: 30, data_size: 256, hidden: 8, depth: 1, ..TrainConfig::default() };
+        let mut t = Trainer::new(cfg).unwrap();
+        t.run(|_, _| {});
+        let trained = t.into_model();
+        // The same head with every correction refused: the analytic answer, unchanged.
+        let strict = LearnedModel { max_correction: 0.0, ..trained.clone() };
+        for model in [&trained, &strict] {
+            let mut models = Table::default();
+            models[head] = Some(model);
+            let lineup = Lineup::new(arm, models);
+            let id = SolverId::Learned(head);
+            let proposals = Proposals::new(&lineup, &targets);
+            let atlas =
+                elbow::atlas::answers(&lineup, id, &targets, &branches, &mut PredictScratch::default()).unwrap();
+            for (i, &t) in targets.iter().enumerate() {
+                for mode in ElbowMode::BOTH {
+                    // The app and the CLI's line-up, from an arm on that branch (which the
+                    // branch pose itself is not for targets on or beyond the rim: straight).
+                    let single = lineup.solve(id, t, Pose::new(0.0, mode.sign())).unwrap();
+                    let mut others = vec![("proposals", proposals.get(head, i, mode).unwrap())];
+                    if mode == ElbowMode::Down {
+                        others.push(("atlas", atlas[i].0));
+                    }
+                    for (caller, s) in others {
+                        assert_eq!(s.status, single.status, "{caller}, {head}, {t:?}, {mode:?}");
+                        assert!(
+                            s.pose.max_joint_distance(single.pose) < 1e-4,
+                            "{caller}, {head}, {t:?}, {s:?} vs {single:?}"
+                        );
+                        assert_eq!((s.residual, s.iterations), (single.residual, single.iterations), "{caller}");
+                    }
+                    statuses.insert(single.status.label());
+                }
+            }
+        }
+    }
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
 }

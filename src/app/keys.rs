@@ -43,11 +43,7 @@ fn apply(
     train: &mut MessageWriter<TrainCommand>,
 ) {
     match shortcut {
-        Shortcut::Head(i) => {
-            if let Some(&head) = HeadKind::ALL.get(i) {
-                driver.0.solver = SolverId::Learned(head);
-            }
-        }
+        Shortcut::Head(head) => driver.0.solver = SolverId::Learned(head),
         Shortcut::Envelope => driver.0.envelope = !driver.0.envelope,
         Shortcut::Atlas => view.on = !view.on,
         Shortcut::Layer => {

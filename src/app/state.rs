@@ -510,8 +510,8 @@ impl<T> Drop for Background<T> {
 /// What a keyboard shortcut does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shortcut {
-    /// The n-th learned head (in [`HeadKind::ALL`] order) drives the plant.
-    Head(usize),
+    /// This learned head drives the plant.
+    Head(HeadKind),
     /// The safety envelope on or off.
     Envelope,
     /// The atlas on or off.
@@ -522,25 +522,51 @@ pub(crate) enum Shortcut {
     Training,
 }
 
-/// Every shortcut with its key and what it does, for the panel and the README.
-pub(crate) const SHORTCUTS: [(KeyCode, &str, Shortcut); 8] = [
-    (KeyCode::Digit1, "1", Shortcut::Head(0)),
-    (KeyCode::Digit2, "2", Shortcut::Head(1)),
-    (KeyCode::Digit3, "3", Shortcut::Head(2)),
-    (KeyCode::Digit4, "4", Shortcut::Head(3)),
+/// The number keys, `1` to `9`: the n-th head of [`HeadKind::ALL`] (the head registry) is driven
+/// by the n-th.
+const DIGITS: [(KeyCode, &str); 9] = [
+    (KeyCode::Digit1, "1"),
+    (KeyCode::Digit2, "2"),
+    (KeyCode::Digit3, "3"),
+    (KeyCode::Digit4, "4"),
+    (KeyCode::Digit5, "5"),
+    (KeyCode::Digit6, "6"),
+    (KeyCode::Digit7, "7"),
+    (KeyCode::Digit8, "8"),
+    (KeyCode::Digit9, "9"),
+];
+
+/// The shortcuts that are not heads.
+const TOGGLES: [(KeyCode, &str, Shortcut); 4] = [
     (KeyCode::KeyE, "E", Shortcut::Envelope),
     (KeyCode::KeyA, "A", Shortcut::Atlas),
     (KeyCode::KeyL, "L", Shortcut::Layer),
     (KeyCode::Space, "Space", Shortcut::Training),
 ];
 
+/// Every shortcut with its key and what it does, for the panel and the README: a number key per
+/// head of the registry, in its order, then the toggles.
+pub(crate) const SHORTCUTS: [(KeyCode, &str, Shortcut); HeadKind::COUNT + TOGGLES.len()] = {
+    assert!(HeadKind::COUNT <= DIGITS.len(), "more heads than number keys");
+    let mut all = [TOGGLES[0]; HeadKind::COUNT + TOGGLES.len()];
+    let mut i = 0;
+    while i < HeadKind::COUNT {
+        all[i] = (DIGITS[i].0, DIGITS[i].1, Shortcut::Head(HeadKind::ALL[i]));
+        i += 1;
+    }
+    let mut t = 0;
+    while t < TOGGLES.len() {
+        all[HeadKind::COUNT + t] = TOGGLES[t];
+        t += 1;
+    }
+    all
+};
+
 impl Shortcut {
     /// What the shortcut does, in a few words.
     pub(crate) fn describe(self) -> String {
         match self {
-            Shortcut::Head(i) => {
-                HeadKind::ALL.get(i).map_or_else(|| "—".into(), |h| format!("drive with {}", h.spec().short))
-            }
+            Shortcut::Head(h) => format!("drive with {}", h.spec().short),
             Shortcut::Envelope => "safety envelope on/off".into(),
             Shortcut::Atlas => "atlas on/off".into(),
             Shortcut::Layer => "next atlas layer".into(),

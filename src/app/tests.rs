@@ -337,67 +337,6 @@ fn one_identity_drives_the_table_the_legend_and_the_degradation_lineup() {
 }
 
 #[test]
-fn the_app_modules_import_each_other_without_a_cycle() {
-    let sources: [(&str, &str); 16] = [
-        ("atlas", include_str!("atlas.rs")),
-        ("camera", include_str!("camera.rs")),
-        ("heatmap", include_str!("heatmap.rs")),
-        ("keys", include_str!("keys.rs")),
-        ("draw", include_str!("draw.rs")),
-        ("envelope", include_str!("envelope.rs")),
-        ("format", include_str!("format.rs")),
-        ("labels", include_str!("labels.rs")),
-        ("panel", include_str!("panel.rs")),
-        ("plant", include_str!("plant.rs")),
-        ("screenshot", include_str!("screenshot.rs")),
-        ("solvers", include_str!("solvers.rs")),
-        ("state", include_str!("state.rs")),
-        ("sweep", include_str!("sweep.rs")),
-        ("target", include_str!("target.rs")),
-        ("training", include_str!("training.rs")),
-    ];
-    let names: Vec<&str> = sources.iter().map(|s| s.0).collect();
-    let edges: Vec<Vec<usize>> = sources
-        .iter()
-        .map(|(_, text)| {
-            let uses: String = text.lines().filter(|l| l.trim_start().starts_with("use super::")).collect();
-            names.iter().enumerate().filter(|(_, n)| uses.contains(&format!("super::{n}::"))).map(|(i, _)| i).collect()
-        })
-        .collect();
-    // Depth-first search for a back edge.
-    fn visit(n: usize, edges: &[Vec<usize>], mark: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
-        mark[n] = 1;
-        path.push(n);
-        for &m in &edges[n] {
-            if mark[m] == 1 {
-                return Some(path.clone());
-            }
-            if mark[m] == 0
-                && let Some(cycle) = visit(m, edges, mark, path)
-            {
-                return Some(cycle);
-            }
-        }
-        mark[n] = 2;
-        path.pop();
-        None
-    }
-    let mut mark = vec![0u8; names.len()];
-    for n in 0..names.len() {
-        if mark[n] == 0
-            && let Some(cycle) = visit(n, &edges, &mut mark, &mut Vec::new())
-        {
-            panic!("import cycle through {:?}", cycle.iter().map(|&i| names[i]).collect::<Vec<_>>());
-        }
-    }
-    // Shared state and formatting depend on no other plugin.
-    for leaf in ["state", "format"] {
-        let i = names.iter().position(|n| *n == leaf).unwrap();
-        assert!(edges[i].is_empty(), "{leaf} imports {:?}", edges[i].iter().map(|&j| names[j]).collect::<Vec<_>>());
-    }
-}
-
-#[test]
 fn reset_joins_the_training_threads() {
     let mut app = app();
     app.insert_resource(TrainingParams { autostart: true, steps_per_sec: 20.0, ..tiny_params() });
@@ -457,7 +396,8 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
         input.clear();
     };
     for (i, head) in HeadKind::ALL.into_iter().enumerate() {
-        let key = SHORTCUTS.iter().find(|s| s.2 == super::state::Shortcut::Head(i)).unwrap().0;
+        let (key, label, _) = *SHORTCUTS.iter().find(|s| s.2 == super::state::Shortcut::Head(head)).unwrap();
+        assert_eq!(label, (i + 1).to_string(), "the n-th head of the registry has key n");
         press(&mut app, key);
         assert_eq!(app.world().resource::<Driver>().0.solver, SolverId::Learned(head));
     }

@@ -291,7 +291,7 @@ fn judged_on(lineup: &Lineup, solver: SolverId) -> RealArm {
 /// The solver's answer for every target, seeded with the elbow-down pose of each target (the
 /// arm "already there"), with the mixture's top weight; learned heads answer in one batch.
 /// `None` for a head without a model.
-pub(crate) fn answers(
+pub fn answers(
     lineup: &Lineup,
     solver: SolverId,
     targets: &[Point2],

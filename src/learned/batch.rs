@@ -6,22 +6,10 @@
 //! one.
 
 use super::head::Output;
-use super::model::LearnedModel;
+use super::model::{BatchAnswer, LearnedModel};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose};
 use crate::nn::BatchScratch;
-
-/// One target's answer from a batch.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BatchAnswer {
-    /// The proposed pose (a mixture: the mean of its likeliest component). Always finite.
-    pub pose: Pose,
-    /// Weight of the likeliest component (1 for heads without a mixture).
-    pub top_weight: f32,
-    /// Correction heads: whether the learned correction was applied (false: it was out of bounds
-    /// or switched off, and the pose is the analytic answer). False for the other heads.
-    pub corrected: bool,
-}
 
 /// Reusable buffers for [`LearnedModel::predict_batch`].
 #[derive(Debug, Default)]

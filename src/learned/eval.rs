@@ -99,8 +99,8 @@ pub fn train_and_evaluate(
     check_eval_targets("evaluation targets", eval_targets)?;
     cfg.validate()?;
     let eval_flops = 4.0 * cfg.parameter_count() * eval_targets as f64;
-    if cfg.work_estimate() + eval_flops > super::train::MAX_TRAIN_FLOPS {
-        let (estimate, limit) = (cfg.work_estimate() + eval_flops, super::train::MAX_TRAIN_FLOPS);
+    if cfg.work_estimate() + eval_flops > super::limits::MAX_TRAIN_FLOPS {
+        let (estimate, limit) = (cfg.work_estimate() + eval_flops, super::limits::MAX_TRAIN_FLOPS);
         return Err(TrainError::TooLarge { unit: "FLOP of work", estimate, limit });
     }
     let mut trainer = Trainer::new(cfg)?;
@@ -145,4 +145,23 @@ fn analytic_miss_on_real_arm(model: &LearnedModel, targets: &[Point2]) -> Summar
         .flat_map(|&t| ElbowMode::BOTH.map(|m| arm.miss(model.predict_residual(t, m, false).pose, t)))
         .collect();
     Summary::of(&misses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mse_falls_into_the_averaging_trap_and_mdn_escapes_it() {
+        let arm = TwoLinkArm::default();
+        let targets = held_out_targets(&arm, Region::Annulus, 1000, 1);
+        let quick = |head| TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() };
+        let mut mse = Trainer::new(quick(HeadKind::Mse)).unwrap();
+        mse.run(|_, _| {});
+        let mut mdn = Trainer::new(quick(HeadKind::Mdn)).unwrap();
+        mdn.run(|_, _| {});
+        let (mse, mdn) = (evaluate(mse.model(), &targets), evaluate(mdn.model(), &targets));
+        assert!(mse.mean > 0.2, "MSE mean miss {}", mse.mean);
+        assert!(mdn.mean < mse.mean / 4.0, "MDN {} vs MSE {}", mdn.mean, mse.mean);
+    }
 }

@@ -9,19 +9,6 @@ use super::data::AngleEncoding;
 use crate::nn::MdnNll;
 use serde::{Deserialize, Serialize};
 
-/// Which learned head a model is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum HeadKind {
-    /// Squared error on data holding both branches: learns their invalid average.
-    Mse,
-    /// Mixture density network: one Gaussian component per branch, picks the likeliest.
-    Mdn,
-    /// The elbow mode is an input; each mode gives its own branch.
-    Mode,
-    /// Analytic answer on the nominal model plus a learned correction for the real arm.
-    Residual,
-}
-
 /// What a head's network outputs mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -61,40 +48,75 @@ pub struct HeadSpec {
     /// Training targets are multiplied by this (and outputs divided by it) so they are of order
     /// one: corrections are a few hundredths of a radian.
     pub output_scale: f32,
+    /// True for a head meant to answer on one valid branch by itself (the MDN, the mode head):
+    /// what the lesson's claims call "a learned controller". False for the MSE head (it learns
+    /// the average of the branches, a lesson of its own) and for corrections of the analytic
+    /// answer.
+    pub picks_a_branch: bool,
+}
+
+/// Declares [`HeadKind`] from the head registry below: the variants, [`HeadKind::ALL`] in
+/// registry order, and [`HeadKind::spec`]. One row per head is the only place a head is named.
+macro_rules! registry {
+    ($($(#[doc = $doc:literal])* $variant:ident => $spec:expr,)+) => {
+        /// Which learned head a model is. Serialised as its [`HeadSpec::key`] (`"mdn"`); the
+        /// variant spellings of older model files (`"Mdn"`) still load, since keys are matched
+        /// ignoring case.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(into = "String", try_from = "String")]
+        pub enum HeadKind {
+            $($(#[doc = $doc])* $variant,)+
+        }
+
+        impl HeadKind {
+            /// Every head, in registry (display) order: tables, line-ups, the app's number keys
+            /// (`1` is the first head) and the claims all follow it.
+            pub const ALL: [HeadKind; [$(HeadKind::$variant),+].len()] = [$(HeadKind::$variant),+];
+
+            /// What this head is: its registry row.
+            pub const fn spec(self) -> HeadSpec {
+                match self {
+                    $(HeadKind::$variant => $spec,)+
+                }
+            }
+        }
+    };
+}
+
+/// A head whose outputs are one pose fitted by squared error to data holding both branches.
+const fn pose(key: &'static str, short: &'static str, name: &'static str, takes_mode: bool) -> HeadSpec {
+    HeadSpec {
+        key,
+        short,
+        name,
+        takes_mode,
+        output: Output::Pose,
+        trained_on: TrainedOn::BothBranches,
+        output_scale: 1.0,
+        picks_a_branch: true,
+    }
+}
+
+registry! {
+    /// Squared error on data holding both branches: learns their invalid average.
+    Mse => HeadSpec { picks_a_branch: false, ..pose("mse", "MSE", "MSE head", false) },
+    /// Mixture density network: one Gaussian component per branch, picks the likeliest.
+    Mdn => HeadSpec { output: Output::Mixture, ..pose("mdn", "MDN", "MDN head", false) },
+    /// The elbow mode is an input; each mode gives its own branch.
+    Mode => pose("mode", "mode", "mode head", true),
+    /// Analytic answer on the nominal model plus a learned correction for the real arm.
+    Residual => HeadSpec {
+        output: Output::Correction,
+        trained_on: TrainedOn::Corrections,
+        output_scale: 10.0,
+        picks_a_branch: false,
+        ..pose("residual", "residual", "residual hybrid", true)
+    },
 }
 
 impl HeadKind {
-    /// Every head, in display order.
-    pub const ALL: [HeadKind; 4] = [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode, HeadKind::Residual];
-
     /// The number of heads.
     pub const COUNT: usize = Self::ALL.len();
-
-    /// What this head is.
-    pub const fn spec(self) -> HeadSpec {
-        const fn pose(key: &'static str, short: &'static str, name: &'static str, takes_mode: bool) -> HeadSpec {
-            HeadSpec {
-                key,
-                short,
-                name,
-                takes_mode,
-                output: Output::Pose,
-                trained_on: TrainedOn::BothBranches,
-                output_scale: 1.0,
-            }
-        }
-        match self {
-            HeadKind::Mse => pose("mse", "MSE", "MSE head", false),
-            HeadKind::Mdn => HeadSpec { output: Output::Mixture, ..pose("mdn", "MDN", "MDN head", false) },
-            HeadKind::Mode => pose("mode", "mode", "mode head", true),
-            HeadKind::Residual => HeadSpec {
-                output: Output::Correction,
-                trained_on: TrainedOn::Corrections,
-                output_scale: 10.0,
-                ..pose("residual", "residual", "residual hybrid", true)
-            },
-        }
-    }
 
     /// Position in [`HeadKind::ALL`].
     pub const fn index(self) -> usize {
@@ -153,6 +175,20 @@ impl std::fmt::Display for HeadKind {
     }
 }
 
+impl From<HeadKind> for String {
+    fn from(h: HeadKind) -> String {
+        h.key().to_string()
+    }
+}
+
+impl TryFrom<String> for HeadKind {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
 impl std::str::FromStr for HeadKind {
     type Err = String;
 
@@ -174,6 +210,19 @@ mod tests {
         }
         let err = "mlp".parse::<HeadKind>().unwrap_err();
         assert!(err.contains("head must be one of mse, mdn, mode, residual"), "{err}");
+    }
+
+    #[test]
+    fn heads_serialise_as_their_key_and_old_spellings_load() {
+        for h in HeadKind::ALL {
+            let json = serde_json::to_string(&h).unwrap();
+            assert_eq!(json, format!("\"{}\"", h.key()));
+            assert_eq!(serde_json::from_str::<HeadKind>(&json).unwrap(), h);
+            // Model files written before heads were named by key spell the variant.
+            let old = serde_json::to_string(&format!("{h:?}")).unwrap();
+            assert_eq!(serde_json::from_str::<HeadKind>(&old).unwrap(), h, "{old}");
+        }
+        assert!(serde_json::from_str::<HeadKind>("\"transformer\"").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`model`]: [`LearnedModel`] behind the [`LearnedIk`] trait (MSE, MDN, mode-conditioned and
 //!   residual heads), [`LearnedSolver`] to use one as an [`crate::IkSolver`], model files.
 //! - [`batch`]: many targets through a head at once (one GEMM per layer).
+//! - [`limits`]: the bounds on training runs and on the networks a model may hold.
 //! - [`train`]: the minibatch loop.
 //! - [`eval`]: held-out targets, FK misses, and a whole train-then-evaluate run.
 
@@ -13,17 +14,19 @@ pub mod batch;
 pub mod data;
 pub mod eval;
 pub mod head;
+pub mod limits;
 pub mod model;
 pub mod train;
 
-pub use batch::{BatchAnswer, PredictScratch};
+pub use batch::PredictScratch;
 pub use data::{AngleEncoding, DataConfig, Dataset, Sample};
 pub use eval::{
     MAX_EVAL_TARGETS, TrainReport, check_eval_targets, evaluate, fk_misses, held_out_targets, train_and_evaluate,
 };
 pub use head::{HeadKind, HeadSpec, Output, TrainedOn};
+pub use limits::{MAX_STEPS, MAX_TRAIN_BYTES, MAX_TRAIN_FLOPS};
 pub use model::{
-    Candidate, FieldError, LearnedIk, LearnedModel, LearnedSolver, MAX_MODEL_FILE_BYTES, ModeChoice, ModelError,
-    Prediction,
+    BatchAnswer, Candidate, FieldError, LearnedIk, LearnedModel, LearnedSolver, MAX_MODEL_FILE_BYTES, ModeChoice,
+    ModelError, Prediction,
 };
-pub use train::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_BYTES, MAX_TRAIN_FLOPS, TrainConfig, TrainError, Trainer};
+pub use train::{DIVERGED_LOSS, TrainConfig, TrainError, Trainer};

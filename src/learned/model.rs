@@ -1,6 +1,5 @@
 //! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and model files.
 
-use super::batch::BatchAnswer;
 use super::data::AngleEncoding;
 use super::head::{HeadKind, Output};
 use crate::analytic::{Branches, solve_branches};
@@ -17,6 +16,19 @@ pub struct Candidate {
     pub weight: f32,
     /// The decoded pose.
     pub pose: Pose,
+}
+
+/// A learned head's answer for one target, as batched inference
+/// ([`LearnedModel::predict_batch`]) gives it and [`LearnedModel::solution`] takes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchAnswer {
+    /// The proposed pose (a mixture: the mean of its likeliest component). Always finite.
+    pub pose: Pose,
+    /// Weight of the likeliest component (1 for heads without a mixture).
+    pub top_weight: f32,
+    /// Correction heads: whether the learned correction was applied (false: it was out of bounds
+    /// or switched off, and the pose is the analytic answer). False for the other heads.
+    pub corrected: bool,
 }
 
 /// What a learned head proposes for one target.
@@ -225,7 +237,7 @@ impl LearnedModel {
     /// (1 to 9 layers of 1 to 4096 units that chain) and weights (all finite), the network's
     /// inputs and outputs for this head, and the output scale and correction bound.
     pub fn validate(&self) -> Result<(), FieldError> {
-        use super::train::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN, MAX_SIGMA_MIN};
+        use super::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN, MAX_SIGMA_MIN};
         if self.format != FORMAT {
             return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
         }
@@ -481,68 +493,5 @@ impl IkSolver for LearnedSolver<'_> {
             self.model.predict(target, mode)
         };
         self.model.solution(target, &prediction.answer())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::learned::{TrainConfig, Trainer};
-
-    fn tiny(kind: HeadKind) -> LearnedModel {
-        let cfg =
-            TrainConfig { head: kind, steps: 1, data_size: 64, batch: 16, hidden: 4, depth: 1, ..Default::default() };
-        Trainer::new(cfg).unwrap().into_model()
-    }
-
-    fn field_of(m: &LearnedModel) -> String {
-        m.validate().unwrap_err().field
-    }
-
-    #[test]
-    fn validation_names_the_bad_field() {
-        let good = tiny(HeadKind::Mdn);
-        assert!(good.validate().is_ok());
-        type Edit = fn(&mut LearnedModel);
-        let cases: [(&str, Edit); 10] = [
-            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = -1.0),
-            ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = 1e30),
-            ("mdn.k", |m| m.mdn.as_mut().unwrap().k = usize::MAX / 5),
-            ("mdn.d", |m| m.mdn.as_mut().unwrap().d = 9),
-            ("net.layers[0].w", |m| m.net.layers[0].w[0] = f32::INFINITY),
-            ("net.layers[1].b", |m| m.net.layers[1].b[0] = f32::NAN),
-            ("net.layers", |m| m.net.layers.clear()),
-            ("output_scale", |m| m.output_scale = -1.0),
-            ("max_correction", |m| m.max_correction = f64::NAN),
-            ("version", |m| m.version = 99),
-        ];
-        for (field, edit) in cases {
-            let mut m = good.clone();
-            edit(&mut m);
-            assert_eq!(field_of(&m), field);
-        }
-        let mut r = tiny(HeadKind::Residual);
-        r.real = None;
-        assert_eq!(field_of(&r), "real");
-    }
-
-    #[test]
-    fn saves_are_atomic_and_loads_bounded() {
-        let dir = std::env::temp_dir().join(format!("elbow-model-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.json");
-        let m = tiny(HeadKind::Mse);
-        m.save(&path).unwrap();
-        assert_eq!(LearnedModel::load(&path).unwrap(), m);
-        // A failed save (a directory in the way) changes nothing.
-        assert!(m.save(&dir).is_err());
-        assert_eq!(LearnedModel::load(&path).unwrap(), m);
-        let mut bad = m.clone();
-        bad.mdn = Some(MdnNll { k: 2, d: 3, sigma_min: -1.0 });
-        bad.kind = HeadKind::Mdn;
-        bad.save(&path).unwrap();
-        let e = LearnedModel::load(&path).unwrap_err();
-        assert!(matches!(&e, ModelError::Field { error, .. } if error.field == "mdn.sigma_min"), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

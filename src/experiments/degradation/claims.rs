@@ -1,86 +1,58 @@
 //! The lesson's claims, each with the numbers that support or refute it and a plain verdict
-//! computed from them. Nothing here is tuned toward an outcome: a case that fails its test is
+//! computed from them (the [`Claim`] and its verdict rule live in [`super::verdict`]). Nothing here is tuned toward an outcome: a case that fails its test is
 //! named in the verdict.
 
 use super::channels::{Channel, Split};
 use super::report::{Cell, DegradationReport};
-use crate::learned::HeadKind;
+use super::verdict::{Claim, claim};
+use crate::learned::{HeadKind, Output};
 use crate::lineup::{Pipeline, SolverId};
-use serde::Serialize;
-
-/// A claim's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Every case passes.
-    Holds,
-    /// No case passes.
-    DoesNotHold,
-    /// Only the named cases pass.
-    HoldsOnlyFor(Vec<String>),
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Verdict::Holds => f.write_str("HOLDS"),
-            Verdict::DoesNotHold => f.write_str("DOES NOT HOLD"),
-            Verdict::HoldsOnlyFor(cases) => write!(f, "HOLDS ONLY FOR {}", cases.join(", ")),
-        }
-    }
-}
-
-/// One claim of the lesson.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Claim {
-    /// Short key (`analytic-graceful`).
-    pub key: &'static str,
-    /// What the lesson claims.
-    pub statement: &'static str,
-    /// What the numbers say.
-    pub verdict: Verdict,
-    /// The numbers, one line per case, each ending in `ok` or `FAILS`.
-    pub evidence: Vec<String>,
-}
-
-/// Builds a claim from its cases `(name, passes, numbers)`; cases with `None` are listed but
-/// do not vote (nothing to judge).
-fn claim(key: &'static str, statement: &'static str, cases: Vec<(String, Option<bool>, String)>) -> Claim {
-    let voting: Vec<&(String, Option<bool>, String)> = cases.iter().filter(|c| c.1.is_some()).collect();
-    let passing: Vec<String> = voting.iter().filter(|c| c.1 == Some(true)).map(|c| c.0.clone()).collect();
-    let verdict = if voting.is_empty() || passing.is_empty() {
-        Verdict::DoesNotHold
-    } else if passing.len() == voting.len() {
-        Verdict::Holds
-    } else {
-        Verdict::HoldsOnlyFor(passing)
-    };
-    let mark = |p: Option<bool>| match p {
-        Some(true) => "ok",
-        Some(false) => "FAILS",
-        None => "nothing to judge (no failures, or under 1 mm of change)",
-    };
-    let evidence = cases.iter().map(|(name, p, numbers)| format!("{name}: {numbers} -> {}", mark(*p))).collect();
-    Claim { key, statement, verdict, evidence }
-}
 
 fn analytic() -> Pipeline {
     Pipeline::plain(SolverId::Analytic)
 }
 
-/// The pose heads a "learned controller" means here (MSE is the averaging trap, a separate lesson).
-const LEARNED: [HeadKind; 2] = [HeadKind::Mdn, HeadKind::Mode];
+/// The heads `pick` selects from the registry, in its order. The claims' line-up comes from the
+/// registry: a "learned controller" is a head that picks a branch ([`HeadSpec::picks_a_branch`]:
+/// not the MSE head's averaging trap, a lesson of its own); a bare proposer is any head that
+/// checks nothing (not a correction of the analytic answer, which passes on its verdicts); the
+/// residual claim is about the correction heads.
+///
+/// [`HeadSpec::picks_a_branch`]: crate::learned::HeadSpec::picks_a_branch
+fn heads(pick: impl Fn(HeadKind) -> bool) -> Vec<HeadKind> {
+    HeadKind::ALL.into_iter().filter(|&h| pick(h)).collect()
+}
+
+/// Heads that pick a valid branch by themselves.
+fn controllers() -> Vec<HeadKind> {
+    heads(|h| h.spec().picks_a_branch)
+}
+
+/// Heads that propose and check nothing.
+fn proposers() -> Vec<HeadKind> {
+    heads(|h| h.spec().output != Output::Correction)
+}
+
+/// Heads that correct the analytic answer.
+fn correctors() -> Vec<HeadKind> {
+    heads(|h| h.spec().output == Output::Correction)
+}
+
+/// The heads' short labels joined for a statement (`MSE, MDN, mode`).
+fn named(heads: &[HeadKind]) -> String {
+    heads.iter().map(|h| h.spec().short).collect::<Vec<_>>().join(", ")
+}
 
 fn join(values: impl IntoIterator<Item = f64>, digits: usize) -> String {
     values.into_iter().map(|v| format!("{v:.digits$}")).collect::<Vec<_>>().join(" -> ")
 }
 
-/// One case of the envelope claim: bare vs enveloped MSE, MDN and mode head on the cells `pick`
-/// finds. Heads without silent failures do not vote.
+/// One case of the envelope claim: bare vs enveloped [`proposers`] on the cells `pick` finds.
+/// Heads without silent failures do not vote.
 fn wraps<'a>(name: String, pick: &dyn Fn(Pipeline) -> Option<&'a Cell>) -> (String, Option<bool>, String) {
     let mut judged = None;
     let mut numbers = Vec::new();
-    for h in [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode] {
+    for h in proposers() {
         let (Some(bare), Some(env)) =
             (pick(Pipeline::plain(SolverId::Learned(h))), pick(Pipeline::enveloped(SolverId::Learned(h))))
         else {
@@ -169,7 +141,7 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         let a = rise(analytic(), ch, split)?;
         let mut ok = true;
         let mut numbers = format!("error rise analytic {a:.4} m");
-        for h in LEARNED {
+        for h in controllers() {
             let l = rise(Pipeline::plain(SolverId::Learned(h)), ch, split)?;
             ok &= l > 1.25 * a + 1e-4;
             numbers += &format!(", {} {l:.4} m", h.key());
@@ -181,7 +153,7 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     cases.extend(ood.iter().filter_map(|&s| faster(format!("ood-{}", s.key()), None, s)));
     out.push(claim(
         "learned-degrades-faster",
-        "A learned controller (MDN, mode head) degrades faster than the analytic solver (error rise from the perfect arm to the largest level, or to OOD targets, more than 1.25x the analytic rise).",
+        format!("A learned controller ({}) degrades faster than the analytic solver (error rise from the perfect arm to the largest level, or to OOD targets, more than 1.25x the analytic rise).", named(&controllers())),
         cases,
     ));
 
@@ -191,9 +163,9 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         .map(|&ch| (ch.key().to_string(), Some(ch)))
         .chain(ood.iter().map(|s| (format!("ood-{}", s.key()), None)))
         .map(|(name, ch)| {
-            let cells: Vec<&Cell> = [HeadKind::Mse, HeadKind::Mdn, HeadKind::Mode]
-                .iter()
-                .flat_map(|&h| {
+            let cells: Vec<&Cell> = proposers()
+                .into_iter()
+                .flat_map(|h| {
                     let pipe = Pipeline::plain(SolverId::Learned(h));
                     match ch {
                         Some(ch) => r.series(p, pipe, ch, Split::In),
@@ -216,7 +188,10 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         .collect();
     out.push(claim(
         "learned-confident",
-        "...and keeps returning confident outputs the whole way (MSE, MDN, mode: never a reported failure, while missing).",
+        format!(
+            "...and keeps returning confident outputs the whole way ({}: never a reported failure, while missing).",
+            named(&proposers())
+        ),
         cases,
     ));
 
@@ -231,8 +206,7 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     ));
 
     // 6. The residual hybrid inside the envelope is never worse than the classical answer.
-    let residual = Pipeline::enveloped(SolverId::Learned(HeadKind::Residual));
-    let no_worse = |name: String, cells: Vec<(&Cell, &Cell)>| {
+    let no_worse = |name: String, residual: Pipeline, cells: Vec<(&Cell, &Cell)>| {
         let ok = cells.iter().all(|(res, an)| {
             res.error.mean <= an.error.mean * 1.05 + 1e-3 && res.error.p95 <= an.error.p95 * 1.05 + 1e-3
         });
@@ -246,26 +220,27 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        (name, (!cells.is_empty()).then_some(ok), format!("envelope(residual) vs analytic {numbers}"))
+        (name, (!cells.is_empty()).then_some(ok), format!("{residual} vs analytic {numbers}"))
     };
-    let pair = |split: Split, ch: Channel| -> Vec<(&Cell, &Cell)> {
+    let pair = |residual: Pipeline, split: Split, ch: Channel| -> Vec<(&Cell, &Cell)> {
         r.series(p, residual, ch, split)
             .into_iter()
             .zip(r.series(p, analytic(), ch, split))
             .filter(|(c, _)| c.channel.is_some())
             .collect()
     };
-    let mut cases = vec![no_worse(
-        "perfect arm".into(),
-        base(residual, Split::In).zip(base(analytic(), Split::In)).into_iter().collect(),
-    )];
-    cases.extend(channels.iter().map(|&ch| no_worse(ch.key().to_string(), pair(Split::In, ch))));
-    cases.extend(ood.iter().map(|&s| {
-        no_worse(format!("ood-{}", s.key()), base(residual, s).zip(base(analytic(), s)).into_iter().collect())
-    }));
+    let mut cases = Vec::new();
+    for h in correctors() {
+        let residual = Pipeline::enveloped(SolverId::Learned(h));
+        let both = |split: Split| base(residual, split).zip(base(analytic(), split)).into_iter().collect();
+        cases.push(no_worse("perfect arm".into(), residual, both(Split::In)));
+        cases
+            .extend(channels.iter().map(|&ch| no_worse(ch.key().to_string(), residual, pair(residual, Split::In, ch))));
+        cases.extend(ood.iter().map(|&s| no_worse(format!("ood-{}", s.key()), residual, both(s))));
+    }
     out.push(claim(
         "residual-worst-case-classical",
-        "A residual hybrid's worst case is the classical answer, not nothing (enveloped residual mean and p95 error within 5% + 1 mm of the analytic solver's at every level).",
+        format!("A residual hybrid's worst case is the classical answer, not nothing (enveloped {} mean and p95 error within 5% + 1 mm of the analytic solver's at every level).", named(&correctors())),
         cases,
     ));
 
@@ -295,28 +270,4 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         ));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn case(name: &str, passes: Option<bool>) -> (String, Option<bool>, String) {
-        (name.to_string(), passes, "numbers".to_string())
-    }
-
-    #[test]
-    fn verdicts_follow_the_cases_that_vote() {
-        let v = |cases| claim("k", "s", cases).verdict;
-        assert_eq!(v(vec![case("a", Some(true)), case("b", None)]), Verdict::Holds);
-        assert_eq!(v(vec![case("a", Some(false)), case("b", Some(false))]), Verdict::DoesNotHold);
-        assert_eq!(v(vec![case("a", None)]), Verdict::DoesNotHold, "nothing to judge is no evidence");
-        assert_eq!(
-            v(vec![case("a", Some(true)), case("b", Some(false)), case("c", Some(true))]),
-            Verdict::HoldsOnlyFor(vec!["a".into(), "c".into()])
-        );
-        let c = claim("k", "s", vec![case("a", Some(false)), case("b", None)]);
-        assert!(c.evidence[0].ends_with("FAILS") && c.evidence[1].contains("nothing to judge"));
-        assert_eq!(Verdict::HoldsOnlyFor(vec!["x".into(), "y".into()]).to_string(), "HOLDS ONLY FOR x, y");
-    }
 }

@@ -6,7 +6,8 @@
 //! - [`channels`]: the perturbation channels, the sweep, the target sets;
 //! - [`protocol`]: the plant and exercise protocols and what each pipeline may report;
 //! - [`proposals`]: every head's answers for a target set, batched once and shared;
-//! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts.
+//! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts;
+//!   [`verdict`]: a claim and the rule from its cases to its verdict.
 
 pub mod channels;
 pub mod claims;
@@ -14,11 +15,12 @@ pub mod config;
 pub mod proposals;
 pub mod protocol;
 pub mod report;
+pub mod verdict;
 
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
-pub use claims::{Claim, Verdict};
 pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
 pub use report::{Cell, DegradationReport};
+pub use verdict::{Claim, Verdict};
 
 use super::ExperimentError;
 use crate::envelope::Envelope;

@@ -2,9 +2,9 @@
 //! and lookups by channel and level.
 
 use super::channels::{Channel, Perturbation, Setting, Split};
-use super::claims::Claim;
 use super::config::{DegradationConfig, Protocol};
 use super::protocol::Outcome;
+use super::verdict::Claim;
 use crate::envelope::InterventionLog;
 use crate::learned::HeadKind;
 use crate::lineup::Pipeline;
