@@ -13,7 +13,7 @@ use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
 use super::mixture::FullMdn;
 use crate::kinematics::Point2;
-use crate::learned::train::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
+use crate::learned::limits::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
 use crate::learned::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_FLOPS, TrainError};
 use crate::nn::{Activation, Adam, Loss, MdnNll, Mlp, Mse, Scratch};
 use nalgebra::{DMatrix, DVector};

@@ -11,7 +11,7 @@ use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, Spread, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
-use elbow::learned::train::MAX_COMPONENTS;
+use elbow::learned::limits::MAX_COMPONENTS;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::PathBuf;
