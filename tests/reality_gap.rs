@@ -2,7 +2,7 @@
 //! Nothing here hard-codes a measured number; each test compares solvers, settings or switches.
 
 use elbow::envelope::Reason;
-use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, ConfigError, OodKind, Protocol, Split};
+use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, ConfigError, OodKind, Protocol, Split, Verdict};
 use elbow::experiments::{DegradationConfig, DegradationReport, ExperimentError, degradation, degradation_with};
 use elbow::{HeadKind, Mismatch, Pipeline, Region, TrainConfig, Trainer, TwoLinkArm};
 use std::sync::OnceLock;
@@ -130,7 +130,8 @@ fn learned_heads_fail_silently_more_often_than_analytic() {
         let analytic = plant(r, "analytic", Channel::Encoder, noise, IN).silent;
         for learned in ["mse", "mdn", "mode"] {
             let c = plant(r, learned, Channel::Encoder, noise, IN);
-            assert!(c.silent >= analytic, "{learned} at noise {noise}: {} vs analytic {analytic}", c.silent);
+            // Strictly more, by two points at least: equal rates (say, nobody silent) fail.
+            assert!(c.silent > analytic + 0.02, "{learned} at noise {noise}: {} vs analytic {analytic}", c.silent);
         }
     }
     let mse = plant(r, "mse", Channel::Encoder, 0.0, IN).error.mean;
@@ -224,6 +225,27 @@ fn every_claim_gets_a_verdict_with_numbers() {
     let keys: Vec<&str> = r.claims.iter().map(|c| c.key).collect();
     assert_eq!(keys.len(), 7, "{keys:?}");
     assert!(r.claims.iter().all(|c| !c.evidence.is_empty()));
+    // The verdicts these seeded numbers support, in the lesson's direction (on this run: the
+    // analytic error grows about linearly, bare heads never report, mismatch is invisible to
+    // everyone, the envelope helps on the perfect arm and under encoder noise, and the residual
+    // hybrid loses to the analytic answer on the perfect arm it was not fitted to).
+    let verdict =
+        |key: &str| &r.claims.iter().find(|c| c.key == key).unwrap_or_else(|| panic!("no claim {key}")).verdict;
+    for key in ["analytic-graceful", "learned-confident", "mismatch-silent-for-everyone"] {
+        assert_eq!(verdict(key), &Verdict::Holds, "{key}");
+    }
+    let holds_for = |key: &str, case: &str| match verdict(key) {
+        Verdict::Holds => true,
+        Verdict::HoldsOnlyFor(cases) => cases.iter().any(|c| c == case),
+        Verdict::DoesNotHold => false,
+    };
+    assert!(holds_for("envelope-reports", "perfect arm") && holds_for("envelope-reports", "encoder"));
+    assert!(holds_for("residual-worst-case-classical", "mismatch"));
+    assert!(
+        !holds_for("residual-worst-case-classical", "perfect arm"),
+        "{:?}",
+        verdict("residual-worst-case-classical")
+    );
     let json = serde_json::to_value(r).unwrap();
     assert!(json["cells"][0]["channel"].is_null(), "the baseline comes first");
     assert!(json["cells"].as_array().unwrap().iter().any(|c| c["channel"] == "target" && c["split"] == "beyond"));

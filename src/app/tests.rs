@@ -5,14 +5,14 @@
 use super::format::{metres, number};
 use super::logic_plugin;
 use super::state::{
-    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, Models, PlantSettings, PointerDrag, RunState, SHORTCUTS, Sim,
-    Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
+    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, Models, Nominal, PlantSettings, PointerDrag, RunState, SHORTCUTS,
+    Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
 };
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::atlas::Layer;
 use elbow::envelope::Reason;
-use elbow::{HeadKind, Pipeline, Point2, SolverId, TrainConfig, Trainer};
+use elbow::{HeadKind, Pipeline, Point2, RealArm, SolverId, TrainConfig, Trainer};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::{Duration, Instant};
@@ -214,7 +214,11 @@ fn background_training_delivers_models_and_losses() {
 fn assert_all_finite(app: &App, frame: usize) {
     if let Some(atlas) = &app.world().resource::<AtlasView>().latest {
         for c in &atlas.cells {
-            assert!(c.miss.is_finite() && c.miss >= 0.0, "frame {frame}: atlas miss {c:?}");
+            // A tip is never farther from the base than the reach, and a cell's centre never
+            // farther than the map's corner: a larger miss (the f64::MAX stand-in for a
+            // non-finite one included) is a wrong answer, not a far target.
+            let bound = atlas.half_width * std::f64::consts::SQRT_2 + atlas.half_width;
+            assert!(c.miss >= 0.0 && c.miss <= bound, "frame {frame}: atlas miss {c:?} over {bound}");
             assert!((0.0..=1.0).contains(&c.silent), "frame {frame}: atlas silent {c:?}");
             assert!(c.confidence.is_finite(), "frame {frame}: atlas confidence {c:?}");
         }
@@ -244,8 +248,21 @@ fn assert_all_finite(app: &App, frame: usize) {
     }
     assert!(world.resource::<TipHistory>().0.iter().all(|p| p[0].is_finite() && p[1].is_finite()));
     assert!(world.resource::<EnvelopeStats>().flash.is_finite());
-    let plant_error = (sim.plant.tip() - target.pos).norm();
-    assert!(!metres(Some(plant_error)).contains("NaN"), "frame {frame}: plant error");
+    // The table shows what each answer does: its tip error is the miss of its pose on the arm
+    // the solver is judged on (the real arm for heads fitted to it), this frame.
+    let nominal = world.resource::<Nominal>().0;
+    let models = world.resource::<Models>();
+    for row in Row::ALL {
+        let r = s.row(row);
+        let Some(pose) = r.pose else { continue };
+        let judged = row.head().and_then(|h| models.get(h)).map_or(RealArm::ideal(nominal), |m| m.judged_on());
+        let miss = judged.miss(pose, target.pos);
+        assert!(
+            r.tip_error.is_some_and(|e| (e - miss).abs() <= 1e-9 * (1.0 + miss)),
+            "frame {frame}: {row:?} shows {:?} for a pose that misses by {miss}",
+            r.tip_error
+        );
+    }
 }
 
 /// A random value that is sometimes hostile: NaN, infinite, huge or zero.

@@ -521,6 +521,20 @@ mod tests {
         assert_eq!(r, Err(TrainError::Cancelled { step: 10, steps: 100 }));
     }
 
+    /// The mean training loss each head must reach in the last 20 of 300 steps. A baseline run
+    /// of this test (seed 0) measured, from the first 20 steps to the last 20: MSE 0.474 -> 0.410
+    /// (its floor is the branches' spread: the averaging trap), MDN 2.26 -> -3.31, mode
+    /// 0.564 -> 0.050, residual 0.768 -> 0.169. Each bar leaves a margin over that end point and
+    /// sits well below where a run with a hundredth of the step size ends (0.54, 3.65, 1.16, 1.25).
+    fn reached(head: HeadKind) -> f32 {
+        match head {
+            HeadKind::Mse => 0.45,
+            HeadKind::Mdn => -2.0,
+            HeadKind::Mode => 0.15,
+            HeadKind::Residual => 0.3,
+        }
+    }
+
     #[test]
     fn loss_falls_for_every_head() {
         for head in HeadKind::ALL {
@@ -528,7 +542,7 @@ mod tests {
             let first: f32 = (0..20).map(|_| t.step()).sum::<f32>() / 20.0;
             t.run(|_, _| {});
             let last: f32 = t.history[t.history.len() - 20..].iter().sum::<f32>() / 20.0;
-            assert!(last < first, "{head}: {first} -> {last}");
+            assert!(last <= reached(head) && last < first, "{head}: {first} -> {last}, not down to {}", reached(head));
         }
     }
 }
