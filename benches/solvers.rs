@@ -90,7 +90,8 @@ const SHAPES: [Shape; 8] = [
 /// fused epilogues, and once more without at the widest level: `elbow-plain`) and on two crates,
 /// which pick their own level (the widest; neither can be capped) and compute the bare product:
 /// `matrixmultiply` (what nalgebra uses) and the `gemm` crate (faer's backend; AVX-512 through
-/// its `x86-v4` feature). Throughput is in FLOP/s; the README's Speed
+/// its `x86-v4` feature). The crates are measured only with `--features compare-gemm` (see
+/// Cargo.toml for why they are not dev-dependencies). Throughput is in FLOP/s; the README's Speed
 /// section holds the ratios.
 fn gemm_shapes(c: &mut Criterion) {
     use elbow::nn::Activation;
@@ -131,61 +132,77 @@ fn gemm_shapes(c: &mut Criterion) {
                 bch.iter(|| elbow_gemm(&plain, black_box(&mut out)))
             });
         }
-        g.bench_function(format!("{}/matrixmultiply", s.name), |bch| {
-            bch.iter(|| {
-                // SAFETY: the strides address the m x k, k x n and m x n buffers above.
-                unsafe {
-                    matrixmultiply::sgemm(
-                        m,
-                        k,
-                        n,
-                        1.0,
-                        a.as_ptr(),
-                        a_i as isize,
-                        a_k as isize,
-                        b.as_ptr(),
-                        b_k as isize,
-                        b_j as isize,
-                        0.0,
-                        out.as_mut_ptr(),
-                        1,
-                        m as isize,
-                    );
-                }
-                black_box(&mut out);
-            })
-        });
-        g.bench_function(format!("{}/gemm_crate", s.name), |bch| {
-            bch.iter(|| {
-                // SAFETY: as above; the destination is not read (read_dst false).
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        out.as_mut_ptr(),
-                        m as isize,
-                        1,
-                        false,
-                        a.as_ptr(),
-                        a_k as isize,
-                        a_i as isize,
-                        b.as_ptr(),
-                        b_j as isize,
-                        b_k as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
-                black_box(&mut out);
-            })
-        });
+        #[cfg(feature = "compare-gemm")]
+        crates(&mut g, s, &a, &b, &mut out);
     }
     g.finish();
+}
+
+/// The bare product of one shape on the two crates (`--features compare-gemm`).
+#[cfg(feature = "compare-gemm")]
+fn crates(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    s: &Shape,
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+) {
+    let (m, k, n) = (s.m, s.k, s.n);
+    let (a_i, a_k) = s.a;
+    let (b_k, b_j) = s.b;
+    g.bench_function(format!("{}/matrixmultiply", s.name), |bch| {
+        bch.iter(|| {
+            // SAFETY: the strides address the m x k, k x n and m x n buffers above.
+            unsafe {
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    a_i as isize,
+                    a_k as isize,
+                    b.as_ptr(),
+                    b_k as isize,
+                    b_j as isize,
+                    0.0,
+                    out.as_mut_ptr(),
+                    1,
+                    m as isize,
+                );
+            }
+            black_box(&mut out);
+        })
+    });
+    g.bench_function(format!("{}/gemm_crate", s.name), |bch| {
+        bch.iter(|| {
+            // SAFETY: as above; the destination is not read (read_dst false).
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    out.as_mut_ptr(),
+                    m as isize,
+                    1,
+                    false,
+                    a.as_ptr(),
+                    a_k as isize,
+                    a_i as isize,
+                    b.as_ptr(),
+                    b_j as isize,
+                    b_k as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+            black_box(&mut out);
+        })
+    });
 }
 
 /// Batched inference of a 256 x 256 grid of targets (65,536) through the trained MDN net, and
