@@ -14,9 +14,9 @@
 //!   target ([`ExactSampler`]), the ground truth every method is scored against;
 //! - [`mmd`]: the unbiased maximum mean discrepancy between two sample sets (the posterior
 //!   mismatch of Kruse et al. 2021), with a sum of inverse multiquadratic kernels;
-//! - [`mixture`]: the full-covariance mixture density loss ([`mixture::FullMdn`]);
-//! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates,
-//!   trained on the arm's prior, and sampling from them.
+//! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates
+//!   (diagonal or full-covariance components, [`crate::nn::FullMdn`]), trained on the arm's prior
+//!   by the two-link heads' own fitter ([`crate::learned::train::Fitter`]), and sampling from them.
 //!
 //! Coordinates `x` are ordered base first: the rail height (metres) when the chain has a rail,
 //! then the revolute joint angles (radians), each measured from the previous link, so the
@@ -26,7 +26,6 @@
 pub mod arm;
 pub mod arms;
 pub mod dls;
-pub mod mixture;
 pub mod mmd;
 pub mod nets;
 pub mod sampler;

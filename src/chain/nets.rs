@@ -2,20 +2,21 @@
 //! drawn from the arm's prior (a fresh minibatch every step, so there is no training set to
 //! overfit): a squared-error MLP (one answer: at best the posterior mean `E[x | y]`) and a
 //! mixture density network (a mixture of Gaussians over `x`, full-covariance by default, see
-//! [`super::mixture`], sampled).
+//! [`FullMdn`], sampled).
 //!
 //! Inputs are standardised by the mean and spread of `f(x)` under the prior, outputs by the
 //! prior's centre and scale per coordinate ([`super::Prior::center`], [`super::Prior::scale`]), so every
-//! arm trains with the same settings. The nets are the crate's own [`Mlp`], [`MdnNll`] and
-//! [`Adam`]; the learning rate decays along a cosine to 5 % of its peak.
+//! arm trains with the same settings. The nets are the crate's own [`Mlp`] under [`Mse`],
+//! [`MdnNll`] or [`FullMdn`], trained by the same [`Fitter`] as the two-link heads (Adam, the
+//! learning rate decaying along a cosine to 5 % of its peak, the same limits and divergence check).
 
 use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
-use super::mixture::FullMdn;
 use crate::kinematics::Point2;
-use crate::learned::limits::{MAX_BATCH, MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
-use crate::learned::{DIVERGED_LOSS, MAX_STEPS, MAX_TRAIN_FLOPS, TrainError};
-use crate::nn::{Activation, Adam, Loss, MdnNll, Mlp, Mse, Scratch};
+use crate::learned::TrainError;
+use crate::learned::limits::MAX_COMPONENTS;
+use crate::learned::train::{Fit, Fitter, start_mixture};
+use crate::nn::{Activation, FullMdn, Loss, MdnNll, MixtureLayout, Mlp, Mse};
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -88,6 +89,22 @@ impl Mixture {
             Mixture::Diagonal(m) => m.outputs(),
         }
     }
+
+    /// Where the loss reads each component's mean and spread.
+    fn layout(&self) -> &dyn MixtureLayout {
+        match self {
+            Mixture::Full(m) => m,
+            Mixture::Diagonal(m) => m,
+        }
+    }
+
+    /// The loss itself.
+    fn loss(self) -> Box<dyn Loss> {
+        match self {
+            Mixture::Full(m) => Box::new(m),
+            Mixture::Diagonal(m) => Box::new(m),
+        }
+    }
 }
 
 /// How a chain network is built and trained.
@@ -130,64 +147,44 @@ impl Default for NetConfig {
 }
 
 impl NetConfig {
-    /// Layer widths for a net with `inputs` and `outputs`.
-    fn sizes(&self, outputs: usize) -> Vec<usize> {
-        let mut s = vec![2];
-        s.extend(std::iter::repeat_n(self.hidden, self.depth));
-        s.push(outputs);
-        s
-    }
-
-    /// Network outputs for `kind` on an arm with `coords` coordinates.
-    fn outputs(&self, kind: NetKind, coords: usize) -> usize {
-        match kind {
+    /// The network's shape and the schedule of a `kind` run on an arm with `coords` coordinates.
+    fn fit(&self, kind: NetKind, coords: usize) -> Fit {
+        let outputs = match kind {
             NetKind::Mse => coords,
             NetKind::Mdn => self.mixture(coords).outputs(),
+        };
+        Fit {
+            inputs: 2,
+            outputs,
+            hidden: self.hidden,
+            depth: self.depth,
+            steps: self.steps,
+            batch: self.batch,
+            lr: self.lr,
         }
     }
 
+    /// The mixture over `coords` coordinates (its components capped at the lab's limit, so an
+    /// unchecked configuration never sizes a huge network).
     fn mixture(&self, coords: usize) -> Mixture {
-        let (k, d, sigma_min) = (self.components, coords, self.sigma_min);
+        let (k, d, sigma_min) = (self.components.min(MAX_COMPONENTS), coords, self.sigma_min);
         match self.covariance {
             Covariance::Full => Mixture::Full(FullMdn { k, d, sigma_min, sigma_max: SIGMA_MAX }),
             Covariance::Diagonal => Mixture::Diagonal(MdnNll { k, d, sigma_min }),
         }
     }
 
-    /// Estimated training work, FLOP (6 per weight per sample).
+    /// Estimated training work, FLOP ([`Fit::work_estimate`]).
     pub fn work_estimate(&self, kind: NetKind, coords: usize) -> f64 {
-        let params: f64 =
-            self.sizes(self.outputs(kind, coords)).windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum();
-        6.0 * params * self.batch as f64 * self.steps as f64
+        self.fit(kind, coords).work_estimate()
     }
 
-    /// Checks every field against the lab's training limits.
+    /// Checks every field against the lab's training limits ([`Fit::check_settings`],
+    /// [`Fit::check_budget`]); the spread floor is in prior scales, at most 1.
     pub fn validate(&self, kind: NetKind, coords: usize) -> Result<(), TrainError> {
-        let range = |field: &'static str, v: usize, lo: usize, hi: usize| {
-            if (lo..=hi).contains(&v) {
-                Ok(())
-            } else {
-                Err(TrainError::OutOfRange { field, limit: format!("in {lo}..={hi}"), value: v.to_string() })
-            }
-        };
-        range("steps", self.steps, 1, MAX_STEPS)?;
-        range("batch", self.batch, 1, MAX_BATCH)?;
-        range("hidden width", self.hidden, 1, MAX_HIDDEN)?;
-        range("depth", self.depth, 1, MAX_DEPTH)?;
-        range("components", self.components, 1, MAX_COMPONENTS)?;
-        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
-            let value = self.lr.to_string();
-            return Err(TrainError::OutOfRange { field: "learning rate", limit: "in (0, 1)".into(), value });
-        }
-        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0 && self.sigma_min <= 1.0) {
-            let value = self.sigma_min.to_string();
-            return Err(TrainError::OutOfRange { field: "sigma floor", limit: "in (0, 1]".into(), value });
-        }
-        let flops = self.work_estimate(kind, coords);
-        if flops > MAX_TRAIN_FLOPS {
-            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
-        }
-        Ok(())
+        let fit = self.fit(kind, coords);
+        fit.check_settings(Some(self.components), self.sigma_min, 1.0)?;
+        fit.check_budget(0.0)
     }
 }
 
@@ -225,54 +222,35 @@ impl ChainNet {
         arm: &ChainArm,
         kind: NetKind,
         cfg: &NetConfig,
-        mut progress: impl FnMut(usize, f32) -> bool,
+        progress: impl FnMut(usize, f32) -> bool,
     ) -> Result<Self, TrainError> {
         let d = arm.coords();
         cfg.validate(kind, d)?;
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_c4a1);
         let input = input_scaling(arm, &mut rng);
         let output: Vec<(f64, f64)> = (0..d).map(|i| (arm.prior.center(i), arm.prior.scale(i))).collect();
-        let outputs = cfg.outputs(kind, d);
-        let mut net = Mlp::new(&cfg.sizes(outputs), Activation::Tanh, &mut rng);
+        let fit = cfg.fit(kind, d);
+        let mut net = Mlp::new(&fit.layer_sizes(), Activation::Tanh, &mut rng);
         let mixture = (kind == NetKind::Mdn).then(|| cfg.mixture(d));
+        // Each component's mean at a prior draw (in prior scales) and its spread at half the
+        // prior's: the components start apart, so none has to break a symmetry.
         if let Some(m) = mixture {
-            spread_components(&mut net, m, &mut rng);
+            start_mixture(&mut net, m.layout(), |_, _| StandardNormal.sample(&mut rng), 0.5f32.ln());
         }
-        let loss: Box<dyn Loss> = match mixture {
-            Some(Mixture::Full(m)) => Box::new(m),
-            Some(Mixture::Diagonal(m)) => Box::new(m),
-            None => Box::new(Mse),
-        };
-        let mut this = Self { kind, net, mixture, input, output };
-        let mut adam = Adam::new(&this.net, cfg.lr);
-        let mut grads = this.net.zero_gradients();
-        let mut scratch = Scratch::default();
-        let (mut xb, mut yb) = (DMatrix::zeros(2, cfg.batch), DMatrix::zeros(d, cfg.batch));
-        let mut d_out = DMatrix::zeros(outputs, cfg.batch);
+        let loss = mixture.map_or_else(|| Box::new(Mse) as Box<dyn Loss>, Mixture::loss);
+        let mut fitter = Fitter::new(fit, &net, loss, d);
         let mut x = [0.0; MAX_COORDS];
-        for step in 1..=cfg.steps {
-            for j in 0..cfg.batch {
+        let fill = |xb: &mut DMatrix<f32>, yb: &mut DMatrix<f32>| {
+            for j in 0..xb.ncols() {
                 arm.prior.sample(&mut rng, &mut x[..d]);
-                let tip = arm.chain.tip(&x[..d]);
-                this.encode_input(tip, xb.column_mut(j).as_mut_slice());
+                encode_input(&input, arm.chain.tip(&x[..d]), xb.column_mut(j).as_mut_slice());
                 for (i, v) in yb.column_mut(j).iter_mut().enumerate() {
-                    *v = ((x[i] - this.output[i].0) / this.output[i].1) as f32;
+                    *v = ((x[i] - output[i].0) / output[i].1) as f32;
                 }
             }
-            let t = (step - 1) as f32 / cfg.steps as f32;
-            adam.lr = cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()));
-            let out = this.net.forward(&xb, &mut scratch);
-            let l = loss.loss_and_grad(out, &yb, &mut d_out);
-            if !(l.is_finite() && l <= DIVERGED_LOSS) {
-                return Err(TrainError::Diverged { step, loss: l });
-            }
-            this.net.backward(&xb, &d_out, &mut scratch, &mut grads);
-            adam.step(&mut this.net, &grads);
-            if !progress(step, l) {
-                return Err(TrainError::Cancelled { step, steps: cfg.steps });
-            }
-        }
-        Ok(this)
+        };
+        fitter.run(&mut net, fill, progress)?;
+        Ok(Self { kind, net, mixture, input, output })
     }
 
     /// Coordinates per answer.
@@ -280,15 +258,10 @@ impl ChainNet {
         self.output.len()
     }
 
-    fn encode_input(&self, y: Point2, out: &mut [f32]) {
-        out[0] = (y.x as f32 - self.input[0].0) / self.input[0].1;
-        out[1] = (y.y as f32 - self.input[1].0) / self.input[1].1;
-    }
-
     /// The raw network output for `target`.
     fn raw(&self, target: Point2) -> DVector<f32> {
         let mut inp = [0f32; 2];
-        self.encode_input(target, &mut inp);
+        encode_input(&self.input, target, &mut inp);
         self.net.forward_one(&inp)
     }
 
@@ -405,6 +378,12 @@ pub fn draw<R: Rng + ?Sized>(comps: &[Component], rng: &mut R, x: &mut [f64]) {
     }
 }
 
+/// `y` standardised by `scaling` (per axis: centre, spread) into `out[..2]`.
+fn encode_input(scaling: &[(f32, f32); 2], y: Point2, out: &mut [f32]) {
+    out[0] = (y.x as f32 - scaling[0].0) / scaling[0].1;
+    out[1] = (y.y as f32 - scaling[1].0) / scaling[1].1;
+}
+
 /// The mean and spread of the tip under the prior (from 4,096 draws), per axis.
 fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
     let d = arm.coords();
@@ -426,38 +405,11 @@ fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
     })
 }
 
-/// Starts the mixture with small output weights, each component's mean at a prior draw and its
-/// spread at half the prior's: the components start apart, so none has to break a symmetry.
-fn spread_components(net: &mut Mlp, m: Mixture, rng: &mut ChaCha8Rng) {
-    let last = net.layers.last_mut().expect("at least one layer");
-    last.w *= 0.1;
-    let (k, d) = match m {
-        Mixture::Full(f) => (f.k, f.d),
-        Mixture::Diagonal(g) => (g.k, g.d),
-    };
-    last.b.fill(0.0);
-    for i in 0..k * d {
-        last.b[k + i] = StandardNormal.sample(rng);
-    }
-    match m {
-        // Raw log-sigmas at ln 0.5.
-        Mixture::Diagonal(_) => last.b.rows_mut(k + k * d, k * d).fill(0.5f32.ln()),
-        // Raw log-diagonals of the covariance factor at ln 0.5, off-diagonals 0.
-        Mixture::Full(f) => {
-            for c in 0..k {
-                let base = k + k * d + c * f.tri();
-                for i in 0..d {
-                    last.b[base + i * (i + 1) / 2 + i] = 0.5f32.ln();
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::chain::ArmKind;
+    use crate::learned::{MAX_STEPS, TrainConfig, Trainer};
 
     #[test]
     fn training_lowers_the_loss_and_stops_when_asked() {
@@ -481,6 +433,37 @@ mod tests {
         assert_eq!(out.len(), 400);
         let r = ChainNet::train(&arm, NetKind::Mse, &cfg, |step, _| step < 10);
         assert_eq!(r.unwrap_err(), TrainError::Cancelled { step: 10, steps: 400 });
+    }
+
+    #[test]
+    fn a_diverging_run_stops_with_the_two_link_trainers_error() {
+        // A run-away learning rate: the chain nets train on the two-link heads' fitter, so they
+        // stop on the same divergence check with the same error (and message).
+        let arm = ArmKind::Rail3.arm();
+        let cfg = NetConfig {
+            hidden: 32,
+            depth: 2,
+            components: 4,
+            steps: 2000,
+            batch: 128,
+            lr: 0.999,
+            ..NetConfig::default()
+        };
+        let mut chain_steps = 0;
+        let chain = ChainNet::train(&arm, NetKind::Mdn, &cfg, |step, _| {
+            chain_steps = step;
+            true
+        })
+        .unwrap_err();
+        let two_link = TrainConfig { steps: 2000, lr: 0.999, data_size: 512, ..TrainConfig::default() };
+        let two_link = Trainer::new(two_link).unwrap().run_checked(|_, _| true).unwrap_err();
+        for e in [&chain, &two_link] {
+            assert!(matches!(e, TrainError::Diverged { .. }), "{e:?}");
+        }
+        assert!(matches!(chain, TrainError::Diverged { step, .. } if step == chain_steps + 1), "{chain:?}");
+        let (c, t) = (chain.to_string(), two_link.to_string());
+        assert_eq!(c.split(" at step").next(), t.split(" at step").next());
+        assert_eq!(c.split(')').nth(1), t.split(')').nth(1), "{c} / {t}");
     }
 
     #[test]

@@ -1,4 +1,13 @@
-//! The training loop: minibatches from a [`Dataset`], a loss per head, Adam.
+//! Training: the one minibatch loop every network of the lab is fitted with, and the two-link
+//! heads' trainer on top of it.
+//!
+//! What a run is made of does not depend on the arm it is for: [`Fit`] holds the network's shape
+//! and the minibatch schedule, checks them against the lab's limits ([`super::limits`]),
+//! estimates memory and work, and gives each step's learning rate (a cosine decay to
+//! [`LR_FLOOR`] of the peak); [`Fitter`] runs it (Adam on an [`Mlp`] under any [`Loss`], the
+//! caller filling each minibatch) and stops a run that diverges; [`start_mixture`] starts a
+//! mixture density network with its components apart. The two-link [`Trainer`] and the chain's
+//! nets ([`crate::chain::nets`]) are both built on these three.
 //!
 //! [`Trainer::step`] does one minibatch update, so callers decide how much to train at a time:
 //! the command line runs to completion with a progress bar, the app trains on a background thread.
@@ -11,12 +20,12 @@ use super::limits::{
 };
 use super::model::LearnedModel;
 use crate::kinematics::{ElbowMode, Mismatch, RealArm, Region, SampleMode, TwoLinkArm};
-use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, Mlp, Mse, Scratch};
+use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, MixtureLayout, Mlp, Mse, Scratch};
 use nalgebra::DMatrix;
+use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-
 /// Everything that defines a training run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -152,6 +161,224 @@ fn check_range(field: &'static str, value: usize, lo: usize, hi: usize) -> Resul
     }
 }
 
+/// Whether `lr` is an accepted peak learning rate: finite and in `(0, 1)`.
+fn lr_ok(lr: f32) -> bool {
+    lr.is_finite() && lr > 0.0 && lr < 1.0
+}
+
+/// The share of its peak the learning rate decays to by the last step.
+pub const LR_FLOOR: f32 = 0.05;
+
+/// What every training run is made of, whichever arm it is for: the network's shape and the
+/// minibatch schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// Network inputs per sample.
+    pub inputs: usize,
+    /// Network outputs per sample.
+    pub outputs: usize,
+    /// Width of each hidden layer.
+    pub hidden: usize,
+    /// Number of hidden layers.
+    pub depth: usize,
+    /// Minibatch updates.
+    pub steps: usize,
+    /// Samples per minibatch.
+    pub batch: usize,
+    /// Peak learning rate.
+    pub lr: f32,
+}
+
+impl Fit {
+    /// Layer widths: inputs, `depth` hidden layers of `hidden`, outputs.
+    pub fn layer_sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![self.inputs];
+        sizes.extend(std::iter::repeat_n(self.hidden, self.depth));
+        sizes.push(self.outputs);
+        sizes
+    }
+
+    /// Weights and biases of the network (as `f64`, so it never overflows).
+    pub fn parameter_count(&self) -> f64 {
+        self.layer_sizes().windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum()
+    }
+
+    /// Estimated peak memory of the network's training, bytes: weights, gradients and Adam's two
+    /// moments (16 bytes per parameter), the minibatch activations and their gradients (16 bytes
+    /// per unit per sample). A training set comes on top.
+    pub fn memory_estimate(&self) -> f64 {
+        let units: f64 = self.layer_sizes().iter().map(|&w| w as f64).sum();
+        16.0 * self.parameter_count() + 16.0 * units * self.batch as f64
+    }
+
+    /// Estimated floating-point work, FLOP: forward and backward passes cost about 6 FLOP per
+    /// weight per sample.
+    pub fn work_estimate(&self) -> f64 {
+        6.0 * self.parameter_count() * self.batch as f64 * self.steps as f64
+    }
+
+    /// Checks the settings, naming the first bad one and its accepted range: steps, batch, hidden
+    /// width, depth, `components` (a mixture's; `None` for a net without one), the learning rate
+    /// and the mixture's spread floor `sigma_min` (accepted in `(0, sigma_limit]`).
+    pub fn check_settings(
+        &self,
+        components: Option<usize>,
+        sigma_min: f32,
+        sigma_limit: f32,
+    ) -> Result<(), TrainError> {
+        check_range("steps", self.steps, 1, MAX_STEPS)?;
+        check_range("batch", self.batch, 1, MAX_BATCH)?;
+        check_range("hidden width", self.hidden, 1, MAX_HIDDEN)?;
+        check_range("depth", self.depth, 1, MAX_DEPTH)?;
+        if let Some(k) = components {
+            check_range("components", k, 1, MAX_COMPONENTS)?;
+        }
+        if !lr_ok(self.lr) {
+            let value = self.lr.to_string();
+            return Err(TrainError::OutOfRange { field: "learning rate", limit: "in (0, 1)".into(), value });
+        }
+        if !(sigma_min.is_finite() && sigma_min > 0.0 && sigma_min <= sigma_limit) {
+            return Err(TrainError::OutOfRange {
+                field: "sigma floor",
+                limit: format!("in (0, {sigma_limit}]"),
+                value: sigma_min.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a run whose estimated memory (the network's, plus `data_bytes` for a training set)
+    /// or work exceeds [`MAX_TRAIN_BYTES`] or [`MAX_TRAIN_FLOPS`], before anything is allocated.
+    pub fn check_budget(&self, data_bytes: f64) -> Result<(), TrainError> {
+        let bytes = self.memory_estimate() + data_bytes;
+        if bytes > MAX_TRAIN_BYTES {
+            return Err(TrainError::TooLarge { unit: "bytes of memory", estimate: bytes, limit: MAX_TRAIN_BYTES });
+        }
+        let flops = self.work_estimate();
+        if flops > MAX_TRAIN_FLOPS {
+            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
+        }
+        Ok(())
+    }
+
+    /// The learning rate of step `step` (counted from 0): a cosine decay from the peak to
+    /// [`LR_FLOOR`] of it at the last step.
+    pub fn lr_at(&self, step: usize) -> f32 {
+        let t = (step as f32 / self.steps.max(1) as f32).min(1.0);
+        self.lr * (LR_FLOOR + (1.0 - LR_FLOOR) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
+    }
+}
+
+/// One training run in progress, whatever it fits: Adam on a network under a loss, each
+/// minibatch filled by the caller, the learning rate on [`Fit::lr_at`]'s schedule.
+pub struct Fitter {
+    fit: Fit,
+    loss: Box<dyn Loss>,
+    adam: Adam,
+    scratch: Scratch,
+    grads: Gradients,
+    x: DMatrix<f32>,
+    y: DMatrix<f32>,
+    d_out: DMatrix<f32>,
+    step: usize,
+}
+
+impl Fitter {
+    /// A run of `fit` on `net` under `loss`, whose targets have `target_dims` values per sample.
+    pub fn new(fit: Fit, net: &Mlp, loss: Box<dyn Loss>, target_dims: usize) -> Self {
+        Self {
+            loss,
+            adam: Adam::new(net, fit.lr),
+            scratch: Scratch::default(),
+            grads: net.zero_gradients(),
+            x: DMatrix::zeros(fit.inputs, fit.batch),
+            y: DMatrix::zeros(target_dims, fit.batch),
+            d_out: DMatrix::zeros(fit.outputs, fit.batch),
+            fit,
+            step: 0,
+        }
+    }
+
+    /// Steps done.
+    pub fn steps_done(&self) -> usize {
+        self.step
+    }
+
+    /// The learning rate of the next step.
+    pub fn current_lr(&self) -> f32 {
+        self.fit.lr_at(self.step)
+    }
+
+    /// Changes the peak learning rate from the next step on; ignored (and `false`) unless `lr` is
+    /// in `(0, 1)`.
+    pub fn set_lr(&mut self, lr: f32) -> bool {
+        let ok = lr_ok(lr);
+        if ok {
+            self.fit.lr = lr;
+        }
+        ok
+    }
+
+    /// One minibatch update of `net`: `fill(x, y)` writes the batch's inputs and targets, one
+    /// sample per column; returns the batch's loss.
+    pub fn step(&mut self, net: &mut Mlp, fill: impl FnOnce(&mut DMatrix<f32>, &mut DMatrix<f32>)) -> f32 {
+        fill(&mut self.x, &mut self.y);
+        self.adam.lr = self.current_lr();
+        let out = net.forward(&self.x, &mut self.scratch);
+        let loss = self.loss.loss_and_grad(out, &self.y, &mut self.d_out);
+        net.backward(&self.x, &self.d_out, &mut self.scratch, &mut self.grads);
+        self.adam.step(net, &self.grads);
+        self.step += 1;
+        loss
+    }
+
+    /// Runs the remaining steps, calling `progress(step, loss)` after each; stops with
+    /// [`TrainError::Cancelled`] as soon as `progress` returns `false`, and with
+    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`].
+    pub fn run(
+        &mut self,
+        net: &mut Mlp,
+        mut fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
+        mut progress: impl FnMut(usize, f32) -> bool,
+    ) -> Result<(), TrainError> {
+        while self.step < self.fit.steps {
+            let loss = self.step(net, &mut fill);
+            if !(loss.is_finite() && loss <= DIVERGED_LOSS) {
+                return Err(TrainError::Diverged { step: self.step, loss });
+            }
+            if !progress(self.step, loss) {
+                return Err(TrainError::Cancelled { step: self.step, steps: self.fit.steps });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Starts a mixture density network: small output weights (so the biases dominate at first),
+/// component `c`'s mean along coordinate `i` at `mean(c, i)` (called component by component,
+/// coordinate by coordinate) and every log-spread at `log_sigma`. Components that start apart
+/// need not break their symmetry by chance.
+pub fn start_mixture(
+    net: &mut Mlp,
+    layout: &dyn MixtureLayout,
+    mut mean: impl FnMut(usize, usize) -> f32,
+    log_sigma: f32,
+) {
+    let last = net.layers.last_mut().expect("at least one layer");
+    last.w *= 0.1;
+    let (k, d) = layout.shape();
+    for c in 0..k {
+        for i in 0..d {
+            last.b[layout.mean_row(c, i)] = mean(c, i);
+        }
+    }
+    for c in 0..k {
+        for i in 0..d {
+            last.b[layout.log_sigma_row(c, i)] = log_sigma;
+        }
+    }
+}
+
 impl TrainConfig {
     /// Checks every field, with a message naming the first bad one and its accepted range, and
     /// refuses runs whose estimated memory ([`TrainConfig::memory_estimate`]) or work
@@ -163,57 +390,46 @@ impl TrainConfig {
             return Err(TrainError::Invalid("the real arm's joint offsets must be finite".into()));
         }
         self.region.validate().map_err(TrainError::Invalid)?;
-        check_range("steps", self.steps, 1, MAX_STEPS)?;
-        check_range("batch", self.batch, 1, MAX_BATCH)?;
-        check_range("hidden width", self.hidden, 1, MAX_HIDDEN)?;
-        check_range("depth", self.depth, 1, MAX_DEPTH)?;
-        if self.head.spec().output == Output::Mixture {
-            check_range("components", self.components, 1, MAX_COMPONENTS)?;
-        }
-        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 1.0) {
-            return Err(TrainError::OutOfRange {
-                field: "learning rate",
-                limit: "in (0, 1)".into(),
-                value: self.lr.to_string(),
-            });
-        }
-        if !(self.sigma_min.is_finite() && self.sigma_min > 0.0 && self.sigma_min <= MAX_SIGMA_MIN) {
-            return Err(TrainError::OutOfRange {
-                field: "sigma floor",
-                limit: format!("in (0, {MAX_SIGMA_MIN}]"),
-                value: self.sigma_min.to_string(),
-            });
-        }
+        let fit = self.fit();
+        let components = (self.head.spec().output == Output::Mixture).then_some(self.components);
+        fit.check_settings(components, self.sigma_min, MAX_SIGMA_MIN)?;
         check_range("data size", self.data_size, DATA_SIZE_RANGE.0, DATA_SIZE_RANGE.1)?;
-        let bytes = self.memory_estimate();
-        if bytes > MAX_TRAIN_BYTES {
-            return Err(TrainError::TooLarge { unit: "bytes of memory", estimate: bytes, limit: MAX_TRAIN_BYTES });
-        }
-        let flops = self.work_estimate();
-        if flops > MAX_TRAIN_FLOPS {
-            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
-        }
-        Ok(())
+        fit.check_budget(self.data_bytes())
     }
 
-    /// Layer widths (inputs, hidden..., outputs) of this configuration's network.
-    fn widths(&self) -> Vec<usize> {
-        let mdn = self.head.mixture(self.encoding, self.components.min(MAX_COMPONENTS), self.sigma_min);
-        let outputs = self.head.output_dims(self.encoding, mdn);
-        self.layer_sizes(self.head.input_dims(), outputs)
+    /// The network's shape and the schedule of this configuration's run.
+    pub fn fit(&self) -> Fit {
+        let mdn = self.mixture(self.components.min(MAX_COMPONENTS));
+        Fit {
+            inputs: self.head.input_dims(),
+            outputs: self.head.output_dims(self.encoding, mdn),
+            hidden: self.hidden,
+            depth: self.depth,
+            steps: self.steps,
+            batch: self.batch,
+            lr: self.lr,
+        }
+    }
+
+    /// The head's mixture with `components` components (`None` for a head without one).
+    fn mixture(&self, components: usize) -> Option<MdnNll> {
+        self.head.mixture(self.encoding, components, self.sigma_min)
     }
 
     /// Weights and biases of this configuration's network (as `f64`, so it never overflows).
     pub fn parameter_count(&self) -> f64 {
-        self.widths().windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum()
+        self.fit().parameter_count()
     }
 
-    /// Estimated peak memory of a training run, bytes: weights, gradients and Adam's two moments
-    /// (16 bytes per parameter), the minibatch activations and their gradients (16 bytes per
-    /// unit per sample), and the training set (about 160 bytes per target).
+    /// The training set's memory, bytes (about 160 per target).
+    fn data_bytes(&self) -> f64 {
+        160.0 * self.data_size as f64
+    }
+
+    /// Estimated peak memory of a training run, bytes: the network's ([`Fit::memory_estimate`])
+    /// and the training set (about 160 bytes per target).
     pub fn memory_estimate(&self) -> f64 {
-        let units: f64 = self.widths().iter().map(|&w| w as f64).sum();
-        16.0 * self.parameter_count() + 16.0 * units * self.batch as f64 + 160.0 * self.data_size as f64
+        self.fit().memory_estimate() + self.data_bytes()
     }
 
     /// Estimated size of this configuration's model file, bytes (at most 16 bytes of JSON per
@@ -223,10 +439,9 @@ impl TrainConfig {
         16.0 * self.parameter_count() + 4096.0
     }
 
-    /// Estimated floating-point work of a training run, FLOP: forward and backward passes cost
-    /// about 6 FLOP per weight per sample.
+    /// Estimated floating-point work of a training run, FLOP ([`Fit::work_estimate`]).
     pub fn work_estimate(&self) -> f64 {
-        6.0 * self.parameter_count() * self.batch as f64 * self.steps as f64
+        self.fit().work_estimate()
     }
 
     fn data_config(&self) -> DataConfig {
@@ -238,52 +453,59 @@ impl TrainConfig {
             seed: self.seed,
         }
     }
-
-    /// Layer widths of the network this configuration builds.
-    fn layer_sizes(&self, inputs: usize, outputs: usize) -> Vec<usize> {
-        let mut sizes = vec![inputs];
-        sizes.extend(std::iter::repeat_n(self.hidden, self.depth));
-        sizes.push(outputs);
-        sizes
-    }
 }
 
-/// Starts the mixture with its components' elbow means spread from elbow-up to elbow-down (and
-/// small output weights, so the biases dominate at first). Identical components would otherwise
-/// have to break their symmetry by chance, and with some seeds one broad component ends up
-/// straddling both branches: the averaging trap again, inside the mixture.
+/// The two-link head's mixture: its components' elbow means spread from elbow-up to elbow-down
+/// (the elbow is the last value of every encoding), the other means at 0, spreads about 0.37.
+/// Identical components would otherwise have to break their symmetry by chance, and with some
+/// seeds one broad component ends up straddling both branches: the averaging trap again, inside
+/// the mixture.
 fn spread_components(net: &mut Mlp, m: MdnNll) {
-    let last = net.layers.last_mut().expect("at least one layer");
-    last.w *= 0.1;
-    let elbow_dim = m.d - 1; // the elbow is the last value of every encoding
-    for i in 0..m.k {
-        let t = if m.k == 1 { 0.0 } else { i as f32 / (m.k - 1) as f32 * 2.0 - 1.0 };
-        last.b[m.k + i * m.d + elbow_dim] = 0.5 * t;
-        for j in 0..m.d {
-            last.b[m.k + m.k * m.d + i * m.d + j] = -1.0; // sigma about 0.37 to start
-        }
-    }
+    let elbow = m.d - 1;
+    let spread = |c: usize, i: usize| {
+        let t = if m.k == 1 { 0.0 } else { c as f32 / (m.k - 1) as f32 * 2.0 - 1.0 };
+        if i == elbow { 0.5 * t } else { 0.0 }
+    };
+    start_mixture(net, &m, spread, -1.0);
 }
 
-/// An in-progress training run.
-pub struct Trainer {
-    cfg: TrainConfig,
-    model: LearnedModel,
-    loss: Box<dyn Loss>,
-    adam: Adam,
-    data: Dataset,
-    rng: ChaCha8Rng,
-    scratch: Scratch,
-    grads: Gradients,
-    x: DMatrix<f32>,
-    y: DMatrix<f32>,
-    d_out: DMatrix<f32>,
-    /// Network inputs and training targets of every (sample, mode), computed once.
+/// The two-link training set as minibatches: the network input and target of every (sample,
+/// branch) pair computed once, a fresh shuffle each epoch, a random branch per sample.
+struct Batches {
     inputs: Vec<[f32; 4]>,
     targets: Vec<[f32; 3]>,
     order: Vec<usize>,
     cursor: usize,
-    step: usize,
+    rng: ChaCha8Rng,
+}
+
+impl Batches {
+    /// Fills one minibatch, a sample per column.
+    fn fill(&mut self, x: &mut DMatrix<f32>, y: &mut DMatrix<f32>) {
+        let (x_dims, y_dims) = (x.nrows(), y.nrows());
+        for j in 0..x.ncols() {
+            if self.cursor >= self.order.len() {
+                self.order.shuffle(&mut self.rng);
+                self.cursor = 0;
+            }
+            let row = 2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>());
+            self.cursor += 1;
+            // Element loops: a 3- or 4-value copy_from_slice would become a memcpy call each.
+            let x = &mut x.as_mut_slice()[j * x_dims..(j + 1) * x_dims];
+            x.iter_mut().zip(&self.inputs[row]).for_each(|(d, &v)| *d = v);
+            let y = &mut y.as_mut_slice()[j * y_dims..(j + 1) * y_dims];
+            y.iter_mut().zip(&self.targets[row]).for_each(|(d, &v)| *d = v);
+        }
+    }
+}
+
+/// An in-progress training run of a two-link head.
+pub struct Trainer {
+    cfg: TrainConfig,
+    model: LearnedModel,
+    fitter: Fitter,
+    data: Dataset,
+    batches: Batches,
     /// Loss of every step so far.
     pub history: Vec<f32>,
 }
@@ -315,10 +537,9 @@ impl Trainer {
             )));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
-        let mdn = cfg.head.mixture(cfg.encoding, cfg.components, cfg.sigma_min);
-        let (n_in, outputs) = (cfg.head.input_dims(), cfg.head.output_dims(cfg.encoding, mdn));
-        let y_dims = cfg.head.target_dims(cfg.encoding);
-        let mut net = Mlp::new(&cfg.layer_sizes(n_in, outputs), cfg.activation, &mut rng);
+        let fit = cfg.fit();
+        let mdn = cfg.mixture(cfg.components);
+        let mut net = Mlp::new(&fit.layer_sizes(), cfg.activation, &mut rng);
         if let Some(m) = mdn {
             spread_components(&mut net, m);
         }
@@ -328,9 +549,7 @@ impl Trainer {
             Some(m) => Box::new(m),
             None => Box::new(Mse),
         };
-        let adam = Adam::new(&model.net, cfg.lr);
-        let grads = model.net.zero_gradients();
-        let order: Vec<usize> = (0..data.len()).collect();
+        let fitter = Fitter::new(fit, &model.net, loss, cfg.head.target_dims(cfg.encoding));
         let mut inputs = Vec::with_capacity(2 * data.len());
         let mut targets = Vec::with_capacity(2 * data.len());
         for sample in &data.samples {
@@ -350,25 +569,8 @@ impl Trainer {
                 targets.push(y);
             }
         }
-        Ok(Self {
-            inputs,
-            targets,
-            x: DMatrix::zeros(n_in, cfg.batch),
-            y: DMatrix::zeros(y_dims, cfg.batch),
-            d_out: DMatrix::zeros(outputs, cfg.batch),
-            cfg,
-            model,
-            loss,
-            adam,
-            data,
-            rng,
-            scratch: Scratch::default(),
-            grads,
-            order,
-            cursor: usize::MAX,
-            step: 0,
-            history: Vec::new(),
-        })
+        let batches = Batches { inputs, targets, order: (0..data.len()).collect(), cursor: usize::MAX, rng };
+        Ok(Self { cfg, model, fitter, data, batches, history: Vec::new() })
     }
 
     /// The configuration.
@@ -383,7 +585,7 @@ impl Trainer {
 
     /// Steps done.
     pub fn steps_done(&self) -> usize {
-        self.step
+        self.fitter.steps_done()
     }
 
     /// Samples in the training set.
@@ -393,75 +595,46 @@ impl Trainer {
 
     /// Changes the peak learning rate from the next step on (ignored unless in `(0, 1)`).
     pub fn set_lr(&mut self, lr: f32) {
-        if lr.is_finite() && lr > 0.0 && lr < 1.0 {
+        if self.fitter.set_lr(lr) {
             self.cfg.lr = lr;
         }
     }
 
-    /// Fills the minibatch buffers: a fresh shuffle each epoch, a random branch per sample.
-    fn fill_batch(&mut self) {
-        let (x_dims, y_dims) = (self.x.nrows(), self.y.nrows());
-        for j in 0..self.cfg.batch {
-            if self.cursor >= self.order.len() {
-                // Fisher-Yates shuffle at the start of every epoch.
-                for i in (1..self.order.len()).rev() {
-                    let k = self.rng.random_range(0..=i);
-                    self.order.swap(i, k);
-                }
-                self.cursor = 0;
-            }
-            let row = 2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>());
-            self.cursor += 1;
-            // Element loops: a 3- or 4-value copy_from_slice would become a memcpy call each.
-            let x = &mut self.x.as_mut_slice()[j * x_dims..(j + 1) * x_dims];
-            x.iter_mut().zip(&self.inputs[row]).for_each(|(d, &v)| *d = v);
-            let y = &mut self.y.as_mut_slice()[j * y_dims..(j + 1) * y_dims];
-            y.iter_mut().zip(&self.targets[row]).for_each(|(d, &v)| *d = v);
-        }
-    }
-
-    /// The learning rate of the current step (cosine decay to 5%).
+    /// The learning rate of the current step (cosine decay to [`LR_FLOOR`] of the peak).
     pub fn current_lr(&self) -> f32 {
-        let t = (self.step as f32 / self.cfg.steps.max(1) as f32).min(1.0);
-        let floor = 0.05;
-        self.cfg.lr * (floor + (1.0 - floor) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
+        self.fitter.current_lr()
     }
 
     /// One minibatch update; returns its loss.
     pub fn step(&mut self) -> f32 {
-        self.fill_batch();
-        self.adam.lr = self.current_lr();
-        let out = self.model.net.forward(&self.x, &mut self.scratch);
-        let loss = self.loss.loss_and_grad(out, &self.y, &mut self.d_out);
-        self.model.net.backward(&self.x, &self.d_out, &mut self.scratch, &mut self.grads);
-        self.adam.step(&mut self.model.net, &self.grads);
-        self.step += 1;
+        let batches = &mut self.batches;
+        let loss = self.fitter.step(&mut self.model.net, |x, y| batches.fill(x, y));
         self.history.push(loss);
         loss
     }
 
     /// Runs the remaining configured steps, calling `progress(step, loss)` after each.
     pub fn run(&mut self, mut progress: impl FnMut(usize, f32)) {
-        while self.step < self.cfg.steps {
+        while self.steps_done() < self.cfg.steps {
             let loss = self.step();
-            progress(self.step, loss);
+            progress(self.steps_done(), loss);
         }
     }
 
     /// Runs the remaining configured steps, calling `progress(step, loss)` after each; stops
     /// with [`TrainError::Cancelled`] as soon as `progress` returns `false`, and with
-    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`].
+    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`]
+    /// ([`Fitter::run`]).
     pub fn run_checked(&mut self, mut progress: impl FnMut(usize, f32) -> bool) -> Result<(), TrainError> {
-        while self.step < self.cfg.steps {
-            let loss = self.step();
-            if !(loss.is_finite() && loss <= DIVERGED_LOSS) {
-                return Err(TrainError::Diverged { step: self.step, loss });
-            }
-            if !progress(self.step, loss) {
-                return Err(TrainError::Cancelled { step: self.step, steps: self.cfg.steps });
-            }
-        }
-        Ok(())
+        let (batches, history) = (&mut self.batches, &mut self.history);
+        self.fitter.run(
+            &mut self.model.net,
+            |x, y| batches.fill(x, y),
+            |step, loss| {
+                history.push(loss);
+                progress(step, loss)
+            },
+        )
     }
 
     /// Consumes the trainer, returning the model.
@@ -519,6 +692,20 @@ mod tests {
         let mut t = Trainer::new(TrainConfig { steps: 100, data_size: 512, ..TrainConfig::default() }).unwrap();
         let r = t.run_checked(|step, _| step < 10);
         assert_eq!(r, Err(TrainError::Cancelled { step: 10, steps: 100 }));
+    }
+
+    #[test]
+    fn the_learning_rate_decays_along_a_cosine_to_its_floor() {
+        let fit = TrainConfig { steps: 1000, lr: 0.01, ..TrainConfig::default() }.fit();
+        let near = |a: f32, b: f32| (a - b).abs() < 1e-7;
+        assert!(near(fit.lr_at(0), 0.01), "{}", fit.lr_at(0));
+        assert!(near(fit.lr_at(500), 0.01 * (0.05 + 0.95 * 0.5)), "{}", fit.lr_at(500));
+        assert!(near(fit.lr_at(1000), 0.0005) && near(fit.lr_at(5000), 0.0005), "{}", fit.lr_at(1000));
+        let mut t = Trainer::new(TrainConfig { steps: 10, data_size: 64, ..TrainConfig::default() }).unwrap();
+        t.run(|_, _| {});
+        assert!(near(t.current_lr(), 0.05 * TrainConfig::default().lr), "{}", t.current_lr());
+        t.set_lr(f32::NAN);
+        assert_eq!(t.config().lr, TrainConfig::default().lr);
     }
 
     /// The mean training loss each head must reach in the last 20 of 300 steps. A baseline run

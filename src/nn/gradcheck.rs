@@ -1,9 +1,11 @@
 //! Test support: every parameter gradient of a network under a loss, checked against central
 //! finite differences, at every SIMD level the CPU has.
 //!
-//! It sits above [`super::mlp`] and [`super::loss`] so neither module's tests import the other.
+//! It sits above [`super::mlp`] and the losses ([`super::loss`], [`super::full_mdn`]) so no
+//! module's tests import another's.
 
 use super::activation::Activation;
+use super::full_mdn::FullMdn;
 use super::loss::{Loss, MdnNll, Mse};
 use super::mlp::{Mlp, Scratch};
 use crate::simd::for_each_level;
@@ -72,6 +74,18 @@ fn mdn_gradients_match_finite_differences_at_every_level() {
         let net = Mlp::new(&[2, 6, loss.outputs()], Activation::Tanh, &mut rng);
         let x = batch(&mut rng, 2, 5);
         let y = batch(&mut rng, 2, 5);
+        check_gradients(net, &loss, &x, &y);
+    });
+}
+
+#[test]
+fn full_mdn_gradients_match_finite_differences_at_every_level() {
+    for_each_level(|_| {
+        let mut rng = ChaCha8Rng::seed_from_u64(12);
+        let loss = FullMdn { k: 3, d: 3, sigma_min: 0.05, sigma_max: 20.0 };
+        let net = Mlp::new(&[2, 6, loss.outputs()], Activation::Tanh, &mut rng);
+        let x = batch(&mut rng, 2, 5);
+        let y = batch(&mut rng, 3, 5);
         check_gradients(net, &loss, &x, &y);
     });
 }

@@ -1,4 +1,6 @@
-//! Losses: squared error, and the negative log-likelihood of a mixture density network.
+//! Losses: squared error, and the negative log-likelihood of a mixture density network with
+//! diagonal components ([`MdnNll`]); [`MixtureLayout`] says where a mixture's means and spreads
+//! sit in a network's output, for it and for the full-covariance loss ([`super::full_mdn`]).
 
 use nalgebra::{DMatrix, DVectorView};
 use serde::{Deserialize, Serialize};
@@ -56,6 +58,32 @@ pub struct MdnComponent {
     pub mean: Vec<f32>,
     /// Standard deviation per dimension.
     pub sigma: Vec<f32>,
+}
+
+/// Where a mixture density loss reads each component's mean and spread in one sample's network
+/// output (after the `k` logits come the `k·d` means, component by component).
+pub trait MixtureLayout {
+    /// Components and dimensions: `(k, d)`.
+    fn shape(&self) -> (usize, usize);
+
+    /// The output row of component `c`'s mean along dimension `i`.
+    fn mean_row(&self, c: usize, i: usize) -> usize {
+        let (k, d) = self.shape();
+        k + c * d + i
+    }
+
+    /// The output row of component `c`'s raw log standard deviation along dimension `i`.
+    fn log_sigma_row(&self, c: usize, i: usize) -> usize;
+}
+
+impl MixtureLayout for MdnNll {
+    fn shape(&self) -> (usize, usize) {
+        (self.k, self.d)
+    }
+
+    fn log_sigma_row(&self, c: usize, i: usize) -> usize {
+        self.k + self.k * self.d + c * self.d + i
+    }
 }
 
 const LOG_SQRT_2PI: f32 = 0.918_938_5;

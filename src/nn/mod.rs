@@ -2,8 +2,8 @@
 //!
 //! The pieces are kept apart in the micrograd / nanoGPT manner: [`activation`] (the
 //! non-linearities), [`dense`] (a layer), [`mlp`] (the model: a stack of layers with forward and
-//! backward by hand), [`loss`] (squared error and the mixture-density negative log-likelihood)
-//! and [`adam`] (the optimizer). Every gradient is checked against central finite differences in
+//! backward by hand), [`loss`] (squared error and the mixture-density negative log-likelihood),
+//! [`full_mdn`] (the same with full-covariance components) and [`adam`] (the optimizer). Every gradient is checked against central finite differences in
 //! the tests, at every SIMD level the CPU has.
 //!
 //! Batches are column-major `features x batch` matrices of `f32`, so each sample is one column
@@ -13,11 +13,12 @@
 //! same way.
 //!
 //! Modules import downwards only: `simd` ← `activation` ← `kernels` ← `dense` ← `mlp` ← `adam`,
-//! and `simd` ← `loss`.
+//! and `simd` ← `loss` ← `full_mdn`.
 
 pub mod activation;
 pub mod adam;
 pub mod dense;
+pub mod full_mdn;
 #[cfg(test)]
 pub(crate) mod gradcheck;
 pub mod kernels;
@@ -27,5 +28,6 @@ pub mod mlp;
 pub use activation::Activation;
 pub use adam::Adam;
 pub use dense::Dense;
-pub use loss::{Loss, MdnComponent, MdnNll, Mse};
+pub use full_mdn::{FullComponent, FullMdn};
+pub use loss::{Loss, MdnComponent, MdnNll, MixtureLayout, Mse};
 pub use mlp::{BATCH_CHUNK, BatchScratch, Gradients, Mlp, Scratch};

@@ -1,5 +1,5 @@
-//! The negative log-likelihood of a mixture of full-covariance Gaussians, for mixture density
-//! networks over a chain's coordinates.
+//! The negative log-likelihood of a mixture of full-covariance Gaussians (the chain nets' mixture
+//! density loss, [`crate::chain::nets`]).
 //!
 //! A redundant chain's posterior is a thin sheet (a curve on `3r`, a surface on `rail3`) tilted
 //! through joint space. A diagonal Gaussian can only be thin along the axes, so a mixture of
@@ -21,7 +21,7 @@
 //! `v_i z_j` for an off-diagonal entry `L_ij` and `L_ii v_i z_i - 1` for a raw diagonal entry.
 //! Sampling is `μ + L ε`.
 
-use crate::nn::Loss;
+use super::loss::{Loss, MixtureLayout};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -98,6 +98,17 @@ impl FullMdn {
                 FullComponent { weight: (out[c] - max).exp() / sum, mean: out[k + c * d..k + (c + 1) * d].to_vec(), l }
             })
             .collect()
+    }
+}
+
+impl MixtureLayout for FullMdn {
+    fn shape(&self) -> (usize, usize) {
+        (self.k, self.d)
+    }
+
+    /// The raw (log) diagonal entry `L_ii` of component `c`'s factor.
+    fn log_sigma_row(&self, c: usize, i: usize) -> usize {
+        self.k + self.k * self.d + c * self.tri() + i * (i + 1) / 2 + i
     }
 }
 
@@ -187,20 +198,6 @@ impl Loss for FullMdn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::gradcheck::check_gradients;
-    use crate::nn::{Activation, Mlp};
-    use rand::{RngExt, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        let mut rng = ChaCha8Rng::seed_from_u64(12);
-        let loss = FullMdn { k: 3, d: 3, sigma_min: 0.05, sigma_max: 20.0 };
-        let net = Mlp::new(&[2, 6, loss.outputs()], Activation::Tanh, &mut rng);
-        let x = DMatrix::from_fn(2, 5, |_, _| rng.random_range(-1.0..1.0));
-        let y = DMatrix::from_fn(3, 5, |_, _| rng.random_range(-1.0..1.0));
-        check_gradients(net, &loss, &x, &y);
-    }
 
     #[test]
     fn one_component_is_the_gaussian_it_stands_for() {
