@@ -3,8 +3,8 @@
 //! the prior over its coordinates.
 
 use crate::kinematics::arm::{MAX_LENGTH, MAX_LENGTH_RATIO, MIN_LENGTH};
-use crate::kinematics::serial::revolute_column;
 pub use crate::kinematics::serial::MAX_COORDS;
+use crate::kinematics::serial::revolute_column;
 use crate::kinematics::{JointLimits, Point2, SerialArm, TwoLinkArm};
 use crate::stats::fmt_num;
 use rand::{Rng, RngExt};
@@ -335,7 +335,9 @@ impl TryFrom<&Chain> for TwoLinkArm {
 
     fn try_from(chain: &Chain) -> Result<Self, ChainError> {
         match (chain.rail, chain.links.as_slice()) {
-            (None, [upper, fore]) => Ok(TwoLinkArm::new(upper.length, fore.length)?.with_limits(upper.limits, fore.limits)?),
+            (None, [upper, fore]) => {
+                Ok(TwoLinkArm::new(upper.length, fore.length)?.with_limits(upper.limits, fore.limits)?)
+            }
             _ => Err(ChainError::NotTwoLink { links: chain.links.len(), rail: chain.rail.is_some() }),
         }
     }
@@ -543,9 +545,13 @@ mod tests {
         }
         let three = Chain::from_lengths(&[1.0, 0.8, 0.6]).unwrap();
         assert_eq!(TwoLinkArm::try_from(&three), Err(ChainError::NotTwoLink { links: 3, rail: false }));
-        let railed = Chain::new(Some(Travel::new(-1.0, 1.0).unwrap()), Chain::from(TwoLinkArm::default()).links).unwrap();
+        let railed =
+            Chain::new(Some(Travel::new(-1.0, 1.0).unwrap()), Chain::from(TwoLinkArm::default()).links).unwrap();
         let err = TwoLinkArm::try_from(&railed).unwrap_err();
-        assert_eq!(err.to_string(), "a two-link arm is a chain of exactly 2 revolute joints and no rail, got 2 joint(s) and a rail");
+        assert_eq!(
+            err.to_string(),
+            "a two-link arm is a chain of exactly 2 revolute joints and no rail, got 2 joint(s) and a rail"
+        );
     }
 
     #[test]
