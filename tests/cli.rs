@@ -203,3 +203,30 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn degradation_names_empty_ood_sets_apart_from_those_that_ran() {
+    // On the default arm (l1 = l2: no hole) trained on the whole annulus (no sector), only
+    // `beyond` can have targets; with no OOD budget at all, not even that.
+    let small = ["experiment", "degradation", "--targets", "20", "--train-steps", "10", "--protocol", "exercise"];
+    for (fraction, ran, empty) in
+        [("0.5", vec!["beyond"], vec!["hole", "sector"]), ("0", vec![], vec!["beyond", "hole", "sector"])]
+    {
+        let args = [&small[..], &["--ood", "beyond,hole,sector", "--ood-fraction", fraction, "--json"]].concat();
+        let (code, out, err) = elbow(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["config"]["ood"], serde_json::json!(ran), "fraction {fraction}: the config echoes what ran");
+        assert_eq!(v["ood_empty"], serde_json::json!(empty), "fraction {fraction}");
+        let splits: Vec<&str> = v["targets"].as_array().unwrap().iter().map(|t| t[0].as_str().unwrap()).collect();
+        assert_eq!(splits, [&["in"][..], &ran[..]].concat(), "fraction {fraction}");
+        let (code, out, err) =
+            elbow(&[&small[..], &["--ood", "beyond,hole,sector", "--ood-fraction", fraction]].concat());
+        assert_eq!(code, 0, "{err}");
+        for kind in &empty {
+            assert!(out.contains(&format!("OOD set {kind} asked for but empty, not run: ")), "{kind}: {out}");
+        }
+        assert!(!out.contains("OOD set beyond asked for") || empty.contains(&"beyond"), "{out}");
+    }
+}
+
