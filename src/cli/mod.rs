@@ -28,7 +28,7 @@ mod solve;
 mod train;
 
 use clap::{Args, Parser, Subcommand};
-use elbow::kinematics::{JointLimits, TwoLinkArm};
+use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
 #[derive(Debug, Parser)]
@@ -181,6 +181,23 @@ impl ArmArgs {
             }
         }
     }
+}
+
+/// The real arm of the default mismatch ([`Mismatch::DEFAULT`]) on `arm`, which the residual
+/// hybrid fits. When that arm leaves the supported range (links near the length bounds or the
+/// ratio bound), a `head` that fits a real arm gets a plain error, never the nominal arm in its
+/// place (which would train it to correct nothing); the other heads fit no real arm and get
+/// the nominal one.
+pub(crate) fn fitted_real_arm(head: elbow::HeadKind, arm: &TwoLinkArm) -> Result<RealArm, String> {
+    RealArm::with_mismatch(arm, Mismatch::DEFAULT).or_else(|e| {
+        if !head.fits_real_arm() {
+            return Ok(RealArm::ideal(*arm));
+        }
+        let [e1, e2] = Mismatch::DEFAULT.length_error.map(|e| 100.0 * e);
+        Err(format!(
+            "the {head} head fits the real arm of the default mismatch (links {e1:+.0} % and {e2:+.0} %), and for these --lengths that arm is out of range: {e}"
+        ))
+    })
 }
 
 /// Parses `A,B` into two finite numbers.
