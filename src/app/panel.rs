@@ -192,10 +192,14 @@ fn atlas_section(ui: &mut egui::Ui, mut view: Mut<AtlasView>, driver: Pipeline, 
         }
         Some(a) => {
             let busy = if view.busy { ", updating…" } else { "" };
+            let caption = if v.layer == Layer::Confidence && !elbow::atlas::has_confidence(a.solver) {
+                "no confidence: it has no mixture"
+            } else {
+                v.layer.caption()
+            };
             ui.small(format!(
-                "{}: {} ({}×{} cells, {} ms{busy})",
+                "{}: {caption} ({}×{} cells, {} ms{busy})",
                 a.solver.name(),
-                v.layer.caption(),
                 a.resolution,
                 a.resolution,
                 number(Some(view.compute_ms), 0)
