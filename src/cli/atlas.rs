@@ -237,6 +237,11 @@ fn draw_key<DB: DrawingBackend>(
                 area.draw(&PathElement::new(vec![(left + 30, y), (left + 36, y)], BLACK))?;
                 area.draw(&Text::new(label, (left + 40, y - 7), text.clone()))?;
             }
+            // Cells with no value (the confidence of a solver without a mixture) are on no bar.
+            if let Some((label, color)) = paint::no_value(layer) {
+                area.draw(&Rectangle::new([(left, bottom + 24), (left + 18, bottom + 42)], rgb(color).filled()))?;
+                area.draw(&Text::new(label, (left + 24, bottom + 26), text.clone()))?;
+            }
         }
         paint::Key::Classes(classes) => {
             for (i, (label, color)) in classes.iter().enumerate() {
