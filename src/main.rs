@@ -61,6 +61,10 @@ fn main() -> ExitCode {
 /// there; a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
 fn run_app(arm: elbow::TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+    if let Err(problem) = app::check_arm(&arm) {
+        report(&problem);
+        return ExitCode::from(2);
+    }
     // A bad model file (or one for another arm) is refused before any window opens.
     for path in &models {
         let problem = match elbow::LearnedModel::load(path) {

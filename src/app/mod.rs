@@ -87,6 +87,11 @@ pub(crate) fn run(arm: TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode 
     }
 }
 
+/// Why the app cannot open on `arm`, if it cannot: every plant its sliders allow must exist.
+pub(crate) fn check_arm(arm: &TwoLinkArm) -> Result<(), String> {
+    state::arm::check_slider_room(arm)
+}
+
 /// Makes `arm` the nominal arm; called before the plugins, so everything built for the arm at
 /// start (the plant, the target, the camera's span) is built for this one.
 pub(crate) fn on_arm(app: &mut App, arm: TwoLinkArm) {

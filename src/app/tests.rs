@@ -543,3 +543,16 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
     wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
 }
+
+#[test]
+fn the_app_refuses_lengths_its_mismatch_sliders_would_break() {
+    assert!(super::check_arm(&elbow::TwoLinkArm::default()).is_ok());
+    // At the smallest length the core accepts, a 20 % shorter link is no arm: the app must refuse
+    // to open rather than let its plant fall back to the nominal arm.
+    let tiny = elbow::TwoLinkArm::new(1e-6, 1e-6).unwrap();
+    let err = super::check_arm(&tiny).unwrap_err();
+    assert!(err.contains("no room for the app's link-length sliders"), "{err}");
+    // Likewise at the largest ratio of link lengths.
+    let ratio = elbow::TwoLinkArm::new(1.0, 1.2e-4).unwrap();
+    assert!(super::check_arm(&ratio).is_err());
+}

@@ -328,6 +328,7 @@ crate::simd::dispatch!(
         solver: SolverId,
         cfg: &AtlasConfig,
         half_width: f64,
+        real: &RealArm,
         row: usize,
         scratch: &mut PredictScratch,
         out: &mut [AtlasCell],
@@ -341,6 +342,7 @@ fn row_cells_body(
     solver: SolverId,
     cfg: &AtlasConfig,
     half_width: f64,
+    real: &RealArm,
     row: usize,
     scratch: &mut PredictScratch,
     out: &mut [AtlasCell],
@@ -359,7 +361,6 @@ fn row_cells_body(
     let judge = judged_on(lineup, solver);
     let judged_on_nominal = judge == RealArm::ideal(lineup.arm);
     let fit = lineup.fit(solver);
-    let real = cfg.mismatch.real_arm(&lineup.arm);
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
     let play = cfg.backlash;
     // One stream per row, so the map is the same however rows are shared between threads.
@@ -402,6 +403,10 @@ fn row_cells_body(
 /// result does not depend on the number of threads).
 pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
     cfg.validate()?;
+    // The silent layer's plant: an error, never the nominal arm in its place (which would show
+    // no mismatch at all).
+    let real = RealArm::with_mismatch(&lineup.arm, cfg.mismatch)
+        .map_err(|e| format!("the silent layer's mismatch makes no valid real arm for this arm: {e}"))?;
     let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
     let n = cfg.resolution;
     let blank = AtlasCell {
@@ -419,7 +424,7 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
         .par_chunks_mut(n)
         .enumerate()
         .map_init(PredictScratch::default, |scratch, (row, out)| {
-            row_cells(lineup, solver, cfg, half_width, row, scratch, out)
+            row_cells(lineup, solver, cfg, half_width, &real, row, scratch, out)
         })
         .all(|done| done);
     let missing = (!complete).then(|| format!("{} has no model yet", solver.name()));
@@ -457,6 +462,20 @@ mod tests {
         }
         assert!(atlas.cell_at(Point2::new(0.9, 0.3)).is_some_and(|c| c.miss < 1e-9));
         assert!(atlas.cell_at(Point2::new(99.0, 0.0)).is_none());
+    }
+
+    #[test]
+    fn a_mismatch_that_makes_no_real_arm_is_an_error_not_the_nominal_arm() {
+        // Links at the smallest length the arm accepts: 20 % shorter is no arm at all, and the
+        // silent layer must say so rather than judge answers on the nominal arm (no mismatch).
+        let arm = TwoLinkArm::new(1e-6, 1e-6).unwrap();
+        let lineup = Lineup::new(arm, Table::default());
+        let mismatch = Mismatch { length_error: [-0.2, 0.0], ..Mismatch::NONE };
+        let err = compute(&lineup, SolverId::Analytic, &AtlasConfig { mismatch, ..cfg() }).unwrap_err();
+        assert!(err.contains("no valid real arm"), "{err}");
+        // The same mismatch on an ordinary arm maps.
+        let ordinary = Lineup::new(TwoLinkArm::default(), Table::default());
+        assert!(compute(&ordinary, SolverId::Analytic, &AtlasConfig { mismatch, ..cfg() }).is_ok());
     }
 
     #[test]

@@ -62,6 +62,22 @@ pub(crate) mod range {
     pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
 }
 
+/// Whether every length error the mismatch sliders allow makes a valid real arm of `nominal`
+/// (links too close to the smallest or largest length the core accepts would not), with the
+/// reason when not.
+pub(crate) fn check_slider_room(nominal: &TwoLinkArm) -> Result<(), String> {
+    let (lo, hi) = (*range::LENGTH_ERROR.start(), *range::LENGTH_ERROR.end());
+    for length_error in [[lo, lo], [lo, hi], [hi, lo], [hi, hi]] {
+        RealArm::with_mismatch(nominal, Mismatch { length_error, ..Mismatch::NONE }).map_err(|e| {
+            format!(
+                "these --lengths leave no room for the app's link-length sliders (±{:.0} % each): {e}",
+                100.0 * hi
+            )
+        })?;
+    }
+    Ok(())
+}
+
 impl Default for PlantSettings {
     /// The core's default mismatch, so the residual head trains against the plant it drives.
     fn default() -> Self {
@@ -104,7 +120,9 @@ impl PlantSettings {
         Mismatch { length_error: s.length_error, joint_offsets: Pose::new(s.joint_offset[0], s.joint_offset[1]) }
     }
 
-    /// The real arm these settings describe for `nominal`.
+    /// The real arm these settings describe for `nominal`. Every setting the sliders allow makes
+    /// a valid real arm for a nominal arm that passed [`check_slider_room`], which the app checks
+    /// before it opens, so the nominal arm never stands in for a mismatched one.
     pub(crate) fn real_arm(&self, nominal: &TwoLinkArm) -> RealArm {
         self.mismatch().real_arm(nominal)
     }
