@@ -171,7 +171,7 @@ fn crates(
                     m as isize,
                 );
             }
-            black_box(&mut out);
+            black_box(&mut *out);
         })
     });
     g.bench_function(format!("{}/gemm_crate", s.name), |bch| {
@@ -200,7 +200,7 @@ fn crates(
                     gemm::Parallelism::None,
                 );
             }
-            black_box(&mut out);
+            black_box(&mut *out);
         })
     });
 }

@@ -320,6 +320,12 @@ pub fn answers(
     Some(out.iter().zip(targets).map(|(a, &t)| (model.solution(t, a), mixture.then_some(a.top_weight))).collect())
 }
 
+/// What every row of one map shares: its extent and the silent layer's real arm.
+struct Grid {
+    half_width: f64,
+    real: RealArm,
+}
+
 crate::simd::dispatch!(
     /// [`row_cells_body`] compiled for the widest instruction set the CPU has, so the closed-form
     /// geometry of every cell (atan2's fused multiply-adds) runs on hardware FMA.
@@ -327,8 +333,7 @@ crate::simd::dispatch!(
         lineup: &Lineup<'_>,
         solver: SolverId,
         cfg: &AtlasConfig,
-        half_width: f64,
-        real: &RealArm,
+        grid: &Grid,
         row: usize,
         scratch: &mut PredictScratch,
         out: &mut [AtlasCell],
@@ -341,8 +346,7 @@ fn row_cells_body(
     lineup: &Lineup,
     solver: SolverId,
     cfg: &AtlasConfig,
-    half_width: f64,
-    real: &RealArm,
+    grid: &Grid,
     row: usize,
     scratch: &mut PredictScratch,
     out: &mut [AtlasCell],
@@ -353,7 +357,7 @@ fn row_cells_body(
     let mut targets: Vec<Point2> = Vec::with_capacity(n);
     let mut branches: Vec<Branches> = Vec::with_capacity(n);
     for col in 0..n {
-        let t = Atlas::center(n, half_width, col, row);
+        let t = Atlas::center(n, grid.half_width, col, row);
         targets.push(t);
         branches.push(solve_branches(&lineup.arm, t));
     }
@@ -381,7 +385,7 @@ fn row_cells_body(
                 if play > 0.0 {
                     jitter = jitter + Pose::new(rng.random_range(-play..=play), rng.random_range(-play..=play));
                 }
-                misses += usize::from(real.miss(pose + jitter, target) > cfg.tolerance);
+                misses += usize::from(grid.real.miss(pose + jitter, target) > cfg.tolerance);
             }
             misses as f64 / cfg.samples as f64
         };
@@ -408,6 +412,7 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
     let real = RealArm::with_mismatch(&lineup.arm, cfg.mismatch)
         .map_err(|e| format!("the silent layer's mismatch makes no valid real arm for this arm: {e}"))?;
     let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
+    let grid = Grid { half_width, real };
     let n = cfg.resolution;
     let blank = AtlasCell {
         target: Point2::zeros(),
@@ -424,7 +429,7 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
         .par_chunks_mut(n)
         .enumerate()
         .map_init(PredictScratch::default, |scratch, (row, out)| {
-            row_cells(lineup, solver, cfg, half_width, &real, row, scratch, out)
+            row_cells(lineup, solver, cfg, &grid, row, scratch, out)
         })
         .all(|done| done);
     let missing = (!complete).then(|| format!("{} has no model yet", solver.name()));
