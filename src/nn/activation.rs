@@ -20,7 +20,21 @@ pub enum Activation {
     Identity,
 }
 
+crate::keys::keyed!(Activation, "activation", aliases: [("linear", Activation::Identity)]);
+
 impl Activation {
+    /// Every activation.
+    pub const ALL: [Activation; 3] = [Activation::Tanh, Activation::Relu, Activation::Identity];
+
+    /// The key in configurations.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Activation::Tanh => "tanh",
+            Activation::Relu => "relu",
+            Activation::Identity => "identity",
+        }
+    }
+
     /// Applies the activation in place.
     pub fn apply(self, z: &mut [f32]) {
         match self {
