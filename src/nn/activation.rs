@@ -108,6 +108,18 @@ mod tests {
     use crate::simd::for_each_level;
 
     #[test]
+    fn keys_and_the_linear_alias_parse_and_files_keep_the_variant_name() {
+        for a in Activation::ALL {
+            assert_eq!(a.to_string().parse::<Activation>(), Ok(a));
+            // Model files spell the variant; that format does not change with the key.
+            assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a:?}\""));
+        }
+        assert_eq!(" Linear".parse::<Activation>(), Ok(Activation::Identity));
+        let err = "gelu".parse::<Activation>().unwrap_err();
+        assert_eq!(err, "activation must be one of tanh, relu, identity; got `gelu`");
+    }
+
+    #[test]
     fn backprop_matches_the_derivative_at_every_level() {
         for_each_level(|level| {
             for len in [1usize, 7, 15, 17, 63, 65] {
