@@ -34,11 +34,18 @@ fn main() -> ExitCode {
             };
         }
     };
-    match cli.command {
-        Some(_) if !cli.model.is_empty() => {
-            report("--model before a command is for the app; experiments take their own --model");
-            ExitCode::from(2)
+    if let Some(misplaced) = cli.app_flags_with_command() {
+        report(misplaced);
+        return ExitCode::from(2);
+    }
+    let arm = match cli.app_arm() {
+        Ok(arm) => arm,
+        Err(message) => {
+            report(&message);
+            return ExitCode::from(2);
         }
+    };
+    match cli.command {
         Some(command) => match cli::run(&command) {
             Ok(()) => ExitCode::SUCCESS,
             Err(failure) => {
@@ -46,19 +53,23 @@ fn main() -> ExitCode {
                 ExitCode::from(failure.code)
             }
         },
-        None => run_app(cli.model),
+        None => run_app(arm, cli.model),
     }
 }
 
-/// Opens the desktop app once the display and the GPU driver it needs are known to be there;
-/// a GPU panic while it starts becomes a message and exit code 2.
+/// Opens the desktop app on `arm` once the display and the GPU driver it needs are known to be
+/// there; a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
-fn run_app(models: Vec<std::path::PathBuf>) -> ExitCode {
-    // A bad model file is refused before any window opens.
+fn run_app(arm: elbow::TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+    if let Err(problem) = app::check_arm(&arm) {
+        report(&problem);
+        return ExitCode::from(2);
+    }
+    // A bad model file (or one for another arm) is refused before any window opens.
     for path in &models {
         let problem = match elbow::LearnedModel::load(path) {
             Err(e) => Some(e.to_string()),
-            Ok(m) => m.check_fits(&elbow::TwoLinkArm::default(), None).err(),
+            Ok(m) => m.check_fits(&arm, None).err(),
         };
         if let Some(problem) = problem {
             report(&format!("{}: {problem}", path.display()));
@@ -85,11 +96,11 @@ fn run_app(models: Vec<std::path::PathBuf>) -> ExitCode {
             None => default_hook(info),
         }
     }));
-    app::run(models)
+    app::run(arm, models)
 }
 
 #[cfg(not(feature = "app"))]
-fn run_app(_models: Vec<std::path::PathBuf>) -> ExitCode {
+fn run_app(_arm: elbow::TwoLinkArm, _models: Vec<std::path::PathBuf>) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
 }

@@ -100,6 +100,12 @@ fn the_issues_one_chart_sampler_agrees_with_the_balanced_one() {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let balanced = ExactSampler::new(&arm).sample(target, 2000, &mut rng);
     let one = ExactSampler::last_two_only(&arm).sample(target, 2000, &mut rng);
+    let bound = 1.5e-3;
     let mmd = mmd_unbiased(&balanced.x, &one.x, 3, &Kernel::default());
-    assert!(mmd.abs() < 1.5e-3, "{mmd}");
+    assert!(mmd.abs() < bound, "{mmd}");
+    // The negative control: the same balanced sampler with its Jacobian factor dropped draws
+    // from a wrong distribution over the same solution manifold, and the bound tells it apart.
+    let wrong = ExactSampler::new(&arm).sample_without_jacobian(target, 2000, &mut rng);
+    let off = mmd_unbiased(&wrong.x, &one.x, 3, &Kernel::default());
+    assert!(off > bound, "without the Jacobian, MMD {off} <= {bound}");
 }

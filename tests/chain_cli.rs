@@ -1,15 +1,12 @@
 //! `elbow experiment chain` as a user runs it: JSON rows, the figure, and bad input refused
 //! with one plain sentence and exit code 2.
 
-use std::process::Command;
+mod common;
 
+/// `elbow ARGS` through the shared runner: exit code, stdout, stderr.
 fn elbow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elbow")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    let run = common::elbow(args);
+    (run.code, run.stdout, run.stderr)
 }
 
 const SMALL: [&str; 6] = ["--targets", "8", "--samples", "30", "--steps", "150"];
@@ -17,7 +14,7 @@ const SMALL: [&str; 6] = ["--targets", "8", "--samples", "30", "--steps", "150"]
 #[test]
 fn json_has_one_row_per_method_with_the_issues_fields() {
     for arm in ["rail3", "3r"] {
-        let mut args = vec!["experiment", "chain", "--arm", arm, "--json"];
+        let mut args = vec!["experiment", "chain", "--arm", arm, "--json", "--ess-factor", "400"];
         args.extend(SMALL);
         let (code, out, err) = elbow(&args);
         assert_eq!(code, 0, "{err}");
@@ -32,7 +29,12 @@ fn json_has_one_row_per_method_with_the_issues_fields() {
             }
         }
         let exact = &rows[4];
-        assert!(exact["ess_min"].as_f64().unwrap() >= 10.0 * 30.0, "{exact}");
+        // The sampler's guarantee: every reference pool reaches an effective sample size of the
+        // ESS factor times the samples drawn (400 x 30), on every target. The factor is large
+        // so that the target lies several proposal rounds out (one round alone gives an ESS of
+        // about 2,600 on rail3): the bound is the sampler's stopping rule, not one round's
+        // overshoot.
+        assert!(exact["ess_min"].as_f64().unwrap() >= 400.0 * 30.0, "{exact}");
         assert!(exact["mmd_floor"].as_f64().is_some() && rows[0].get("ess_min").is_none());
         assert_eq!(exact["success_rate"].as_f64(), Some(1.0));
     }

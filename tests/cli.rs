@@ -203,3 +203,95 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn degradation_names_empty_ood_sets_apart_from_those_that_ran() {
+    // On the default arm (l1 = l2: no hole) trained on the whole annulus (no sector), only
+    // `beyond` can have targets; with no OOD budget at all, not even that.
+    let small = ["experiment", "degradation", "--targets", "20", "--train-steps", "10", "--protocol", "exercise"];
+    for (fraction, ran, empty) in
+        [("0.5", vec!["beyond"], vec!["hole", "sector"]), ("0", vec![], vec!["beyond", "hole", "sector"])]
+    {
+        let args = [&small[..], &["--ood", "beyond,hole,sector", "--ood-fraction", fraction, "--json"]].concat();
+        let (code, out, err) = elbow(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["config"]["ood"], serde_json::json!(ran), "fraction {fraction}: the config echoes what ran");
+        assert_eq!(v["ood_empty"], serde_json::json!(empty), "fraction {fraction}");
+        let splits: Vec<&str> = v["targets"].as_array().unwrap().iter().map(|t| t[0].as_str().unwrap()).collect();
+        assert_eq!(splits, [&["in"][..], &ran[..]].concat(), "fraction {fraction}");
+        let (code, out, err) =
+            elbow(&[&small[..], &["--ood", "beyond,hole,sector", "--ood-fraction", fraction]].concat());
+        assert_eq!(code, 0, "{err}");
+        for kind in &empty {
+            assert!(out.contains(&format!("OOD set {kind} asked for but empty, not run: ")), "{kind}: {out}");
+        }
+        assert!(!out.contains("OOD set beyond asked for") || empty.contains(&"beyond"), "{out}");
+    }
+}
+
+#[test]
+fn the_residual_head_never_fits_a_real_arm_it_silently_replaced() {
+    // At the length bounds the default mismatch (upper arm 6 % long) leaves the supported range:
+    // the residual head refuses in one sentence instead of fitting the nominal arm, which would
+    // train it to correct nothing; heads that fit no real arm still train.
+    for (lengths, link) in [("1e6,1e6", "l1"), ("1e-6,1e-6", "l2")] {
+        for command in [
+            &["train", "--head", "residual", "--steps", "20", "--quiet"][..],
+            &["atlas", "--solver", "residual", "--train-steps", "20", "--out", "never.png"][..],
+        ] {
+            let args = [command, &["--lengths", lengths]].concat();
+            let (code, out, err) = elbow(&args);
+            assert_eq!(code, 2, "{args:?}: {out} {err}");
+            assert!(err.contains("default mismatch") && err.contains(&format!("link length {link}")), "{err}");
+        }
+        let (code, _, err) = elbow(&[
+            "train",
+            "--head",
+            "mdn",
+            "--lengths",
+            lengths,
+            "--steps",
+            "20",
+            "--eval-targets",
+            "10",
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{lengths}: {err}");
+    }
+    // The atlas's silent layer maps a real arm of its own mismatch: one that cannot exist for
+    // these lengths is refused, not swapped for the nominal arm.
+    let (code, _, err) = elbow(&["atlas", "--lengths", "1e6,1e6", "--length-error", "0.1,0", "--out", "never.png"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no usable real arm") && err.contains("link length l1"), "{err}");
+}
+
+#[test]
+fn train_says_when_the_residual_head_drops_its_corrections() {
+    // With a forearm a tenth of the upper arm, the upper arm's 6 % length error needs elbow
+    // corrections of 0.5 to 1 rad on every target the real arm reaches: all above the head's
+    // bound, so every answer keeps the analytic pose, and `train` says so. On the default arm
+    // nearly every correction applies.
+    let run = |lengths: &str, json: bool| {
+        let mut args =
+            vec!["train", "--head", "residual", "--lengths", lengths, "--steps", "2000", "--eval-targets", "2000"];
+        args.extend(if json { &["--json"][..] } else { &["--quiet"][..] });
+        let (code, out, err) = elbow(&args);
+        assert_eq!(code, 0, "{lengths}: {err}");
+        out
+    };
+    let share = |lengths: &str| {
+        let v: serde_json::Value = serde_json::from_str(&run(lengths, true)).unwrap();
+        (
+            v["corrections_applied"].as_f64().unwrap(),
+            v["fk_miss"]["mean"].as_f64().unwrap(),
+            v["analytic_on_real_arm"]["mean"].as_f64().unwrap(),
+        )
+    };
+    let (applied, miss, analytic) = share("1,0.1");
+    assert!(applied < 0.01 && miss >= 0.99 * analytic, "1,0.1: applied {applied}, miss {miss} vs analytic {analytic}");
+    assert!(run("1,0.1", false).contains("most corrections were dropped"));
+    let (applied, miss, analytic) = share("1,0.8");
+    assert!(applied > 0.95 && miss < 0.2 * analytic, "1,0.8: applied {applied}, miss {miss} vs analytic {analytic}");
+    assert!(!run("1,0.8", false).contains("dropped"));
+}

@@ -3,7 +3,8 @@
 
 use elbow::experiments::randomization::{PlantSet, RandomizationConfig, Ranges, Training, randomization};
 use elbow::learned::{HeadKind, TrainConfig};
-use std::process::Command;
+
+mod common;
 
 /// Flex alone: a one-sided, configuration-dependent droop that a correction can learn.
 fn flex_only() -> RandomizationConfig {
@@ -63,17 +64,13 @@ fn a_symmetric_mismatch_is_not_learnable_on_average() {
 #[test]
 fn the_command_line_runs_it_and_refuses_bad_ranges() {
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_elbow")).args(args).output().expect("runs");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let run = common::elbow(args);
+        (run.code, run.stdout, run.stderr)
     };
     let small =
         ["experiment", "randomization", "--steps", "50", "--data-size", "200", "--plants", "2", "--targets", "10"];
     let (code, out, _) = run(&[&small[..], &["--json"]].concat());
-    assert_eq!(code, Some(0));
+    assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 3 * 5, "analytic + 2 heads x 2 trainings, on 3 plant sets");
     assert_eq!(v["verdicts"][2]["answer"], "no");
@@ -83,7 +80,7 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
         ("--plants", "0", "plants"),
     ] {
         let (code, _, err) = run(&[&small[..], &[flag, value]].concat());
-        assert_eq!(code, Some(2), "{flag} {value}: {err}");
+        assert_eq!(code, 2, "{flag} {value}: {err}");
         assert!(err.contains(needle) && err.contains(flag.trim_start_matches('-')), "{flag}: {err}");
     }
 }

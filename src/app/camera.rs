@@ -5,7 +5,8 @@
 //! wander onto it, do not move the target.
 
 use super::AppSet;
-use super::state::{Hover, Nominal, PanelWidth, PointerDrag};
+use super::state::arm::Nominal;
+use super::state::view::{Hover, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
 use bevy::prelude::*;

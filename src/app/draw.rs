@@ -5,7 +5,9 @@
 
 use super::AppSet;
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
-use super::state::{EnvelopeStats, FLASH_SECS, Nominal, Shown, Sim, Solutions, Target};
+use super::state::arm::{Nominal, Sim};
+use super::state::solve::{EnvelopeStats, FLASH_SECS, Shown, Solutions};
+use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::learned::Output;
 use elbow::{HeadKind, Point2, SolverId};

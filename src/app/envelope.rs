@@ -3,7 +3,10 @@
 //! proposal or the classical fallback, and every decision is counted by reason and flashed.
 
 use super::AppSet;
-use super::state::{Driver, EnvelopeStats, FLASH_SECS, Models, Nominal, Sim, Solutions, Target};
+use super::state::arm::{Nominal, Sim};
+use super::state::solve::{Driver, EnvelopeStats, FLASH_SECS, Solutions};
+use super::state::train::Models;
+use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::{Lineup, Table};
 

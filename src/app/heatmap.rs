@@ -3,7 +3,7 @@
 //! crisp). It repaints only when a new map arrives or the layer changes.
 
 use super::AppSet;
-use super::state::AtlasView;
+use super::atlas::AtlasView;
 use bevy::asset::RenderAssetUsages;
 use bevy::image::ImageSampler;
 use bevy::prelude::*;

@@ -3,7 +3,9 @@
 //! field stay with egui.
 
 use super::AppSet;
-use super::state::{AtlasView, Driver, RunState, SHORTCUTS, Shortcut, TrainCommand, Training};
+use super::atlas::AtlasView;
+use super::state::solve::Driver;
+use super::state::train::{RunState, TrainCommand, Training};
 use bevy::prelude::*;
 use bevy_egui::input::EguiWantsInput;
 use elbow::atlas::Layer;
@@ -53,6 +55,74 @@ fn apply(
         Shortcut::Training => {
             let running = HeadKind::ALL.iter().any(|&h| training.head(h).state == RunState::Running);
             train.write(if running { TrainCommand::Pause } else { TrainCommand::Start });
+        }
+    }
+}
+
+/// What a keyboard shortcut does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shortcut {
+    /// This learned head drives the plant.
+    Head(HeadKind),
+    /// The safety envelope on or off.
+    Envelope,
+    /// The atlas on or off.
+    Atlas,
+    /// The next atlas layer.
+    Layer,
+    /// Pause training if a head is running, else start or resume it.
+    Training,
+}
+
+/// The number keys, `1` to `9`: the n-th head of [`HeadKind::ALL`] (the head registry) is driven
+/// by the n-th.
+const DIGITS: [(KeyCode, &str); 9] = [
+    (KeyCode::Digit1, "1"),
+    (KeyCode::Digit2, "2"),
+    (KeyCode::Digit3, "3"),
+    (KeyCode::Digit4, "4"),
+    (KeyCode::Digit5, "5"),
+    (KeyCode::Digit6, "6"),
+    (KeyCode::Digit7, "7"),
+    (KeyCode::Digit8, "8"),
+    (KeyCode::Digit9, "9"),
+];
+
+/// The shortcuts that are not heads.
+const TOGGLES: [(KeyCode, &str, Shortcut); 4] = [
+    (KeyCode::KeyE, "E", Shortcut::Envelope),
+    (KeyCode::KeyA, "A", Shortcut::Atlas),
+    (KeyCode::KeyL, "L", Shortcut::Layer),
+    (KeyCode::Space, "Space", Shortcut::Training),
+];
+
+/// Every shortcut with its key and what it does, for the panel and the README: a number key per
+/// head of the registry, in its order, then the toggles.
+pub(crate) const SHORTCUTS: [(KeyCode, &str, Shortcut); HeadKind::COUNT + TOGGLES.len()] = {
+    assert!(HeadKind::COUNT <= DIGITS.len(), "more heads than number keys");
+    let mut all = [TOGGLES[0]; HeadKind::COUNT + TOGGLES.len()];
+    let mut i = 0;
+    while i < HeadKind::COUNT {
+        all[i] = (DIGITS[i].0, DIGITS[i].1, Shortcut::Head(HeadKind::ALL[i]));
+        i += 1;
+    }
+    let mut t = 0;
+    while t < TOGGLES.len() {
+        all[HeadKind::COUNT + t] = TOGGLES[t];
+        t += 1;
+    }
+    all
+};
+
+impl Shortcut {
+    /// What the shortcut does, in a few words.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Shortcut::Head(h) => format!("drive with {}", h.spec().short),
+            Shortcut::Envelope => "safety envelope on/off".into(),
+            Shortcut::Atlas => "atlas on/off".into(),
+            Shortcut::Layer => "next atlas layer".into(),
+            Shortcut::Training => "pause training, or start/resume it".into(),
         }
     }
 }

@@ -4,7 +4,9 @@
 
 use super::camera::WorldCamera;
 use super::format::{TARGET_COLOR, color32, metres, solver_color};
-use super::state::{Nominal, Shown, Solutions, Target};
+use super::state::arm::Nominal;
+use super::state::solve::{Shown, Solutions};
+use super::state::view::Target;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use elbow::learned::Output;

@@ -1,8 +1,11 @@
 //! The desktop app: a bevy window over the headless core.
 //!
-//! One plugin per concern (`pub(crate) fn plugin(app: &mut App)` in each module). Shared
-//! resources and messages live in [`state`] and display helpers in [`format`]; plugins import
-//! those two and never each other (a test checks the import graph has no cycle).
+//! One plugin per concern (`pub(crate) fn plugin(app: &mut App)` in each module). Resources and
+//! messages several plugins share live in [`state`], split by concern (the arm, the view, the
+//! answers, training), and display helpers in [`format`]; a resource one plugin owns lives with
+//! that plugin (the atlas view in [`atlas`], the live sweep in [`sweep`], the shortcuts in
+//! [`keys`]), where the panel reads it. The atlas and the sweep are both a background [`job`].
+//! The import graph has no cycle (a test checks).
 //!
 //! The plugins split in two halves. The logic half ([`logic_plugin`]: state, target, training,
 //! solvers, envelope, plant) needs no window or renderer, so tests drive it with
@@ -19,6 +22,7 @@ mod draw;
 mod envelope;
 mod format;
 mod heatmap;
+mod job;
 mod keys;
 mod labels;
 mod panel;
@@ -35,6 +39,7 @@ mod tests;
 
 use bevy::prelude::*;
 use bevy_egui::EguiPlugin;
+use elbow::TwoLinkArm;
 use std::process::ExitCode;
 
 /// The stages of a frame, chained in this order in [`Update`].
@@ -56,9 +61,9 @@ pub(crate) enum AppSet {
     Draw,
 }
 
-/// Opens the window and runs the lab until it closes, with the model files in `models` loaded in
-/// place of their heads' training.
-pub(crate) fn run(models: Vec<std::path::PathBuf>) -> ExitCode {
+/// Opens the window and runs the lab on `arm` (`elbow --lengths`) until it closes, with the model
+/// files in `models` loaded in place of their heads' training.
+pub(crate) fn run(arm: TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
             "error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)"
@@ -68,17 +73,29 @@ pub(crate) fn run(models: Vec<std::path::PathBuf>) -> ExitCode {
     let window =
         Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
     let mut app = App::new();
+    on_arm(&mut app, arm);
     app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
         .add_plugins(plugin);
     for path in models {
-        app.world_mut().write_message(state::LoadModel(path));
+        app.world_mut().write_message(state::train::LoadModel(path));
     }
     let exit = app.run();
     match exit {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(code) => ExitCode::from(code.get()),
     }
+}
+
+/// Why the app cannot open on `arm`, if it cannot: every plant its sliders allow must exist.
+pub(crate) fn check_arm(arm: &TwoLinkArm) -> Result<(), String> {
+    state::arm::check_slider_room(arm)
+}
+
+/// Makes `arm` the nominal arm; called before the plugins, so everything built for the arm at
+/// start (the plant, the target, the camera's span) is built for this one.
+pub(crate) fn on_arm(app: &mut App, arm: TwoLinkArm) {
+    app.insert_resource(state::arm::Nominal(arm));
 }
 
 /// Why no window can open, when that can be told before bevy tries (and panics).

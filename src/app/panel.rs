@@ -4,19 +4,23 @@
 //! per-solver readouts and show/hide toggles, loss and tip-error plots, the envelope's
 //! intervention counts, and the target, plant and training controls.
 //!
-//! Widgets edit copies of the resources, written back only when they changed, so change
-//! detection (the plant re-reads its settings on change) sees real edits only. Every number
-//! goes through [`metres`] or [`number`], which show "—" for anything not finite.
+//! Each section gets only what it shows or edits: plain values and shared references for what it
+//! reads, a [`Mut`] of each resource it edits. Widgets edit copies of the resources, written
+//! back only when they changed, so change detection (the plant re-reads its settings on change)
+//! sees real edits only. Every number goes through [`metres`] or [`number`], which show "—" for
+//! anything not finite.
 //!
 //! Every solver list here (the driver buttons, the legend, the training table) iterates
 //! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
+use super::atlas::AtlasView;
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
-use super::state::{
-    AtlasView, Curve, DEFAULT_TARGET, Driver, EnvelopeStats, HISTORY_SECS, Hover, LiveSweep, LoadModel, ModelFile,
-    Models, Nominal, PanelWidth, PlantSettings, Readout, RunState, SHORTCUTS, Shown, Sim, Solutions, SweepChannel,
-    Target, TipHistory, TrainCommand, Training, TrainingParams, range,
-};
+use super::keys::SHORTCUTS;
+use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
+use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
+use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
+use super::state::view::{Hover, PanelWidth, Target};
+use super::sweep::{Curve, LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
@@ -25,7 +29,7 @@ use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
 use elbow::learned::Output;
 use elbow::lineup::Family;
-use elbow::{HeadKind, Lineup, SolverId, Table};
+use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
 
 /// Registers the panel system in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -35,14 +39,13 @@ pub(crate) fn plugin(app: &mut App) {
 /// Height of each plot, logical pixels.
 const PLOT_HEIGHT: f32 = 130.0;
 
-/// Everything the panel reads and edits.
+/// The resources the panel's sections share out: [`contents`] hands each section its part.
 #[derive(SystemParam)]
 struct Lab<'w> {
     target: ResMut<'w, Target>,
     driver: ResMut<'w, Driver>,
     shown: ResMut<'w, Shown>,
     plant: ResMut<'w, PlantSettings>,
-    params: ResMut<'w, TrainingParams>,
     stats: ResMut<'w, EnvelopeStats>,
     training: Res<'w, Training>,
     models: Res<'w, Models>,
@@ -53,8 +56,15 @@ struct Lab<'w> {
     time: Res<'w, Time>,
     atlas: ResMut<'w, AtlasView>,
     hover: Res<'w, Hover>,
-    model_file: ResMut<'w, ModelFile>,
     sweep: ResMut<'w, LiveSweep>,
+    controls: TrainingControls<'w>,
+}
+
+/// What only the training section edits and sends.
+#[derive(SystemParam)]
+struct TrainingControls<'w> {
+    params: ResMut<'w, TrainingParams>,
+    model_file: ResMut<'w, ModelFile>,
     train: MessageWriter<'w, TrainCommand>,
     load: MessageWriter<'w, LoadModel>,
 }
@@ -100,24 +110,39 @@ fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
         number(fps, 0)
     ));
     ui.separator();
-    driver_section(ui, lab);
-    perturbation_section(ui, lab);
+    driver_section(ui, lab.driver.reborrow());
+    let driver = lab.driver.0;
+    perturbation_section(ui, lab.plant.reborrow());
     ui.separator();
-    atlas_section(ui, lab);
+    atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     ui.separator();
     egui::CollapsingHeader::new("Live degradation: every solver vs the perturbation")
         .default_open(true)
-        .show(ui, |ui| sweep_section(ui, lab));
-    egui::CollapsingHeader::new("Solvers").default_open(true).show(ui, |ui| legend_section(ui, lab));
-    egui::CollapsingHeader::new("Plots: training loss, plant tip error")
+        .show(ui, |ui| sweep_section(ui, lab.sweep.reborrow(), &lab.plant));
+    let target = lab.target.pos;
+    egui::CollapsingHeader::new("Solvers").default_open(true).show(ui, |ui| {
+        let plant_miss = (lab.sim.plant.tip() - target).norm();
+        legend_section(ui, lab.shown.reborrow(), &lab.solutions, &lab.models, &lab.training, plant_miss, target)
+    });
+    egui::CollapsingHeader::new("Plots: training loss, plant tip error").default_open(false).show(ui, |ui| {
+        let tolerance = elbow::EnvelopeConfig::for_arm(&lab.nominal.0).max_fk_miss;
+        let now = lab.time.elapsed_secs_f64();
+        plots_section(ui, &lab.training, &lab.solutions.driver_name, &lab.history, now, tolerance)
+    });
+    egui::CollapsingHeader::new("Safety envelope").default_open(false).show(ui, |ui| {
+        let lineup = Lineup::new(lab.nominal.0, Table::from_fn(|h| lab.models.get(h)));
+        envelope_section(ui, lab.stats.reborrow(), driver, &lineup)
+    });
+    let home = default_target(&lab.nominal.0);
+    egui::CollapsingHeader::new("Target")
         .default_open(false)
-        .show(ui, |ui| plots_section(ui, lab));
-    egui::CollapsingHeader::new("Safety envelope").default_open(false).show(ui, |ui| envelope_section(ui, lab));
-    egui::CollapsingHeader::new("Target").default_open(false).show(ui, |ui| target_section(ui, lab));
+        .show(ui, |ui| target_section(ui, lab.target.reborrow(), home));
     egui::CollapsingHeader::new("Plant: lag and model mismatch")
         .default_open(false)
-        .show(ui, |ui| plant_section(ui, lab));
-    egui::CollapsingHeader::new("Training").default_open(false).show(ui, |ui| training_section(ui, lab));
+        .show(ui, |ui| plant_section(ui, lab.plant.reborrow()));
+    egui::CollapsingHeader::new("Training")
+        .default_open(false)
+        .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
     egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
         egui::Grid::new("shortcuts").num_columns(2).show(ui, |ui| {
             for (_, key, shortcut) in SHORTCUTS {
@@ -130,17 +155,16 @@ fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
 }
 
 /// The two perturbation sliders users come for: encoder noise and backlash.
-fn perturbation_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut s = *lab.plant;
+fn perturbation_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
+    let mut s = *plant;
     ui.add(egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"));
     ui.add(egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"));
-    lab.plant.set_if_neq(s.sanitized());
+    plant.set_if_neq(s.sanitized());
 }
 
 /// The atlas toggle, the solver it maps, the layer, its colour key and the hovered cell.
-fn atlas_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut v = lab.atlas.clone();
-    let driver = lab.driver.0;
+fn atlas_section(ui: &mut egui::Ui, mut view: Mut<AtlasView>, driver: Pipeline, hover: Option<Point2>) {
+    let mut v = view.clone();
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut v.on, "atlas of");
         egui::ComboBox::from_id_salt("atlas-solver")
@@ -159,7 +183,7 @@ fn atlas_section(ui: &mut egui::Ui, lab: &mut Lab) {
         }
     });
     let mapped = v.mapped(driver);
-    match lab.atlas.latest.as_deref() {
+    match view.latest.as_deref() {
         _ if !v.on => {
             ui.small("Off (A): the whole workspace coloured by one solver's answer.");
         }
@@ -167,55 +191,55 @@ fn atlas_section(ui: &mut egui::Ui, lab: &mut Lab) {
             ui.small(format!("{} — waiting for a model", a.missing.as_deref().unwrap_or_default()));
         }
         Some(a) => {
-            let busy = if lab.atlas.busy { ", updating…" } else { "" };
+            let busy = if view.busy { ", updating…" } else { "" };
+            let caption = if v.layer == Layer::Confidence && !elbow::atlas::has_confidence(a.solver) {
+                "no confidence: it has no mixture"
+            } else {
+                v.layer.caption()
+            };
             ui.small(format!(
-                "{}: {} ({}×{} cells, {} ms{busy})",
+                "{}: {caption} ({}×{} cells, {} ms{busy})",
                 a.solver.name(),
-                v.layer.caption(),
                 a.resolution,
                 a.resolution,
-                number(Some(lab.atlas.compute_ms), 0)
+                number(Some(view.compute_ms), 0)
             ));
             atlas_key(ui, v.layer);
-            hover_readout(ui, a, lab.hover.0);
+            hover_readout(ui, a, hover);
         }
         None => {
             ui.small(format!("mapping {}…", mapped.name()));
         }
     }
-    if v.on != lab.atlas.on
-        || v.layer != lab.atlas.layer
-        || v.follow_driver != lab.atlas.follow_driver
-        || v.solver != lab.atlas.solver
-    {
-        *lab.atlas = v;
+    if v.on != view.on || v.layer != view.layer || v.follow_driver != view.follow_driver || v.solver != view.solver {
+        *view = v;
     }
 }
 
 /// Error and silent-failure rate of every solver against the swept channel's level, the
 /// current setting marked.
-fn sweep_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut channel = lab.sweep.channel;
+fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSettings) {
+    let mut channel = sweep.channel;
     ui.horizontal(|ui| {
         ui.label("sweep");
         for c in SweepChannel::ALL {
             ui.selectable_value(&mut channel, c, c.channel().key());
         }
-        let status = match (&lab.sweep.note, lab.sweep.busy) {
+        let status = match (&sweep.note, sweep.busy) {
             (Some(note), _) => note.clone(),
             (None, true) => "updating…".into(),
-            (None, false) => format!("{} ms", number(Some(lab.sweep.compute_ms), 0)),
+            (None, false) => format!("{} ms", number(Some(sweep.compute_ms), 0)),
         };
         ui.small(status);
     });
-    if channel != lab.sweep.channel {
-        lab.sweep.channel = channel;
+    if channel != sweep.channel {
+        sweep.channel = channel;
     }
-    let Some((swept, curves)) = lab.sweep.latest.clone() else {
+    let Some((swept, curves)) = sweep.latest.clone() else {
         ui.small("The first sweep starts once every head has a model.");
         return;
     };
-    let now = swept.current(&lab.plant);
+    let now = swept.current(plant);
     let dashed = egui_plot::LineStyle::dashed_loose();
     let line = |curve: &Curve, points: &[[f64; 2]], log: bool| {
         let pts: Vec<[f64; 2]> =
@@ -256,13 +280,12 @@ fn sweep_section(ui: &mut egui::Ui, lab: &mut Lab) {
     ui.small(format!(
         "{} held-out targets per level, each channel alone from the perfect arm (as `elbow experiment degradation`); \
          dashed: inside the envelope; yellow: the slider now.",
-        super::state::SWEEP_TARGETS
+        super::sweep::SWEEP_TARGETS
     ));
 }
 
 /// The colour key of `layer`: a bar with its end values, or the classes.
 fn atlas_key(ui: &mut egui::Ui, layer: Layer) {
-    let rgba = |c: paint::Rgba| egui::Color32::from_rgba_unmultiplied(c[0], c[1], c[2], c[3]);
     match paint::key(layer) {
         paint::Key::Scale { lo, hi, log, unit } => {
             ui.horizontal(|ui| {
@@ -280,17 +303,31 @@ fn atlas_key(ui: &mut egui::Ui, layer: Layer) {
                 }
                 ui.small(format!("{} {unit}", fmt(hi)));
             });
+            // Cells with no value (the confidence of a solver without a mixture) are on no bar.
+            if let Some((label, color)) = paint::no_value(layer) {
+                ui.horizontal(|ui| key_swatch(ui, label, color));
+            }
         }
         paint::Key::Classes(classes) => {
             ui.horizontal_wrapped(|ui| {
                 for (label, color) in classes {
-                    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
-                    ui.painter().rect_filled(rect, 2.0, rgba(color));
-                    ui.small(label);
+                    key_swatch(ui, &label, color);
                 }
             });
         }
     }
+}
+
+/// A paint colour in egui.
+fn rgba(c: paint::Rgba) -> egui::Color32 {
+    egui::Color32::from_rgba_unmultiplied(c[0], c[1], c[2], c[3])
+}
+
+/// One entry of a colour key: a small square of `color` and its label.
+fn key_swatch(ui: &mut egui::Ui, label: &str, color: paint::Rgba) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+    ui.painter().rect_filled(rect, 2.0, rgba(color));
+    ui.small(label);
 }
 
 /// The numbers of the cell under the pointer.
@@ -301,12 +338,12 @@ fn hover_readout(ui: &mut egui::Ui, atlas: &Atlas, hover: Option<elbow::Point2>)
     };
     let verdict = cell.verdict.map_or("accepted".to_string(), |r| format!("rejected: {}", r.label()));
     ui.small(format!(
-        "at ({}, {}): miss {}, {}, top weight {}, envelope {verdict}, silent {}{}",
+        "at ({}, {}): miss {}, {}, {}, envelope {verdict}, silent {}{}",
         number(Some(cell.target.x), 2),
         number(Some(cell.target.y), 2),
         metres(finite(cell.miss).filter(|m| *m < 1e6)),
         cell.branch.label(),
-        number(Some(f64::from(cell.confidence)), 2),
+        cell.confidence.map_or("no confidence".into(), |w| format!("top weight {}", number(Some(f64::from(w)), 2))),
         if atlas.samples > 0 { format!("{}%", number(Some(cell.silent * 100.0), 0)) } else { "—".into() },
         if cell.reported { ", reported failure" } else { "" },
     ));
@@ -323,8 +360,8 @@ pub(crate) fn legend_rows() -> impl Iterator<Item = SolverId> {
 }
 
 /// Which solver drives the plant, and the envelope toggle.
-fn driver_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut d = lab.driver.0;
+fn driver_section(ui: &mut egui::Ui, mut driver: Mut<Driver>) {
+    let mut d = driver.0;
     for family in [Family::Classical, Family::Learned] {
         ui.horizontal_wrapped(|ui| {
             ui.strong(if family == Family::Classical { "Drives the plant:" } else { "learned head:" });
@@ -334,15 +371,15 @@ fn driver_section(ui: &mut egui::Ui, lab: &mut Lab) {
         });
     }
     ui.checkbox(&mut d.envelope, "safety envelope around the driver");
-    lab.driver.set_if_neq(Driver(d));
+    driver.set_if_neq(Driver(d));
 }
 
 /// The status text of a row.
-fn status_text(id: SolverId, r: &Readout, lab: &Lab) -> String {
+fn status_text(id: SolverId, r: &Readout, models: &Models, training: &Training) -> String {
     if let Some(head) = id.head()
-        && lab.models.get(head).is_none()
+        && models.get(head).is_none()
     {
-        return match lab.training.head(head).state {
+        return match training.head(head).state {
             RunState::Running | RunState::Paused => "training…".into(),
             _ => "no model".into(),
         };
@@ -355,9 +392,17 @@ fn status_text(id: SolverId, r: &Readout, lab: &Lab) -> String {
 }
 
 /// Legend with swatches, show toggles and readouts: tip error on the nominal model, status,
-/// iterations.
-fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut shown = lab.shown.clone();
+/// iterations; then the plant (its tip's miss of the target) and the target.
+fn legend_section(
+    ui: &mut egui::Ui,
+    mut shown_now: Mut<Shown>,
+    solutions: &Solutions,
+    models: &Models,
+    training: &Training,
+    plant_miss: f64,
+    target: Point2,
+) {
+    let mut shown = shown_now.clone();
     egui::Grid::new("legend").striped(true).num_columns(5).spacing([8.0, 3.0]).show(ui, |ui| {
         ui.label("");
         ui.strong("solver");
@@ -366,20 +411,20 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.strong("iters");
         ui.end_row();
         for id in legend_rows() {
-            let r = lab.solutions.row(id);
+            let r = solutions.row(id);
             ui.horizontal(|ui| {
                 ui.checkbox(&mut shown.0[id], "");
                 swatch(ui, solver_color(id));
             });
             let components =
-                id.head().filter(|h| h.spec().output == Output::Mixture).map(|h| lab.solutions.candidates[h].len());
+                id.head().filter(|h| h.spec().output == Output::Mixture).map(|h| solutions.candidates[h].len());
             ui.label(match components {
                 Some(n) if n > 0 => format!("{} ({n} comp.)", id.name()),
                 _ => id.name().into(),
             });
-            let untrained = id.head().is_some_and(|h| lab.models.get(h).is_none());
+            let untrained = id.head().is_some_and(|h| models.get(h).is_none());
             ui.label(if untrained { "—".into() } else { metres(r.tip_error) });
-            ui.label(status_text(id, r, lab));
+            ui.label(status_text(id, r, models, training));
             ui.label(if r.iterations > 0 { r.iterations.to_string() } else { "—".into() });
             ui.end_row();
         }
@@ -388,13 +433,13 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
             swatch(ui, PLANT_COLOR);
         });
         ui.label("plant (real arm)");
-        ui.label(metres(Some((lab.sim.plant.tip() - lab.target.pos).norm())));
-        let status = match (lab.solutions.command, lab.solutions.driver_status) {
+        ui.label(metres(Some(plant_miss)));
+        let status = match (solutions.command, solutions.driver_status) {
             (None, _) => "holding (no model)".to_string(),
             (Some(_), Some(s)) => s.label().to_string(),
             (Some(_), None) => "—".into(),
         };
-        ui.label(format!("{}: {status}", lab.solutions.driver_name));
+        ui.label(format!("{}: {status}", solutions.driver_name));
         ui.label("");
         ui.end_row();
         ui.horizontal(|ui| {
@@ -402,19 +447,26 @@ fn legend_section(ui: &mut egui::Ui, lab: &mut Lab) {
             swatch(ui, TARGET_COLOR);
         });
         ui.label("target");
-        ui.label(format!("({}, {})", number(Some(lab.target.pos.x), 2), number(Some(lab.target.pos.y), 2)));
+        ui.label(format!("({}, {})", number(Some(target.x), 2), number(Some(target.y), 2)));
         ui.end_row();
     });
     ui.small(
         "Tip errors are on the nominal model (the residual hybrid's on the real arm it was fitted to); \
          ghost opacity of the MDN follows component weight.",
     );
-    lab.shown.set_if_neq(shown);
+    shown_now.set_if_neq(shown);
 }
 
 /// Plots: training losses (log10; the MDN's negative log-likelihood apart, clamped) and the
-/// plant's rolling tip error.
-fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
+/// plant's rolling tip error up to `now` (seconds), with the envelope's `tolerance` (metres).
+fn plots_section(
+    ui: &mut egui::Ui,
+    training: &Training,
+    driver_name: &str,
+    history: &TipHistory,
+    now: f64,
+    tolerance: f64,
+) {
     let width = ui.available_width();
     ui.columns(2, |cols| {
         cols[0].small("training loss (log₁₀), squared-error heads");
@@ -426,8 +478,7 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
             .legend(Legend::default())
             .show(&mut cols[0], |plot| {
                 for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output != Output::Mixture) {
-                    let points: Vec<[f64; 2]> = lab
-                        .training
+                    let points: Vec<[f64; 2]> = training
                         .head(head)
                         .losses
                         .iter()
@@ -444,18 +495,16 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
             |plot| {
                 for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output == Output::Mixture) {
                     let points: Vec<[f64; 2]> =
-                        lab.training.head(head).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
+                        training.head(head).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
                     let color = color32(solver_color(SolverId::Learned(head)));
                     plot.line(Line::new(head.spec().short, PlotPoints::from(points)).color(color));
                 }
             },
         );
     });
-    let now = lab.time.elapsed_secs_f64();
-    ui.small(format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {}", lab.solutions.driver_name));
+    ui.small(format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {driver_name}"));
     let points: Vec<[f64; 2]> =
-        lab.history.0.iter().map(|p| [p[0] - now, p[1].max(1e-9).log10().clamp(-6.0, 1.0)]).collect();
-    let tolerance = elbow::EnvelopeConfig::for_arm(&lab.nominal.0).max_fk_miss;
+        history.0.iter().map(|p| [p[0] - now, p[1].max(1e-9).log10().clamp(-6.0, 1.0)]).collect();
     Plot::new("tip")
         .height(PLOT_HEIGHT)
         .width(width)
@@ -473,19 +522,19 @@ fn plots_section(ui: &mut egui::Ui, lab: &mut Lab) {
         });
 }
 
-/// Intervention counts per reason, and the flash.
-fn envelope_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    if !lab.driver.0.envelope {
+/// Intervention counts per reason (the checks that can fire for `driver` in `lineup`), and the
+/// flash.
+fn envelope_section(ui: &mut egui::Ui, mut stats: Mut<EnvelopeStats>, driver: Pipeline, lineup: &Lineup) {
+    if !driver.envelope {
         ui.label("Off: the driver's proposals go to the plant unchecked.");
     }
-    if lab.stats.flash > 0.0 {
-        let why = lab.stats.last.map_or("", Reason::label);
+    if stats.flash > 0.0 {
+        let why = stats.last.map_or("", Reason::label);
         ui.colored_label(color32(FLASH_COLOR), format!("INTERVENING: {why}"));
     }
-    let log = lab.stats.log;
+    let log = stats.log;
     // Only the checks that can fire for this driver on this arm get a counter.
-    let lineup = Lineup::new(lab.nominal.0, Table::from_fn(|h| lab.models.get(h)));
-    let checks = lineup.envelope.active_checks(lineup.fit(lab.driver.0.solver));
+    let checks = lineup.envelope.active_checks(lineup.fit(driver.solver));
     egui::Grid::new("interventions").num_columns(2).show(ui, |ui| {
         ui.label("accepted");
         ui.label(log.accepted.to_string());
@@ -497,25 +546,25 @@ fn envelope_section(ui: &mut egui::Ui, lab: &mut Lab) {
         }
     });
     if ui.button("reset counts").clicked() {
-        *lab.stats = EnvelopeStats::default();
+        *stats = EnvelopeStats::default();
     }
 }
 
-/// Target position, sweep toggle and speed.
-fn target_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut t = *lab.target;
+/// Target position, sweep toggle and speed, and a button back to `home`.
+fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
+    let mut t = *target;
     ui.checkbox(&mut t.sweep, "auto-sweep along a figure eight");
     ui.add(egui::Slider::new(&mut t.speed, 0.05..=2.0).text("sweep speed (rad/s)"));
-    if ui.button(format!("reset target to ({:.1}, {:.1})", DEFAULT_TARGET.x, DEFAULT_TARGET.y)).clicked() {
-        t.pos = DEFAULT_TARGET;
+    if ui.button(format!("reset target to ({:.1}, {:.1})", home.x, home.y)).clicked() {
+        t.pos = home;
         t.sweep = false;
     }
-    lab.target.set_if_neq(t);
+    target.set_if_neq(t);
 }
 
 /// Lag and mismatch of the plant (noise and backlash sit at the top), and the presets.
-fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
-    let mut s = *lab.plant;
+fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
+    let mut s = *plant;
     ui.add(egui::Slider::new(&mut s.lag, range::LAG).text("motor lag (s)"));
     ui.add(egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"));
     ui.add(egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"));
@@ -530,14 +579,14 @@ fn plant_section(ui: &mut egui::Ui, lab: &mut Lab) {
         }
     });
     ui.small("The residual head learns the mismatch in force when training starts.");
-    lab.plant.set_if_neq(s.sanitized());
+    plant.set_if_neq(s.sanitized());
 }
 
 /// Per-head progress, start/pause/reset and the training parameters.
-fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
+fn training_section(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &Training) {
     egui::Grid::new("training").striped(true).num_columns(4).show(ui, |ui| {
         for head in HeadKind::ALL {
-            let run = lab.training.head(head);
+            let run = training.head(head);
             ui.horizontal(|ui| {
                 swatch(ui, solver_color(SolverId::Learned(head)));
                 ui.label(head.spec().short);
@@ -550,25 +599,25 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
     });
     ui.horizontal(|ui| {
         if ui.button("▶ start / resume").clicked() {
-            lab.train.write(TrainCommand::Start);
+            controls.train.write(TrainCommand::Start);
         }
         if ui.button("⏸ pause").clicked() {
-            lab.train.write(TrainCommand::Pause);
+            controls.train.write(TrainCommand::Pause);
         }
         if ui.button("⟲ reset").clicked() {
-            lab.train.write(TrainCommand::Reset);
+            controls.train.write(TrainCommand::Reset);
         }
     });
-    let mut p = *lab.params;
+    let mut p = *controls.params;
     let c = &mut p.config;
     if ui.add(egui::Slider::new(&mut c.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
-        lab.train.write(TrainCommand::SetLr(c.lr));
+        controls.train.write(TrainCommand::SetLr(c.lr));
     }
     if ui
         .add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)"))
         .changed()
     {
-        lab.train.write(TrainCommand::SetRate(p.steps_per_sec));
+        controls.train.write(TrainCommand::SetRate(p.steps_per_sec));
     }
     ui.small("Applied at the next start after a reset:");
     let c = &mut p.config;
@@ -581,20 +630,20 @@ fn training_section(ui: &mut egui::Ui, lab: &mut Lab) {
         ui.add(egui::DragValue::new(&mut c.seed));
         ui.label("seed");
     });
-    lab.params.set_if_neq(p);
+    controls.params.set_if_neq(p);
     ui.separator();
     ui.horizontal(|ui| {
         ui.label("model file");
-        let mut path = lab.model_file.path.clone();
+        let mut path = controls.model_file.path.clone();
         ui.add(egui::TextEdit::singleline(&mut path).hint_text("mdn.json").desired_width(180.0));
-        if path != lab.model_file.path {
-            lab.model_file.path = path;
+        if path != controls.model_file.path {
+            controls.model_file.path = path;
         }
-        if ui.button("load").clicked() && !lab.model_file.path.trim().is_empty() {
-            lab.load.write(LoadModel(lab.model_file.path.trim().into()));
+        if ui.button("load").clicked() && !controls.model_file.path.trim().is_empty() {
+            controls.load.write(LoadModel(controls.model_file.path.trim().into()));
         }
     });
-    match &lab.model_file.outcome {
+    match &controls.model_file.outcome {
         Some(Ok(done)) => ui.small(done),
         Some(Err(why)) => ui.colored_label(color32(FLASH_COLOR), why),
         None => ui.small("A file saved by `elbow train --out` replaces its head's training."),

@@ -2,7 +2,9 @@
 //! measured through noisy encoders; the rolling tip-error history is kept for the plot.
 
 use super::AppSet;
-use super::state::{HISTORY_SECS, Nominal, PlantSettings, Sim, Solutions, Target, TipHistory};
+use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory};
+use super::state::solve::Solutions;
+use super::state::view::Target;
 use bevy::prelude::*;
 
 /// Registers the systems that apply settings and drive the plant.

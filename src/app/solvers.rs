@@ -4,7 +4,10 @@
 
 use super::AppSet;
 use super::format::finite;
-use super::state::{Driver, Models, Nominal, Readout, Sim, Solutions, Target};
+use super::state::arm::{Nominal, Sim};
+use super::state::solve::{Driver, Readout, Solutions};
+use super::state::train::Models;
+use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, Table};
 

@@ -2,23 +2,29 @@
 //! background on 1,500 held-out targets for every solver, sweeping the chosen channel (encoder
 //! noise or backlash) from zero to the end of its slider, each level on its own from the perfect
 //! arm, with the current models. The panel plots error and silent-failure rate against the
-//! level, with the current setting marked. A slider change starts a new sweep as soon as the
-//! running one ends; model snapshots (which arrive many times a second while training) at most
-//! every [`MODEL_REFRESH_SECS`]. The frame only polls.
+//! level, with the current setting marked.
+//!
+//! The sweep is a [`Job`] keyed by what its curves are of (the nominal arm and the channel): a
+//! result for another key is dropped. A slider change starts a new sweep as soon as the running
+//! one ends (its curves stay valid meanwhile: only the marked level moves); model snapshots
+//! (which arrive many times a second while training) at most every [`MODEL_REFRESH_SECS`].
+//! The frame only polls.
 
 use super::AppSet;
-use super::state::{Background, Curve, LiveSweep, Models, Nominal, PlantSettings, SWEEP_TARGETS, SweepChannel};
+use super::job::Job;
+use super::state::arm::{Nominal, PlantSettings, range};
+use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::experiments::degradation::{
-    ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
+    Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
 };
-use elbow::{HeadKind, LearnedModel};
+use elbow::{HeadKind, LearnedModel, Pipeline, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Registers the job and the system that starts and collects sweeps.
+/// Registers the sweep's view, the job and the system that starts and collects sweeps.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<SweepJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
+    app.init_resource::<LiveSweep>().init_resource::<SweepJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
 }
 
 /// Levels between zero and the slider's end.
@@ -26,17 +32,88 @@ const LEVELS: usize = 6;
 /// Least time between two sweeps started by new model snapshots alone, seconds.
 pub(crate) const MODEL_REFRESH_SECS: f64 = 2.0;
 
+/// Held-out targets per level of the live degradation sweep: enough for smooth curves within a
+/// second.
+pub(crate) const SWEEP_TARGETS: usize = 1500;
+
+/// The perturbation channel the live degradation plot sweeps: one of the two sliders at the top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SweepChannel {
+    /// Encoder noise.
+    #[default]
+    Encoder,
+    /// Backlash.
+    Backlash,
+}
+
+impl SweepChannel {
+    /// Both, in menu order.
+    pub(crate) const ALL: [SweepChannel; 2] = [SweepChannel::Encoder, SweepChannel::Backlash];
+
+    /// The core's channel.
+    pub(crate) fn channel(self) -> Channel {
+        match self {
+            SweepChannel::Encoder => Channel::Encoder,
+            SweepChannel::Backlash => Channel::Backlash,
+        }
+    }
+
+    /// The slider's range, swept from 0 to its end.
+    pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {
+        match self {
+            SweepChannel::Encoder => range::NOISE,
+            SweepChannel::Backlash => range::BACKLASH,
+        }
+    }
+
+    /// The slider's current value.
+    pub(crate) fn current(self, plant: &PlantSettings) -> f64 {
+        let s = plant.sanitized();
+        match self {
+            SweepChannel::Encoder => s.noise_std,
+            SweepChannel::Backlash => s.backlash,
+        }
+    }
+}
+
+/// One pipeline's curve: `[level, value]` points.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Curve {
+    /// The pipeline.
+    pub(crate) pipeline: Pipeline,
+    /// Mean tip error on held-out targets, metres.
+    pub(crate) error: Vec<[f64; 2]>,
+    /// Silent-failure rate on held-out targets.
+    pub(crate) silent: Vec<[f64; 2]>,
+}
+
+/// The live degradation sweep: every solver's error and silent-failure rate against the level
+/// of one channel, recomputed in the background as the sliders and the models change.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct LiveSweep {
+    /// The channel swept.
+    pub(crate) channel: SweepChannel,
+    /// The latest curves, and the channel they sweep.
+    pub(crate) latest: Option<(SweepChannel, Arc<Vec<Curve>>)>,
+    /// Wall time of the latest sweep, milliseconds.
+    pub(crate) compute_ms: f64,
+    /// A sweep is running.
+    pub(crate) busy: bool,
+    /// Why no sweep can run yet (a head without a model), or why the last one failed.
+    pub(crate) note: Option<String>,
+}
+
+/// What a sweep's curves are of: the nominal arm and the channel.
+type Key = (TwoLinkArm, SweepChannel);
+
 /// The sweep being computed and what is waiting for the next one.
 #[derive(Resource, Default)]
 pub(crate) struct SweepJob {
-    work: Background<(SweepChannel, Result<Vec<Curve>, String>, f64)>,
-    /// A setting changed: sweep as soon as the running one ends.
-    settings_stale: bool,
+    work: Job<Key, Result<(Vec<Curve>, f64), String>>,
+    /// The slider value of the latest sweep started.
+    level: Option<f64>,
     /// Models changed: sweep when the refresh interval has passed.
     models_stale: bool,
-    last_start: Option<Instant>,
-    /// The channel and slider value of the latest sweep started.
-    requested: Option<(SweepChannel, f64)>,
 }
 
 /// The configuration of a live sweep of `channel` for the current settings.
@@ -93,46 +170,46 @@ fn schedule(
     plant: Res<PlantSettings>,
     nominal: Res<Nominal>,
 ) {
-    if let Some(done) = job.work.poll() {
-        sweep.busy = false;
-        let (channel, result, ms) = done.unwrap_or_else(|why| (sweep.channel, Err(why), 0.0));
-        match result {
-            Ok(curves) => {
-                sweep.latest = Some((channel, Arc::new(curves)));
-                sweep.compute_ms = ms;
-                sweep.note = None;
-            }
-            Err(why) => sweep.note = Some(why),
+    let channel = sweep.channel;
+    let key = (nominal.0, channel);
+    match job.work.poll(&key) {
+        Some(Ok(Ok((curves, ms)))) => {
+            sweep.latest = Some((channel, Arc::new(curves)));
+            sweep.compute_ms = ms;
+            sweep.note = None;
         }
+        Some(Ok(Err(why)) | Err(why)) => sweep.note = Some(why),
+        None => {}
     }
-    // What the sweep must be of: the channel and its slider's value. Compared with what was
-    // requested (not with what arrived), so a failed sweep does not restart every frame.
-    let key = (sweep.channel, sweep.channel.current(&plant));
-    if job.requested != Some(key) || nominal.is_changed() {
-        job.settings_stale = true;
+    job.work.want(&key);
+    let level = channel.current(&plant);
+    if job.level != Some(level) {
+        job.work.invalidate();
     }
     if models.is_changed() {
         job.models_stale = true;
     }
-    let refresh_due = job.last_start.is_none_or(|t| t.elapsed() >= Duration::from_secs_f64(MODEL_REFRESH_SECS));
-    if job.work.busy() || !(job.settings_stale || (job.models_stale && refresh_due)) {
-        return;
+    let refresh_due = job.work.since_start().is_none_or(|t| t >= Duration::from_secs_f64(MODEL_REFRESH_SECS));
+    if job.models_stale && refresh_due {
+        job.work.invalidate();
     }
-    let Some(owned) = HeadKind::ALL.iter().map(|&h| models.get(h).cloned()).collect::<Option<Vec<LearnedModel>>>()
-    else {
-        sweep.note = Some("waiting for every head's first model".into());
-        return;
-    };
-    job.settings_stale = false;
-    job.models_stale = false;
-    job.requested = Some(key);
-    job.last_start = Some(Instant::now());
-    sweep.busy = true;
-    let channel = sweep.channel;
-    let cfg = config(channel, &plant, nominal.0);
-    job.work.start(move || {
-        let t = Instant::now();
-        let result = degradation_with(&cfg, owned).map(|r| curves(&r, channel)).map_err(|e| e.to_string());
-        (channel, result, t.elapsed().as_secs_f64() * 1e3)
-    });
+    if job.work.due() {
+        match HeadKind::ALL.iter().map(|&h| models.get(h).cloned()).collect::<Option<Vec<LearnedModel>>>() {
+            None => sweep.note = Some("waiting for every head's first model".into()),
+            Some(owned) => {
+                job.level = Some(level);
+                job.models_stale = false;
+                let cfg = config(channel, &plant, nominal.0);
+                job.work.start(key, move || {
+                    let t = Instant::now();
+                    let report = degradation_with(&cfg, owned).map_err(|e| e.to_string())?;
+                    Ok((curves(&report, channel), t.elapsed().as_secs_f64() * 1e3))
+                });
+            }
+        }
+    }
+    let busy = job.work.busy();
+    if sweep.busy != busy {
+        sweep.busy = busy;
+    }
 }

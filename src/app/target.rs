@@ -5,7 +5,8 @@
 //! camera plugin from the mouse and by tests directly, so this module never touches a window.
 
 use super::AppSet;
-use super::state::{Nominal, PointerDrag, Target};
+use super::state::arm::Nominal;
+use super::state::view::{PointerDrag, Target};
 use bevy::prelude::*;
 use elbow::{Point2, TwoLinkArm};
 use std::f64::consts::TAU;

@@ -2,12 +2,14 @@
 //! renderer or egui. Pointer input is injected as [`PointerDrag`] messages, models are trained
 //! synchronously with tiny configurations (or, in one test, by the background workers).
 
+use super::atlas::AtlasView;
 use super::format::{metres, number};
+use super::keys::SHORTCUTS;
 use super::logic_plugin;
-use super::state::{
-    AtlasView, DEFAULT_TARGET, Driver, EnvelopeStats, Models, Nominal, PlantSettings, PointerDrag, RunState, SHORTCUTS,
-    Sim, Solutions, Target, TipHistory, TrainCommand, Training, TrainingParams,
-};
+use super::state::arm::{DEFAULT_TARGET, Nominal, PlantSettings, Sim, TipHistory};
+use super::state::solve::{Driver, EnvelopeStats, Solutions};
+use super::state::train::{Models, RunState, TrainCommand, Training, TrainingParams};
+use super::state::view::{PointerDrag, Target};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::atlas::Layer;
@@ -63,6 +65,24 @@ fn tiny_models() -> Models {
         models.set(head, Some(trainer.model().clone()));
     }
     models
+}
+
+/// How long a test waits for background work before calling it hung: a guard against a hang,
+/// not a speed check (every job here ends well within a second on a quiet machine).
+const HANG: Duration = Duration::from_secs(600);
+
+/// Runs frames 5 ms apart (about as a window would) until `done` holds, and returns how many it
+/// took; fails only if the work hangs ([`HANG`]).
+fn frames_until(app: &mut App, what: &str, done: impl Fn(&World) -> bool) -> usize {
+    let deadline = Instant::now() + HANG;
+    let mut frames = 0;
+    while !done(app.world()) {
+        assert!(Instant::now() < deadline, "{what}: nothing after {HANG:?}");
+        std::thread::sleep(Duration::from_millis(5));
+        app.update();
+        frames += 1;
+    }
+    frames
 }
 
 fn drag(app: &mut App, x: f64, y: f64) {
@@ -183,17 +203,10 @@ fn the_envelope_catches_the_averaging_trap_and_counts_it() {
 fn background_training_delivers_models_and_losses() {
     let mut app = app();
     app.insert_resource(TrainingParams { autostart: true, ..tiny_params() });
-    let started = Instant::now();
-    loop {
-        app.update();
-        let training = app.world().resource::<Training>();
-        let done = HeadKind::ALL.iter().all(|&h| training.head(h).state == RunState::Finished);
-        if done {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(8), "training did not finish");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    app.update();
+    frames_until(&mut app, "training", |w| {
+        HeadKind::ALL.iter().all(|&h| w.resource::<Training>().head(h).state == RunState::Finished)
+    });
     // The final snapshot arrives before the "finished" report.
     let models = app.world().resource::<Models>();
     let training = app.world().resource::<Training>();
@@ -220,7 +233,7 @@ fn assert_all_finite(app: &App, frame: usize) {
             let bound = atlas.half_width * std::f64::consts::SQRT_2 + atlas.half_width;
             assert!(c.miss >= 0.0 && c.miss <= bound, "frame {frame}: atlas miss {c:?} over {bound}");
             assert!((0.0..=1.0).contains(&c.silent), "frame {frame}: atlas silent {c:?}");
-            assert!(c.confidence.is_finite(), "frame {frame}: atlas confidence {c:?}");
+            assert!(c.confidence.is_none_or(f32::is_finite), "frame {frame}: atlas confidence {c:?}");
         }
     }
     let world = app.world();
@@ -360,44 +373,89 @@ fn reset_joins_the_training_threads() {
     app.update();
     app.update();
     assert_eq!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Running);
-    let t = Instant::now();
+    // Paused workers wait on their control channel with no timeout at all: the reset returns
+    // only because dropping a worker wakes it before joining it (else this test hangs; it
+    // cannot pass slowly).
+    app.world_mut().write_message(TrainCommand::Pause);
+    app.update();
+    assert_eq!(app.world().resource::<Training>().head(HeadKind::Mdn).state, RunState::Paused);
     app.world_mut().write_message(TrainCommand::Reset);
     app.update();
-    assert!(t.elapsed() < Duration::from_secs(2), "reset took {:?}", t.elapsed());
-    assert!(HeadKind::ALL.iter().all(|&h| app.world().resource::<Training>().head(h).state == RunState::Idle));
+    for _ in 0..10 {
+        app.update();
+    }
+    let (training, models) = (app.world().resource::<Training>(), app.world().resource::<Models>());
+    for head in HeadKind::ALL {
+        // Idle, and nothing of the old run comes back.
+        assert_eq!(training.head(head), &super::state::train::HeadRun::default(), "{head}");
+        assert!(models.get(head).is_none(), "{head}");
+    }
 }
 
 #[test]
 fn the_atlas_is_computed_off_the_frame_and_follows_the_driver() {
     let mut app = app();
     app.insert_resource(tiny_models());
-    app.world_mut().resource_mut::<AtlasView>().resolution = 256;
+    {
+        // The heaviest map the app makes: 512 x 512 cells with 16 noise samples each.
+        let mut view = app.world_mut().resource_mut::<AtlasView>();
+        view.resolution = 512;
+        view.layer = Layer::Silent;
+    }
     *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Learned(HeadKind::Mse)));
-    let t = Instant::now();
     app.update();
-    let first_frame = t.elapsed();
     let view = app.world().resource::<AtlasView>();
     assert!(view.busy && view.latest.is_none(), "the first frame only starts the map");
-    // A 256 x 256 map takes far longer than starting it; the frame did not wait for it.
-    assert!(first_frame < Duration::from_millis(500), "first frame took {first_frame:?}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while app.world().resource::<AtlasView>().latest.is_none() {
-        assert!(Instant::now() < deadline, "no atlas within a minute");
-        std::thread::sleep(Duration::from_millis(5));
-        app.update();
-    }
+    // Frames go on while the map is computed: a frame that waited for it would bring it in the
+    // very next frame.
+    let frames = frames_until(&mut app, "atlas", |w| w.resource::<AtlasView>().latest.is_some());
+    assert!(frames >= 3, "the map came {frames} frame(s) after it started: a frame waited for it");
     let atlas = app.world().resource::<AtlasView>().latest.clone().unwrap();
-    assert_eq!((atlas.solver, atlas.resolution, atlas.cells.len()), (SolverId::Learned(HeadKind::Mse), 256, 256 * 256));
-    // Switching the driver maps the new one.
+    assert_eq!((atlas.solver, atlas.resolution, atlas.cells.len()), (SolverId::Learned(HeadKind::Mse), 512, 512 * 512));
+    assert_eq!(atlas.samples, super::atlas::SILENT_SAMPLES);
+    // A new map is started (another size); the driver changes while it is computed: that map is
+    // no longer wanted and is dropped, so the next map shown is the new driver's.
+    app.world_mut().resource_mut::<AtlasView>().resolution = 500;
+    app.update();
+    assert!(app.world().resource::<AtlasView>().busy);
     *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Analytic));
     let generation = app.world().resource::<AtlasView>().generation;
-    while app.world().resource::<AtlasView>().generation == generation
-        || app.world().resource::<AtlasView>().latest.as_ref().is_some_and(|a| a.solver != SolverId::Analytic)
-    {
-        assert!(Instant::now() < deadline, "no analytic atlas within a minute");
-        std::thread::sleep(Duration::from_millis(5));
-        app.update();
-    }
+    frames_until(&mut app, "analytic atlas", |w| w.resource::<AtlasView>().generation > generation);
+    let view = app.world().resource::<AtlasView>();
+    let atlas = view.latest.clone().unwrap();
+    assert_eq!((view.generation, atlas.solver, atlas.resolution), (generation + 1, SolverId::Analytic, 500));
+    // A solver without a mixture has no confidence, rather than a confidence of 1.
+    assert!(atlas.cells.iter().all(|c| c.confidence.is_none()));
+}
+
+#[test]
+fn lengths_on_the_command_line_make_the_nominal_arm() {
+    use clap::Parser;
+    let cli = crate::cli::Cli::try_parse_from(["elbow", "--lengths", "0.7,0.4"]).unwrap();
+    let arm = cli.app_arm().unwrap();
+    assert_eq!(arm, elbow::TwoLinkArm::new(0.7, 0.4).unwrap());
+    let mut app = App::new();
+    super::on_arm(&mut app, arm);
+    app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(16)));
+    app.insert_resource(tiny_params());
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Analytic));
+    app.update();
+    assert_eq!(app.world().resource::<Nominal>().0, arm);
+    // What is built at start is built for this arm: the target starts inside its annulus (where
+    // the default arm's starting target is out of reach), the solvers reach it, and the plant
+    // rests within this arm's reach.
+    let target = app.world().resource::<Target>().pos;
+    assert!(arm.is_reachable(target) && !arm.is_reachable(DEFAULT_TARGET), "{target:?}");
+    let tip_error = app.world().resource::<Solutions>().row(Row::ElbowDown).tip_error;
+    assert!(tip_error.is_some_and(|e| e < 1e-9), "{tip_error:?}");
+    let plant_tip = app.world().resource::<Sim>().plant.tip().norm();
+    assert!(plant_tip <= arm.reach() * 1.25, "the plant's tip is {plant_tip} m from the base");
+    // The atlas maps this arm's workspace.
+    frames_until(&mut app, "atlas", |w| w.resource::<AtlasView>().latest.is_some());
+    let atlas = app.world().resource::<AtlasView>().latest.clone().unwrap();
+    let margin = elbow::atlas::AtlasConfig::default().margin;
+    assert!((atlas.half_width - arm.reach() * (1.0 + margin)).abs() < 1e-12, "{}", atlas.half_width);
 }
 
 #[test]
@@ -413,7 +471,7 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
         input.clear();
     };
     for (i, head) in HeadKind::ALL.into_iter().enumerate() {
-        let (key, label, _) = *SHORTCUTS.iter().find(|s| s.2 == super::state::Shortcut::Head(head)).unwrap();
+        let (key, label, _) = *SHORTCUTS.iter().find(|s| s.2 == super::keys::Shortcut::Head(head)).unwrap();
         assert_eq!(label, (i + 1).to_string(), "the n-th head of the registry has key n");
         press(&mut app, key);
         assert_eq!(app.world().resource::<Driver>().0.solver, SolverId::Learned(head));
@@ -431,7 +489,7 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
 
 #[test]
 fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
-    use super::state::{LoadModel, ModelFile};
+    use super::state::train::{LoadModel, ModelFile};
     let dir = std::env::temp_dir().join(format!("elbow-app-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let good = dir.join("mdn.json");
@@ -461,20 +519,14 @@ fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
 
 #[test]
 fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
-    use super::state::{LiveSweep, SweepChannel};
+    use super::sweep::{LiveSweep, SweepChannel};
     let mut app = app();
     app.insert_resource(tiny_models());
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let wait = |app: &mut App, ok: &dyn Fn(&LiveSweep) -> bool| {
-        while !ok(app.world().resource::<LiveSweep>()) {
-            assert!(Instant::now() < deadline, "no sweep within two minutes");
-            std::thread::sleep(Duration::from_millis(5));
-            let t = Instant::now();
-            app.update();
-            assert!(t.elapsed() < Duration::from_millis(500), "a frame waited {:?}", t.elapsed());
-        }
-    };
-    wait(&mut app, &|s| s.latest.is_some());
+    let wait = |app: &mut App, ok: &dyn Fn(&LiveSweep) -> bool| frames_until(app, "sweep", |w| ok(w.resource()));
+    // Frames go on while the sweep runs: a frame that waited for it would bring it in the very
+    // next frame.
+    let frames = wait(&mut app, &|s| s.latest.is_some());
+    assert!(frames >= 3, "the sweep came {frames} frame(s) after it started: a frame waited for it");
     let (channel, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
     assert_eq!(channel, SweepChannel::Encoder);
     let pipelines = elbow::experiments::degradation::pipelines();
@@ -490,4 +542,17 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     });
     app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
     wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
+}
+
+#[test]
+fn the_app_refuses_lengths_its_mismatch_sliders_would_break() {
+    assert!(super::check_arm(&elbow::TwoLinkArm::default()).is_ok());
+    // At the smallest length the core accepts, a 20 % shorter link is no arm: the app must refuse
+    // to open rather than let its plant fall back to the nominal arm.
+    let tiny = elbow::TwoLinkArm::new(1e-6, 1e-6).unwrap();
+    let err = super::check_arm(&tiny).unwrap_err();
+    assert!(err.contains("no room for the app's link-length sliders"), "{err}");
+    // Likewise at the largest ratio of link lengths.
+    let ratio = elbow::TwoLinkArm::new(1.0, 1.2e-4).unwrap();
+    assert!(super::check_arm(&ratio).is_err());
 }

@@ -11,9 +11,8 @@
 //! on exit (the app's `AppExit` message, or the world being dropped).
 
 use super::AppSet;
-use super::state::{
-    HeadRun, LoadModel, ModelFile, Models, Nominal, PlantSettings, RunState, TrainCommand, Training, TrainingParams,
-};
+use super::state::arm::{Nominal, PlantSettings};
+use super::state::train::{HeadRun, LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use bevy::prelude::*;
 use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 use std::sync::Mutex;
@@ -324,12 +323,30 @@ mod tests {
     fn dropping_a_worker_joins_its_thread_even_mid_wait() {
         let cfg =
             TrainConfig { steps: 1_000_000, data_size: 256, batch: 16, hidden: 4, depth: 1, ..TrainConfig::default() };
-        // A slow speed limit: the worker spends its time waiting between chunks.
-        let worker = Worker::spawn(cfg, 0.001).expect("spawns");
-        std::thread::sleep(Duration::from_millis(50));
-        let t = Instant::now();
-        drop(worker);
-        assert!(t.elapsed() < Duration::from_secs(2), "joined in {:?}", t.elapsed());
+        for paused in [false, true] {
+            // A slow speed limit: the worker spends its time waiting between chunks; paused, it
+            // waits for a message with no timeout at all.
+            let mut worker = Worker::spawn(cfg, 0.001).expect("spawns");
+            let (_, stand_in) = mpsc::channel();
+            let reports = std::mem::replace(&mut worker.reports, Mutex::new(stand_in));
+            let reports = reports.into_inner().expect("not poisoned");
+            assert!(reports.recv().is_ok(), "the worker reports its first chunk");
+            if paused {
+                worker.send(Control::Pause);
+            }
+            // Dropped on another thread, watched from this one: a worker that dropping does not
+            // wake never ends (paused), so the watch fails rather than waiting forever; a woken
+            // one ends at once, so the watch's ten minutes are a hang guard, not a speed check.
+            let (dropped, watch) = mpsc::channel();
+            std::thread::spawn(move || {
+                drop(worker);
+                let _ = dropped.send(());
+            });
+            assert!(watch.recv_timeout(Duration::from_secs(600)).is_ok(), "not woken (paused: {paused})");
+            // Joined: the thread has ended when the drop returns, so its report sender is gone.
+            while reports.try_recv().is_ok() {}
+            assert!(matches!(reports.try_recv(), Err(TryRecvError::Disconnected)), "not joined (paused: {paused})");
+        }
         assert_eq!(sane_rate(0.001), Some(MIN_RATE));
         assert_eq!(sane_rate(f64::NAN), None);
         assert_eq!(sane_rate(0.0), None);

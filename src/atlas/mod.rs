@@ -6,7 +6,8 @@
 //! - [`Layer::Miss`]: the FK miss of the answer, metres (log colour scale);
 //! - [`Layer::Branch`]: which branch the answer is near (elbow-up, elbow-down, neither, or the
 //!   averaged pose), and whether an answer was given where none exists;
-//! - [`Layer::Confidence`]: the mixture's top weight (1 for heads without a mixture);
+//! - [`Layer::Confidence`]: the mixture's top weight; a solver without a mixture has no
+//!   confidence at all (`None`, painted and keyed as "no confidence", never as a weight);
 //! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason),
 //!   judged as the envelope judges that solver (FK for poses, a trust region for corrections);
 //! - [`Layer::Silent`]: the rate of silent failures under the perturbation settings (a few
@@ -22,7 +23,7 @@ pub mod paint;
 use crate::analytic::{Branches, solve_branches};
 use crate::envelope::Reason;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
-use crate::learned::{BatchAnswer, PredictScratch};
+use crate::learned::{BatchAnswer, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
 use crate::rng::{Stream, rng};
 use crate::solver::{Solution, SolveStatus};
@@ -202,8 +203,10 @@ pub struct AtlasCell {
     pub miss: f64,
     /// Which branch the answer is near.
     pub branch: BranchClass,
-    /// The mixture's top weight (1 without a mixture, 0 with no answer).
-    pub confidence: f32,
+    /// The mixture's top weight (0 with no answer); `None` for a solver without a mixture, which
+    /// has no confidence to report (left out of JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
     /// The envelope's verdict: `None` accepted, else why it would reject the answer.
     pub verdict: Option<Reason>,
     /// Whether the solver reported failure.
@@ -276,23 +279,33 @@ fn judged_on(lineup: &Lineup, solver: SolverId) -> RealArm {
     solver.head().and_then(|h| lineup.models[h]).map_or(RealArm::ideal(lineup.arm), |m| m.judged_on())
 }
 
+/// Whether `solver` answers with a mixture, and so has a confidence (its top weight).
+pub fn has_confidence(solver: SolverId) -> bool {
+    solver.head().is_some_and(|h| h.spec().output == Output::Mixture)
+}
+
 /// The solver's answer for every target, seeded with the elbow-down pose of each target (the
-/// arm "already there"), with the mixture's top weight; learned heads answer in one batch.
-/// `None` for a head without a model.
+/// arm "already there"), with the mixture's top weight (`None` for a solver without a mixture:
+/// see [`has_confidence`]); learned heads answer in one batch. `None` for a head without a model.
 pub fn answers(
     lineup: &Lineup,
     solver: SolverId,
     targets: &[Point2],
     branches: &[Branches],
     scratch: &mut PredictScratch,
-) -> Option<Vec<(Solution, f32)>> {
+) -> Option<Vec<(Solution, Option<f32>)>> {
     let Some(head) = solver.head() else {
-        return targets.iter().zip(branches).map(|(&t, b)| lineup.solve(solver, t, b.down).map(|s| (s, 1.0))).collect();
+        return targets
+            .iter()
+            .zip(branches)
+            .map(|(&t, b)| lineup.solve(solver, t, b.down).map(|s| (s, None)))
+            .collect();
     };
     let model = lineup.models[head]?;
     let mut out: Vec<BatchAnswer> = Vec::with_capacity(targets.len());
     model.predict_batch(targets, ElbowMode::Down, scratch, &mut out);
-    Some(out.iter().zip(targets).map(|(a, &t)| (model.solution(t, a), a.top_weight)).collect())
+    let mixture = has_confidence(solver);
+    Some(out.iter().zip(targets).map(|(a, &t)| (model.solution(t, a), mixture.then_some(a.top_weight))).collect())
 }
 
 crate::simd::dispatch!(
@@ -303,6 +316,7 @@ crate::simd::dispatch!(
         solver: SolverId,
         cfg: &AtlasConfig,
         half_width: f64,
+        real: &RealArm,
         row: usize,
         scratch: &mut PredictScratch,
         out: &mut [AtlasCell],
@@ -316,6 +330,7 @@ fn row_cells_body(
     solver: SolverId,
     cfg: &AtlasConfig,
     half_width: f64,
+    real: &RealArm,
     row: usize,
     scratch: &mut PredictScratch,
     out: &mut [AtlasCell],
@@ -334,7 +349,6 @@ fn row_cells_body(
     let judge = judged_on(lineup, solver);
     let judged_on_nominal = judge == RealArm::ideal(lineup.arm);
     let fit = lineup.fit(solver);
-    let real = cfg.mismatch.real_arm(&lineup.arm);
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
     let play = cfg.backlash;
     // One stream per row, so the map is the same however rows are shared between threads.
@@ -377,13 +391,17 @@ fn row_cells_body(
 /// result does not depend on the number of threads).
 pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
     cfg.validate()?;
+    // The silent layer's plant: an error, never the nominal arm in its place (which would show
+    // no mismatch at all).
+    let real = RealArm::with_mismatch(&lineup.arm, cfg.mismatch)
+        .map_err(|e| format!("the silent layer's mismatch makes no valid real arm for this arm: {e}"))?;
     let half_width = lineup.arm.reach() * (1.0 + cfg.margin);
     let n = cfg.resolution;
     let blank = AtlasCell {
         target: Point2::zeros(),
         miss: 0.0,
         branch: BranchClass::Neither,
-        confidence: 0.0,
+        confidence: None,
         verdict: None,
         reported: false,
         silent: 0.0,
@@ -394,7 +412,7 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
         .par_chunks_mut(n)
         .enumerate()
         .map_init(PredictScratch::default, |scratch, (row, out)| {
-            row_cells(lineup, solver, cfg, half_width, row, scratch, out)
+            row_cells(lineup, solver, cfg, half_width, &real, row, scratch, out)
         })
         .all(|done| done);
     let missing = (!complete).then(|| format!("{} has no model yet", solver.name()));
@@ -435,6 +453,20 @@ mod tests {
     }
 
     #[test]
+    fn a_mismatch_that_makes_no_real_arm_is_an_error_not_the_nominal_arm() {
+        // Links at the smallest length the arm accepts: 20 % shorter is no arm at all, and the
+        // silent layer must say so rather than judge answers on the nominal arm (no mismatch).
+        let arm = TwoLinkArm::new(1e-6, 1e-6).unwrap();
+        let lineup = Lineup::new(arm, Table::default());
+        let mismatch = Mismatch { length_error: [-0.2, 0.0], ..Mismatch::NONE };
+        let err = compute(&lineup, SolverId::Analytic, &AtlasConfig { mismatch, ..cfg() }).unwrap_err();
+        assert!(err.contains("no valid real arm"), "{err}");
+        // The same mismatch on an ordinary arm maps.
+        let ordinary = Lineup::new(TwoLinkArm::default(), Table::default());
+        assert!(compute(&ordinary, SolverId::Analytic, &AtlasConfig { mismatch, ..cfg() }).is_ok());
+    }
+
+    #[test]
     fn the_mse_map_sits_on_the_average_in_the_interior_and_answers_beyond_the_rim() {
         let arm = TwoLinkArm::default();
         let mut t = Trainer::new(TrainConfig { head: HeadKind::Mse, steps: 1500, ..TrainConfig::default() }).unwrap();
@@ -452,6 +484,39 @@ mod tests {
         assert!(interior > 0.3 && rim < interior / 3.0, "interior {interior} vs rim {rim}");
         assert!(atlas.share(BranchClass::Average, |c| c.target.norm() > 0.3 && c.target.norm() < 1.5) > 0.5);
         assert!(atlas.share(BranchClass::OutsideSilent, |c| c.target.norm() > 2.05) == 1.0);
+    }
+
+    /// Only a mixture has a confidence: every other solver's cells carry none (not a weight of
+    /// 1), paint as "no confidence" on that layer, and leave the field out of JSON.
+    #[test]
+    fn only_mixture_heads_have_a_confidence() {
+        let arm = TwoLinkArm::default();
+        let tiny = |head| {
+            let cfg = TrainConfig { head, steps: 30, data_size: 256, hidden: 8, depth: 1, ..TrainConfig::default() };
+            let mut t = Trainer::new(cfg).unwrap();
+            t.run(|_, _| {});
+            t.into_model()
+        };
+        let models: Vec<_> = HeadKind::ALL.iter().map(|&h| tiny(h)).collect();
+        let lineup = Lineup::new(arm, Table::from_fn(|h| models.iter().find(|m| m.kind == h)));
+        let cfg = AtlasConfig { resolution: 16, samples: 0, ..AtlasConfig::default() };
+        for solver in SolverId::ALL {
+            let atlas = compute(&lineup, solver, &cfg).unwrap();
+            assert_eq!(atlas.cells.len(), 16 * 16, "{solver:?}");
+            let pixels = paint::pixels(&atlas, Layer::Confidence);
+            if solver == SolverId::Learned(HeadKind::Mdn) {
+                assert!(has_confidence(solver));
+                assert!(atlas.cells.iter().all(|c| c.confidence.is_some_and(|w| (0.0..=1.0).contains(&w))));
+                // A weight is never painted as "no confidence".
+                assert!(pixels.chunks(4).all(|p| p != paint::NO_VALUE));
+            } else {
+                assert!(!has_confidence(solver), "{solver:?}");
+                assert!(atlas.cells.iter().all(|c| c.confidence.is_none()), "{solver:?}");
+                assert!(pixels.chunks(4).all(|p| p == paint::NO_VALUE), "{solver:?}");
+                let json = serde_json::to_string(&atlas.cells[0]).unwrap();
+                assert!(!json.contains("confidence") && !json.contains("null"), "{json}");
+            }
+        }
     }
 
     #[test]

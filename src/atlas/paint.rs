@@ -5,7 +5,8 @@
 //! Continuous layers use perceptually uniform maps from `colorous` (viridis for the miss,
 //! inferno for the silent-failure rate, cividis for the confidence); class layers use fixed
 //! colours chosen to match the app's ghost arms (elbow-up blue, elbow-down green, the average
-//! orange).
+//! orange). A cell with no value on a layer (the confidence of a solver without a mixture) gets
+//! [`NO_VALUE`], a colour on no bar, and the key names it ([`no_value`]).
 
 use super::{Atlas, AtlasCell, BranchClass, Layer};
 use crate::envelope::Reason;
@@ -34,6 +35,15 @@ pub enum Key {
     },
     /// Discrete classes and their colours.
     Classes(Vec<(String, Rgba)>),
+}
+
+/// Colour of a cell with no value on its layer (a pale cyan that no colour bar uses).
+pub const NO_VALUE: Rgba = [150, 225, 245, 255];
+
+/// What a cell painted [`NO_VALUE`] means on `layer`, for the key: `None` on layers where every
+/// cell has a value.
+pub fn no_value(layer: Layer) -> Option<(&'static str, Rgba)> {
+    (layer == Layer::Confidence).then_some(("no confidence (no mixture)", NO_VALUE))
 }
 
 /// Colour of `t` in [0, 1] on `gradient`, opaque.
@@ -81,7 +91,7 @@ pub fn cell_color(cell: &AtlasCell, layer: Layer) -> Rgba {
     match layer {
         Layer::Miss => gradient(colorous::VIRIDIS, miss_fraction(cell.miss)),
         Layer::Branch => branch_color(cell.branch),
-        Layer::Confidence => gradient(colorous::CIVIDIS, f64::from(cell.confidence)),
+        Layer::Confidence => cell.confidence.map_or(NO_VALUE, |c| gradient(colorous::CIVIDIS, f64::from(c))),
         Layer::Envelope => verdict_color(cell.verdict),
         Layer::Silent => gradient(colorous::INFERNO, cell.silent),
     }
@@ -139,6 +149,20 @@ mod tests {
         assert_eq!(miss_fraction(f64::NAN), 1.0);
         assert_eq!(miss_fraction(1e9), 1.0);
         assert!(miss_fraction(1e-3) < miss_fraction(1e-2) && miss_fraction(1e-2) < miss_fraction(0.5));
+    }
+
+    /// "No confidence" has its own colour, on no colour bar, and only the confidence key names it.
+    #[test]
+    fn no_confidence_is_keyed_and_on_no_bar() {
+        for layer in Layer::ALL {
+            assert_eq!(no_value(layer).is_some(), layer == Layer::Confidence, "{layer}");
+            for i in 0..=100 {
+                let c = scale_color(layer, f64::from(i) / 100.0);
+                let distance: i32 = (0..3).map(|k| (i32::from(c[k]) - i32::from(NO_VALUE[k])).abs()).sum();
+                assert!(distance > 60, "{layer} at {i}%: {c:?} is too close to {NO_VALUE:?}");
+            }
+        }
+        assert_eq!(no_value(Layer::Confidence).map(|n| n.1), Some(NO_VALUE));
     }
 
     #[test]

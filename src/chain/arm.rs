@@ -3,15 +3,13 @@
 //! the prior over its coordinates.
 
 use crate::kinematics::arm::{MAX_LENGTH, MAX_LENGTH_RATIO, MIN_LENGTH};
-use crate::kinematics::{JointLimits, Point2};
+pub use crate::kinematics::serial::MAX_COORDS;
+use crate::kinematics::serial::revolute_column;
+use crate::kinematics::{JointLimits, Point2, SerialArm, TwoLinkArm};
 use crate::stats::fmt_num;
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-
-/// The most coordinates (rail and joints together) a chain may have: enough for any planar
-/// lesson, small enough that every hot loop keeps its coordinates in a stack array.
-pub const MAX_COORDS: usize = 12;
 
 /// The longest rail travel accepted either way, metres.
 pub const MAX_TRAVEL: f64 = 1e6;
@@ -52,6 +50,14 @@ pub enum ChainError {
     /// The prior does not fit the chain.
     #[error("{0}")]
     BadPrior(String),
+    /// A two-link arm was asked of a chain that is not one.
+    #[error("a two-link arm is a chain of exactly 2 revolute joints and no rail, got {links} joint(s){}", if *rail { " and a rail" } else { "" })]
+    NotTwoLink {
+        /// Revolute joints of the chain.
+        links: usize,
+        /// Whether it has a rail.
+        rail: bool,
+    },
 }
 
 /// The travel of the prismatic base rail, metres.
@@ -178,12 +184,14 @@ impl Chain {
         Point2::new(0.0, if self.rail.is_some() { x[0] } else { 0.0 })
     }
 
-    /// Forward kinematics: the tip for coordinates `x` (`x.len() == self.coords()`).
-    #[inline]
-    pub fn tip(&self, x: &[f64]) -> Point2 {
+    /// The one forward walk: calls `visit(k, p)` with the position `p` of each revolute joint
+    /// `k` (from 0, base first; joint `k` sits at the start of link `k`) and returns the tip.
+    #[inline(always)]
+    fn walk(&self, x: &[f64], mut visit: impl FnMut(usize, Point2)) -> Point2 {
         let mut p = self.base(x);
         let mut theta = 0.0;
-        for (l, &q) in self.links.iter().zip(&x[self.first_joint()..]) {
+        for (k, (l, &q)) in self.links.iter().zip(&x[self.first_joint()..]).enumerate() {
+            visit(k, p);
             theta += q;
             let (s, c) = theta.sin_cos();
             p += Point2::new(c, s) * l.length;
@@ -191,18 +199,17 @@ impl Chain {
         p
     }
 
+    /// Forward kinematics: the tip for coordinates `x` (`x.len() == self.coords()`).
+    #[inline]
+    pub fn tip(&self, x: &[f64]) -> Point2 {
+        self.walk(x, |_, _| {})
+    }
+
     /// The base, every joint and the tip, in order (`links + 1` points): what a drawing needs.
     pub fn points(&self, x: &[f64]) -> Vec<Point2> {
-        let mut p = self.base(x);
         let mut out = Vec::with_capacity(self.links.len() + 1);
-        out.push(p);
-        let mut theta = 0.0;
-        for (l, &q) in self.links.iter().zip(&x[self.first_joint()..]) {
-            theta += q;
-            let (s, c) = theta.sin_cos();
-            p += Point2::new(c, s) * l.length;
-            out.push(p);
-        }
+        let tip = self.walk(x, |_, p| out.push(p));
+        out.push(tip);
         out
     }
 
@@ -212,25 +219,25 @@ impl Chain {
     #[inline]
     pub fn jacobian(&self, x: &[f64], cols: &mut [Point2]) -> Point2 {
         let first = self.first_joint();
-        let n = self.links.len();
-        // Joint positions first (joint k sits at the start of link k), then the offsets.
+        // Joint positions first, then their offsets from the tip.
         let mut joints = [Point2::zeros(); MAX_COORDS];
-        let mut p = self.base(x);
-        let mut theta = 0.0;
-        for (k, (l, &q)) in self.links.iter().zip(&x[first..]).enumerate() {
-            joints[k] = p;
-            theta += q;
-            let (s, c) = theta.sin_cos();
-            p += Point2::new(c, s) * l.length;
-        }
+        let tip = self.walk(x, |k, p| joints[k] = p);
         if first == 1 {
             cols[0] = Point2::new(0.0, 1.0);
         }
-        for k in 0..n {
-            let d = p - joints[k];
-            cols[first + k] = Point2::new(-d.y, d.x);
+        for (col, joint) in cols[first..].iter_mut().zip(&joints[..self.links.len()]) {
+            *col = revolute_column(tip - joint);
         }
-        p
+        tip
+    }
+
+    /// True when coordinate `i` has a bound a step can run into: the rail, or a joint whose
+    /// range is less than a whole turn.
+    pub fn is_bounded(&self, i: usize) -> bool {
+        match (self.rail, i) {
+            (Some(_), 0) => true,
+            _ => !self.links[i - self.first_joint()].limits.is_full_turn(),
+        }
     }
 
     /// True when every coordinate lies in its range (angles as given, not modulo a turn).
@@ -272,6 +279,67 @@ impl Chain {
             *q = c;
         }
         moved
+    }
+}
+
+/// The chain as a serial arm, for [`crate::iterative::Dls`].
+impl SerialArm for Chain {
+    #[inline]
+    fn coords(&self) -> usize {
+        Chain::coords(self)
+    }
+
+    #[inline]
+    fn tip(&self, x: &[f64]) -> Point2 {
+        Chain::tip(self, x)
+    }
+
+    #[inline]
+    fn jacobian(&self, x: &[f64], cols: &mut [Point2]) -> Point2 {
+        Chain::jacobian(self, x, cols)
+    }
+
+    #[inline]
+    fn range(&self, i: usize) -> (f64, f64) {
+        Chain::range(self, i)
+    }
+
+    #[inline]
+    fn is_bounded(&self, i: usize) -> bool {
+        Chain::is_bounded(self, i)
+    }
+
+    #[inline]
+    fn clamp(&self, x: &mut [f64]) -> bool {
+        Chain::clamp(self, x)
+    }
+
+    #[inline]
+    fn reach(&self) -> f64 {
+        Chain::reach(self)
+    }
+}
+
+/// The two-link arm as a chain: no rail, two revolute joints with its lengths and limits.
+impl From<TwoLinkArm> for Chain {
+    fn from(arm: TwoLinkArm) -> Self {
+        let [shoulder, elbow] = arm.limits();
+        let links = vec![Link { length: arm.l1(), limits: shoulder }, Link { length: arm.l2(), limits: elbow }];
+        Self { rail: None, links }
+    }
+}
+
+/// The chain as a two-link arm, when it is one: no rail and exactly two revolute joints.
+impl TryFrom<&Chain> for TwoLinkArm {
+    type Error = ChainError;
+
+    fn try_from(chain: &Chain) -> Result<Self, ChainError> {
+        match (chain.rail, chain.links.as_slice()) {
+            (None, [upper, fore]) => {
+                Ok(TwoLinkArm::new(upper.length, fore.length)?.with_limits(upper.limits, fore.limits)?)
+            }
+            _ => Err(ChainError::NotTwoLink { links: chain.links.len(), rail: chain.rail.is_some() }),
+        }
     }
 }
 
@@ -400,7 +468,7 @@ impl Prior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     fn rail3() -> Chain {
@@ -445,6 +513,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn two_link_arms_convert_both_ways_and_agree_on_kinematics() {
+        use crate::kinematics::Pose;
+        let limited = TwoLinkArm::new(0.8, 1.3)
+            .unwrap()
+            .with_limits(JointLimits::new(-1.0, 2.0, "shoulder").unwrap(), JointLimits::new(0.0, 3.0, "elbow").unwrap())
+            .unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for arm in [TwoLinkArm::default(), limited] {
+            let chain = Chain::from(arm);
+            assert_eq!((chain.coords(), chain.rail()), (2, None));
+            assert_eq!(TwoLinkArm::try_from(&chain), Ok(arm));
+            assert_eq!(chain.range(1), (arm.limits()[1].min, arm.limits()[1].max));
+            for _ in 0..200 {
+                let x = [rng.random_range(-4.0..4.0), rng.random_range(-4.0..4.0)];
+                let pose = Pose::new(x[0], x[1]);
+                assert!((chain.tip(&x) - arm.tip(pose)).norm() < 1e-12);
+                for (p, q) in chain.points(&x).iter().zip(arm.joints(pose)) {
+                    assert!((p - q).norm() < 1e-12, "{p} vs {q}");
+                }
+                let mut cols = [Point2::zeros(); MAX_COORDS];
+                chain.jacobian(&x, &mut cols);
+                let j = arm.jacobian(pose);
+                for (i, col) in cols[..2].iter().enumerate() {
+                    assert!((col - j.column(i)).norm() < 1e-12, "column {i}: {col} vs {}", j.column(i));
+                }
+            }
+        }
+        let three = Chain::from_lengths(&[1.0, 0.8, 0.6]).unwrap();
+        assert_eq!(TwoLinkArm::try_from(&three), Err(ChainError::NotTwoLink { links: 3, rail: false }));
+        let railed =
+            Chain::new(Some(Travel::new(-1.0, 1.0).unwrap()), Chain::from(TwoLinkArm::default()).links).unwrap();
+        let err = TwoLinkArm::try_from(&railed).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a two-link arm is a chain of exactly 2 revolute joints and no rail, got 2 joint(s) and a rail"
+        );
     }
 
     #[test]

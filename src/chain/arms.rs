@@ -22,7 +22,7 @@
 //! ±90°, the others ±150°), uniform prior.
 
 use super::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
-use crate::kinematics::JointLimits;
+use crate::kinematics::{JointLimits, TwoLinkArm};
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
 
@@ -164,7 +164,7 @@ impl ArmKind {
     pub fn arm(self) -> ChainArm {
         let (chain, prior) = match self {
             ArmKind::TwoR => {
-                let chain = Chain::from_lengths(&[1.0, 1.0]).expect("valid lengths");
+                let chain = Chain::from(TwoLinkArm::default());
                 let prior = Prior::uniform(&chain);
                 (chain, prior)
             }

@@ -27,7 +27,8 @@
 
 use super::arm::{Chain, MAX_COORDS, Prior};
 use super::arms::ChainArm;
-use crate::kinematics::Point2;
+use crate::analytic::solve_branches;
+use crate::kinematics::{Point2, TwoLinkArm};
 use rand::{Rng, RngExt};
 
 /// The exact posterior sampler for one arm.
@@ -143,27 +144,23 @@ impl<'a> ExactSampler<'a> {
             let phi = c.acos();
             return [phi, -phi].map(|phi| Some((target.y - pb.y - l2 * phi.sin(), phi - arg2)));
         }
-        // Two revolute joints: tip = pa + R(q_a) (w1 + R(q_b) w2), a two-link problem.
+        // Two revolute joints: tip = pa + R(q_a) (w1 + R(q_b) w2), the two-link arm with links
+        // |w1| and |w2| whose shoulder angle is q_a + arg1 and elbow angle q_b + arg2 - arg1:
+        // the closed form of [`crate::analytic`] solves it. A pair the two-link arm refuses (a
+        // virtual link under 1e-6 m, or under 1e-4 of the other) is skipped: such pairs fill a
+        // set of prior mass near zero, where this chart's `|det J_ab| <= |w1| |w2|` nearly
+        // vanishes anyway.
         let pa = pts[a - first];
         let w1 = pb - pa;
-        let l1 = w1.norm();
-        if l1 < 1e-12 {
+        let Ok(pair) = TwoLinkArm::new(w1.norm(), l2) else {
+            return [None, None];
+        };
+        let branches = solve_branches(&pair, target - pa);
+        if branches.unreachable.is_some() {
             return [None, None];
         }
         let arg1 = w1.y.atan2(w1.x);
-        let d = target - pa;
-        let c = (d.norm_squared() - l1 * l1 - l2 * l2) / (2.0 * l1 * l2);
-        if !(-1.0..=1.0).contains(&c) {
-            return [None, None];
-        }
-        let psi = c.acos();
-        let arg_d = d.y.atan2(d.x);
-        [psi, -psi].map(|psi| {
-            let qb = psi - (arg2 - arg1);
-            // Direction of w1 + R(q_b) w2 with q_a = 0, relative to w1: the law of sines.
-            let inner = (l2 * psi.sin()).atan2(l1 + l2 * psi.cos());
-            Some((arg_d - arg1 - inner, qb))
-        })
+        [branches.down, branches.up].map(|p| Some((p.shoulder - arg1, p.elbow + arg1 - arg2)))
     }
 
     /// The balance-heuristic weight of a solution `x` (see the module documentation); `with_jacobian`

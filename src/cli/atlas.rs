@@ -116,7 +116,7 @@ impl AtlasArgs {
             return Ok(model);
         }
         // The residual head fits the default real arm of *this* arm, like `elbow train`.
-        let real = elbow::Mismatch::DEFAULT.real_arm(&arm);
+        let real = super::fitted_real_arm(head, &arm)?;
         let cfg = TrainConfig { head, arm, real, steps: self.train_steps, seed: self.seed, ..TrainConfig::default() };
         super::note(format_args!("training {head} for {} steps…", cfg.steps));
         let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
@@ -130,6 +130,10 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), String> {
     let out = Output::new(&args.out)?;
     let cfg = args.config()?;
     let arm = args.arm.arm()?;
+    // The silent layer's real arm must exist for these lengths: the core would otherwise map
+    // the nominal arm in its place.
+    elbow::kinematics::RealArm::with_mismatch(&arm, cfg.mismatch)
+        .map_err(|e| format!("--length-error and --joint-offset give no usable real arm for these --lengths: {e}"))?;
     if args.model.is_some() && args.solver.head().is_none() {
         return Err(format!("--model is for a learned head; {} has no model", args.solver));
     }
@@ -232,6 +236,11 @@ fn draw_key<DB: DrawingBackend>(
                 let label = if log { length_label(v) } else { format!("{v:.2}") };
                 area.draw(&PathElement::new(vec![(left + 30, y), (left + 36, y)], BLACK))?;
                 area.draw(&Text::new(label, (left + 40, y - 7), text.clone()))?;
+            }
+            // Cells with no value (the confidence of a solver without a mixture) are on no bar.
+            if let Some((label, color)) = paint::no_value(layer) {
+                area.draw(&Rectangle::new([(left, bottom + 24), (left + 18, bottom + 42)], rgb(color).filled()))?;
+                area.draw(&Text::new(label, (left + 24, bottom + 26), text.clone()))?;
             }
         }
         paint::Key::Classes(classes) => {

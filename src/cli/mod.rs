@@ -28,7 +28,7 @@ mod solve;
 mod train;
 
 use clap::{Args, Parser, Subcommand};
-use elbow::kinematics::{JointLimits, TwoLinkArm};
+use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
 #[derive(Debug, Parser)]
@@ -40,6 +40,30 @@ pub(crate) struct Cli {
     /// A trained model file for the app to load in place of its head's training (repeatable).
     #[arg(long, value_name = "FILE")]
     pub(crate) model: Vec<std::path::PathBuf>,
+    /// Link lengths `L1,L2` of the app's arm in metres, each from 1e-6 to 1e6, the longer at
+    /// most 1e4 times the shorter (default 1,1).
+    #[arg(long, value_name = "L1,L2", value_parser = parse_lengths, allow_hyphen_values = true)]
+    pub(crate) lengths: Option<(f64, f64)>,
+}
+
+impl Cli {
+    /// The app's arm: `--lengths`, checked as every command's arm is ([`ArmArgs::arm`]).
+    pub(crate) fn app_arm(&self) -> Result<TwoLinkArm, String> {
+        self.lengths.map_or_else(|| Ok(TwoLinkArm::default()), |lengths| ArmArgs { lengths, elbow_limits: None }.arm())
+    }
+
+    /// Why the app's flags cannot go with a command (each command takes its own), if they were
+    /// given with one.
+    pub(crate) fn app_flags_with_command(&self) -> Option<&'static str> {
+        match (&self.command, self.model.is_empty(), self.lengths) {
+            (None, _, _) => None,
+            (Some(_), false, _) => Some("--model before a command is for the app; experiments take their own --model"),
+            (Some(_), true, Some(_)) => {
+                Some("--lengths before a command is for the app; commands take their own --lengths")
+            }
+            (Some(_), true, None) => None,
+        }
+    }
 }
 
 /// The subcommands.
@@ -181,6 +205,23 @@ impl ArmArgs {
             }
         }
     }
+}
+
+/// The real arm of the default mismatch ([`Mismatch::DEFAULT`]) on `arm`, which the residual
+/// hybrid fits. When that arm leaves the supported range (links near the length bounds or the
+/// ratio bound), a `head` that fits a real arm gets a plain error, never the nominal arm in its
+/// place (which would train it to correct nothing); the other heads fit no real arm and get
+/// the nominal one.
+pub(crate) fn fitted_real_arm(head: elbow::HeadKind, arm: &TwoLinkArm) -> Result<RealArm, String> {
+    RealArm::with_mismatch(arm, Mismatch::DEFAULT).or_else(|e| {
+        if !head.fits_real_arm() {
+            return Ok(RealArm::ideal(*arm));
+        }
+        let [e1, e2] = Mismatch::DEFAULT.length_error.map(|e| 100.0 * e);
+        Err(format!(
+            "the {head} head fits the real arm of the default mismatch (links {e1:+.0} % and {e2:+.0} %), and for these --lengths that arm is out of range: {e}"
+        ))
+    })
 }
 
 /// Parses `A,B` into two finite numbers.
@@ -386,6 +427,30 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// `elbow --lengths L1,L2` gives the app its arm through the commands' parser: the same
+    /// refusals, and the flag is the app's alone.
+    #[test]
+    fn the_app_takes_lengths_like_every_command() {
+        let app = |args: &[&str]| Cli::try_parse_from([&["elbow"], args].concat());
+        assert_eq!(app(&[]).unwrap().app_arm(), Ok(TwoLinkArm::default()));
+        let cli = app(&["--lengths", "0.7,0.4"]).unwrap();
+        assert_eq!(cli.app_arm(), Ok(TwoLinkArm::new(0.7, 0.4).unwrap()));
+        assert_eq!(cli.app_flags_with_command(), None);
+        for bad in ["-1,1", "0,1", "1", "1,x", "1e155,1", "1e-9,1", "inf,1", "1,1,1"] {
+            let e = app(&["--lengths", bad]).unwrap_err();
+            let solve = Cli::try_parse_from(["elbow", "solve", "1", "1", "--lengths", bad]).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad}");
+            // The same sentence as the commands' --lengths.
+            let why =
+                |e: &clap::Error| e.to_string().lines().next().and_then(|l| Some(l.split_once(">': ")?.1.to_string()));
+            assert!(why(&e).is_some() && why(&e) == why(&solve), "{bad}: {e} vs {solve}");
+        }
+        for misplaced in [&["--lengths", "1,2", "solve", "1", "1"][..], &["--model", "m.json", "bench"]] {
+            assert!(app(misplaced).unwrap().app_flags_with_command().is_some(), "{misplaced:?}");
+        }
+        assert_eq!(app(&["solve", "1", "1", "--lengths", "1,2"]).unwrap().app_flags_with_command(), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::{ArmArgs, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
-use elbow::kinematics::{Mismatch, Region};
+use elbow::kinematics::Region;
 use elbow::learned::{
     AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate,
 };
@@ -73,7 +73,7 @@ pub(crate) struct TrainArgs {
 
 impl TrainArgs {
     /// The training configuration these arguments describe; the residual head fits the default
-    /// real arm ([`Mismatch::DEFAULT`]).
+    /// real arm (the default mismatch, [`super::fitted_real_arm`]).
     pub(crate) fn config(&self) -> Result<TrainConfig, String> {
         let arm = self.arm.arm()?;
         Ok(TrainConfig {
@@ -90,7 +90,7 @@ impl TrainArgs {
             lr: self.lr,
             encoding: self.encoding,
             seed: self.seed,
-            real: Mismatch::DEFAULT.real_arm(&arm),
+            real: super::fitted_real_arm(self.head, &arm)?,
             ..TrainConfig::default()
         })
     }
@@ -162,6 +162,18 @@ pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
     );
     if let Some(a) = report.analytic_on_real_arm {
         outln!("analytic alone on the same real arm: mean {:.4} m, median {:.4}, p95 {:.4}", a.mean, a.median, a.p95);
+    }
+    if let Some(share) = report.corrections_applied {
+        outln!(
+            "correction applied to {:.1}% of answers (the others came out above the {} rad bound and kept the analytic answer)",
+            100.0 * share,
+            model.max_correction
+        );
+        if share < 0.5 {
+            outln!(
+                "most corrections were dropped: on this arm the mismatch is large against the shorter link, so the real arm needs corrections above the bound (the residual head cannot correct it)"
+            );
+        }
     }
     if let Some(path) = &args.out {
         outln!("saved {}", path.display());

@@ -675,7 +675,15 @@ mod tests {
         assert!(row(Method::Exact).success_rate == 1.0);
         assert!(row(Method::Dls).success_rate > 0.99);
         assert!(row(Method::Hybrid).success_rate > 0.99);
-        assert!(row(Method::Mse).posterior_mmd > row(Method::Exact).posterior_mmd);
+        // The averaging trap on a manifold, target by target: the squared-error net's single
+        // answer is far from the posterior on nearly every target (its lower quartile), while
+        // the sampled mixture's mismatch stays well below that (its upper quartile) and two
+        // exact sets sit at the floor near zero. Measured at seed 0: MSE quartiles 1.97..2.21,
+        // MDN 0.045..0.23, floor -0.004..0.014.
+        let (mse, mdn, floor) = (row(Method::Mse).mmd, row(Method::Mdn).mmd, r.mmd_floor);
+        assert!(floor.q75 < 0.05 && floor.q25 > -0.05, "floor {floor:?}");
+        assert!(mse.q25 > 50.0 * floor.q75.max(0.005), "MSE {mse:?} vs floor {floor:?}");
+        assert!(mse.q25 > 4.0 * mdn.q75, "MSE {mse:?} vs MDN {mdn:?}");
         assert!(row(Method::Exact).ess_min.unwrap() >= 20.0 * 40.0);
         assert_eq!(row(Method::Exact).mmd_floor, Some(r.mmd_floor.mean));
         assert!(row(Method::Mse).ess_min.is_none());

@@ -2,6 +2,7 @@
 //! and the mismatched "real" arm behind a nominal model.
 
 use super::pose::{Point2, Pose, wrap_angle};
+use super::serial::{SerialArm, revolute_column};
 use nalgebra::Matrix2;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
@@ -222,11 +223,10 @@ impl TwoLinkArm {
         (self.tip(pose) - target).norm()
     }
 
-    /// The 2x2 Jacobian `d tip / d [q1, q2]`.
+    /// The 2x2 Jacobian `d tip / d [q1, q2]`, from the same walk as [`TwoLinkArm::joints`].
     pub fn jacobian(&self, pose: Pose) -> Matrix2<f64> {
-        let (s1, c1) = pose.shoulder.sin_cos();
-        let (s12, c12) = (pose.shoulder + pose.elbow).sin_cos();
-        Matrix2::new(-self.l1 * s1 - self.l2 * s12, -self.l2 * s12, self.l1 * c1 + self.l2 * c12, self.l2 * c12)
+        let [base, elbow, tip] = self.joints(pose);
+        Matrix2::from_columns(&[revolute_column(tip - base), revolute_column(tip - elbow)])
     }
 
     /// True when the pose lies inside both joint ranges (modulo whole turns).
@@ -238,6 +238,53 @@ impl TwoLinkArm {
     /// nearest bound when it has none.
     pub fn clamp_to_limits(&self, pose: Pose) -> Pose {
         Pose::new(self.limits[0].clamp(pose.shoulder), self.limits[1].clamp(pose.elbow))
+    }
+}
+
+/// The two-link arm as a serial arm: coordinates `[shoulder, elbow]`.
+impl SerialArm for TwoLinkArm {
+    #[inline]
+    fn coords(&self) -> usize {
+        2
+    }
+
+    #[inline]
+    fn tip(&self, x: &[f64]) -> Point2 {
+        TwoLinkArm::tip(self, Pose::new(x[0], x[1]))
+    }
+
+    #[inline]
+    fn jacobian(&self, x: &[f64], cols: &mut [Point2]) -> Point2 {
+        let [base, elbow, tip] = self.joints(Pose::new(x[0], x[1]));
+        cols[0] = revolute_column(tip - base);
+        cols[1] = revolute_column(tip - elbow);
+        tip
+    }
+
+    #[inline]
+    fn range(&self, i: usize) -> (f64, f64) {
+        (self.limits[i].min, self.limits[i].max)
+    }
+
+    #[inline]
+    fn is_bounded(&self, i: usize) -> bool {
+        !self.limits[i].is_full_turn()
+    }
+
+    #[inline]
+    fn clamp(&self, x: &mut [f64]) -> bool {
+        let mut moved = false;
+        for (q, l) in x.iter_mut().zip(&self.limits) {
+            let c = l.clamp(*q);
+            moved |= c != *q;
+            *q = c;
+        }
+        moved
+    }
+
+    #[inline]
+    fn reach(&self) -> f64 {
+        TwoLinkArm::reach(self)
     }
 }
 

@@ -76,6 +76,11 @@ pub struct TrainReport {
     /// For heads that fit the real arm: the analytic solver's miss on that same arm, for
     /// comparison (the residual hybrid with its correction off).
     pub analytic_on_real_arm: Option<Summary>,
+    /// For heads that fit the real arm: the share of held-out answers whose learned correction
+    /// was applied; the others came out above the model's bound
+    /// ([`super::LearnedModel::max_correction`]) and kept the analytic answer uncorrected.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::stats::json_numbers")]
+    pub corrections_applied: Option<f64>,
 }
 
 /// Held-out targets evaluated between two calls of the progress callback.
@@ -122,6 +127,7 @@ pub fn train_and_evaluate(
     }
     let fk_miss = Summary::of(&misses);
     let analytic_on_real_arm = cfg.head.fits_real_arm().then(|| analytic_miss_on_real_arm(&model, &targets));
+    let corrections_applied = cfg.head.fits_real_arm().then(|| corrections_applied(&model, &targets));
     let report = TrainReport {
         head: cfg.head,
         steps: cfg.steps,
@@ -131,6 +137,7 @@ pub fn train_and_evaluate(
         mean_miss_percent_of_reach: 100.0 * fk_miss.mean / cfg.arm.reach(),
         fk_miss,
         analytic_on_real_arm,
+        corrections_applied,
     };
     Ok((model, report))
 }
@@ -144,6 +151,17 @@ fn analytic_miss_on_real_arm(model: &LearnedModel, targets: &[Point2]) -> Summar
         .flat_map(|&t| ElbowMode::BOTH.map(|m| arm.miss(model.predict_residual(t, m, false).pose, t)))
         .collect();
     Summary::of(&misses)
+}
+
+/// The share of answers (both modes of every target) whose learned correction the residual
+/// hybrid applied.
+fn corrections_applied(model: &LearnedModel, targets: &[Point2]) -> f64 {
+    let applied = targets
+        .iter()
+        .flat_map(|&t| ElbowMode::BOTH.map(|m| model.predict_residual(t, m, true).correction.is_some()))
+        .filter(|&a| a)
+        .count();
+    applied as f64 / (2 * targets.len()).max(1) as f64
 }
 
 #[cfg(test)]

@@ -266,6 +266,11 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         r.config.tolerance,
         if r.config.post_move_check { "on" } else { "off" }
     );
+    for kind in &r.ood_empty {
+        let why =
+            kind.absent_because(&r.config.arm, r.config.region).unwrap_or("no targets left at this --ood-fraction");
+        outln!("OOD set {} asked for but empty, not run: {why}", kind.key());
+    }
     let loaded: Vec<&str> = r.loaded.iter().map(|h| h.key()).collect();
     outln!(
         "(heads trained in {:.1} s{}; evaluation took {:.2} s)",

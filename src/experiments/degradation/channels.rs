@@ -233,10 +233,17 @@ impl OodKind {
 
     /// True when this set has any targets for `arm` and `region`.
     pub fn exists(self, arm: &TwoLinkArm, region: Region) -> bool {
+        self.absent_because(arm, region).is_none()
+    }
+
+    /// Why this set has no targets for `arm` and `region`, or `None` when it has some.
+    pub fn absent_because(self, arm: &TwoLinkArm, region: Region) -> Option<&'static str> {
         match self {
-            OodKind::Beyond => true,
-            OodKind::Hole => arm.inner_radius() > 0.01 * arm.reach(),
-            OodKind::Sector => matches!(region, Region::Sector { .. }),
+            OodKind::Beyond => None,
+            OodKind::Hole => (arm.inner_radius() <= 0.01 * arm.reach())
+                .then_some("the arm has no hole around its base (l1 = l2, or within 1 % of the reach)"),
+            OodKind::Sector => (!matches!(region, Region::Sector { .. }))
+                .then_some("the heads trained on the whole annulus (use --region sector:FROM,TO)"),
         }
     }
 }

@@ -174,8 +174,19 @@ pub fn degradation_observed(
         })
         .collect();
     let eval_seconds = t1.elapsed().as_secs_f64();
+    // The configuration echoes the OOD sets that ran; the requested ones that came out empty
+    // for this arm, region and OOD budget are named apart, never passed off as used.
+    let ran: Vec<OodKind> =
+        sets.iter().filter_map(|(s, _)| if let Split::Ood(k) = s { Some(*k) } else { None }).collect();
+    let mut ood_empty: Vec<OodKind> = Vec::new();
+    for &kind in &cfg.ood {
+        if !ran.contains(&kind) && !ood_empty.contains(&kind) {
+            ood_empty.push(kind);
+        }
+    }
     let mut report = DegradationReport {
-        config: cfg.clone(),
+        config: DegradationConfig { ood: ran, ..cfg.clone() },
+        ood_empty,
         cells,
         claims: Vec::new(),
         loaded: HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect(),

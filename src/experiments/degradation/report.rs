@@ -1,7 +1,7 @@
 //! What a degradation run returns: one [`Cell`] per protocol, pipeline, setting and target set,
 //! and lookups by channel and level.
 
-use super::channels::{Channel, Perturbation, Setting, Split};
+use super::channels::{Channel, OodKind, Perturbation, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
 use super::protocol::Outcome;
 use super::verdict::Claim;
@@ -76,8 +76,11 @@ impl Cell {
 /// The whole result.
 #[derive(Debug, Clone, Serialize)]
 pub struct DegradationReport {
-    /// The configuration that produced it.
+    /// The configuration that produced it, its OOD sets those that ran (had targets).
     pub config: DegradationConfig,
+    /// OOD sets that were asked for but came out empty (absent for this arm or region, or no
+    /// targets left at this OOD fraction), so none of the cells cover them.
+    pub ood_empty: Vec<OodKind>,
     /// Every cell.
     pub cells: Vec<Cell>,
     /// The claims, each with its numbers and a verdict computed from them.

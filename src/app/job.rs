@@ -1,0 +1,170 @@
+//! One background job: a computation of some inputs, identified by a key, on its own thread.
+//! The atlas and the live sweep are both this job.
+//!
+//! Each frame the owner says which key it wants ([`Job::want`]); a key other than the one last
+//! started, or an explicit [`Job::invalidate`] (an input outside the key changed), makes the job
+//! due, and the owner starts the next run when [`Job::due`]: one run at a time, so changes during
+//! a run start the next one when it ends. [`Job::poll`] collects a finished run without ever
+//! blocking, and drops a result whose key is no longer the one wanted (a stale result). The
+//! frame never waits for a job; dropping a job waits for its thread, so no work outlives the app.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A background job keyed by `K` producing `T`.
+#[derive(Debug)]
+pub(crate) struct Job<K, T> {
+    /// The running computation and the key it was started for.
+    running: Option<(K, JoinHandle<T>)>,
+    /// The key of the latest run started.
+    requested: Option<K>,
+    /// An input changed since the latest run started.
+    stale: bool,
+    /// When the latest run started.
+    started: Option<Instant>,
+}
+
+impl<K, T> Default for Job<K, T> {
+    fn default() -> Self {
+        Self { running: None, requested: None, stale: false, started: None }
+    }
+}
+
+impl<K: PartialEq + Clone, T: Send + 'static> Job<K, T> {
+    /// Whether a run is in progress.
+    pub(crate) fn busy(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Asks for the inputs `key`: a key other than the latest run's makes the job due.
+    /// Compared with what was *started*, not with what arrived, so a failed run does not restart
+    /// every frame.
+    pub(crate) fn want(&mut self, key: &K) {
+        if self.requested.as_ref() != Some(key) {
+            self.stale = true;
+        }
+    }
+
+    /// An input outside the key changed: run again once the running one ends.
+    pub(crate) fn invalidate(&mut self) {
+        self.stale = true;
+    }
+
+    /// Whether a new run should start now: the inputs changed and no run is in progress.
+    pub(crate) fn due(&self) -> bool {
+        self.stale && !self.busy()
+    }
+
+    /// Time since the latest run started; `None` before the first.
+    pub(crate) fn since_start(&self) -> Option<Duration> {
+        self.started.map(|t| t.elapsed())
+    }
+
+    /// Starts `work` for `key` on a new thread; the caller checks [`Job::due`] first (a run in
+    /// progress is left to finish on its own and its result dropped).
+    pub(crate) fn start(&mut self, key: K, work: impl FnOnce() -> T + Send + 'static) {
+        self.stale = false;
+        self.requested = Some(key.clone());
+        self.started = Some(Instant::now());
+        self.running = Some((key, std::thread::spawn(work)));
+    }
+
+    /// The finished run's result, never blocking: `None` while it runs (or when none does),
+    /// `None` too for a result whose key is not `current` (stale: dropped, and the job is due
+    /// again), `Some(Err)` if the computation panicked.
+    pub(crate) fn poll(&mut self, current: &K) -> Option<Result<T, String>> {
+        if !self.running.as_ref().is_some_and(|(_, h)| h.is_finished()) {
+            return None;
+        }
+        let (key, handle) = self.running.take()?;
+        let result = handle.join().map_err(|_| "the computation stopped unexpectedly".to_string());
+        if &key != current {
+            self.stale = true;
+            return None;
+        }
+        Some(result)
+    }
+}
+
+impl<K, T> Drop for Job<K, T> {
+    fn drop(&mut self) {
+        if let Some((_, h)) = self.running.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A job whose run waits until the test lets it finish: the result is `value`.
+    fn gated(job: &mut Job<u32, u32>, key: u32, value: u32) -> mpsc::Sender<()> {
+        let (open, gate) = mpsc::channel::<()>();
+        job.start(key, move || {
+            // Ends when the test sends or drops its end; a watchdog end after a minute keeps a
+            // blocking poll from hanging the test (it fails instead).
+            let _ = gate.recv_timeout(Duration::from_secs(60));
+            value
+        });
+        open
+    }
+
+    /// Polls until the run ends, a bounded number of times (each poll is instant).
+    fn settle(job: &mut Job<u32, u32>, current: u32) -> Option<Result<u32, String>> {
+        while job.busy() {
+            if let Some(r) = job.poll(&current) {
+                return Some(r);
+            }
+            std::thread::yield_now();
+        }
+        None
+    }
+
+    #[test]
+    fn a_new_key_makes_the_job_due_once_and_polling_never_blocks() {
+        let mut job = Job::default();
+        assert!(!job.due() && !job.busy() && job.since_start().is_none());
+        job.want(&1);
+        assert!(job.due());
+        let open = gated(&mut job, 1, 10);
+        job.want(&1);
+        assert!(job.busy() && !job.due(), "the same key asks for nothing new");
+        // The run is held: a thousand polls (frames) come back empty without waiting for it.
+        for _ in 0..1000 {
+            assert_eq!(job.poll(&1), None);
+        }
+        assert!(job.busy());
+        open.send(()).unwrap();
+        assert_eq!(settle(&mut job, 1), Some(Ok(10)));
+        assert!(!job.busy() && !job.due());
+        job.want(&1);
+        assert!(!job.due(), "a finished key is not run again");
+        job.invalidate();
+        assert!(job.due(), "an input outside the key changed");
+    }
+
+    #[test]
+    fn a_stale_result_is_dropped_and_the_wanted_key_runs_next() {
+        let mut job = Job::default();
+        let open = gated(&mut job, 1, 10);
+        // The wanted inputs change mid-run: nothing new starts until the run ends.
+        job.want(&2);
+        assert!(job.busy() && !job.due());
+        drop(open);
+        assert_eq!(settle(&mut job, 2), None, "a result for key 1 is stale once key 2 is wanted");
+        assert!(job.due());
+        let open = gated(&mut job, 2, 20);
+        drop(open);
+        assert_eq!(settle(&mut job, 2), Some(Ok(20)));
+    }
+
+    #[test]
+    fn a_panicking_run_is_an_error_not_a_crash() {
+        let mut job: Job<u32, u32> = Job::default();
+        job.start(1, || panic!("boom"));
+        assert!(matches!(settle(&mut job, 1), Some(Err(_))));
+        assert!(!job.busy());
+    }
+}

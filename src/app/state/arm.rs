@@ -1,0 +1,176 @@
+//! The arm: the nominal model every solver plans on, and the simulated real arm (the plant) with
+//! the perturbation knobs the panel exposes.
+
+use bevy::prelude::*;
+use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
+use std::collections::VecDeque;
+
+/// Registers the nominal arm, the plant settings, the plant and its tip history.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<Nominal>()
+        .init_resource::<PlantSettings>()
+        .init_resource::<Sim>()
+        .init_resource::<TipHistory>();
+}
+
+/// The nominal arm model every solver plans on (the plant's real arm differs from it); `elbow
+/// --lengths` sets it.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Nominal(pub(crate) TwoLinkArm);
+
+/// Where the target starts on the default arm: a point where the two elbow branches are far
+/// apart, so the average of them (the MSE head's answer) visibly misses.
+pub(crate) const DEFAULT_TARGET: Point2 = Point2::new(1.0, 0.8);
+
+/// Where the target starts on `arm`: [`DEFAULT_TARGET`]'s direction, at the same fraction of the
+/// way from the inner rim to the reach as [`DEFAULT_TARGET`] on the default arm (so exactly
+/// [`DEFAULT_TARGET`] there, and inside the annulus of any arm).
+pub(crate) fn default_target(arm: &TwoLinkArm) -> Point2 {
+    let d = DEFAULT_TARGET.norm();
+    let default_reach = TwoLinkArm::default().reach();
+    let radius = arm.inner_radius() + (arm.reach() - arm.inner_radius()) * d / default_reach;
+    DEFAULT_TARGET * (radius / d)
+}
+
+/// The plant knobs the panel exposes. Every value is clamped to its range before use.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PlantSettings {
+    /// Encoder noise standard deviation, radians.
+    pub(crate) noise_std: f64,
+    /// Backlash half-width, radians.
+    pub(crate) backlash: f64,
+    /// Motor time constant, seconds.
+    pub(crate) lag: f64,
+    /// Relative link length errors of the real arm.
+    pub(crate) length_error: [f64; 2],
+    /// Joint offsets of the real arm (shoulder, elbow), radians.
+    pub(crate) joint_offset: [f64; 2],
+}
+
+/// Slider ranges of the plant knobs.
+pub(crate) mod range {
+    use std::ops::RangeInclusive;
+    /// Encoder noise, radians.
+    pub(crate) const NOISE: RangeInclusive<f64> = 0.0..=0.05;
+    /// Backlash half-width, radians.
+    pub(crate) const BACKLASH: RangeInclusive<f64> = 0.0..=0.1;
+    /// Motor lag, seconds.
+    pub(crate) const LAG: RangeInclusive<f64> = 0.0..=0.5;
+    /// Relative link length error.
+    pub(crate) const LENGTH_ERROR: RangeInclusive<f64> = -0.2..=0.2;
+    /// Joint offset, radians.
+    pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
+}
+
+/// Whether every length error the mismatch sliders allow makes a valid real arm of `nominal`
+/// (links too close to the smallest or largest length the core accepts would not), with the
+/// reason when not.
+pub(crate) fn check_slider_room(nominal: &TwoLinkArm) -> Result<(), String> {
+    let (lo, hi) = (*range::LENGTH_ERROR.start(), *range::LENGTH_ERROR.end());
+    for length_error in [[lo, lo], [lo, hi], [hi, lo], [hi, hi]] {
+        RealArm::with_mismatch(nominal, Mismatch { length_error, ..Mismatch::NONE }).map_err(|e| {
+            format!(
+                "these --lengths leave no room for the app's link-length sliders (±{:.0} % each): {e}",
+                100.0 * hi
+            )
+        })?;
+    }
+    Ok(())
+}
+
+impl Default for PlantSettings {
+    /// The core's default mismatch, so the residual head trains against the plant it drives.
+    fn default() -> Self {
+        let m = Mismatch::DEFAULT;
+        Self {
+            noise_std: 0.002,
+            backlash: 0.0,
+            lag: 0.06,
+            length_error: m.length_error,
+            joint_offset: [m.joint_offsets.shoulder, m.joint_offsets.elbow],
+        }
+    }
+}
+
+/// `v` clamped into `range`; non-finite values become 0 clamped into it.
+fn clamp(v: f64, range: &std::ops::RangeInclusive<f64>) -> f64 {
+    let v = if v.is_finite() { v } else { 0.0 };
+    v.clamp(*range.start(), *range.end())
+}
+
+impl PlantSettings {
+    /// No noise, backlash, lag or mismatch.
+    pub(crate) const IDEAL: PlantSettings =
+        PlantSettings { noise_std: 0.0, backlash: 0.0, lag: 0.0, length_error: [0.0; 2], joint_offset: [0.0; 2] };
+
+    /// Every knob clamped into its range.
+    pub(crate) fn sanitized(&self) -> Self {
+        Self {
+            noise_std: clamp(self.noise_std, &range::NOISE),
+            backlash: clamp(self.backlash, &range::BACKLASH),
+            lag: clamp(self.lag, &range::LAG),
+            length_error: self.length_error.map(|e| clamp(e, &range::LENGTH_ERROR)),
+            joint_offset: self.joint_offset.map(|o| clamp(o, &range::OFFSET)),
+        }
+    }
+
+    /// The mismatch these settings describe.
+    pub(crate) fn mismatch(&self) -> Mismatch {
+        let s = self.sanitized();
+        Mismatch { length_error: s.length_error, joint_offsets: Pose::new(s.joint_offset[0], s.joint_offset[1]) }
+    }
+
+    /// The real arm these settings describe for `nominal`. Every setting the sliders allow makes
+    /// a valid real arm for a nominal arm that passed [`check_slider_room`], which the app checks
+    /// before it opens, so the nominal arm never stands in for a mismatched one.
+    pub(crate) fn real_arm(&self, nominal: &TwoLinkArm) -> RealArm {
+        self.mismatch().real_arm(nominal)
+    }
+
+    /// The plant configuration for `nominal`.
+    pub(crate) fn config(&self, nominal: &TwoLinkArm) -> PlantConfig {
+        let s = self.sanitized();
+        PlantConfig {
+            real: self.real_arm(nominal),
+            backlash: s.backlash,
+            lag: s.lag,
+            noise_std: s.noise_std,
+            seed: 7,
+            ..PlantConfig::ideal(*nominal)
+        }
+    }
+}
+
+/// The plant and its latest encoder reading (the seed of every solver).
+#[derive(Resource, Debug, Clone)]
+pub(crate) struct Sim {
+    /// The simulated arm.
+    pub(crate) plant: Plant,
+    /// What the encoders read at the end of the last frame.
+    pub(crate) measured: Pose,
+}
+
+impl Sim {
+    /// A plant at rest in `pose`.
+    pub(crate) fn new(cfg: PlantConfig, pose: Pose) -> Self {
+        let plant = Plant::new(cfg, pose);
+        Self { measured: plant.link_pose(), plant }
+    }
+}
+
+impl FromWorld for Sim {
+    /// The plant for the world's nominal arm and settings, resting on the elbow-down answer for
+    /// the arm's default target.
+    fn from_world(world: &mut World) -> Self {
+        let nominal = world.get_resource::<Nominal>().copied().unwrap_or_default().0;
+        let settings = world.get_resource::<PlantSettings>().copied().unwrap_or_default();
+        Sim::new(settings.config(&nominal), solve_branches(&nominal, default_target(&nominal)).down)
+    }
+}
+
+/// Seconds of tip error kept for the plot.
+pub(crate) const HISTORY_SECS: f64 = 15.0;
+
+/// Rolling `[time s, plant tip error m]` samples over the last [`HISTORY_SECS`].
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct TipHistory(pub(crate) VecDeque<[f64; 2]>);

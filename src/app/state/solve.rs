@@ -1,0 +1,93 @@
+//! The driver and this frame's answers: which pipeline drives the plant, which ghost arms are
+//! drawn, every solver's readout, the command, and the envelope's tally.
+
+use bevy::prelude::*;
+use elbow::envelope::{InterventionLog, Reason};
+use elbow::learned::Candidate;
+use elbow::{HeadKind, Pipeline, Pose, Solution, SolveStatus, SolverId, Table};
+
+/// Registers the driver, the ghost toggles, this frame's answers and the envelope's tally.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<Driver>()
+        .init_resource::<Shown>()
+        .init_resource::<Solutions>()
+        .init_resource::<EnvelopeStats>();
+}
+
+/// Which pipeline's answer is sent to the plant: a solver, inside the envelope or not.
+#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Driver(pub(crate) Pipeline);
+
+impl Default for Driver {
+    fn default() -> Self {
+        Self(Pipeline::plain(SolverId::Learned(HeadKind::Mdn)))
+    }
+}
+
+/// Which ghost arms are drawn.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub(crate) struct Shown(pub(crate) Table<SolverId, bool>);
+
+impl Default for Shown {
+    fn default() -> Self {
+        use SolverId::*;
+        let on = [ElbowUp, ElbowDown, Average, Learned(HeadKind::Mse), Learned(HeadKind::Mdn)];
+        Self(Table::from_fn(|id| on.contains(&id)))
+    }
+}
+
+/// One solver's answer this frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Readout {
+    /// The pose, `None` when the solver has nothing to say (an untrained head).
+    pub(crate) pose: Option<Pose>,
+    /// What the solver says of it.
+    pub(crate) status: Option<SolveStatus>,
+    /// Tip miss on the arm the solver is judged on (the nominal model; the real arm for heads
+    /// that fit it), metres; `None` when not finite.
+    pub(crate) tip_error: Option<f64>,
+    /// Iterations used.
+    pub(crate) iterations: u32,
+}
+
+/// Every solver's answer this frame, and what goes to the plant.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct Solutions {
+    /// One readout per solver.
+    pub(crate) rows: Table<SolverId, Readout>,
+    /// Every head's candidates with their weights, likeliest first (the MDN: one per component).
+    pub(crate) candidates: Table<HeadKind, Vec<Candidate>>,
+    /// The driving solver's own answer, before any envelope.
+    pub(crate) proposal: Option<Solution>,
+    /// The pose commanded to the plant (`None`: the driver has no model yet, the plant holds).
+    pub(crate) command: Option<Pose>,
+    /// The status of what goes to the plant.
+    pub(crate) driver_status: Option<SolveStatus>,
+    /// The driving pipeline's label.
+    pub(crate) driver_name: String,
+    /// Why the envelope rejected this frame's proposal, if it did.
+    pub(crate) intervention: Option<Reason>,
+    /// Frames solved so far.
+    pub(crate) frame: u64,
+}
+
+impl Solutions {
+    /// The readout of `id`.
+    pub(crate) fn row(&self, id: SolverId) -> &Readout {
+        &self.rows[id]
+    }
+}
+
+/// How long an intervention flash lasts, seconds.
+pub(crate) const FLASH_SECS: f32 = 0.3;
+
+/// The envelope's running tally and flash.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct EnvelopeStats {
+    /// Decisions so far, by reason.
+    pub(crate) log: InterventionLog,
+    /// Seconds of flash left.
+    pub(crate) flash: f32,
+    /// The reason of the latest intervention.
+    pub(crate) last: Option<Reason>,
+}
