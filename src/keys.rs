@@ -37,6 +37,16 @@ pub fn keys<T: Keyed>() -> String {
     T::ALL.iter().map(|v| v.key()).collect::<Vec<_>>().join(", ")
 }
 
+/// A comma-separated list of keys (`mdn, residual`), each read by [`parse`].
+pub fn parse_list<T: Keyed>(s: &str) -> Result<Vec<T>, String> {
+    s.split(',').map(parse).collect()
+}
+
+/// `values`' keys joined by commas without spaces (`mdn,residual`): what [`parse_list`] reads.
+pub fn join<T: Keyed>(values: &[T]) -> String {
+    values.iter().map(|v| v.key()).collect::<Vec<_>>().join(",")
+}
+
 /// Implements [`Keyed`] for an enum from its inherent `ALL` array and `key` method, with
 /// `Display` (the key) and `FromStr` ([`parse`]); `serde` adds `From<T> for String` and
 /// `TryFrom<String>`, for enums marked `#[serde(into = "String", try_from = "String")]`.
@@ -141,6 +151,15 @@ mod tests {
         }
         assert_eq!(" Mallet ".parse::<Tool>(), Ok(Tool::Hammer));
         assert_eq!("saw".parse::<Tool>(), Ok(Tool::Saw));
+    }
+
+    #[test]
+    fn lists_parse_each_key_and_join_back() {
+        let list = super::parse_list::<Tool>("saw, Mallet,hammer").unwrap();
+        assert_eq!(list, [Tool::Saw, Tool::Hammer, Tool::Hammer]);
+        assert_eq!(super::join(&list), "saw,hammer,hammer");
+        assert_eq!(super::parse_list::<Tool>(&super::join(&list)), Ok(list));
+        assert_eq!(super::parse_list::<Tool>("saw,,hammer"), Err("tool must be one of hammer, saw; got ``".into()));
     }
 
     #[test]

@@ -145,14 +145,6 @@ impl From<HeadKind> for SolverId {
 
 crate::keys::keyed!(SolverId, "solver", serde);
 
-/// TEMPORARY until src/chain/arms.rs moves to `crate::keys::keyed!` (after the solvefold merge).
-pub(crate) fn parse_key<T: Copy>(s: &str, all: &[T], key: fn(T) -> &'static str, what: &str) -> Result<T, String> {
-    all.iter().copied().find(|&v| key(v).eq_ignore_ascii_case(s)).ok_or_else(|| {
-        let keys: Vec<&str> = all.iter().map(|&v| key(v)).collect();
-        format!("{what} must be one of {}; got `{s}`", keys.join(", "))
-    })
-}
-
 /// A solver, with or without the safety envelope around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]

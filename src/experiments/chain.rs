@@ -23,8 +23,8 @@ use crate::chain::nets::{ChainNet, Component, NetConfig, NetKind, draw};
 use crate::chain::{ChainArm, ChainDls, DlsOutcome, ExactSampler, Kernel, Method};
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
+use crate::rng::{Stream, rng};
 use crate::stats::{json_f64, json_numbers, quantile, sorted_worst_last};
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -358,7 +358,7 @@ pub fn chain_observed(
     let train_seconds = t0.elapsed().as_secs_f64();
     let arm = &cfg.arm;
     let d = arm.coords();
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a26_e75e);
+    let mut rng = rng(cfg.seed, Stream::ChainTargets, 0);
     let mut x = [0.0; MAX_COORDS];
     let targets: Vec<Point2> = (0..cfg.targets)
         .map(|_| {
@@ -477,11 +477,6 @@ struct TargetResult {
     spread: f64,
 }
 
-/// A seed per target and purpose, so results do not depend on which thread ran what.
-fn rng_for(cfg: &ChainConfig, target: usize, purpose: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9e37_79b9).wrapping_add(((target as u64) << 8) | purpose))
-}
-
 /// `n` samples of `method` for `target` into `out`, with the DLS effort.
 fn solutions(
     cfg: &ChainConfig,
@@ -551,7 +546,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
     let n = cfg.samples;
     let mut sampler = ExactSampler::new(arm);
     sampler.ess_factor = cfg.ess_factor;
-    let reference = sampler.sample(target, n, &mut rng_for(cfg, index, 0));
+    let reference = sampler.sample(target, n, &mut rng(cfg.seed, Stream::ChainReference, index as u64));
     let ref_cols = Columns::new(&reference.x, d);
     let ref_self = self_sum(&ref_cols, &cfg.kernel);
     let mut ess = reference.ess;
@@ -562,7 +557,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         .iter()
         .enumerate()
         .map(|(k, &method)| {
-            let mut rng = rng_for(cfg, index, 1 + k as u64);
+            let mut rng = rng(cfg.seed, Stream::ChainMethod { slot: k as u64 }, index as u64);
             let t = Instant::now();
             let (iterations, starts, method_ess) = solutions(cfg, nets, method, target, n, &mut rng, &mut buf);
             let seconds = t.elapsed().as_secs_f64();
@@ -591,7 +586,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         .collect();
     if floor.is_nan() {
         // The exact method did not run: a second exact set still gives the floor.
-        let other = sampler.sample(target, n, &mut rng_for(cfg, index, 200));
+        let other = sampler.sample(target, n, &mut rng(cfg.seed, Stream::ChainFloor, index as u64));
         let cols = Columns::new(&other.x, d);
         floor = mmd_from_sums(
             self_sum(&cols, &cfg.kernel),
@@ -635,7 +630,7 @@ fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
         .map(|(k, &method)| {
             let mut best = f64::INFINITY;
             for rep in 0..3 {
-                let mut rng = rng_for(cfg, usize::MAX >> 8, 16 * k as u64 + rep);
+                let mut rng = rng(cfg.seed, Stream::ChainDemo { slot: k as u64 }, rep);
                 let t = Instant::now();
                 solutions(cfg, nets, method, target, TIMED_SOLUTIONS, &mut rng, &mut buf);
                 best = best.min(t.elapsed().as_secs_f64());
@@ -646,7 +641,7 @@ fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
         })
         .collect();
     if !cfg.methods.contains(&Method::Exact) {
-        let mut rng = rng_for(cfg, usize::MAX >> 8, 255);
+        let mut rng = rng(cfg.seed, Stream::ChainDemoExact, 0);
         solutions(cfg, nets, Method::Exact, target, KEEP, &mut rng, &mut buf);
         demo.samples.push((Method::Exact, buf.clone()));
     }

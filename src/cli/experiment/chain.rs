@@ -48,7 +48,7 @@ impl std::str::FromStr for Methods {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let v: Vec<Method> = s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>()?;
+        let v: Vec<Method> = elbow::keys::parse_list(s)?;
         if v.iter().enumerate().any(|(i, m)| v[..i].contains(m)) {
             return Err(format!("each method may be given once, got `{s}`"));
         }
