@@ -8,10 +8,11 @@ use clap::Args;
 use elbow::chain::nets::Covariance;
 use elbow::chain::{ArmKind, ChainArm, Method};
 use elbow::experiments::chain::{
-    ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, Spread, chain_observed,
+    ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
 use elbow::learned::limits::MAX_COMPONENTS;
+use elbow::stats::Summary;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::PathBuf;
@@ -159,7 +160,7 @@ pub(crate) fn run(a: &ChainArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn spread_text(s: &Spread, digits: usize) -> String {
+fn spread_text(s: &Summary, digits: usize) -> String {
     format!("{:>9.digits$} {:>9.digits$} [{:.digits$}, {:.digits$}]", s.mean, s.median, s.q25, s.q75)
 }
 
