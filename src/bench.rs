@@ -11,9 +11,9 @@ use crate::analytic::{AnalyticSolver, BranchChoice};
 use crate::iterative::DlsSolver;
 use crate::kinematics::{Pose, Region, SampleMode, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer};
+use crate::rng::{Stream, rng};
 use crate::solver::IkSolver;
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::Instant;
@@ -143,7 +143,7 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
         return Err(format!("train steps must be in {lo}..={hi}, got {train_steps}"));
     }
     let arm = TwoLinkArm::default();
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut rng = rng(1, Stream::Bench, 0);
     let targets = arm.sample_targets(&mut rng, 4096, SampleMode::UniformArea, Region::Annulus);
     let analytic = AnalyticSolver::new(arm, BranchChoice::NearestToSeed);
     let analytic_ns = 1e9

@@ -15,6 +15,8 @@
 //! - [`atlas`]: one solver's answer over the whole workspace, as maps (miss, branch, envelope,
 //!   silent failures);
 //! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
+//! - [`keys`]: the one way named enums parse and print by key;
+//! - [`rng`]: the one table of seeded random streams;
 //! - [`files`]: atomic writes, bounded reads, destinations checked up front;
 //! - [`stats`]: error summaries and JSON numbers that keep NaN and infinity apart; [`simd`]: runtime dispatch of hot loops to the CPU's widest
 //!   vector unit.
@@ -32,11 +34,13 @@ pub mod envelope;
 pub mod experiments;
 pub mod files;
 pub mod iterative;
+pub mod keys;
 pub mod kinematics;
 pub mod learned;
 pub mod lineup;
 pub mod nn;
 pub mod plant;
+pub mod rng;
 pub mod simd;
 pub mod solver;
 pub mod stats;

@@ -143,42 +143,7 @@ impl From<HeadKind> for SolverId {
     }
 }
 
-impl From<SolverId> for String {
-    fn from(id: SolverId) -> String {
-        id.key().to_string()
-    }
-}
-
-impl TryFrom<String> for SolverId {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl std::fmt::Display for SolverId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for SolverId {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse_key(s, &SolverId::ALL, SolverId::key, "solver")
-    }
-}
-
-/// The member of `all` whose `key` is `s` (ignoring case), or an error naming `what` and every
-/// key: how every named enum of the crate (solvers, heads, layers, protocols) parses.
-pub(crate) fn parse_key<T: Copy>(s: &str, all: &[T], key: fn(T) -> &'static str, what: &str) -> Result<T, String> {
-    all.iter().copied().find(|&v| key(v).eq_ignore_ascii_case(s)).ok_or_else(|| {
-        let keys: Vec<&str> = all.iter().map(|&v| key(v)).collect();
-        format!("{what} must be one of {}; got `{s}`", keys.join(", "))
-    })
-}
+crate::keys::keyed!(SolverId, "solver", serde);
 
 /// A solver, with or without the safety envelope around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -251,6 +216,7 @@ impl std::str::FromStr for Pipeline {
 
     /// Parses `KEY` or `envelope(KEY)`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
         match s.strip_prefix("envelope(").and_then(|r| r.strip_suffix(')')) {
             Some(inner) => Ok(Pipeline::enveloped(inner.parse()?)),
             None => Ok(Pipeline::plain(s.parse()?)),

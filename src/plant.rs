@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 
 use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
-use rand::SeedableRng;
+use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
@@ -239,8 +239,8 @@ impl Plant {
         let mut plant = Self {
             cfg,
             noise: None,
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
-            camera_rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xca3e_7a00),
+            rng: rng(cfg.seed, Stream::Plant, 0),
+            camera_rng: rng(cfg.seed, Stream::Camera, 0),
             pending: VecDeque::new(),
             ticks: 0,
             command: pose,

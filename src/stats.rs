@@ -116,7 +116,7 @@ pub fn json_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     }
 }
 
-/// Summary of a set of non-negative errors.
+/// Summary of a set of errors (or of any per-target figure).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of samples.
@@ -127,6 +127,12 @@ pub struct Summary {
     /// 50th percentile.
     #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub median: f64,
+    /// 25th percentile (first quartile; 0 in files written before it was kept).
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64", default)]
+    pub q25: f64,
+    /// 75th percentile (third quartile; 0 in files written before it was kept).
+    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64", default)]
+    pub q75: f64,
     /// 95th percentile.
     #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub p95: f64,
@@ -148,6 +154,8 @@ impl Summary {
             n: v.len(),
             mean: v.iter().sum::<f64>() / v.len() as f64,
             median: pick(0.5),
+            q25: pick(0.25),
+            q75: pick(0.75),
             p95: pick(0.95),
             max: v[v.len() - 1],
         }
@@ -176,6 +184,7 @@ mod tests {
         let v: Vec<f64> = (0..=100).map(f64::from).collect();
         let s = Summary::of(&v);
         assert_eq!((s.n, s.mean, s.median, s.p95, s.max), (101, 50.0, 50.0, 95.0, 100.0));
+        assert_eq!((s.q25, s.q75), (25.0, 75.0));
         assert_eq!(Summary::of(&[]), Summary::default());
         assert_eq!(Summary::of(&[1.0, f64::NAN]).max, f64::INFINITY);
     }
@@ -190,11 +199,23 @@ mod tests {
 
     #[test]
     fn json_keeps_nan_and_infinity_apart() {
-        let s = Summary { n: 3, mean: f64::NAN, median: f64::INFINITY, p95: f64::NEG_INFINITY, max: 1.5 };
+        let s = Summary {
+            n: 3,
+            mean: f64::NAN,
+            median: f64::INFINITY,
+            q25: 0.5,
+            q75: 1.0,
+            p95: f64::NEG_INFINITY,
+            max: 1.5,
+        };
         let text = serde_json::to_string(&s).unwrap();
-        assert_eq!(text, r#"{"n":3,"mean":"NaN","median":"inf","p95":"-inf","max":1.5}"#);
+        assert_eq!(text, r#"{"n":3,"mean":"NaN","median":"inf","q25":0.5,"q75":1.0,"p95":"-inf","max":1.5}"#);
         let back: Summary = serde_json::from_str(&text).unwrap();
         assert!(back.mean.is_nan() && back.median == f64::INFINITY && back.p95 == f64::NEG_INFINITY);
+        assert_eq!((back.q25, back.q75), (0.5, 1.0));
+        // Files written before the quartiles were kept still load.
+        let old: Summary = serde_json::from_str(r#"{"n":1,"mean":2,"median":2,"p95":2,"max":2}"#).unwrap();
+        assert_eq!((old.n, old.median, old.q25, old.q75), (1, 2.0, 0.0, 0.0));
         #[derive(Serialize)]
         struct All {
             #[serde(serialize_with = "json_numbers")]

@@ -25,9 +25,9 @@ use crate::envelope::Reason;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
 use crate::learned::{BatchAnswer, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
+use crate::rng::{Stream, rng};
 use crate::solver::{Solution, SolveStatus};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -75,19 +75,7 @@ impl Layer {
     }
 }
 
-impl std::fmt::Display for Layer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for Layer {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s, &Layer::ALL, Layer::key, "layer")
-    }
-}
+crate::keys::keyed!(Layer, "layer");
 
 /// Which branch an answer is near.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -368,7 +356,7 @@ fn row_cells_body(
     let noise = Normal::new(0.0, cfg.noise).unwrap_or(Normal::new(0.0, 0.0).expect("zero spread is valid"));
     let play = cfg.backlash;
     // One stream per row, so the map is the same however rows are shared between threads.
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng = rng(cfg.seed, Stream::AtlasSilent, row as u64);
     for (((&target, (solution, confidence)), b), cell) in targets.iter().zip(answers).zip(&branches).zip(out) {
         let pose = solution.pose;
         let reported = solution.status.is_reported_failure();

@@ -63,33 +63,7 @@ impl Method {
     }
 }
 
-impl std::fmt::Display for Method {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for Method {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s, &Method::ALL, Method::key, "method")
-    }
-}
-
-impl From<Method> for String {
-    fn from(m: Method) -> String {
-        m.key().to_string()
-    }
-}
-
-impl TryFrom<String> for Method {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
+crate::keys::keyed!(Method, "method", serde);
 
 /// A named arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -200,19 +174,7 @@ fn limited_chain(lengths: &[f64]) -> Result<Chain, ChainError> {
     Chain::new(None, links)
 }
 
-impl std::fmt::Display for ArmKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for ArmKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s.trim(), &ArmKind::ALL, ArmKind::key, "arm")
-    }
-}
+crate::keys::keyed!(ArmKind, "arm");
 
 /// A chain with its prior: a named arm, or one built from link lengths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,8 +17,9 @@ use crate::learned::TrainError;
 use crate::learned::limits::MAX_COMPONENTS;
 use crate::learned::train::{Fit, Fitter, start_mixture};
 use crate::nn::{Activation, FullMdn, Loss, MdnNll, MixtureLayout, Mlp, Mse};
+use crate::rng::{Stream, rng};
 use nalgebra::{DMatrix, DVector};
-use rand::{Rng, RngExt, SeedableRng};
+use rand::{Rng, RngExt};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
@@ -58,19 +59,7 @@ impl Covariance {
     }
 }
 
-impl std::fmt::Display for Covariance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for Covariance {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s.trim(), &Covariance::ALL, Covariance::key, "covariance")
-    }
-}
+crate::keys::keyed!(Covariance, "covariance");
 
 /// A mixture density network's loss, by covariance.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -226,7 +215,7 @@ impl ChainNet {
     ) -> Result<Self, TrainError> {
         let d = arm.coords();
         cfg.validate(kind, d)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_c4a1);
+        let mut rng = rng(cfg.seed, Stream::ChainTraining, 0);
         let input = input_scaling(arm, &mut rng);
         let output: Vec<(f64, f64)> = (0..d).map(|i| (arm.prior.center(i), arm.prior.scale(i))).collect();
         let fit = cfg.fit(kind, d);
@@ -410,6 +399,7 @@ mod tests {
     use super::*;
     use crate::chain::ArmKind;
     use crate::learned::{MAX_STEPS, TrainConfig, Trainer};
+    use rand::SeedableRng;
 
     #[test]
     fn training_lowers_the_loss_and_stops_when_asked() {

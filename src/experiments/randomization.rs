@@ -22,8 +22,9 @@ use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
 use crate::learned::data::{Dataset, Sample};
 use crate::learned::{HeadKind, LearnedIk, LearnedModel, TrainConfig, Trainer, held_out_targets};
 use crate::plant::{Camera, Plant, PlantConfig, SO101_STICTION_BAND};
+use crate::rng::{Stream, rng};
 use crate::stats::{Summary, json_numbers};
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -274,7 +275,7 @@ pub fn command_reaching(arm: &TwoLinkArm, cfg: &PlantConfig, target: Point2, mod
 /// commands (or, for the residual hybrid, the corrections to the nominal closed form) that
 /// reach it on its own drawn plant, one per elbow branch.
 pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Dataset {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xd0_5a11);
+    let mut rng = rng(cfg.seed, Stream::RandomizedData, 0);
     let targets = cfg.arm.sample_targets(&mut rng, cfg.data_size, cfg.sampling, cfg.region);
     let corrections = cfg.head.fits_real_arm();
     let samples = targets
@@ -429,7 +430,7 @@ pub fn randomization(
         }
     }
     let arm = cfg.train.arm;
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7e57_91a7);
+    let mut rng = rng(cfg.seed, Stream::RandomizedPlants, 0);
     let sets = [
         (PlantSet::Nominal, vec![PlantConfig { camera: cfg.camera, ..PlantConfig::ideal(arm) }]),
         (PlantSet::Inside, (0..cfg.plants).map(|_| cfg.randomized.draw(&arm, cfg.camera, &mut rng)).collect()),
@@ -550,6 +551,7 @@ pub fn verdicts(report: &RandomizationReport) -> Vec<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     #[test]
     fn the_command_found_reaches_the_target_on_its_plant() {

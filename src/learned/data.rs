@@ -5,8 +5,7 @@
 
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm, wrap_angle};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use crate::rng::{Stream, rng};
 use serde::{Deserialize, Serialize};
 
 /// How joint angles are presented to (and read back from) a network.
@@ -21,19 +20,20 @@ pub enum AngleEncoding {
     Raw,
 }
 
-impl std::str::FromStr for AngleEncoding {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "circular" => Ok(AngleEncoding::Circular),
-            "raw" => Ok(AngleEncoding::Raw),
-            _ => Err(format!("encoding must be circular or raw, got `{s}`")),
-        }
-    }
-}
+crate::keys::keyed!(AngleEncoding, "encoding");
 
 impl AngleEncoding {
+    /// Both encodings, default first.
+    pub const ALL: [AngleEncoding; 2] = [AngleEncoding::Circular, AngleEncoding::Raw];
+
+    /// The key on the command line.
+    pub const fn key(self) -> &'static str {
+        match self {
+            AngleEncoding::Circular => "circular",
+            AngleEncoding::Raw => "raw",
+        }
+    }
+
     /// Values per pose.
     pub fn dims(self) -> usize {
         match self {
@@ -114,7 +114,7 @@ impl Dataset {
     /// Targets paired with both closed-form solutions on the nominal arm. A target with only one
     /// branch inside the joint limits gets that branch for both modes; one with none is skipped.
     pub fn both_branches(cfg: &DataConfig) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let mut rng = rng(cfg.seed, Stream::TrainingData, 0);
         let targets = cfg.arm.sample_targets(&mut rng, cfg.size, cfg.sampling, cfg.region);
         let samples = targets
             .into_iter()
@@ -136,7 +136,7 @@ impl Dataset {
     /// into the command the `real` arm needs: `answer = command_real - analytic_nominal`, wrapped.
     /// Targets the real arm cannot reach are skipped.
     pub fn residuals(cfg: &DataConfig, real: &RealArm) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let mut rng = rng(cfg.seed, Stream::TrainingData, 0);
         let targets = cfg.arm.sample_targets(&mut rng, cfg.size, cfg.sampling, cfg.region);
         let samples = targets
             .into_iter()

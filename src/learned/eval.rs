@@ -5,9 +5,8 @@ use super::head::HeadKind;
 use super::model::{LearnedIk, LearnedModel};
 use super::train::{TrainConfig, TrainError, Trainer};
 use crate::kinematics::{ElbowMode, Point2, Region, SampleMode, TwoLinkArm};
+use crate::rng::{Stream, rng};
 use crate::stats::Summary;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// The most held-out evaluation targets one run may use (and the fewest: 1).
@@ -24,7 +23,7 @@ pub fn check_eval_targets(field: &'static str, n: usize) -> Result<(), TrainErro
 
 /// Held-out evaluation targets for a model: the same region, another seed.
 pub fn held_out_targets(arm: &TwoLinkArm, region: Region, n: usize, seed: u64) -> Vec<Point2> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(0x005e_ed0f_7e57));
+    let mut rng = rng(seed, Stream::HeldOut, 0);
     arm.sample_targets(&mut rng, n, SampleMode::UniformArea, region)
 }
 

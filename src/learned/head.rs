@@ -169,33 +169,9 @@ impl HeadKind {
     }
 }
 
-impl std::fmt::Display for HeadKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl From<HeadKind> for String {
-    fn from(h: HeadKind) -> String {
-        h.key().to_string()
-    }
-}
-
-impl TryFrom<String> for HeadKind {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl std::str::FromStr for HeadKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s, &HeadKind::ALL, HeadKind::key, "head")
-    }
-}
+// Model files written before heads were named by key spell the variant (`Mse`, `Residual`):
+// keys parse ignoring case, so they still load.
+crate::keys::keyed!(HeadKind, "head", serde);
 
 #[cfg(test)]
 mod tests {

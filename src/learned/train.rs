@@ -21,9 +21,10 @@ use super::limits::{
 use super::model::LearnedModel;
 use crate::kinematics::{ElbowMode, Mismatch, RealArm, Region, SampleMode, TwoLinkArm};
 use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, MixtureLayout, Mlp, Mse, Scratch};
+use crate::rng::{Stream, rng};
 use nalgebra::DMatrix;
+use rand::RngExt;
 use rand::seq::SliceRandom;
-use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 /// Everything that defines a training run.
@@ -536,7 +537,7 @@ impl Trainer {
                 cfg.region
             )));
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut rng = rng(cfg.seed, Stream::TrainingFit, 0);
         let fit = cfg.fit();
         let mdn = cfg.mixture(cfg.components);
         let mut net = Mlp::new(&fit.layer_sizes(), cfg.activation, &mut rng);

@@ -20,7 +20,21 @@ pub enum Activation {
     Identity,
 }
 
+crate::keys::keyed!(Activation, "activation", aliases: [("linear", Activation::Identity)]);
+
 impl Activation {
+    /// Every activation.
+    pub const ALL: [Activation; 3] = [Activation::Tanh, Activation::Relu, Activation::Identity];
+
+    /// The key in configurations.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Activation::Tanh => "tanh",
+            Activation::Relu => "relu",
+            Activation::Identity => "identity",
+        }
+    }
+
     /// Applies the activation in place.
     pub fn apply(self, z: &mut [f32]) {
         match self {
@@ -92,6 +106,18 @@ dispatch!(fn tanh_backprop(a: &[f32], grad: &mut [f32]) => tanh_backprop_body);
 mod tests {
     use super::*;
     use crate::simd::for_each_level;
+
+    #[test]
+    fn keys_and_the_linear_alias_parse_and_files_keep_the_variant_name() {
+        for a in Activation::ALL {
+            assert_eq!(a.to_string().parse::<Activation>(), Ok(a));
+            // Model files spell the variant; that format does not change with the key.
+            assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a:?}\""));
+        }
+        assert_eq!(" Linear".parse::<Activation>(), Ok(Activation::Identity));
+        let err = "gelu".parse::<Activation>().unwrap_err();
+        assert_eq!(err, "activation must be one of tanh, relu, identity; got `gelu`");
+    }
 
     #[test]
     fn backprop_matches_the_derivative_at_every_level() {

@@ -8,19 +8,6 @@ use serde::{Deserialize, Serialize};
 pub use super::activation::Activation;
 use super::kernels::{self, Epilogue, Gemm};
 
-impl std::str::FromStr for Activation {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "tanh" => Ok(Activation::Tanh),
-            "relu" => Ok(Activation::Relu),
-            "identity" | "linear" => Ok(Activation::Identity),
-            _ => Err(format!("activation must be tanh, relu or identity, got `{s}`")),
-        }
-    }
-}
-
 /// One dense layer: weights `W` (`out x in`), bias `b` (`out`) and its activation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dense {

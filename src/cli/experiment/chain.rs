@@ -8,10 +8,11 @@ use clap::Args;
 use elbow::chain::nets::Covariance;
 use elbow::chain::{ArmKind, ChainArm, Method};
 use elbow::experiments::chain::{
-    ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, Spread, chain_observed,
+    ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
 use elbow::learned::limits::MAX_COMPONENTS;
+use elbow::stats::Summary;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::PathBuf;
@@ -48,7 +49,7 @@ impl std::str::FromStr for Methods {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let v: Vec<Method> = s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>()?;
+        let v: Vec<Method> = elbow::keys::parse_list(s)?;
         if v.iter().enumerate().any(|(i, m)| v[..i].contains(m)) {
             return Err(format!("each method may be given once, got `{s}`"));
         }
@@ -159,7 +160,7 @@ pub(crate) fn run(a: &ChainArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn spread_text(s: &Spread, digits: usize) -> String {
+fn spread_text(s: &Summary, digits: usize) -> String {
     format!("{:>9.digits$} {:>9.digits$} [{:.digits$}, {:.digits$}]", s.mean, s.median, s.q25, s.q75)
 }
 

@@ -31,15 +31,13 @@ impl std::str::FromStr for OodSets {
         if s.trim().eq_ignore_ascii_case("none") {
             return Ok(OodSets(Vec::new()));
         }
-        s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>().map(OodSets)
+        elbow::keys::parse_list(s).map(OodSets)
     }
 }
 
 impl std::fmt::Display for OodSets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let keys: Vec<&str> = self.0.iter().map(|k| k.key()).collect();
-        f.write_str(if keys.is_empty() { "none" } else { "" })?;
-        f.write_str(&keys.join(","))
+        f.write_str(if self.0.is_empty() { "none".to_string() } else { elbow::keys::join(&self.0) }.as_str())
     }
 }
 

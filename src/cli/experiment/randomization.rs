@@ -40,14 +40,13 @@ impl std::str::FromStr for Heads {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.split(',').map(|k| k.trim().parse()).collect::<Result<_, _>>().map(Heads)
+        elbow::keys::parse_list(s).map(Heads)
     }
 }
 
 impl std::fmt::Display for Heads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let keys: Vec<&str> = self.0.iter().map(|h| h.key()).collect();
-        f.write_str(&keys.join(","))
+        f.write_str(&elbow::keys::join(&self.0))
     }
 }
 

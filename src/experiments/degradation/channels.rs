@@ -7,8 +7,8 @@
 
 use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use crate::rng::{Stream, rng};
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 /// A perturbation channel, named as on the command line and in JSON.
@@ -248,13 +248,7 @@ impl OodKind {
     }
 }
 
-impl std::str::FromStr for OodKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s, &OodKind::ALL, OodKind::key, "OOD set")
-    }
-}
+crate::keys::keyed!(OodKind, "OOD set");
 
 /// Which targets a cell covers. Serialised as its [`Split::key`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -284,7 +278,7 @@ impl From<Split> for &'static str {
 
 /// `n` targets of one OOD set.
 pub fn ood_targets(arm: &TwoLinkArm, region: Region, kind: OodKind, n: usize, seed: u64) -> Vec<Point2> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0x0d0d + kind as u64));
+    let mut rng = rng(seed, Stream::OodTargets { slot: kind as u64 }, 0);
     let polar = |r: f64, b: f64| Point2::new(r * b.cos(), r * b.sin());
     (0..n)
         .map(|_| {

@@ -22,6 +22,9 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every protocol.
+    pub const ALL: [Protocol; 3] = [Protocol::Exercise, Protocol::Plant, Protocol::Both];
+
     /// True when the exercise protocol runs.
     pub fn runs_exercise(self) -> bool {
         matches!(self, Protocol::Exercise | Protocol::Both)
@@ -42,19 +45,7 @@ impl Protocol {
     }
 }
 
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::str::FromStr for Protocol {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::lineup::parse_key(s, &[Protocol::Exercise, Protocol::Plant, Protocol::Both], Protocol::key, "protocol")
-    }
-}
+crate::keys::keyed!(Protocol, "protocol");
 
 /// Everything that defines a degradation run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -139,7 +139,7 @@ pub fn degradation_observed(
         .enumerate()
         .flat_map_iter(|(j, &(protocol, setting, set))| {
             let (split, targets): &(Split, Vec<Point2>) = &sets[set];
-            let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(j as u64);
+            let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
             let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
             let noisy = setting.perturbation.target > 0.0;
             let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };

@@ -31,7 +31,7 @@ use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Answer, Family, Lineup, Pipeline};
 use crate::plant::{Plant, PlantConfig};
-use rand::SeedableRng;
+use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
@@ -76,7 +76,7 @@ impl Jitter {
 /// metres per axis (the same draws for every pipeline of a setting).
 pub fn sensed(targets: &[Point2], std: f64, seed: u64) -> Vec<Point2> {
     let noise = Jitter::new(std);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5e45_ed00);
+    let mut rng = rng(seed, Stream::Sensed, 0);
     targets.iter().map(|&t| t + noise.pose(&mut rng).to_vector()).collect()
 }
 
@@ -116,7 +116,7 @@ pub fn plant_run(
     let p = setting.perturbation;
     let cfg = PlantConfig { real, backlash: p.backlash, noise_std: p.encoder, seed, ..PlantConfig::ideal(real.arm) };
     let mut plant = Plant::new(cfg, START);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xac7a_70a7);
+    let mut rng = rng(seed, Stream::Actuator, 0);
     let actuator = Jitter::new(p.actuator);
     let check = post_move_check && checks_after_move(pipeline);
     let mut out = Outcome {
@@ -163,7 +163,7 @@ pub fn exercise_run(
     let p = setting.perturbation;
     let arm: &TwoLinkArm = &lineup.arm;
     let noise = Jitter::new(p.actuator);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xe8e2);
+    let mut rng = rng(seed, Stream::Exercise, 0);
     let mut previous = START;
     let mut out = Outcome::default();
     let play = |change: f64| {

@@ -1,308 +1,25 @@
-//! Redundant chains, benchmarked the way the learned-IK literature does it (Kruse et al. 2021):
-//! on test targets `y* = f(x)` with `x` drawn from the arm's prior, every method draws a fixed
-//! number of samples per target, and each is scored by
-//!
-//! - re-simulation error: the mean squared distance from `FK(sample)` to `y*`;
-//! - posterior mismatch: the unbiased `MMD²` between its samples and the exact posterior's
-//!   ([`crate::chain::mmd`], a sum of inverse multiquadratic kernels), beside the floor that two
-//!   independent exact sets give;
-//! - success rate: the share of samples within [`ChainConfig::tolerance`] (1 mm) of `y*`;
-//! - the share of samples outside the joint limits;
-//! - time: per solution over the whole run, and for 2,000 solutions of one target on one core.
-//!
-//! Per-target figures are summarised by mean, median and interquartile range, since errors
-//! concentrate on rare targets. The methods: `mse` (one answer: the averaging trap on a
-//! manifold), `mdn` (sampled), `dls` (damped least squares from prior starts, restarting until
-//! converged), `hybrid` (MDN samples as seeds, a few DLS iterations, then more seeds and, only if
-//! every seed fails, prior starts) and `exact` ([`ExactSampler`]).
+//! Running a chain experiment: the nets trained side by side, then every target evaluated on
+//! its own thread with its own random streams, then the demo target timed on one core.
 
-use super::ExperimentError;
+use super::config::{ChainConfig, net_of};
+use super::report::{ChainReport, Demo, MethodRow};
 use crate::chain::arm::MAX_COORDS;
 use crate::chain::mmd::{Columns, cross_sum, mmd_from_sums, self_sum};
-use crate::chain::nets::{ChainNet, Component, NetConfig, NetKind, draw};
-use crate::chain::{ChainArm, ChainDls, DlsOutcome, ExactSampler, Kernel, Method};
+use crate::chain::nets::{ChainNet, Component, NetKind, draw};
+use crate::chain::{ChainDls, DlsOutcome, ExactSampler, Method};
+use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
-use crate::stats::{json_f64, json_numbers, quantile, sorted_worst_last};
-use rand::SeedableRng;
+use crate::rng::{Stream, rng};
+use crate::stats::Summary;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
-/// The most test targets one run may take.
-pub const MAX_TARGETS: usize = 100_000;
-/// The most samples per target.
-pub const MAX_SAMPLES: usize = 20_000;
-/// The most kernel evaluations the posterior-mismatch sums of one run may need (about a
-/// minute on one core).
-pub const MAX_KERNEL_PAIRS: f64 = 3e10;
 /// The demo target of the figures: the benchmark's `y* = (1.5, 0)`.
 pub const DEMO_TARGET: [f64; 2] = [1.5, 0.0];
 /// Solutions timed for one target on one core.
 pub const TIMED_SOLUTIONS: usize = 2000;
-
-/// Everything that defines a chain run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainConfig {
-    /// The arm (a named chain or one from lengths).
-    pub arm: ChainArm,
-    /// The methods to run, in table order.
-    pub methods: Vec<Method>,
-    /// Test targets, each `f(x)` of a prior draw.
-    pub targets: usize,
-    /// Samples per target and method.
-    pub samples: usize,
-    /// Network settings of the squared-error and mixture nets.
-    pub net: NetConfig,
-    /// Success radius, metres.
-    pub tolerance: f64,
-    /// DLS stops once the tip is this close, metres.
-    pub dls_tolerance: f64,
-    /// DLS iterations per prior start.
-    pub dls_iterations: u32,
-    /// DLS prior starts per solution at most.
-    pub dls_starts: u32,
-    /// DLS iterations per MDN seed in the hybrid.
-    pub hybrid_iterations: u32,
-    /// MDN seeds per solution in the hybrid before it falls back to prior starts.
-    pub hybrid_seeds: u32,
-    /// The exact sampler's effective sample size, as a multiple of the samples drawn.
-    pub ess_factor: f64,
-    /// The posterior-mismatch kernel.
-    pub kernel: Kernel,
-    /// Seed of targets, training and sampling.
-    pub seed: u64,
-}
-
-impl ChainConfig {
-    /// The default run on `arm`.
-    pub fn new(arm: ChainArm) -> Self {
-        Self {
-            methods: arm.methods().to_vec(),
-            arm,
-            targets: 1000,
-            samples: 500,
-            net: NetConfig::default(),
-            tolerance: 1e-3,
-            dls_tolerance: 1e-6,
-            dls_iterations: 64,
-            dls_starts: 32,
-            hybrid_iterations: 8,
-            hybrid_seeds: 4,
-            ess_factor: 20.0,
-            kernel: Kernel::default(),
-            seed: 0,
-        }
-    }
-
-    /// Checks every setting before any work.
-    pub fn validate(&self) -> Result<(), ExperimentError> {
-        let bad = |s: String| Err(ExperimentError::Invalid(s));
-        let allowed = self.arm.methods();
-        if allowed.is_empty() {
-            return bad(format!(
-                "the chain experiment needs a redundant chain; arm {} has isolated answers (use {} or --lengths with three or more values)",
-                self.arm.name,
-                ChainArm::experiment_arms()
-            ));
-        }
-        if let Some(m) = self.methods.iter().find(|m| !allowed.contains(m)) {
-            return bad(format!("method {m} does not apply to arm {}", self.arm.name));
-        }
-        if self.methods.is_empty() {
-            return bad("give at least one method".into());
-        }
-        self.arm.chain.validate().map_err(|e| ExperimentError::Invalid(e.to_string()))?;
-        if !(1..=MAX_TARGETS).contains(&self.targets) {
-            return bad(format!("targets must be a whole number from 1 to {MAX_TARGETS}, got {}", self.targets));
-        }
-        if !(2..=MAX_SAMPLES).contains(&self.samples) {
-            return bad(format!("samples must be a whole number from 2 to {MAX_SAMPLES}, got {}", self.samples));
-        }
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !(positive(self.tolerance) && self.tolerance <= 1.0) {
-            return bad(format!("tolerance must be a number in (0, 1] metres, got {}", self.tolerance));
-        }
-        if !(positive(self.dls_tolerance) && self.dls_tolerance <= self.tolerance) {
-            return bad(format!(
-                "the DLS tolerance must be a number in (0, {}] metres (at most the success radius), got {}",
-                self.tolerance, self.dls_tolerance
-            ));
-        }
-        for (name, v, hi) in [
-            ("DLS iterations", self.dls_iterations, 10_000),
-            ("DLS starts", self.dls_starts, 1000),
-            ("hybrid iterations", self.hybrid_iterations, 10_000),
-            ("hybrid seeds", self.hybrid_seeds, 1000),
-        ] {
-            if !(1..=hi).contains(&v) {
-                return bad(format!("{name} must be a whole number from 1 to {hi}, got {v}"));
-            }
-        }
-        if !(self.ess_factor.is_finite() && (1.0..=1000.0).contains(&self.ess_factor)) {
-            return bad(format!("the ESS factor must be a number from 1 to 1000, got {}", self.ess_factor));
-        }
-        let k = &self.kernel.widths;
-        if k.is_empty() || k.len() > 8 || !k.iter().all(|&h| positive(h) && h <= 1e3) {
-            return bad("the kernel needs 1 to 8 widths, each a number in (0, 1000]".into());
-        }
-        let pairs = self.kernel_pairs();
-        if pairs > MAX_KERNEL_PAIRS {
-            return bad(format!(
-                "this run would need about {pairs:.1e} kernel evaluations (the limit is {MAX_KERNEL_PAIRS:.0e}); use fewer targets or samples"
-            ));
-        }
-        for kind in [NetKind::Mse, NetKind::Mdn] {
-            if self.methods.iter().any(|m| net_of(*m) == Some(kind)) {
-                self.net.validate(kind, self.arm.coords())?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Kernel evaluations of the posterior-mismatch sums: per target, the reference set against
-    /// itself and every method against itself and the reference.
-    pub fn kernel_pairs(&self) -> f64 {
-        let n = self.samples as f64;
-        self.targets as f64 * (0.5 * n * n + self.methods.len() as f64 * 1.5 * n * n)
-    }
-}
-
-/// Which net a method needs.
-fn net_of(m: Method) -> Option<NetKind> {
-    match m {
-        Method::Mse => Some(NetKind::Mse),
-        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
-        Method::Dls | Method::Exact => None,
-    }
-}
-
-/// Mean, median and interquartile range of per-target figures.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Spread {
-    /// Mean over targets.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub mean: f64,
-    /// Median.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub median: f64,
-    /// First quartile.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub q25: f64,
-    /// Third quartile.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub q75: f64,
-}
-
-impl Spread {
-    /// The spread of `values` (NaN counts as the largest value; all zero when empty).
-    pub fn of(values: &[f64]) -> Self {
-        if values.is_empty() {
-            return Self::default();
-        }
-        let v = sorted_worst_last(values);
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        Self { mean, median: quantile(&v, 0.5), q25: quantile(&v, 0.25), q75: quantile(&v, 0.75) }
-    }
-}
-
-/// One method's figures over the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MethodRow {
-    /// The method.
-    pub method: Method,
-    /// Re-simulation error (mean squared tip distance to `y*`, m²), mean over targets.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub resim_error: f64,
-    /// Re-simulation error per target: mean, median and quartiles.
-    pub resim: Spread,
-    /// Posterior mismatch (unbiased MMD² against the exact posterior), mean over targets.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub posterior_mmd: f64,
-    /// Posterior mismatch per target: mean, median and quartiles.
-    pub mmd: Spread,
-    /// Share of samples within the tolerance of the target.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub success_rate: f64,
-    /// Share of samples outside the joint limits.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub outside_limits: f64,
-    /// Seconds per solution over the whole run (one core per target).
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub seconds_per_solution: f64,
-    /// Seconds for 2,000 solutions of the demo target on one core (best of three).
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub seconds_per_2000: f64,
-    /// DLS iterations per solution (DLS and hybrid).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
-    pub iterations_per_solution: Option<f64>,
-    /// Starts (seeds or prior draws) per solution (DLS and hybrid).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
-    pub starts_per_solution: Option<f64>,
-    /// Smallest effective sample size of the sampler's pools over the targets (exact only).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
-    pub ess_min: Option<f64>,
-    /// The exact-vs-exact posterior mismatch, mean over targets (exact only).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
-    pub mmd_floor: Option<f64>,
-}
-
-/// The samples of each method at the demo target, for the figure.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Demo {
-    /// The target.
-    pub target: [f64; 2],
-    /// Per method (and the exact reference under the key `exact`): samples, `coords` values each.
-    pub samples: Vec<(Method, Vec<f64>)>,
-}
-
-/// What a chain run returns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainReport {
-    /// The arm's name.
-    pub arm: String,
-    /// Test targets.
-    pub targets: usize,
-    /// Samples per target and method.
-    pub samples: usize,
-    /// Success radius, metres.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub tolerance: f64,
-    /// The posterior-mismatch kernel.
-    pub kernel: Kernel,
-    /// The network settings.
-    pub net: NetConfig,
-    /// One row per method.
-    pub rows: Vec<MethodRow>,
-    /// The exact-vs-exact posterior mismatch per target (the floor under every mismatch).
-    pub mmd_floor: Spread,
-    /// Effective sample size of the reference pools: smallest over targets and median.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub ess_min: f64,
-    /// Root of the trace of the exact posterior's covariance per target (how far the solution
-    /// manifold spreads, in coordinate units).
-    pub posterior_spread: Spread,
-    /// Share of targets whose exact posterior spreads over more than 0.1 (a genuine manifold).
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub spread_over_tenth: f64,
-    /// Training seconds (the nets train side by side).
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub train_seconds: f64,
-    /// Evaluation seconds.
-    #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
-    pub eval_seconds: f64,
-    /// Samples at the demo target, for the figure (not in JSON).
-    #[serde(skip)]
-    pub demo: Demo,
-}
-
-impl ChainReport {
-    /// The row of `method`, if it ran.
-    pub fn row(&self, method: Method) -> Option<&MethodRow> {
-        self.rows.iter().find(|r| r.method == method)
-    }
-}
 
 /// Where a run stands, for a progress display; the callback returns false to stop the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,7 +75,7 @@ pub fn chain_observed(
     let train_seconds = t0.elapsed().as_secs_f64();
     let arm = &cfg.arm;
     let d = arm.coords();
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a26_e75e);
+    let mut rng = rng(cfg.seed, Stream::ChainTargets, 0);
     let mut x = [0.0; MAX_COORDS];
     let targets: Vec<Point2> = (0..cfg.targets)
         .map(|_| {
@@ -405,7 +122,7 @@ pub fn chain_observed(
             let mmd: Vec<f64> = per.iter().map(|p| p.mmd).collect();
             let sum = |f: fn(&PerTarget) -> f64| per.iter().map(f).sum::<f64>();
             let iterative = matches!(method, Method::Dls | Method::Hybrid);
-            let (resim, mmd) = (Spread::of(&resim), Spread::of(&mmd));
+            let (resim, mmd) = (Summary::of(&resim), Summary::of(&mmd));
             MethodRow {
                 method,
                 resim_error: resim.mean,
@@ -419,7 +136,7 @@ pub fn chain_observed(
                 iterations_per_solution: iterative.then(|| sum(|p| p.iterations as f64) / solutions),
                 starts_per_solution: iterative.then(|| sum(|p| p.starts as f64) / solutions),
                 ess_min: (method == Method::Exact).then_some(ess_min),
-                mmd_floor: (method == Method::Exact).then(|| Spread::of(&floor).mean),
+                mmd_floor: (method == Method::Exact).then(|| Summary::of(&floor).mean),
             }
         })
         .collect();
@@ -431,9 +148,9 @@ pub fn chain_observed(
         kernel: cfg.kernel.clone(),
         net: cfg.net,
         rows,
-        mmd_floor: Spread::of(&floor),
+        mmd_floor: Summary::of(&floor),
         ess_min,
-        posterior_spread: Spread::of(&spreads),
+        posterior_spread: Summary::of(&spreads),
         spread_over_tenth: spreads.iter().filter(|&&s| s > 0.1).count() as f64 / spreads.len().max(1) as f64,
         train_seconds,
         eval_seconds,
@@ -475,11 +192,6 @@ struct TargetResult {
     floor: f64,
     ess: f64,
     spread: f64,
-}
-
-/// A seed per target and purpose, so results do not depend on which thread ran what.
-fn rng_for(cfg: &ChainConfig, target: usize, purpose: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9e37_79b9).wrapping_add(((target as u64) << 8) | purpose))
 }
 
 /// `n` samples of `method` for `target` into `out`, with the DLS effort.
@@ -551,7 +263,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
     let n = cfg.samples;
     let mut sampler = ExactSampler::new(arm);
     sampler.ess_factor = cfg.ess_factor;
-    let reference = sampler.sample(target, n, &mut rng_for(cfg, index, 0));
+    let reference = sampler.sample(target, n, &mut rng(cfg.seed, Stream::ChainReference, index as u64));
     let ref_cols = Columns::new(&reference.x, d);
     let ref_self = self_sum(&ref_cols, &cfg.kernel);
     let mut ess = reference.ess;
@@ -562,7 +274,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         .iter()
         .enumerate()
         .map(|(k, &method)| {
-            let mut rng = rng_for(cfg, index, 1 + k as u64);
+            let mut rng = rng(cfg.seed, Stream::ChainMethod { slot: k as u64 }, index as u64);
             let t = Instant::now();
             let (iterations, starts, method_ess) = solutions(cfg, nets, method, target, n, &mut rng, &mut buf);
             let seconds = t.elapsed().as_secs_f64();
@@ -591,7 +303,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         .collect();
     if floor.is_nan() {
         // The exact method did not run: a second exact set still gives the floor.
-        let other = sampler.sample(target, n, &mut rng_for(cfg, index, 200));
+        let other = sampler.sample(target, n, &mut rng(cfg.seed, Stream::ChainFloor, index as u64));
         let cols = Columns::new(&other.x, d);
         floor = mmd_from_sums(
             self_sum(&cols, &cfg.kernel),
@@ -635,7 +347,7 @@ fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
         .map(|(k, &method)| {
             let mut best = f64::INFINITY;
             for rep in 0..3 {
-                let mut rng = rng_for(cfg, usize::MAX >> 8, 16 * k as u64 + rep);
+                let mut rng = rng(cfg.seed, Stream::ChainDemo { slot: k as u64 }, rep);
                 let t = Instant::now();
                 solutions(cfg, nets, method, target, TIMED_SOLUTIONS, &mut rng, &mut buf);
                 best = best.min(t.elapsed().as_secs_f64());
@@ -646,7 +358,7 @@ fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
         })
         .collect();
     if !cfg.methods.contains(&Method::Exact) {
-        let mut rng = rng_for(cfg, usize::MAX >> 8, 255);
+        let mut rng = rng(cfg.seed, Stream::ChainDemoExact, 0);
         solutions(cfg, nets, Method::Exact, target, KEEP, &mut rng, &mut buf);
         demo.samples.push((Method::Exact, buf.clone()));
     }
@@ -656,7 +368,9 @@ fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::chain::nets::NetConfig;
+    use crate::chain::{ArmKind, Kernel};
+    use crate::experiments::chain::{MAX_SAMPLES, MAX_TARGETS};
 
     fn small(kind: ArmKind) -> ChainConfig {
         let mut cfg = ChainConfig::new(kind.arm());
@@ -719,12 +433,5 @@ mod tests {
         }
         let cancelled = chain_observed(&small(ArmKind::ThreeR), &|p| matches!(p, Progress::Training { .. }));
         assert!(matches!(cancelled, Err(ExperimentError::Train(TrainError::Cancelled { .. }))), "{cancelled:?}");
-    }
-
-    #[test]
-    fn spread_summarises_quartiles() {
-        let s = Spread::of(&(0..=100).map(f64::from).collect::<Vec<_>>());
-        assert_eq!((s.mean, s.median, s.q25, s.q75), (50.0, 50.0, 25.0, 75.0));
-        assert_eq!(Spread::of(&[]), Spread::default());
     }
 }

@@ -1,0 +1,151 @@
+//! What defines a chain run ([`ChainConfig`]) and the bounds a configuration must respect
+//! before any work starts.
+
+use crate::chain::nets::{NetConfig, NetKind};
+use crate::chain::{ChainArm, Kernel, Method};
+use crate::experiments::ExperimentError;
+use serde::{Deserialize, Serialize};
+
+/// The most test targets one run may take.
+pub const MAX_TARGETS: usize = 100_000;
+/// The most samples per target.
+pub const MAX_SAMPLES: usize = 20_000;
+/// The most kernel evaluations the posterior-mismatch sums of one run may need (about a
+/// minute on one core).
+pub const MAX_KERNEL_PAIRS: f64 = 3e10;
+
+/// Everything that defines a chain run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainConfig {
+    /// The arm (a named chain or one from lengths).
+    pub arm: ChainArm,
+    /// The methods to run, in table order.
+    pub methods: Vec<Method>,
+    /// Test targets, each `f(x)` of a prior draw.
+    pub targets: usize,
+    /// Samples per target and method.
+    pub samples: usize,
+    /// Network settings of the squared-error and mixture nets.
+    pub net: NetConfig,
+    /// Success radius, metres.
+    pub tolerance: f64,
+    /// DLS stops once the tip is this close, metres.
+    pub dls_tolerance: f64,
+    /// DLS iterations per prior start.
+    pub dls_iterations: u32,
+    /// DLS prior starts per solution at most.
+    pub dls_starts: u32,
+    /// DLS iterations per MDN seed in the hybrid.
+    pub hybrid_iterations: u32,
+    /// MDN seeds per solution in the hybrid before it falls back to prior starts.
+    pub hybrid_seeds: u32,
+    /// The exact sampler's effective sample size, as a multiple of the samples drawn.
+    pub ess_factor: f64,
+    /// The posterior-mismatch kernel.
+    pub kernel: Kernel,
+    /// Seed of targets, training and sampling.
+    pub seed: u64,
+}
+
+impl ChainConfig {
+    /// The default run on `arm`.
+    pub fn new(arm: ChainArm) -> Self {
+        Self {
+            methods: arm.methods().to_vec(),
+            arm,
+            targets: 1000,
+            samples: 500,
+            net: NetConfig::default(),
+            tolerance: 1e-3,
+            dls_tolerance: 1e-6,
+            dls_iterations: 64,
+            dls_starts: 32,
+            hybrid_iterations: 8,
+            hybrid_seeds: 4,
+            ess_factor: 20.0,
+            kernel: Kernel::default(),
+            seed: 0,
+        }
+    }
+
+    /// Checks every setting before any work.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |s: String| Err(ExperimentError::Invalid(s));
+        let allowed = self.arm.methods();
+        if allowed.is_empty() {
+            return bad(format!(
+                "the chain experiment needs a redundant chain; arm {} has isolated answers (use {} or --lengths with three or more values)",
+                self.arm.name,
+                ChainArm::experiment_arms()
+            ));
+        }
+        if let Some(m) = self.methods.iter().find(|m| !allowed.contains(m)) {
+            return bad(format!("method {m} does not apply to arm {}", self.arm.name));
+        }
+        if self.methods.is_empty() {
+            return bad("give at least one method".into());
+        }
+        self.arm.chain.validate().map_err(|e| ExperimentError::Invalid(e.to_string()))?;
+        if !(1..=MAX_TARGETS).contains(&self.targets) {
+            return bad(format!("targets must be a whole number from 1 to {MAX_TARGETS}, got {}", self.targets));
+        }
+        if !(2..=MAX_SAMPLES).contains(&self.samples) {
+            return bad(format!("samples must be a whole number from 2 to {MAX_SAMPLES}, got {}", self.samples));
+        }
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !(positive(self.tolerance) && self.tolerance <= 1.0) {
+            return bad(format!("tolerance must be a number in (0, 1] metres, got {}", self.tolerance));
+        }
+        if !(positive(self.dls_tolerance) && self.dls_tolerance <= self.tolerance) {
+            return bad(format!(
+                "the DLS tolerance must be a number in (0, {}] metres (at most the success radius), got {}",
+                self.tolerance, self.dls_tolerance
+            ));
+        }
+        for (name, v, hi) in [
+            ("DLS iterations", self.dls_iterations, 10_000),
+            ("DLS starts", self.dls_starts, 1000),
+            ("hybrid iterations", self.hybrid_iterations, 10_000),
+            ("hybrid seeds", self.hybrid_seeds, 1000),
+        ] {
+            if !(1..=hi).contains(&v) {
+                return bad(format!("{name} must be a whole number from 1 to {hi}, got {v}"));
+            }
+        }
+        if !(self.ess_factor.is_finite() && (1.0..=1000.0).contains(&self.ess_factor)) {
+            return bad(format!("the ESS factor must be a number from 1 to 1000, got {}", self.ess_factor));
+        }
+        let k = &self.kernel.widths;
+        if k.is_empty() || k.len() > 8 || !k.iter().all(|&h| positive(h) && h <= 1e3) {
+            return bad("the kernel needs 1 to 8 widths, each a number in (0, 1000]".into());
+        }
+        let pairs = self.kernel_pairs();
+        if pairs > MAX_KERNEL_PAIRS {
+            return bad(format!(
+                "this run would need about {pairs:.1e} kernel evaluations (the limit is {MAX_KERNEL_PAIRS:.0e}); use fewer targets or samples"
+            ));
+        }
+        for kind in [NetKind::Mse, NetKind::Mdn] {
+            if self.methods.iter().any(|m| net_of(*m) == Some(kind)) {
+                self.net.validate(kind, self.arm.coords())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Kernel evaluations of the posterior-mismatch sums: per target, the reference set against
+    /// itself and every method against itself and the reference.
+    pub fn kernel_pairs(&self) -> f64 {
+        let n = self.samples as f64;
+        self.targets as f64 * (0.5 * n * n + self.methods.len() as f64 * 1.5 * n * n)
+    }
+}
+
+/// Which net a method needs.
+pub(super) fn net_of(m: Method) -> Option<NetKind> {
+    match m {
+        Method::Mse => Some(NetKind::Mse),
+        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
+        Method::Dls | Method::Exact => None,
+    }
+}
