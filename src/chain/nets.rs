@@ -428,32 +428,40 @@ mod tests {
     #[test]
     fn a_diverging_run_stops_with_the_two_link_trainers_error() {
         // A run-away learning rate: the chain nets train on the two-link heads' fitter, so they
-        // stop on the same divergence check with the same error (and message).
+        // stop on the same divergence check with the same error (and message). Whether one seed
+        // blows up depends on rounding (the SIMD level), so several seeds run: at least one must
+        // diverge, and every one that stops must stop exactly so. A fitter without the check
+        // lets every seed run to its end.
         let arm = ArmKind::Rail3.arm();
-        let cfg = NetConfig {
-            hidden: 32,
-            depth: 2,
-            components: 4,
-            steps: 2000,
-            batch: 128,
-            lr: 0.999,
-            ..NetConfig::default()
-        };
-        let mut chain_steps = 0;
-        let chain = ChainNet::train(&arm, NetKind::Mdn, &cfg, |step, _| {
-            chain_steps = step;
-            true
-        })
-        .unwrap_err();
         let two_link = TrainConfig { steps: 2000, lr: 0.999, data_size: 512, ..TrainConfig::default() };
         let two_link = Trainer::new(two_link).unwrap().run_checked(|_, _| true).unwrap_err();
-        for e in [&chain, &two_link] {
-            assert!(matches!(e, TrainError::Diverged { .. }), "{e:?}");
+        assert!(matches!(two_link, TrainError::Diverged { .. }), "{two_link:?}");
+        let mut diverged = 0;
+        for seed in 0..8 {
+            let cfg = NetConfig {
+                hidden: 32,
+                depth: 2,
+                components: 4,
+                steps: 2000,
+                batch: 128,
+                lr: 0.999,
+                seed,
+                ..NetConfig::default()
+            };
+            let mut chain_steps = 0;
+            let Err(chain) = ChainNet::train(&arm, NetKind::Mdn, &cfg, |step, _| {
+                chain_steps = step;
+                true
+            }) else {
+                continue;
+            };
+            diverged += 1;
+            assert!(matches!(chain, TrainError::Diverged { step, .. } if step == chain_steps + 1), "{chain:?}");
+            let (c, t) = (chain.to_string(), two_link.to_string());
+            assert_eq!(c.split(" at step").next(), t.split(" at step").next());
+            assert_eq!(c.split(')').nth(1), t.split(')').nth(1), "{c} / {t}");
         }
-        assert!(matches!(chain, TrainError::Diverged { step, .. } if step == chain_steps + 1), "{chain:?}");
-        let (c, t) = (chain.to_string(), two_link.to_string());
-        assert_eq!(c.split(" at step").next(), t.split(" at step").next());
-        assert_eq!(c.split(')').nth(1), t.split(')').nth(1), "{c} / {t}");
+        assert!(diverged > 0, "no seed diverged at learning rate 0.999");
     }
 
     #[test]
