@@ -185,8 +185,13 @@ fn the_envelope_catches_the_averaging_trap_and_counts_it() {
     }
     let s = app.world().resource::<Solutions>().clone();
     let stats = app.world().resource::<EnvelopeStats>().clone();
-    assert_eq!(s.intervention, Some(Reason::FkMiss), "a barely trained MSE head misses");
-    assert_eq!(stats.log.count(Reason::FkMiss), 5);
+    // A barely trained MSE head misses the target; the envelope catches it on every frame, by
+    // the first check its answer fails (a jump too far from where the arm is, or the FK miss:
+    // which one depends on the tiny net's draw).
+    assert!(s.row(Row::Mse).tip_error.is_some_and(|e| e > 0.05), "{:?}", s.row(Row::Mse));
+    let reason = s.intervention.expect("the envelope intervenes on a barely trained MSE head");
+    assert!(matches!(reason, Reason::FkMiss | Reason::JointStep), "{reason:?}");
+    assert_eq!(stats.log.count(reason), 5);
     assert!(stats.flash > 0.0);
     // The fallback is classical: the command reaches the target on the nominal model.
     let arm = elbow::TwoLinkArm::default();
