@@ -295,3 +295,17 @@ fn train_says_when_the_residual_head_drops_its_corrections() {
     assert!(applied > 0.95 && miss < 0.2 * analytic, "1,0.8: applied {applied}, miss {miss} vs analytic {analytic}");
     assert!(!run("1,0.8", false).contains("dropped"));
 }
+
+#[test]
+fn json_outputs_name_absent_values_by_leaving_them_out_never_null() {
+    // The degradation report has baseline rows (no channel) and pipelines without the envelope
+    // (no envelope log); a training report for a head that fits no real arm has no analytic
+    // comparison on it. Each is left out, never written as null.
+    let degradation = ["experiment", "degradation", "--targets", "20", "--train-steps", "10", "--json"];
+    for args in [&degradation[..], &["train", "--head", "mse", "--steps", "20", "--json"]] {
+        let (code, out, err) = elbow(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap();
+        assert!(!out.contains("null") && !out.contains("NaN"), "{args:?}: {out}");
+    }
+}

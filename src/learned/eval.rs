@@ -75,6 +75,7 @@ pub struct TrainReport {
     pub mean_miss_percent_of_reach: f64,
     /// For heads that fit the real arm: the analytic solver's miss on that same arm, for
     /// comparison (the residual hybrid with its correction off).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub analytic_on_real_arm: Option<Summary>,
     /// For heads that fit the real arm: the share of held-out answers whose learned correction
     /// was applied; the others came out above the model's bound

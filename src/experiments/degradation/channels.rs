@@ -177,7 +177,8 @@ impl Perturbation {
 /// One point of the sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Setting {
-    /// The channel swept (`None`: the shared baseline, every channel at zero).
+    /// The channel swept (`None`: the shared baseline, every channel at zero; left out of JSON).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub channel: Option<Channel>,
     /// Its level.
     pub level: f64,

@@ -19,7 +19,9 @@ pub struct Cell {
     pub protocol: Protocol,
     /// The solver (and whether the envelope wraps it).
     pub solver: Pipeline,
-    /// The channel swept (`None`: the shared baseline with every channel at zero).
+    /// The channel swept (`None`: the shared baseline with every channel at zero; left out of
+    /// JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
     /// The channel's level.
     pub level: f64,
@@ -37,7 +39,8 @@ pub struct Cell {
     pub silent: f64,
     /// Reported a failure although the tip was within the tolerance (false alarm).
     pub false_alarm: f64,
-    /// Envelope decisions by reason (enveloped pipelines only).
+    /// Envelope decisions by reason (enveloped pipelines only; left out of JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub envelope: Option<InterventionLog>,
 }
 
