@@ -14,6 +14,9 @@
 //!   target ([`ExactSampler`]), the ground truth every method is scored against;
 //! - [`mmd`]: the unbiased maximum mean discrepancy between two sample sets (the posterior
 //!   mismatch of Kruse et al. 2021), with a sum of inverse multiquadratic kernels;
+//! - [`solve`]: every method's answers for one target ([`solve::solutions`]), the one
+//!   implementation the experiment, the command line and the app share;
+//! - [`manifold`]: self-motion, a walk along the solution manifold of a target;
 //! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates
 //!   (diagonal or full-covariance components, [`crate::nn::FullMdn`]), trained on the arm's prior
 //!   by the two-link heads' own fitter ([`crate::learned::train::Fitter`]), and sampling from them.
@@ -26,12 +29,15 @@
 pub mod arm;
 pub mod arms;
 pub mod dls;
+pub mod manifold;
 pub mod mmd;
 pub mod nets;
 pub mod sampler;
+pub mod solve;
 
 pub use arm::{Chain, ChainError, Link, MAX_COORDS, Marginal, Prior, Travel};
 pub use arms::{ArmKind, ArmSpec, ChainArm, Method};
 pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
 pub use sampler::{ExactSampler, PosteriorSamples};
+pub use solve::{Effort, Nets, SolveError, SolveSettings};

@@ -211,7 +211,19 @@ impl ChainNet {
         arm: &ChainArm,
         kind: NetKind,
         cfg: &NetConfig,
-        progress: impl FnMut(usize, f32) -> bool,
+        mut progress: impl FnMut(usize, f32) -> bool,
+    ) -> Result<Self, TrainError> {
+        Self::train_watched(arm, kind, cfg, |step, loss, _| progress(step, loss))
+    }
+
+    /// [`ChainNet::train`] with a view of the net after each step: `progress(step, loss,
+    /// snapshot)`, where `snapshot()` builds the net as it stands (a copy, so call it only when
+    /// a snapshot is wanted: the app takes one every few hundred steps to show the fan sharpen).
+    pub fn train_watched(
+        arm: &ChainArm,
+        kind: NetKind,
+        cfg: &NetConfig,
+        mut progress: impl FnMut(usize, f32, &dyn Fn() -> ChainNet) -> bool,
     ) -> Result<Self, TrainError> {
         let d = arm.coords();
         cfg.validate(kind, d)?;
@@ -238,7 +250,10 @@ impl ChainNet {
                 }
             }
         };
-        fitter.run(&mut net, fill, progress)?;
+        fitter.run_watched(&mut net, fill, |step, loss, net| {
+            let snapshot = || Self { kind, net: net.clone(), mixture, input, output: output.clone() };
+            progress(step, loss, &snapshot)
+        })?;
         Ok(Self { kind, net, mixture, input, output })
     }
 

@@ -339,15 +339,26 @@ impl Fitter {
     pub fn run(
         &mut self,
         net: &mut Mlp,
-        mut fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
+        fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
         mut progress: impl FnMut(usize, f32) -> bool,
+    ) -> Result<(), TrainError> {
+        self.run_watched(net, fill, |step, loss, _| progress(step, loss))
+    }
+
+    /// [`Fitter::run`] with the network after each step shown to `progress(step, loss, net)`,
+    /// so a caller can keep snapshots of it (the app's fan sharpening as it trains).
+    pub fn run_watched(
+        &mut self,
+        net: &mut Mlp,
+        mut fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
+        mut progress: impl FnMut(usize, f32, &Mlp) -> bool,
     ) -> Result<(), TrainError> {
         while self.step < self.fit.steps {
             let loss = self.step(net, &mut fill);
             if !(loss.is_finite() && loss <= DIVERGED_LOSS) {
                 return Err(TrainError::Diverged { step: self.step, loss });
             }
-            if !progress(self.step, loss) {
+            if !progress(self.step, loss, net) {
                 return Err(TrainError::Cancelled { step: self.step, steps: self.fit.steps });
             }
         }

@@ -69,10 +69,7 @@ pub(crate) fn check_slider_room(nominal: &TwoLinkArm) -> Result<(), String> {
     let (lo, hi) = (*range::LENGTH_ERROR.start(), *range::LENGTH_ERROR.end());
     for length_error in [[lo, lo], [lo, hi], [hi, lo], [hi, hi]] {
         RealArm::with_mismatch(nominal, Mismatch { length_error, ..Mismatch::NONE }).map_err(|e| {
-            format!(
-                "these --lengths leave no room for the app's link-length sliders (±{:.0} % each): {e}",
-                100.0 * hi
-            )
+            format!("these --lengths leave no room for the app's link-length sliders (±{:.0} % each): {e}", 100.0 * hi)
         })?;
     }
     Ok(())

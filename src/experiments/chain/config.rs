@@ -2,7 +2,7 @@
 //! before any work starts.
 
 use crate::chain::nets::{NetConfig, NetKind};
-use crate::chain::{ChainArm, Kernel, Method};
+use crate::chain::{ChainArm, Kernel, Method, SolveSettings};
 use crate::experiments::ExperimentError;
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,7 @@ pub struct ChainConfig {
 impl ChainConfig {
     /// The default run on `arm`.
     pub fn new(arm: ChainArm) -> Self {
+        let solve = SolveSettings::default();
         Self {
             methods: arm.methods().to_vec(),
             arm,
@@ -57,12 +58,12 @@ impl ChainConfig {
             samples: 500,
             net: NetConfig::default(),
             tolerance: 1e-3,
-            dls_tolerance: 1e-6,
-            dls_iterations: 64,
-            dls_starts: 32,
-            hybrid_iterations: 8,
-            hybrid_seeds: 4,
-            ess_factor: 20.0,
+            dls_tolerance: solve.dls_tolerance,
+            dls_iterations: solve.dls_iterations,
+            dls_starts: solve.dls_starts,
+            hybrid_iterations: solve.hybrid_iterations,
+            hybrid_seeds: solve.hybrid_seeds,
+            ess_factor: solve.ess_factor,
             kernel: Kernel::default(),
             seed: 0,
         }
@@ -133,6 +134,18 @@ impl ChainConfig {
         Ok(())
     }
 
+    /// The settings of the iterative methods and the exact sampler.
+    pub fn solve_settings(&self) -> SolveSettings {
+        SolveSettings {
+            dls_tolerance: self.dls_tolerance,
+            dls_iterations: self.dls_iterations,
+            dls_starts: self.dls_starts,
+            hybrid_iterations: self.hybrid_iterations,
+            hybrid_seeds: self.hybrid_seeds,
+            ess_factor: self.ess_factor,
+        }
+    }
+
     /// Kernel evaluations of the posterior-mismatch sums: per target, the reference set against
     /// itself and every method against itself and the reference.
     pub fn kernel_pairs(&self) -> f64 {
@@ -141,11 +154,7 @@ impl ChainConfig {
     }
 }
 
-/// Which net a method needs.
+/// Which net a method needs ([`crate::chain::solve::net_needed`]).
 pub(super) fn net_of(m: Method) -> Option<NetKind> {
-    match m {
-        Method::Mse => Some(NetKind::Mse),
-        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
-        Method::Dls | Method::Exact => None,
-    }
+    crate::chain::solve::net_needed(m)
 }

@@ -5,8 +5,8 @@ use super::config::{ChainConfig, net_of};
 use super::report::{ChainReport, Demo, MethodRow};
 use crate::chain::arm::MAX_COORDS;
 use crate::chain::mmd::{Columns, cross_sum, mmd_from_sums, self_sum};
-use crate::chain::nets::{ChainNet, Component, NetKind, draw};
-use crate::chain::{ChainDls, DlsOutcome, ExactSampler, Method};
+use crate::chain::nets::{ChainNet, NetKind};
+use crate::chain::{ExactSampler, Method, solve};
 use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
@@ -194,7 +194,8 @@ struct TargetResult {
     spread: f64,
 }
 
-/// `n` samples of `method` for `target` into `out`, with the DLS effort.
+/// `n` samples of `method` for `target` into `out` ([`crate::chain::solve::solutions`]), with
+/// the DLS effort and the exact sampler's ESS (NaN for the other methods).
 fn solutions(
     cfg: &ChainConfig,
     nets: &Nets,
@@ -204,56 +205,10 @@ fn solutions(
     rng: &mut ChaCha8Rng,
     out: &mut Vec<f64>,
 ) -> (u64, u64, f64) {
-    let arm = &cfg.arm;
-    let d = arm.coords();
-    out.clear();
-    let (mut iterations, mut starts) = (0u64, 0u64);
-    let mut add = |o: DlsOutcome| {
-        iterations += u64::from(o.iterations);
-        starts += u64::from(o.starts);
-    };
-    match method {
-        Method::Mse | Method::Mdn => {
-            let net = if method == Method::Mse { &nets.mse } else { &nets.mdn };
-            net.as_ref().expect("trained").sample(target, n, rng, out);
-        }
-        Method::Dls => {
-            let dls = ChainDls {
-                max_iterations: cfg.dls_iterations,
-                tolerance: cfg.dls_tolerance,
-                ..ChainDls::new(&arm.chain)
-            };
-            out.resize(n * d, 0.0);
-            for x in out.chunks_exact_mut(d) {
-                add(dls.from_prior(x, target, &arm.prior, cfg.dls_starts, rng));
-            }
-        }
-        Method::Hybrid => {
-            let comps: Vec<Component> = nets.mdn.as_ref().expect("trained").mixture_for(target);
-            let seeded = ChainDls {
-                max_iterations: cfg.hybrid_iterations,
-                tolerance: cfg.dls_tolerance,
-                ..ChainDls::new(&arm.chain)
-            };
-            let fallback = ChainDls { max_iterations: cfg.dls_iterations, ..seeded };
-            out.resize(n * d, 0.0);
-            for x in out.chunks_exact_mut(d) {
-                let o = seeded.with_restarts(x, target, cfg.hybrid_seeds, rng, |rng, x| draw(&comps, rng, x));
-                add(o);
-                if !o.converged {
-                    add(fallback.from_prior(x, target, &arm.prior, cfg.dls_starts, rng));
-                }
-            }
-        }
-        Method::Exact => {
-            let mut sampler = ExactSampler::new(arm);
-            sampler.ess_factor = cfg.ess_factor;
-            let s = sampler.sample(target, n, rng);
-            *out = s.x;
-            return (0, 0, s.ess);
-        }
-    }
-    (iterations, starts, f64::NAN)
+    let nets = solve::Nets { mse: nets.mse.as_ref(), mdn: nets.mdn.as_ref() };
+    let e = solve::solutions(&cfg.arm, nets, &cfg.solve_settings(), method, target, n, rng, out)
+        .expect("the run trained every net its methods need");
+    (e.iterations, e.starts, e.ess.unwrap_or(f64::NAN))
 }
 
 /// Every method and the references on one target.

@@ -1,0 +1,200 @@
+//! Every chain method's answers for one target: the one implementation behind `experiment
+//! chain`, `elbow solve --arm`, the atlas's chain layers and the app's fans and drivers.
+//!
+//! - [`Method::Mse`], [`Method::Mdn`]: `n` draws of the net (copies of the one answer for the
+//!   squared-error net);
+//! - [`Method::Dls`]: damped least squares from prior draws, restarting until converged;
+//! - [`Method::Hybrid`]: MDN draws as seeds, each finished by a few DLS iterations, falling back
+//!   to prior starts when no seed converges;
+//! - [`Method::Exact`]: the exact posterior sampler.
+
+use super::arms::{ChainArm, Method};
+use super::dls::{ChainDls, DlsOutcome};
+use super::nets::{ChainNet, Component, draw};
+use super::sampler::ExactSampler;
+use crate::kinematics::Point2;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// How the iterative methods and the exact sampler run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SolveSettings {
+    /// DLS stops once the tip is this close, metres.
+    pub dls_tolerance: f64,
+    /// DLS iterations per prior start.
+    pub dls_iterations: u32,
+    /// DLS prior starts per solution at most.
+    pub dls_starts: u32,
+    /// DLS iterations per MDN seed in the hybrid.
+    pub hybrid_iterations: u32,
+    /// MDN seeds per solution in the hybrid before it falls back to prior starts.
+    pub hybrid_seeds: u32,
+    /// The exact sampler's effective sample size, as a multiple of the samples drawn.
+    pub ess_factor: f64,
+}
+
+impl Default for SolveSettings {
+    /// The chain experiment's defaults.
+    fn default() -> Self {
+        Self {
+            dls_tolerance: 1e-6,
+            dls_iterations: 64,
+            dls_starts: 32,
+            hybrid_iterations: 8,
+            hybrid_seeds: 4,
+            ess_factor: 20.0,
+        }
+    }
+}
+
+/// The trained nets a set of methods may use (a method without its net is refused).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nets<'a> {
+    /// The squared-error net.
+    pub mse: Option<&'a ChainNet>,
+    /// The mixture density network (the MDN and the hybrid's seeds).
+    pub mdn: Option<&'a ChainNet>,
+}
+
+/// What producing a set of solutions cost, and how good the exact sampler's pool was.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Effort {
+    /// DLS iterations over every solution (iterative methods).
+    pub iterations: u64,
+    /// DLS starts over every solution, seeds and prior starts together (iterative methods).
+    pub starts: u64,
+    /// Solutions whose seeds all failed and that fell back to prior starts (hybrid).
+    pub fallbacks: u64,
+    /// Effective sample size of the exact sampler's weighted pool (exact only).
+    pub ess: Option<f64>,
+}
+
+impl Effort {
+    fn add(&mut self, o: DlsOutcome) {
+        self.iterations += u64::from(o.iterations);
+        self.starts += u64::from(o.starts);
+    }
+}
+
+/// Why a method could not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SolveError {
+    /// The method needs a net that was not given.
+    #[error("method {0} needs a trained network, and none was given (train one first)")]
+    NoNet(Method),
+}
+
+/// The net `method` needs, if any.
+pub fn net_needed(method: Method) -> Option<super::nets::NetKind> {
+    use super::nets::NetKind;
+    match method {
+        Method::Mse => Some(NetKind::Mse),
+        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
+        Method::Dls | Method::Exact => None,
+    }
+}
+
+/// `n` answers of `method` for `target` written into `out` (cleared first; `coords` values
+/// each, fewer when the exact sampler finds no solution), with what they cost.
+#[allow(clippy::too_many_arguments)]
+pub fn solutions<R: Rng + ?Sized>(
+    arm: &ChainArm,
+    nets: Nets<'_>,
+    settings: &SolveSettings,
+    method: Method,
+    target: Point2,
+    n: usize,
+    rng: &mut R,
+    out: &mut Vec<f64>,
+) -> Result<Effort, SolveError> {
+    let d = arm.coords();
+    out.clear();
+    let mut effort = Effort::default();
+    let no_net = SolveError::NoNet(method);
+    match method {
+        Method::Mse => nets.mse.ok_or(no_net)?.sample(target, n, rng, out),
+        Method::Mdn => nets.mdn.ok_or(no_net)?.sample(target, n, rng, out),
+        Method::Dls => {
+            let dls = dls(arm, settings);
+            out.resize(n * d, 0.0);
+            for x in out.chunks_exact_mut(d) {
+                effort.add(dls.from_prior(x, target, &arm.prior, settings.dls_starts, rng));
+            }
+        }
+        Method::Hybrid => {
+            let comps: Vec<Component> = nets.mdn.ok_or(no_net)?.mixture_for(target);
+            out.resize(n * d, 0.0);
+            for x in out.chunks_exact_mut(d) {
+                let (seeded, fallback) = hybrid(arm, settings, &comps, target, x, rng);
+                effort.add(seeded);
+                if let Some(f) = fallback {
+                    effort.add(f);
+                    effort.fallbacks += 1;
+                }
+            }
+        }
+        Method::Exact => {
+            let mut sampler = ExactSampler::new(arm);
+            sampler.ess_factor = settings.ess_factor;
+            let s = sampler.sample(target, n, rng);
+            *out = s.x;
+            effort.ess = Some(s.ess);
+        }
+    }
+    Ok(effort)
+}
+
+/// The DLS of the settings on `arm`.
+fn dls<'a>(arm: &'a ChainArm, settings: &SolveSettings) -> ChainDls<'a> {
+    ChainDls { max_iterations: settings.dls_iterations, tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }
+}
+
+/// One hybrid solution into `x`: up to `hybrid_seeds` draws of the mixture `comps`, each
+/// finished by `hybrid_iterations` DLS iterations; when none converges, DLS from prior starts.
+/// Returns the seeded run's outcome and the fallback's, if it ran.
+pub fn hybrid<R: Rng + ?Sized>(
+    arm: &ChainArm,
+    settings: &SolveSettings,
+    comps: &[Component],
+    target: Point2,
+    x: &mut [f64],
+    rng: &mut R,
+) -> (DlsOutcome, Option<DlsOutcome>) {
+    let base = dls(arm, settings);
+    let seeded = ChainDls { max_iterations: settings.hybrid_iterations, ..base };
+    let o = seeded.with_restarts(x, target, settings.hybrid_seeds, rng, |rng, x| draw(comps, rng, x));
+    if o.converged {
+        return (o, None);
+    }
+    (o, Some(base.from_prior(x, target, &arm.prior, settings.dls_starts, rng)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ArmKind;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn learned_methods_without_their_net_are_refused_and_the_others_answer() {
+        let arm = ArmKind::ThreeR.arm();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut out = Vec::new();
+        let target = Point2::new(1.2, 0.5);
+        for m in [Method::Mse, Method::Mdn, Method::Hybrid] {
+            let e = solutions(&arm, Nets::default(), &SolveSettings::default(), m, target, 4, &mut rng, &mut out);
+            assert_eq!(e, Err(SolveError::NoNet(m)));
+        }
+        for m in [Method::Dls, Method::Exact] {
+            let e =
+                solutions(&arm, Nets::default(), &SolveSettings::default(), m, target, 16, &mut rng, &mut out).unwrap();
+            assert_eq!(out.len(), 16 * 3, "{m}");
+            for x in out.chunks_exact(3) {
+                assert!((arm.chain.tip(x) - target).norm() < 1e-5, "{m}: {x:?}");
+            }
+            assert_eq!(e.ess.is_some(), m == Method::Exact);
+            assert_eq!(e.starts >= 16, m == Method::Dls);
+        }
+    }
+}
