@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         report(misplaced);
         return ExitCode::from(2);
     }
-    let arm = match cli.app_arm() {
+    let lab = match cli.app_lab() {
         Ok(arm) => arm,
         Err(message) => {
             report(&message);
@@ -53,28 +53,17 @@ fn main() -> ExitCode {
                 ExitCode::from(failure.code)
             }
         },
-        None => run_app(arm, cli.model),
+        None => run_app(lab, cli.model),
     }
 }
 
-/// Opens the desktop app on `arm` once the display and the GPU driver it needs are known to be
+/// Opens the desktop app on `lab` once the display and the GPU driver it needs are known to be
 /// there; a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
-fn run_app(arm: elbow::TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode {
-    if let Err(problem) = app::check_arm(&arm) {
+fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+    if let Err(problem) = app::check_lab(&lab, &models) {
         report(&problem);
         return ExitCode::from(2);
-    }
-    // A bad model file (or one for another arm) is refused before any window opens.
-    for path in &models {
-        let problem = match elbow::LearnedModel::load(path) {
-            Err(e) => Some(e.to_string()),
-            Ok(m) => m.check_fits(&arm, None).err(),
-        };
-        if let Some(problem) = problem {
-            report(&format!("{}: {problem}", path.display()));
-            return ExitCode::from(2);
-        }
     }
     if let Err(message) = cli::preflight::check() {
         report(&message);
@@ -96,11 +85,11 @@ fn run_app(arm: elbow::TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode 
             None => default_hook(info),
         }
     }));
-    app::run(arm, models)
+    app::run(lab, models)
 }
 
 #[cfg(not(feature = "app"))]
-fn run_app(_arm: elbow::TwoLinkArm, _models: Vec<std::path::PathBuf>) -> ExitCode {
+fn run_app(_lab: cli::AppArm, _models: Vec<std::path::PathBuf>) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
 }

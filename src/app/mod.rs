@@ -37,6 +37,7 @@ mod training;
 #[cfg(test)]
 mod tests;
 
+use crate::cli::AppArm;
 use bevy::prelude::*;
 use bevy_egui::EguiPlugin;
 use elbow::TwoLinkArm;
@@ -61,9 +62,9 @@ pub(crate) enum AppSet {
     Draw,
 }
 
-/// Opens the window and runs the lab on `arm` (`elbow --lengths`) until it closes, with the model
-/// files in `models` loaded in place of their heads' training.
-pub(crate) fn run(arm: TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+/// Opens the window and runs the lab on `lab` (`elbow --arm`, `--lengths`) until it closes,
+/// with the model files in `models` loaded in place of their heads' training.
+pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
             "error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)"
@@ -73,7 +74,7 @@ pub(crate) fn run(arm: TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode 
     let window =
         Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
     let mut app = App::new();
-    on_arm(&mut app, arm);
+    on_lab(&mut app, lab);
     app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
         .add_plugins(plugin);
@@ -87,9 +88,48 @@ pub(crate) fn run(arm: TwoLinkArm, models: Vec<std::path::PathBuf>) -> ExitCode 
     }
 }
 
+/// Why the app cannot open on `lab` with `models`, if it cannot: on the two-link arm every
+/// plant its sliders allow must exist, and every model file must load and fit the arm.
+pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(), String> {
+    match lab {
+        AppArm::TwoLink(arm) => {
+            check_arm(arm)?;
+            for path in models {
+                let problem = match elbow::LearnedModel::load(path) {
+                    Err(e) => Some(e.to_string()),
+                    Ok(m) => m.check_fits(arm, None).err(),
+                };
+                if let Some(problem) = problem {
+                    return Err(format!("{}: {problem}", path.display()));
+                }
+            }
+            Ok(())
+        }
+        AppArm::Chain(arm) => match models.first() {
+            Some(path) => Err(format!(
+                "{}: the chain lab ({}) trains its own networks and loads no model file yet",
+                path.display(),
+                arm.name
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
 /// Why the app cannot open on `arm`, if it cannot: every plant its sliders allow must exist.
 pub(crate) fn check_arm(arm: &TwoLinkArm) -> Result<(), String> {
     state::arm::check_slider_room(arm)
+}
+
+/// Makes `lab` the lab the app opens on; called before the plugins, so everything built for the
+/// arm at start (the plant, the target, the camera's span) is built for this one.
+pub(crate) fn on_lab(app: &mut App, lab: AppArm) {
+    match lab {
+        AppArm::TwoLink(arm) => on_arm(app, arm),
+        AppArm::Chain(arm) => {
+            app.insert_resource(state::arm::Lab::Chain(arm));
+        }
+    }
 }
 
 /// Makes `arm` the nominal arm; called before the plugins, so everything built for the arm at

@@ -437,7 +437,7 @@ fn the_atlas_is_computed_off_the_frame_and_follows_the_driver() {
 fn lengths_on_the_command_line_make_the_nominal_arm() {
     use clap::Parser;
     let cli = crate::cli::Cli::try_parse_from(["elbow", "--lengths", "0.7,0.4"]).unwrap();
-    let arm = cli.app_arm().unwrap();
+    let crate::cli::AppArm::TwoLink(arm) = cli.app_lab().unwrap() else { panic!("two lengths: the two-link lab") };
     assert_eq!(arm, elbow::TwoLinkArm::new(0.7, 0.4).unwrap());
     let mut app = App::new();
     super::on_arm(&mut app, arm);

@@ -2,6 +2,7 @@
 //! reports print as tables, JSON or CSV.
 
 mod chain;
+pub(crate) use chain::ChainLengths;
 mod degradation;
 mod randomization;
 

@@ -28,6 +28,7 @@ mod solve;
 mod train;
 
 use clap::{Args, Parser, Subcommand};
+use elbow::chain::{ArmKind, ChainArm};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
@@ -40,28 +41,70 @@ pub(crate) struct Cli {
     /// A trained model file for the app to load in place of its head's training (repeatable).
     #[arg(long, value_name = "FILE")]
     pub(crate) model: Vec<std::path::PathBuf>,
-    /// Link lengths `L1,L2` of the app's arm in metres, each from 1e-6 to 1e6, the longer at
-    /// most 1e4 times the shorter (default 1,1).
-    #[arg(long, value_name = "L1,L2", value_parser = parse_lengths, allow_hyphen_values = true)]
-    pub(crate) lengths: Option<(f64, f64)>,
+    /// The app's arm: `2r` (the two-link lab, the default), `3r` or `rail3` (the chain lab).
+    #[arg(long, conflicts_with = "lengths")]
+    pub(crate) arm: Option<ArmKind>,
+    /// Link lengths of the app's arm in metres, each from 1e-6 to 1e6, the longest at most 1e4
+    /// times the shortest: two (`L1,L2`) for a two-link arm (default 1,1), three or more
+    /// (`L1,L2,L3,...`) for a chain (shoulder ±90°, the other joints ±150°).
+    #[arg(long, value_name = "L1,L2,...", value_parser = parse_app_lengths, allow_hyphen_values = true)]
+    pub(crate) lengths: Option<AppLengths>,
+}
+
+/// The arm the app opens on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AppArm {
+    /// The two-link lab.
+    TwoLink(TwoLinkArm),
+    /// The chain lab.
+    Chain(ChainArm),
+}
+
+/// `elbow --lengths`: two lengths for a two-link arm, three or more for a chain.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AppLengths {
+    /// `L1,L2`.
+    Two(f64, f64),
+    /// `L1,L2,L3,...`.
+    Chain(Vec<f64>),
+}
+
+/// Parses the app's `--lengths`: two values by the commands' rules ([`parse_lengths`]), three
+/// or more by the chain's ([`ChainArm::from_lengths`]).
+fn parse_app_lengths(s: &str) -> Result<AppLengths, String> {
+    if s.split(',').count() == 2 {
+        let (a, b) = parse_lengths(s)?;
+        return Ok(AppLengths::Two(a, b));
+    }
+    s.parse::<experiment::ChainLengths>().map(|l| AppLengths::Chain(l.0))
 }
 
 impl Cli {
-    /// The app's arm: `--lengths`, checked as every command's arm is ([`ArmArgs::arm`]).
-    pub(crate) fn app_arm(&self) -> Result<TwoLinkArm, String> {
-        self.lengths.map_or_else(|| Ok(TwoLinkArm::default()), |lengths| ArmArgs { lengths, elbow_limits: None }.arm())
+    /// The app's arm: `--arm` or `--lengths`, checked as every command's arm is.
+    pub(crate) fn app_lab(&self) -> Result<AppArm, String> {
+        match (self.arm, &self.lengths) {
+            (Some(ArmKind::TwoR) | None, None) => Ok(AppArm::TwoLink(TwoLinkArm::default())),
+            (_, Some(AppLengths::Two(a, b))) => {
+                ArmArgs { lengths: (*a, *b), elbow_limits: None }.arm().map(AppArm::TwoLink)
+            }
+            (_, Some(AppLengths::Chain(l))) => ChainArm::from_lengths(l).map(AppArm::Chain).map_err(|e| e.to_string()),
+            (Some(kind), None) => Ok(AppArm::Chain(kind.arm())),
+        }
     }
 
     /// Why the app's flags cannot go with a command (each command takes its own), if they were
     /// given with one.
     pub(crate) fn app_flags_with_command(&self) -> Option<&'static str> {
-        match (&self.command, self.model.is_empty(), self.lengths) {
-            (None, _, _) => None,
-            (Some(_), false, _) => Some("--model before a command is for the app; experiments take their own --model"),
-            (Some(_), true, Some(_)) => {
+        match (&self.command, self.model.is_empty(), self.lengths.is_some(), self.arm.is_some()) {
+            (None, ..) => None,
+            (Some(_), false, ..) => Some("--model before a command is for the app; experiments take their own --model"),
+            (Some(_), true, true, _) => {
                 Some("--lengths before a command is for the app; commands take their own --lengths")
             }
-            (Some(_), true, None) => None,
+            (Some(_), true, false, true) => {
+                Some("--arm before a command is for the app; commands take their own --arm")
+            }
+            (Some(_), true, false, false) => None,
         }
     }
 }
@@ -430,15 +473,16 @@ mod tests {
     }
 
     /// `elbow --lengths L1,L2` gives the app its arm through the commands' parser: the same
-    /// refusals, and the flag is the app's alone.
+    /// refusals, and the flag is the app's alone; three or more lengths, or `--arm`, give the
+    /// chain lab.
     #[test]
     fn the_app_takes_lengths_like_every_command() {
         let app = |args: &[&str]| Cli::try_parse_from([&["elbow"], args].concat());
-        assert_eq!(app(&[]).unwrap().app_arm(), Ok(TwoLinkArm::default()));
+        assert_eq!(app(&[]).unwrap().app_lab(), Ok(AppArm::TwoLink(TwoLinkArm::default())));
         let cli = app(&["--lengths", "0.7,0.4"]).unwrap();
-        assert_eq!(cli.app_arm(), Ok(TwoLinkArm::new(0.7, 0.4).unwrap()));
+        assert_eq!(cli.app_lab(), Ok(AppArm::TwoLink(TwoLinkArm::new(0.7, 0.4).unwrap())));
         assert_eq!(cli.app_flags_with_command(), None);
-        for bad in ["-1,1", "0,1", "1", "1,x", "1e155,1", "1e-9,1", "inf,1", "1,1,1"] {
+        for bad in ["-1,1", "0,1", "1,x", "1e155,1", "1e-9,1", "inf,1"] {
             let e = app(&["--lengths", bad]).unwrap_err();
             let solve = Cli::try_parse_from(["elbow", "solve", "1", "1", "--lengths", bad]).unwrap_err();
             assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad}");
@@ -447,10 +491,25 @@ mod tests {
                 |e: &clap::Error| e.to_string().lines().next().and_then(|l| Some(l.split_once(">': ")?.1.to_string()));
             assert!(why(&e).is_some() && why(&e) == why(&solve), "{bad}: {e} vs {solve}");
         }
-        for misplaced in [&["--lengths", "1,2", "solve", "1", "1"][..], &["--model", "m.json", "bench"]] {
+        for bad in ["1", "1,1,0", "1,1,nan", "1,1e5,1e-5", ""] {
+            assert!(app(&["--lengths", bad]).is_err(), "{bad}");
+        }
+        for misplaced in
+            [&["--lengths", "1,2", "solve", "1", "1"][..], &["--model", "m.json", "bench"], &["--arm", "3r", "bench"]]
+        {
             assert!(app(misplaced).unwrap().app_flags_with_command().is_some(), "{misplaced:?}");
         }
         assert_eq!(app(&["solve", "1", "1", "--lengths", "1,2"]).unwrap().app_flags_with_command(), None);
+        // The chain lab: a named arm or three or more lengths.
+        assert_eq!(app(&["--arm", "rail3"]).unwrap().app_lab(), Ok(AppArm::Chain(ArmKind::Rail3.arm())));
+        assert_eq!(app(&["--arm", "2r"]).unwrap().app_lab(), Ok(AppArm::TwoLink(TwoLinkArm::default())));
+        let AppArm::Chain(c) = app(&["--lengths", "1,0.5,0.5"]).unwrap().app_lab().unwrap() else {
+            panic!("three lengths make a chain")
+        };
+        assert_eq!(c.coords(), 3);
+        assert!(app(&["--arm", "3r", "--lengths", "1,1,1"]).is_err());
+        let e = app(&["--arm", "4r"]).unwrap_err().to_string();
+        assert!(e.contains("2r, 3r, rail3"), "{e}");
     }
 
     #[test]

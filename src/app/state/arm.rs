@@ -2,15 +2,49 @@
 //! the perturbation knobs the panel exposes.
 
 use bevy::prelude::*;
+use elbow::chain::ChainArm;
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
 
 /// Registers the nominal arm, the plant settings, the plant and its tip history.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Nominal>()
+    app.init_resource::<Lab>()
+        .init_resource::<Nominal>()
         .init_resource::<PlantSettings>()
         .init_resource::<Sim>()
         .init_resource::<TipHistory>();
+}
+
+/// Which lab is open: the two-link arm (with its closed form, the plant's reality-gap channels
+/// and the envelope) or a redundant chain (fans of answers, the exact posterior, self-motion).
+/// The panel switches it live.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub(crate) enum Lab {
+    /// The two-link lab (the default).
+    #[default]
+    TwoLink,
+    /// The chain lab on this arm.
+    Chain(ChainArm),
+}
+
+impl Lab {
+    /// The chain, when the chain lab is open.
+    pub(crate) fn chain(&self) -> Option<&ChainArm> {
+        match self {
+            Lab::Chain(arm) => Some(arm),
+            Lab::TwoLink => None,
+        }
+    }
+}
+
+/// Run condition: the two-link lab is open.
+pub(crate) fn two_link_lab(lab: Res<Lab>) -> bool {
+    matches!(*lab, Lab::TwoLink)
+}
+
+/// Run condition: the chain lab is open.
+pub(crate) fn chain_lab(lab: Res<Lab>) -> bool {
+    matches!(*lab, Lab::Chain(_))
 }
 
 /// The nominal arm model every solver plans on (the plant's real arm differs from it); `elbow
