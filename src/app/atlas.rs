@@ -6,7 +6,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings};
+use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::solve::Driver;
 use super::state::train::Models;
 use bevy::prelude::*;
@@ -17,7 +17,9 @@ use std::time::Instant;
 
 /// Registers the view, the job and the system that starts and collects maps.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<AtlasView>().init_resource::<AtlasJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
+    app.init_resource::<AtlasView>()
+        .init_resource::<AtlasJob>()
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
 }
 
 /// The workspace atlas: what to map, how, and the latest map.

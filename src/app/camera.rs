@@ -5,7 +5,7 @@
 //! wander onto it, do not move the target.
 
 use super::AppSet;
-use super::state::arm::Nominal;
+use super::state::arm::{Lab, Nominal};
 use super::state::view::{Hover, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
@@ -18,7 +18,10 @@ use elbow::Point2;
 
 /// Registers the cameras and the viewport and pointer systems.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Startup, spawn_cameras).add_systems(Update, (fit_viewport, pointer).chain().in_set(AppSet::Input));
+    app.add_systems(Startup, spawn_cameras).add_systems(
+        Update,
+        (fit_span.run_if(resource_changed::<Lab>), fit_viewport, pointer).chain().in_set(AppSet::Input),
+    );
 }
 
 /// Background of the world viewport.
@@ -32,10 +35,10 @@ const HANDLE_MARGIN: f32 = 6.0;
 pub(crate) struct WorldCamera;
 
 /// Spawns the world camera (metres, the whole workspace in view) and the egui camera on top.
-fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, nominal: Res<Nominal>) {
+fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, lab: Res<Lab>, nominal: Res<Nominal>) {
     // The egui context goes on the second camera, which covers the whole window.
     egui.auto_create_primary_context = false;
-    let span = 2.3 * nominal.0.reach() as f32;
+    let span = span(&lab, &nominal);
     commands.spawn((
         WorldCamera,
         Camera2d,
@@ -60,6 +63,23 @@ fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, n
             ..default()
         },
     ));
+}
+
+/// The world span the camera shows for the open lab, metres: the two-link arm's reach, or the
+/// chain's reach plus its rail's travel, with a margin.
+fn span(lab: &Lab, nominal: &Nominal) -> f32 {
+    match lab.chain() {
+        Some(arm) => 2.15 * arm.extent() as f32,
+        None => 2.3 * nominal.0.reach() as f32,
+    }
+}
+
+/// Fits the world camera's span to the open lab's arm.
+fn fit_span(lab: Res<Lab>, nominal: Res<Nominal>, mut projection: Single<&mut Projection, With<WorldCamera>>) {
+    let span = span(&lab, &nominal);
+    if let Projection::Orthographic(o) = &mut **projection {
+        o.scaling_mode = ScalingMode::AutoMin { min_width: span, min_height: span };
+    }
 }
 
 /// Shrinks the world camera's viewport to the window right of the panel.

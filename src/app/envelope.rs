@@ -3,7 +3,7 @@
 //! proposal or the classical fallback, and every decision is counted by reason and flashed.
 
 use super::AppSet;
-use super::state::arm::{Nominal, Sim};
+use super::state::arm::{Nominal, Sim, two_link_lab};
 use super::state::solve::{Driver, EnvelopeStats, FLASH_SECS, Solutions};
 use super::state::train::Models;
 use super::state::view::Target;
@@ -12,7 +12,7 @@ use elbow::{Lineup, Table};
 
 /// Registers the decision and the flash.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, (decide, fade_flash).chain().in_set(AppSet::Envelope));
+    app.add_systems(Update, (decide, fade_flash).chain().in_set(AppSet::Envelope).run_if(two_link_lab));
 }
 
 /// Turns this frame's proposal into the command, through the envelope when the driver has one.

@@ -3,6 +3,7 @@
 
 use bevy::prelude::*;
 use bevy_egui::egui;
+use elbow::chain::Method;
 use elbow::{HeadKind, SolverId};
 
 /// Colour of the plant (the real arm).
@@ -26,6 +27,17 @@ pub(crate) fn solver_color(id: SolverId) -> Color {
             HeadKind::Mode => Color::srgb(1.0, 0.5, 0.82),
             HeadKind::Residual => Color::srgb(0.3, 0.95, 0.9),
         },
+    }
+}
+
+/// The colour of a chain method's arms, fan, swatch and plot line.
+pub(crate) fn method_color(m: Method) -> Color {
+    match m {
+        Method::Mse => solver_color(SolverId::Learned(HeadKind::Mse)),
+        Method::Mdn => solver_color(SolverId::Learned(HeadKind::Mdn)),
+        Method::Dls => solver_color(SolverId::Iterative),
+        Method::Hybrid => solver_color(SolverId::Learned(HeadKind::Residual)),
+        Method::Exact => solver_color(SolverId::ElbowDown),
     }
 }
 
@@ -73,6 +85,15 @@ mod tests {
         for a in SolverId::ALL {
             for b in SolverId::ALL {
                 assert!(a == b || solver_color(a) != solver_color(b), "{a:?} and {b:?} share a colour");
+            }
+        }
+    }
+
+    #[test]
+    fn every_chain_method_has_its_own_colour() {
+        for a in Method::ALL {
+            for b in Method::ALL {
+                assert!(a == b || method_color(a) != method_color(b), "{a:?} and {b:?} share a colour");
             }
         }
     }

@@ -1,9 +1,10 @@
 //! The atlas drawn under the arm: a sprite the size of the mapped square, its texture painted
 //! from the latest map with the chosen layer's colours (nearest-neighbour, so cells stay
-//! crisp). It repaints only when a new map arrives or the layer changes.
+//! crisp). It repaints only when a new map arrives or the layer changes, and hides on a chain.
 
 use super::AppSet;
 use super::atlas::AtlasView;
+use super::state::arm::Lab;
 use bevy::asset::RenderAssetUsages;
 use bevy::image::ImageSampler;
 use bevy::prelude::*;
@@ -35,6 +36,7 @@ fn spawn(mut commands: Commands) {
 /// Paints the latest map into the sprite's texture when it or the layer changed.
 fn repaint(
     view: Res<AtlasView>,
+    lab: Res<Lab>,
     mut images: ResMut<Assets<Image>>,
     mut sprite: Single<(&mut Sprite, &mut Visibility), With<Heatmap>>,
     mut painted: Local<Option<(u64, elbow::atlas::Layer)>>,
@@ -43,7 +45,7 @@ fn repaint(
     // A map without noise samples has no silent layer: keep showing the old texture until the
     // map with samples arrives, rather than painting every cell as "never silent".
     let silent_pending = |a: &elbow::atlas::Atlas| view.layer == elbow::atlas::Layer::Silent && a.samples == 0;
-    let map = view.latest.as_ref().filter(|a| view.on && a.missing.is_none());
+    let map = view.latest.as_ref().filter(|a| view.on && a.missing.is_none() && *lab == Lab::TwoLink);
     if map.is_some_and(|a| silent_pending(a)) {
         return;
     }

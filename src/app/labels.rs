@@ -4,7 +4,7 @@
 
 use super::camera::WorldCamera;
 use super::format::{TARGET_COLOR, color32, metres, solver_color};
-use super::state::arm::Nominal;
+use super::state::arm::{Nominal, two_link_lab};
 use super::state::solve::{Shown, Solutions};
 use super::state::view::Target;
 use bevy::prelude::*;
@@ -14,7 +14,7 @@ use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(EguiPrimaryContextPass, labels);
+    app.add_systems(EguiPrimaryContextPass, labels.run_if(two_link_lab));
 }
 
 /// Paints the labels.

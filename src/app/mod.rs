@@ -18,6 +18,7 @@
 
 mod atlas;
 mod camera;
+mod chain;
 mod draw;
 mod envelope;
 mod format;
@@ -153,6 +154,7 @@ pub(crate) fn plugin(app: &mut App) {
         camera::plugin,
         heatmap::plugin,
         draw::plugin,
+        chain::draw::plugin,
         panel::plugin,
         labels::plugin,
         screenshot::plugin,
@@ -176,5 +178,6 @@ pub(crate) fn logic_plugin(app: &mut App) {
         atlas::plugin,
         sweep::plugin,
         keys::plugin,
+        chain::logic_plugin,
     ));
 }

@@ -14,8 +14,10 @@
 //! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
 use super::atlas::AtlasView;
+use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
 use super::keys::SHORTCUTS;
+use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
@@ -41,7 +43,7 @@ const PLOT_HEIGHT: f32 = 130.0;
 
 /// The resources the panel's sections share out: [`contents`] hands each section its part.
 #[derive(SystemParam)]
-struct Lab<'w> {
+struct Sections<'w> {
     target: ResMut<'w, Target>,
     driver: ResMut<'w, Driver>,
     shown: ResMut<'w, Shown>,
@@ -74,7 +76,9 @@ fn panel(
     mut contexts: EguiContexts,
     mut width: ResMut<PanelWidth>,
     mut frame_secs: Local<f32>,
-    mut lab: Lab,
+    mut lab: Sections,
+    mut open: ResMut<LabChoice>,
+    mut chain: ChainSections,
 ) -> Result {
     // Smoothed frame time for the header.
     let dt = lab.time.delta_secs();
@@ -89,7 +93,7 @@ fn panel(
     let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
         &mut root,
         |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab, frame_secs));
+            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab, open.reborrow(), &mut chain, frame_secs));
         },
     );
     width.set_if_neq(PanelWidth(shown.response.rect.width()));
@@ -99,7 +103,13 @@ fn panel(
 /// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
 /// backlash, atlas), so they fit without scrolling at 1280x720; the rest in collapsible
 /// sections.
-fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
+fn contents(
+    ui: &mut egui::Ui,
+    lab: &mut Sections,
+    mut open: Mut<LabChoice>,
+    chain: &mut ChainSections,
+    frame_secs: f32,
+) {
     ui.heading("Elbow — learned IK lab");
     let ms = f64::from(frame_secs) * 1e3;
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
@@ -109,6 +119,12 @@ fn contents(ui: &mut egui::Ui, lab: &mut Lab, frame_secs: f32) {
         number(Some(ms), 1),
         number(fps, 0)
     ));
+    arm_selector(ui, open.reborrow());
+    if let LabChoice::Chain(arm) = &*open {
+        ui.separator();
+        contents_chain(ui, arm, lab.target.pos, chain);
+        return;
+    }
     ui.separator();
     driver_section(ui, lab.driver.reborrow());
     let driver = lab.driver.0;

@@ -2,7 +2,7 @@
 //! measured through noisy encoders; the rolling tip-error history is kept for the plot.
 
 use super::AppSet;
-use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory};
+use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
 use super::state::solve::Solutions;
 use super::state::view::Target;
 use bevy::prelude::*;
@@ -11,7 +11,10 @@ use bevy::prelude::*;
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(
         Update,
-        (apply_settings.run_if(resource_changed::<PlantSettings>), drive).chain().in_set(AppSet::Plant),
+        (apply_settings.run_if(resource_changed::<PlantSettings>), drive)
+            .chain()
+            .in_set(AppSet::Plant)
+            .run_if(two_link_lab),
     );
 }
 

@@ -12,7 +12,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, range};
+use super::state::arm::{Nominal, PlantSettings, range, two_link_lab};
 use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::experiments::degradation::{
@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 /// Registers the sweep's view, the job and the system that starts and collects sweeps.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<LiveSweep>().init_resource::<SweepJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
+    app.init_resource::<LiveSweep>()
+        .init_resource::<SweepJob>()
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
 }
 
 /// Levels between zero and the slider's end.

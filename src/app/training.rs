@@ -11,7 +11,7 @@
 //! on exit (the app's `AppExit` message, or the world being dropped).
 
 use super::AppSet;
-use super::state::arm::{Nominal, PlantSettings};
+use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::train::{HeadRun, LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use bevy::prelude::*;
 use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// starts training at startup when [`TrainingParams::autostart`] is set.
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Workers>()
-        .add_systems(Startup, autostart)
+        .add_systems(Startup, autostart.run_if(two_link_lab))
         .add_systems(Update, (handle_commands, load_models, collect_reports).chain().in_set(AppSet::Train))
         .add_systems(Last, join_on_exit);
 }

@@ -217,6 +217,17 @@ impl ChainArm {
         self.chain.coords()
     }
 
+    /// The centre of the prior, coordinate by coordinate: a pose to start from.
+    pub fn prior_center(&self) -> Vec<f64> {
+        (0..self.coords()).map(|i| self.prior.center(i)).collect()
+    }
+
+    /// The farthest the tip gets from the origin: the reach, plus the rail's travel.
+    pub fn extent(&self) -> f64 {
+        let rail = self.chain.rail().map_or(0.0, |t| t.min.abs().max(t.max.abs()));
+        self.chain.reach() + rail
+    }
+
     /// The named arms the chain experiment applies to, for messages (`3r, rail3`).
     pub fn experiment_arms() -> String {
         let keys: Vec<&str> = ArmKind::ALL.iter().filter(|k| !k.spec().methods.is_empty()).map(|k| k.key()).collect();

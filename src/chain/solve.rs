@@ -160,13 +160,42 @@ pub fn hybrid<R: Rng + ?Sized>(
     x: &mut [f64],
     rng: &mut R,
 ) -> (DlsOutcome, Option<DlsOutcome>) {
+    hybrid_from(arm, settings, target, x, rng, |rng, x| draw(comps, rng, x))
+}
+
+/// [`hybrid`] with the seeds from `seed(rng, x)` (the app seeds from the MDN's samples nearest
+/// the arm's current pose, so the arm it drives does not jump between modes).
+pub fn hybrid_from<R: Rng + ?Sized>(
+    arm: &ChainArm,
+    settings: &SolveSettings,
+    target: Point2,
+    x: &mut [f64],
+    rng: &mut R,
+    seed: impl FnMut(&mut R, &mut [f64]),
+) -> (DlsOutcome, Option<DlsOutcome>) {
     let base = dls(arm, settings);
     let seeded = ChainDls { max_iterations: settings.hybrid_iterations, ..base };
-    let o = seeded.with_restarts(x, target, settings.hybrid_seeds, rng, |rng, x| draw(comps, rng, x));
+    let o = seeded.with_restarts(x, target, settings.hybrid_seeds, rng, seed);
     if o.converged {
         return (o, None);
     }
     (o, Some(base.from_prior(x, target, &arm.prior, settings.dls_starts, rng)))
+}
+
+/// Root of the trace of the covariance of the points `x` (`d` values each): how far a set of
+/// answers spreads (0 for fewer than two).
+pub fn spread(x: &[f64], d: usize) -> f64 {
+    let n = (x.len() / d.max(1)) as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    (0..d)
+        .map(|k| {
+            let mean = x.iter().skip(k).step_by(d).sum::<f64>() / n;
+            x.iter().skip(k).step_by(d).map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
+        })
+        .sum::<f64>()
+        .sqrt()
 }
 
 #[cfg(test)]

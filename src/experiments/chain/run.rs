@@ -269,22 +269,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         );
         ess = ess.min(other.ess);
     }
-    TargetResult { methods, floor, ess, spread: spread(&reference.x, d) }
-}
-
-/// Root of the trace of the covariance of the points `x` (`d` values each).
-fn spread(x: &[f64], d: usize) -> f64 {
-    let n = (x.len() / d.max(1)) as f64;
-    if n < 2.0 {
-        return 0.0;
-    }
-    (0..d)
-        .map(|k| {
-            let mean = x.iter().skip(k).step_by(d).sum::<f64>() / n;
-            x.iter().skip(k).step_by(d).map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
-        })
-        .sum::<f64>()
-        .sqrt()
+    TargetResult { methods, floor, ess, spread: solve::spread(&reference.x, d) }
 }
 
 /// Times [`TIMED_SOLUTIONS`] solutions of the demo target per method on this thread (best of

@@ -1,0 +1,260 @@
+//! Every frame on a chain: the squared-error answer, the MDN's fan, a few DLS and hybrid
+//! answers (timed, so the panel compares the hybrid with DLS from prior starts), the driver's
+//! answer walked along the manifold by the self-motion slider, and the exact posterior's fan,
+//! which is computed off the frame (a background [`Job`]) with the MDN fan's posterior mismatch
+//! against it. Then the simulated chain follows the command.
+
+use super::super::AppSet;
+use super::super::job::Job;
+use super::super::state::arm::{Lab, chain_lab};
+use super::super::state::view::Target;
+use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD_HISTORY_SECS};
+use bevy::prelude::*;
+use elbow::Point2;
+use elbow::chain::mmd::{Kernel, mmd_unbiased};
+use elbow::chain::nets::ChainNet;
+use elbow::chain::solve::{self, SolveSettings, hybrid_from, spread};
+use elbow::chain::{ChainArm, ChainDls, ExactSampler, Method, Nets, manifold};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::time::Instant;
+
+/// Registers the exact-fan job, the per-frame answers and the chain's motion.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<ExactJob>()
+        .add_systems(Update, answer.in_set(AppSet::Solve).run_if(chain_lab))
+        .add_systems(Update, drive.in_set(AppSet::Plant).run_if(chain_lab));
+}
+
+/// Success radius on a chain, metres (the chain experiment's).
+pub(crate) const TOLERANCE: f64 = 1e-3;
+/// DLS and hybrid answers computed (and timed) per frame.
+pub(crate) const PER_FRAME: usize = 4;
+/// Time constant of the chain's motion towards its command, seconds.
+const LAG: f64 = 0.06;
+/// Seed of the fans' draws: the same every frame, so a fan moves smoothly with the target
+/// instead of flickering.
+const FAN_SEED: u64 = 0x00FA_4A11;
+
+/// What an exact fan is computed for: the target (bit for bit), the fan size, the arm and the
+/// MDN snapshot whose mismatch it measures.
+#[derive(Debug, Clone, PartialEq)]
+struct ExactKey {
+    target: [u64; 2],
+    fan: usize,
+    arm: String,
+    mdn: u64,
+}
+
+/// The background job of the exact fan.
+#[derive(Resource, Default)]
+struct ExactJob(Job<ExactKey, ExactFan>);
+
+/// `n` MDN draws for `target`, the same draws every frame.
+fn mdn_fan(net: &ChainNet, target: Point2, n: usize, out: &mut Vec<f64>) {
+    out.clear();
+    net.sample(target, n, &mut ChaCha8Rng::seed_from_u64(FAN_SEED), out);
+}
+
+/// The exact fan for `target`, and the MDN fan's mismatch against it.
+fn exact_fan(arm: &ChainArm, mdn: Option<&ChainNet>, target: Point2, n: usize) -> ExactFan {
+    let t = Instant::now();
+    let mut sampler = ExactSampler::new(arm);
+    sampler.ess_factor = SolveSettings::default().ess_factor;
+    let s = sampler.sample(target, n, &mut ChaCha8Rng::seed_from_u64(FAN_SEED));
+    let seconds = t.elapsed().as_secs_f64();
+    let d = arm.coords();
+    let mmd = mdn.filter(|_| !s.x.is_empty()).map(|net| {
+        let mut fan = Vec::new();
+        mdn_fan(net, target, n, &mut fan);
+        mmd_unbiased(&fan, &s.x, d, &Kernel::default())
+    });
+    ExactFan {
+        target: Some(target),
+        spread: spread(&s.x, d),
+        x: s.x,
+        ess: s.ess,
+        seconds,
+        mmd: mmd.filter(|m| m.is_finite()),
+    }
+}
+
+/// The index of the answer in `set` (`d` values each) nearest `x`.
+fn nearest(set: &[f64], d: usize, x: &[f64]) -> Option<usize> {
+    set.chunks_exact(d)
+        .map(|s| s.iter().zip(x).map(|(a, b)| (a - b).powi(2)).sum::<f64>())
+        .enumerate()
+        .filter(|(_, e)| e.is_finite())
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// The driver's answer for `target`, from the chain's pose `x` and this frame's answers.
+fn drive_answer(
+    arm: &ChainArm,
+    driver: Method,
+    target: Point2,
+    x: &[f64],
+    answers: &ChainAnswers,
+    rng: &mut ChaCha8Rng,
+) -> Option<Vec<f64>> {
+    let d = arm.coords();
+    let settings = SolveSettings::default();
+    match driver {
+        Method::Mse => answers.mse.clone(),
+        // The fan's draw nearest the pose: a controller keeps to one mode rather than jumping.
+        Method::Mdn => nearest(&answers.mdn, d, x).map(|i| answers.mdn[i * d..(i + 1) * d].to_vec()),
+        Method::Dls => {
+            let mut out = x.to_vec();
+            ChainDls { tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }.refine(
+                &mut out,
+                target,
+                settings.dls_iterations,
+            );
+            Some(out)
+        }
+        Method::Hybrid => {
+            if answers.mdn.is_empty() {
+                return None;
+            }
+            // Seeds: the fan's draws nearest the pose first.
+            let mut order: Vec<(f64, usize)> = answers
+                .mdn
+                .chunks_exact(d)
+                .enumerate()
+                .map(|(i, s)| (s.iter().zip(x).map(|(a, b)| (a - b).powi(2)).sum::<f64>(), i))
+                .collect();
+            order.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut next = order.into_iter().map(|(_, i)| i);
+            let mut out = x.to_vec();
+            hybrid_from(arm, &settings, target, &mut out, rng, |_, seed| {
+                if let Some(i) = next.next() {
+                    seed.copy_from_slice(&answers.mdn[i * d..(i + 1) * d]);
+                }
+            });
+            Some(out)
+        }
+        Method::Exact => None,
+    }
+}
+
+/// A few answers of an iterative method, timed and folded into its running figures.
+fn iterate(
+    arm: &ChainArm,
+    nets: Nets<'_>,
+    method: Method,
+    target: Point2,
+    rng: &mut ChaCha8Rng,
+    out: &mut Vec<f64>,
+) -> Option<(f64, solve::Effort, usize)> {
+    let t = Instant::now();
+    let effort = solve::solutions(arm, nets, &SolveSettings::default(), method, target, PER_FRAME, rng, out).ok()?;
+    let seconds = t.elapsed().as_secs_f64();
+    let ok = out.chunks_exact(arm.coords()).filter(|x| (arm.chain.tip(x) - target).norm() <= TOLERANCE).count();
+    Some((seconds, effort, ok))
+}
+
+/// This frame's answers on the open chain.
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    time: Res<Time>,
+    lab: Res<Lab>,
+    target: Res<Target>,
+    view: Res<ChainView>,
+    nets: Res<ChainNets>,
+    plant: Res<ChainPlant>,
+    mut answers: ResMut<ChainAnswers>,
+    mut job: ResMut<ExactJob>,
+    mut frame: Local<u64>,
+) {
+    let Some(arm) = lab.chain() else { return };
+    let d = arm.coords();
+    let target = target.pos;
+    *frame += 1;
+    let answers = &mut *answers;
+    answers.mse = nets.mse.as_ref().map(|net| {
+        let mut x = vec![0.0; d];
+        net.answer(target, &mut x);
+        x
+    });
+    match nets.mdn.as_ref() {
+        Some(net) => mdn_fan(net, target, view.fan(), &mut answers.mdn),
+        None => answers.mdn.clear(),
+    }
+    let misses: Vec<f64> = answers.mdn.chunks_exact(d).map(|x| (arm.chain.tip(x) - target).norm()).collect();
+    answers.mdn_resim = (!misses.is_empty()).then(|| misses.iter().sum::<f64>() / misses.len() as f64);
+
+    let mut rng = ChaCha8Rng::seed_from_u64(*frame);
+    let mut buf = Vec::new();
+    if let Some((s, e, ok)) = iterate(arm, nets.nets(), Method::Dls, target, &mut rng, &mut buf) {
+        answers.dls_stats.add(PER_FRAME, s, e.iterations, e.starts, ok, e.fallbacks);
+        answers.dls = std::mem::take(&mut buf);
+    }
+    match iterate(arm, nets.nets(), Method::Hybrid, target, &mut rng, &mut buf) {
+        Some((s, e, ok)) => {
+            answers.hybrid_stats.add(PER_FRAME, s, e.iterations, e.starts, ok, e.fallbacks);
+            answers.hybrid = buf;
+        }
+        None => answers.hybrid.clear(),
+    }
+
+    // The driver's answer, walked along the manifold when the self-motion slider is off zero.
+    let pose = if plant.x.len() == d { plant.x.clone() } else { arm.prior_center() };
+    let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
+    answers.walk = None;
+    let distance = view.self_motion();
+    if let Some(x) = command.as_mut()
+        && distance != 0.0
+    {
+        answers.walk = Some(manifold::walk(&arm.chain, x, target, distance));
+    }
+    answers.command = command.filter(|x| x.iter().all(|v| v.is_finite()));
+
+    // The exact fan: off the frame, for the current target and MDN snapshot.
+    let key = ExactKey {
+        target: [target.x.to_bits(), target.y.to_bits()],
+        fan: view.fan(),
+        arm: arm.name.clone(),
+        mdn: nets.generation,
+    };
+    if let Some(Ok(fan)) = job.0.poll(&key) {
+        if let Some(m) = fan.mmd {
+            let now = time.elapsed_secs_f64();
+            answers.mmd_history.push_back([now, m]);
+            while answers.mmd_history.front().is_some_and(|p| p[0] < now - MMD_HISTORY_SECS) {
+                answers.mmd_history.pop_front();
+            }
+        }
+        answers.exact = fan;
+    }
+    job.0.want(&key);
+    if job.0.due() {
+        let (arm, mdn, n) = (arm.clone(), nets.mdn.clone(), view.fan());
+        job.0.start(key, move || exact_fan(&arm, mdn.as_ref(), target, n));
+    }
+    answers.exact_busy = job.0.busy();
+}
+
+/// Moves the chain towards its command with a first-order lag (angles the short way round on
+/// joints that turn freely), keeping it inside its ranges.
+fn drive(time: Res<Time>, lab: Res<Lab>, answers: Res<ChainAnswers>, mut plant: ResMut<ChainPlant>) {
+    let Some(arm) = lab.chain() else { return };
+    let d = arm.coords();
+    if plant.x.len() != d {
+        plant.x = arm.prior_center();
+    }
+    let Some(command) = answers.command.as_ref().filter(|c| c.len() == d) else { return };
+    let dt = time.delta_secs_f64().clamp(0.0, 0.1);
+    let k = 1.0 - (-dt / LAG).exp();
+    let chain = &arm.chain;
+    for (i, (x, &c)) in plant.x.iter_mut().zip(command).enumerate() {
+        let mut delta = c - *x;
+        if !chain.is_bounded(i) {
+            delta = (delta + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI;
+        }
+        *x += k * delta;
+    }
+    let mut x = plant.x.clone();
+    chain.clamp(&mut x);
+    plant.x = x;
+}

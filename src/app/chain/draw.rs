@@ -1,0 +1,181 @@
+//! Drawing the chain lab in world units (metres): the outline of the reachable region, the rail,
+//! the fans (the MDN's and the exact posterior's, faint, one colour each), the few DLS and
+//! hybrid answers of this frame, the squared-error answer as one solid arm with a line to where
+//! its tip lands, the simulated chain as a wide band, and the target.
+
+use super::super::AppSet;
+use super::super::format::{PLANT_COLOR, TARGET_COLOR, method_color};
+use super::super::state::arm::{Lab, chain_lab};
+use super::super::state::view::Target;
+use super::state::{ChainAnswers, ChainPlant, ChainView};
+use bevy::prelude::*;
+use elbow::Point2;
+use elbow::chain::{Chain, ChainArm, Method};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Registers the chain's gizmo groups and its drawing system.
+pub(crate) fn plugin(app: &mut App) {
+    let config = |width: f32| GizmoConfig {
+        line: GizmoLineConfig { width, joints: GizmoLineJoint::Round(6), ..default() },
+        ..default()
+    };
+    app.insert_gizmo_config(ChainPlantGizmos, config(12.0))
+        .insert_gizmo_config(FanGizmos, config(1.5))
+        .insert_gizmo_config(ArmGizmos, config(4.0))
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(chain_lab));
+}
+
+/// The simulated chain.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct ChainPlantGizmos;
+
+/// Thin lines: fans, the outline, the miss line.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct FanGizmos;
+
+/// Solid answers: the squared-error arm, DLS and hybrid answers, the target.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct ArmGizmos;
+
+/// World point of a core point.
+fn v(p: Point2) -> Vec2 {
+    Vec2::new(p.x as f32, p.y as f32)
+}
+
+/// Draws the chain in pose `x` as a polyline from the base to the tip, with the tip marked.
+fn polyline<C: GizmoConfigGroup>(g: &mut Gizmos<C>, chain: &Chain, x: &[f64], color: Color, tip: f32) {
+    if x.len() != chain.coords() || !x.iter().all(|v| v.is_finite()) {
+        return;
+    }
+    let points: Vec<Vec2> = chain.points(x).into_iter().map(v).collect();
+    g.linestrip_2d(points.iter().copied(), color);
+    if tip > 0.0
+        && let Some(&p) = points.last()
+    {
+        g.circle_2d(p, tip, color);
+    }
+}
+
+/// Cells per side of the grid the reachable region is outlined on.
+const OUTLINE_CELLS: usize = 96;
+/// Poses drawn uniformly within the ranges to find the reachable cells.
+const OUTLINE_POSES: usize = 60_000;
+
+/// The outline of the region the tip can reach, as segments between reachable and unreachable
+/// cells of a grid over `±extent` (found by uniform draws of the poses within the ranges).
+fn outline(arm: &ChainArm) -> Vec<[Vec2; 2]> {
+    let chain = &arm.chain;
+    let extent = 1.02 * arm.extent();
+    let n = OUTLINE_CELLS;
+    let cell = 2.0 * extent / n as f64;
+    let mut hit = vec![false; n * n];
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut x = vec![0.0; chain.coords()];
+    for _ in 0..OUTLINE_POSES {
+        for (i, v) in x.iter_mut().enumerate() {
+            let (lo, hi) = chain.range(i);
+            *v = rand::RngExt::random_range(&mut rng, lo..=hi);
+        }
+        let p = chain.tip(&x);
+        let (i, j) = (((p.x + extent) / cell) as usize, ((p.y + extent) / cell) as usize);
+        if i < n && j < n {
+            hit[j * n + i] = true;
+        }
+    }
+    let filled = |i: isize, j: isize| {
+        i >= 0 && j >= 0 && (i as usize) < n && (j as usize) < n && hit[j as usize * n + i as usize]
+    };
+    let at = |i: isize, j: isize| Vec2::new((i as f64 * cell - extent) as f32, (j as f64 * cell - extent) as f32);
+    let mut out = Vec::new();
+    for j in -1..=n as isize {
+        for i in -1..=n as isize {
+            if filled(i, j) != filled(i + 1, j) {
+                out.push([at(i + 1, j), at(i + 1, j + 1)]);
+            }
+            if filled(i, j) != filled(i, j + 1) {
+                out.push([at(i, j + 1), at(i + 1, j + 1)]);
+            }
+        }
+    }
+    out
+}
+
+/// How opaque one arm of a fan is: faint enough that 200 overlap into a density.
+fn fan_alpha(n: usize) -> f32 {
+    (6.0 / n.max(1) as f32).clamp(0.04, 0.5)
+}
+
+/// The drawing bundle of gizmo groups.
+#[derive(bevy::ecs::system::SystemParam)]
+struct Pens<'w, 's> {
+    plant: Gizmos<'w, 's, ChainPlantGizmos>,
+    fan: Gizmos<'w, 's, FanGizmos>,
+    arm: Gizmos<'w, 's, ArmGizmos>,
+}
+
+/// Draws one frame of the chain lab.
+fn draw(
+    mut pens: Pens,
+    lab: Res<Lab>,
+    target: Res<Target>,
+    view: Res<ChainView>,
+    answers: Res<ChainAnswers>,
+    plant: Res<ChainPlant>,
+    mut outlined: Local<Option<(String, Vec<[Vec2; 2]>)>>,
+) {
+    let Some(arm) = lab.chain() else { return };
+    let chain = &arm.chain;
+    let d = arm.coords();
+    if outlined.as_ref().is_none_or(|(name, _)| *name != arm.name) {
+        *outlined = Some((arm.name.clone(), outline(arm)));
+    }
+    let rim = Color::srgb(0.42, 0.45, 0.52);
+    if let Some((_, segments)) = outlined.as_ref() {
+        for [a, b] in segments {
+            pens.fan.line_2d(*a, *b, rim);
+        }
+    }
+    if let Some(t) = chain.rail() {
+        let rail = Color::srgb(0.55, 0.57, 0.65);
+        pens.arm.line_2d(Vec2::new(0.0, t.min as f32), Vec2::new(0.0, t.max as f32), rail.with_alpha(0.6));
+    }
+
+    // Fans first (faint), then the few iterative answers, then the squared-error arm on top.
+    for (m, set) in [(Method::Exact, &answers.exact.x), (Method::Mdn, &answers.mdn)] {
+        if view.shows(m) {
+            let color = method_color(m).with_alpha(fan_alpha(set.len() / d.max(1)));
+            for x in set.chunks_exact(d) {
+                polyline(&mut pens.fan, chain, x, color, 0.0);
+            }
+        }
+    }
+    for (m, set) in [(Method::Dls, &answers.dls), (Method::Hybrid, &answers.hybrid)] {
+        if view.shows(m) {
+            for x in set.chunks_exact(d) {
+                polyline(&mut pens.fan, chain, x, method_color(m).with_alpha(0.8), 0.03);
+            }
+        }
+    }
+    let t = v(target.pos);
+    if view.shows(Method::Mse)
+        && let Some(x) = answers.mse.as_ref()
+    {
+        let color = method_color(Method::Mse);
+        polyline(&mut pens.arm, chain, x, color, 0.04);
+        pens.fan.line_2d(v(chain.tip(x)), t, color);
+    }
+    if plant.x.len() == d {
+        polyline(&mut pens.plant, chain, &plant.x, PLANT_COLOR.with_alpha(0.35), 0.0);
+    }
+    pens.plant.circle_2d(
+        Vec2::new(0.0, if chain.rail().is_some() { plant.x.first().copied().unwrap_or(0.0) as f32 } else { 0.0 }),
+        0.05,
+        PLANT_COLOR.with_alpha(0.6),
+    );
+
+    let r = 0.06;
+    pens.arm.circle_2d(t, r, TARGET_COLOR);
+    pens.arm.line_2d(t - Vec2::X * 1.8 * r, t + Vec2::X * 1.8 * r, TARGET_COLOR);
+    pens.arm.line_2d(t - Vec2::Y * 1.8 * r, t + Vec2::Y * 1.8 * r, TARGET_COLOR);
+}

@@ -1,0 +1,99 @@
+//! Switching labs live: when the open lab changes (the panel's arm buttons, or `elbow --arm` at
+//! start), the chain lab's state is rebuilt for the new arm. The nets trained for an arm are
+//! kept, so switching back does not train again; an arm without nets starts training. Back on
+//! the two-link arm, its heads start training if they never did.
+
+use super::super::state::arm::{Lab, Nominal, default_target};
+use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
+use super::super::state::view::Target;
+use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
+use super::train::NetWorkers;
+use bevy::prelude::*;
+use elbow::chain::ChainArm;
+use elbow::chain::manifold;
+use std::collections::HashMap;
+
+/// Registers the nets kept per arm and the switch, which runs before the target moves.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<KeptNets>()
+        .add_systems(Update, switch.run_if(resource_changed::<Lab>).before(super::super::AppSet::Target));
+}
+
+/// The nets and training runs of every chain opened before, by arm name.
+#[derive(Resource, Default)]
+struct KeptNets(HashMap<String, (ChainNets, ChainTraining)>);
+
+/// Where a chain starts: the prior's centre walked onto the target.
+fn start_pose(arm: &ChainArm, target: elbow::Point2) -> Vec<f64> {
+    let mut x = arm.prior_center();
+    manifold::walk(&arm.chain, &mut x, target, 0.0);
+    x
+}
+
+/// Rebuilds the lab's state for the newly opened lab.
+#[allow(clippy::too_many_arguments)]
+fn switch(
+    lab: Res<Lab>,
+    nominal: Res<Nominal>,
+    mut last: Local<Option<String>>,
+    mut kept: ResMut<KeptNets>,
+    mut target: ResMut<Target>,
+    mut chain: (
+        ResMut<ChainNets>,
+        ResMut<ChainTraining>,
+        ResMut<NetWorkers>,
+        ResMut<ChainPlant>,
+        ResMut<ChainAnswers>,
+        ResMut<ChainView>,
+    ),
+    mut commands: (MessageWriter<ChainTrainCommand>, MessageWriter<TrainCommand>),
+    two_link: (Res<Training>, Res<TrainingParams>),
+) {
+    let (nets, training, workers, plant, answers, view) = &mut chain;
+    let name = lab.chain().map(|a| a.name.clone());
+    if *last == name && last.is_some() {
+        return;
+    }
+    // Keep what the arm we leave has learnt (a run in progress stops where it stands).
+    if let Some(old) = last.take() {
+        workers.stop_all();
+        let mut runs = training.clone();
+        for run in [&mut runs.mse, &mut runs.mdn] {
+            if run.state == super::state::RunPhase::Running {
+                run.state = super::state::RunPhase::Failed("stopped when the arm changed".into());
+            }
+        }
+        kept.0.insert(old, (std::mem::take(&mut **nets), runs));
+    }
+    *last = name;
+    match lab.chain() {
+        Some(arm) => {
+            let autostart = training.autostart;
+            let config = training.config;
+            match kept.0.remove(&arm.name) {
+                Some((n, t)) => {
+                    **nets = n;
+                    **training = ChainTraining { config, autostart, ..t };
+                }
+                None => {
+                    **nets = ChainNets { generation: nets.generation + 1, ..ChainNets::default() };
+                    **training = ChainTraining { config, autostart, ..ChainTraining::default() };
+                    if autostart {
+                        commands.0.write(ChainTrainCommand::Start);
+                    }
+                }
+            }
+            *target = Target::at(CHAIN_TARGET);
+            plant.x = start_pose(arm, CHAIN_TARGET);
+            **answers = ChainAnswers::default();
+            view.self_motion = 0.0;
+        }
+        None => {
+            *target = Target::at(default_target(&nominal.0));
+            let (runs, params) = &two_link;
+            if params.autostart && runs.0.iter().all(|(_, r)| r.state == RunState::Idle) {
+                commands.1.write(TrainCommand::Start);
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The side panel's chain sections: the arm buttons (shared with the two-link lab), the driver,
+//! the fans and their toggles, the self-motion slider, each method's live figures (the MDN
+//! fan's posterior mismatch against the exact fan, the hybrid against DLS from prior starts),
+//! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
+//! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
+
+use super::super::format::{color32, method_color, metres, number, swatch};
+use super::super::state::arm::Lab;
+use super::answers::{PER_FRAME, TOLERANCE};
+use super::state::{
+    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN, NetRun,
+    RunPhase, SELF_MOTION_SPAN, drives,
+};
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use bevy_egui::egui;
+use egui_plot::{Line, Plot, PlotPoints};
+use elbow::Point2;
+use elbow::chain::{ArmKind, ChainArm, Method};
+
+/// Height of the chain's small plots, logical pixels.
+const PLOT_HEIGHT: f32 = 90.0;
+
+/// A method's name in the panel.
+pub(crate) fn method_label(m: Method) -> &'static str {
+    match m {
+        Method::Mse => "MSE net",
+        Method::Mdn => "MDN fan",
+        Method::Dls => "DLS, prior starts",
+        Method::Hybrid => "hybrid: MDN seed + DLS",
+        Method::Exact => "exact posterior",
+    }
+}
+
+/// What the chain sections read and edit.
+#[derive(SystemParam)]
+pub(crate) struct ChainSections<'w> {
+    view: ResMut<'w, ChainView>,
+    answers: Res<'w, ChainAnswers>,
+    nets: Res<'w, ChainNets>,
+    plant: Res<'w, ChainPlant>,
+    training: ResMut<'w, ChainTraining>,
+    commands: MessageWriter<'w, ChainTrainCommand>,
+}
+
+/// The arm buttons: the two-link lab and every named chain; a click switches labs live.
+pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
+    let current = match &*lab {
+        Lab::TwoLink => Some(ArmKind::TwoR),
+        Lab::Chain(a) => a.kind,
+    };
+    ui.horizontal(|ui| {
+        ui.label("arm");
+        for kind in ArmKind::ALL {
+            let label = ui.selectable_label(current == Some(kind), kind.key()).on_hover_text(kind.spec().about);
+            if label.clicked() && current != Some(kind) {
+                *lab = if kind.spec().closed_form { Lab::TwoLink } else { Lab::Chain(kind.arm()) };
+            }
+        }
+        if let Lab::Chain(a) = &*lab
+            && a.kind.is_none()
+        {
+            ui.strong(&a.name);
+        }
+    });
+}
+
+/// The chain lab's sections, top to bottom.
+pub(crate) fn contents(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+    let methods: Vec<Method> = arm.methods().to_vec();
+    driver_row(ui, &methods, s.view.reborrow());
+    fan_rows(ui, &methods, s.view.reborrow());
+    self_motion_row(ui, arm, target, s);
+    ui.separator();
+    readouts(ui, arm, target, s);
+    egui::CollapsingHeader::new("Training the nets (off the frame)")
+        .default_open(true)
+        .show(ui, |ui| training_section(ui, s));
+}
+
+/// Which method the chain follows.
+fn driver_row(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
+    let mut driver = view.driver;
+    ui.horizontal_wrapped(|ui| {
+        ui.label("driver");
+        for &m in methods.iter().filter(|&&m| drives(m)) {
+            swatch(ui, method_color(m));
+            ui.selectable_value(&mut driver, m, m.key()).on_hover_text(method_label(m));
+        }
+    });
+    if driver != view.driver {
+        view.driver = driver;
+    }
+}
+
+/// The fan size and which methods are drawn.
+fn fan_rows(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
+    let mut v = view.clone();
+    ui.add(egui::Slider::new(&mut v.fan, 2..=MAX_FAN).logarithmic(true).text("samples per fan"));
+    ui.horizontal_wrapped(|ui| {
+        ui.label("show");
+        for &m in methods {
+            let slot = super::state::slot(m);
+            swatch(ui, method_color(m));
+            ui.checkbox(&mut v.shown[slot], m.key()).on_hover_text(method_label(m));
+        }
+    });
+    if v != *view {
+        *view = v;
+    }
+}
+
+/// The self-motion slider and what it does to the tip.
+fn self_motion_row(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+    let mut v = s.view.self_motion;
+    ui.horizontal(|ui| {
+        ui.add(egui::Slider::new(&mut v, -SELF_MOTION_SPAN..=SELF_MOTION_SPAN).text("self-motion (rad)"));
+        if ui.small_button("0").on_hover_text("back to the driver's answer").clicked() {
+            v = 0.0;
+        }
+    });
+    if v != s.view.self_motion {
+        s.view.self_motion = v;
+    }
+    let plant_miss = (s.plant.x.len() == arm.coords()).then(|| (arm.chain.tip(&s.plant.x) - target).norm());
+    match s.answers.walk {
+        Some(w) => ui.small(format!(
+            "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the arm's tip {}",
+            number(Some(w.travelled), 2),
+            if w.stopped { " (stopped at a joint limit)" } else { "" },
+            metres(Some(w.tip_error)),
+            metres(plant_miss)
+        )),
+        None => ui.small(format!(
+            "Slide to move the arm along the target's solution manifold: the shape changes, the tip stays. Arm's tip {} off.",
+            metres(plant_miss)
+        )),
+    };
+}
+
+/// One row per method: its colour, name and live figures.
+fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections) {
+    let a = &*s.answers;
+    let iter = |st: &IterStats| {
+        format!(
+            "{} µs/solution, {} iterations, {} starts, {} % within {}",
+            number(Some(st.seconds * 1e6), 0),
+            number(Some(st.iterations), 1),
+            number(Some(st.starts), 2),
+            number(Some(st.success * 100.0), 0),
+            metres(Some(TOLERANCE))
+        )
+    };
+    egui::Grid::new("chain-readouts").num_columns(2).striped(true).show(ui, |ui| {
+        for &m in arm.methods() {
+            ui.horizontal(|ui| {
+                swatch(ui, method_color(m));
+                ui.label(method_label(m));
+            });
+            let text = match m {
+                Method::Mse => match &a.mse {
+                    Some(x) => {
+                        format!("one answer; its tip misses by {}", metres(Some((arm.chain.tip(x) - target).norm())))
+                    }
+                    None => "training…".into(),
+                },
+                Method::Mdn => match a.mdn_resim {
+                    Some(r) => format!(
+                        "{} draws, mean tip miss {}; mismatch vs exact {}",
+                        a.mdn.len() / arm.coords().max(1),
+                        metres(Some(r)),
+                        number(a.exact.mmd, 4)
+                    ),
+                    None => "training…".into(),
+                },
+                Method::Dls => iter(&a.dls_stats),
+                Method::Hybrid if s.nets.mdn.is_none() => "waits for the MDN".into(),
+                Method::Hybrid => format!(
+                    "{}, {} % fell back",
+                    iter(&a.hybrid_stats),
+                    number(Some(a.hybrid_stats.fallbacks * 100.0), 0)
+                ),
+                Method::Exact => {
+                    let e = &a.exact;
+                    let busy = if a.exact_busy { ", updating…" } else { "" };
+                    if e.target.is_some() && e.x.is_empty() {
+                        format!("no solution: the target is out of reach{busy}")
+                    } else {
+                        format!(
+                            "spread {} (√tr Σ), ESS {}, {} ms off the frame{busy}",
+                            number(Some(e.spread), 2),
+                            number(Some(e.ess), 0),
+                            number(Some(e.seconds * 1e3), 0)
+                        )
+                    }
+                }
+            };
+            ui.small(text);
+            ui.end_row();
+        }
+    });
+    ui.small(format!(
+        "DLS and hybrid: {PER_FRAME} fresh solutions a frame, averaged. Mismatch: the MMD of the MDN's fan against the exact one (0 when they match; the CLI's `experiment chain` measures it over 1,000 targets)."
+    ));
+    if a.mmd_history.len() > 1 {
+        let t0 = a.mmd_history.front().map_or(0.0, |p| p[0]);
+        let pts: Vec<[f64; 2]> = a.mmd_history.iter().map(|p| [p[0] - t0, p[1]]).collect();
+        ui.small("MDN vs exact mismatch over the last minute (s)");
+        Plot::new("chain-mmd")
+            .height(PLOT_HEIGHT)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .include_y(0.0)
+            .show(ui, |plot| {
+                plot.line(Line::new("MMD", PlotPoints::from(pts)).color(color32(method_color(Method::Mdn))))
+            });
+    }
+}
+
+/// One net's progress line.
+fn run_line(ui: &mut egui::Ui, name: &str, run: &NetRun) {
+    let state = match &run.state {
+        RunPhase::Idle => "idle".to_string(),
+        RunPhase::Running => "training…".into(),
+        RunPhase::Done => "done".into(),
+        RunPhase::Failed(why) => format!("stopped: {why}"),
+    };
+    let loss = run.losses.last().map(|l| l[1]);
+    ui.small(format!("{name}: {} / {} steps, loss {} — {state}", run.steps, run.total, number(loss, 3)));
+}
+
+/// The nets' training: progress, loss curves, and starting again.
+fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
+    run_line(ui, "MSE net", &s.training.mse);
+    run_line(ui, "MDN", &s.training.mdn);
+    let mut steps = s.training.config.steps;
+    ui.horizontal(|ui| {
+        ui.add(egui::DragValue::new(&mut steps).range(100..=100_000).speed(100).prefix("steps "));
+        if ui.button("train again").clicked() {
+            s.commands.write(ChainTrainCommand::Start);
+        }
+        if ui.button("stop").clicked() {
+            s.commands.write(ChainTrainCommand::Stop);
+        }
+    });
+    if steps != s.training.config.steps {
+        s.training.config.steps = steps;
+    }
+    let curve = |run: &NetRun| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
+    if s.training.mse.losses.len() + s.training.mdn.losses.len() > 1 {
+        ui.small("training loss by step (MSE: squared error; MDN: negative log-likelihood)");
+        Plot::new("chain-loss").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
+            ui,
+            |plot| {
+                plot.line(
+                    Line::new("MSE", PlotPoints::from(curve(&s.training.mse)))
+                        .color(color32(method_color(Method::Mse))),
+                );
+                plot.line(
+                    Line::new("MDN", PlotPoints::from(curve(&s.training.mdn)))
+                        .color(color32(method_color(Method::Mdn))),
+                );
+            },
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! The chain lab's resources: what the user chose ([`ChainView`]), the trained nets
+//! ([`ChainNets`]), this frame's answers ([`ChainAnswers`]), the simulated chain
+//! ([`ChainPlant`]) and the training runs ([`ChainTraining`]). Per-method data is keyed by the
+//! core's [`Method`], so a method added to the registry gets its row, colour and toggle here.
+
+use bevy::prelude::*;
+use elbow::Point2;
+use elbow::chain::manifold::Walk;
+use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
+use elbow::chain::{Method, Nets};
+use std::collections::VecDeque;
+
+/// Registers the chain lab's resources and its training message.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<ChainView>()
+        .init_resource::<ChainNets>()
+        .init_resource::<ChainAnswers>()
+        .init_resource::<ChainPlant>()
+        .init_resource::<ChainTraining>()
+        .add_message::<ChainTrainCommand>();
+}
+
+/// Samples per fan by default.
+pub(crate) const DEFAULT_FAN: usize = 200;
+/// The most samples per fan the slider allows.
+pub(crate) const MAX_FAN: usize = 1000;
+/// How far the self-motion slider walks either way, in coordinate units (radians; metres for a
+/// rail).
+pub(crate) const SELF_MOTION_SPAN: f64 = std::f64::consts::PI;
+/// Where the target starts on a chain: the benchmark's `y* = (1.5, 0)`.
+pub(crate) const CHAIN_TARGET: Point2 = Point2::new(1.5, 0.0);
+
+/// The methods that can drive the chain (the exact sampler is the reference, not a driver).
+pub(crate) fn drives(m: Method) -> bool {
+    m != Method::Exact
+}
+
+/// What the user chose on a chain.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub(crate) struct ChainView {
+    /// Which method's answer the chain follows.
+    pub(crate) driver: Method,
+    /// Samples per fan (MDN and exact).
+    pub(crate) fan: usize,
+    /// Which methods are drawn, by [`Method::ALL`] position.
+    pub(crate) shown: [bool; Method::ALL.len()],
+    /// Self-motion: how far along the solution manifold the chain is walked from the driver's
+    /// answer, in coordinate units, within ±[`SELF_MOTION_SPAN`].
+    pub(crate) self_motion: f64,
+}
+
+impl Default for ChainView {
+    fn default() -> Self {
+        let shown = Method::ALL.map(|m| matches!(m, Method::Mse | Method::Mdn | Method::Exact));
+        Self { driver: Method::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0 }
+    }
+}
+
+/// Position of `m` in [`Method::ALL`].
+pub(crate) fn slot(m: Method) -> usize {
+    Method::ALL.iter().position(|&x| x == m).unwrap_or(0)
+}
+
+impl ChainView {
+    /// Whether `m` is drawn.
+    pub(crate) fn shows(&self, m: Method) -> bool {
+        self.shown[slot(m)]
+    }
+
+    /// The fan size clamped into 2..=[`MAX_FAN`].
+    pub(crate) fn fan(&self) -> usize {
+        self.fan.clamp(2, MAX_FAN)
+    }
+
+    /// The self-motion distance, finite and within the span.
+    pub(crate) fn self_motion(&self) -> f64 {
+        if self.self_motion.is_finite() { self.self_motion.clamp(-SELF_MOTION_SPAN, SELF_MOTION_SPAN) } else { 0.0 }
+    }
+}
+
+/// The latest snapshot of each net, and a counter that moves when either changes.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct ChainNets {
+    /// The squared-error net.
+    pub(crate) mse: Option<ChainNet>,
+    /// The mixture density network.
+    pub(crate) mdn: Option<ChainNet>,
+    /// Bumped on every new snapshot.
+    pub(crate) generation: u64,
+}
+
+impl ChainNets {
+    /// Replaces the net of `kind`.
+    pub(crate) fn set(&mut self, kind: NetKind, net: Option<ChainNet>) {
+        match kind {
+            NetKind::Mse => self.mse = net,
+            NetKind::Mdn => self.mdn = net,
+        }
+        self.generation += 1;
+    }
+
+    /// The nets as the core's solvers take them.
+    pub(crate) fn nets(&self) -> Nets<'_> {
+        Nets { mse: self.mse.as_ref(), mdn: self.mdn.as_ref() }
+    }
+}
+
+/// Running figures of an iterative method, averaged over the solutions of recent frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct IterStats {
+    /// Solutions counted.
+    pub(crate) solutions: u64,
+    /// Mean seconds per solution (exponential average).
+    pub(crate) seconds: f64,
+    /// Mean DLS iterations per solution.
+    pub(crate) iterations: f64,
+    /// Mean starts per solution (seeds and prior starts together).
+    pub(crate) starts: f64,
+    /// Share of solutions within the success radius.
+    pub(crate) success: f64,
+    /// Share of hybrid solutions whose seeds all failed (fell back to prior starts).
+    pub(crate) fallbacks: f64,
+}
+
+impl IterStats {
+    /// Folds in one frame's `n` solutions.
+    pub(crate) fn add(
+        &mut self,
+        n: usize,
+        seconds: f64,
+        iterations: u64,
+        starts: u64,
+        successes: usize,
+        fallbacks: u64,
+    ) {
+        if n == 0 {
+            return;
+        }
+        let nf = n as f64;
+        let a = if self.solutions == 0 { 1.0 } else { 0.05 };
+        let mix = |old: f64, new: f64| if new.is_finite() { old + a * (new - old) } else { old };
+        self.seconds = mix(self.seconds, seconds / nf);
+        self.iterations = mix(self.iterations, iterations as f64 / nf);
+        self.starts = mix(self.starts, starts as f64 / nf);
+        self.success = mix(self.success, successes as f64 / nf);
+        self.fallbacks = mix(self.fallbacks, fallbacks as f64 / nf);
+        self.solutions += n as u64;
+    }
+}
+
+/// The exact posterior's fan for one target, computed off the frame, and the posterior mismatch
+/// of the MDN's fan against it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ExactFan {
+    /// The target it was drawn for.
+    pub(crate) target: Option<Point2>,
+    /// Coordinates, `coords` per sample (empty: unreachable, or not yet computed).
+    pub(crate) x: Vec<f64>,
+    /// Effective sample size of the weighted pool.
+    pub(crate) ess: f64,
+    /// Seconds the sampler took.
+    pub(crate) seconds: f64,
+    /// The MDN fan's posterior mismatch (MMD) against it, when an MDN was there.
+    pub(crate) mmd: Option<f64>,
+    /// Root of the trace of its covariance.
+    pub(crate) spread: f64,
+}
+
+/// Seconds of MMD history kept for the plot.
+pub(crate) const MMD_HISTORY_SECS: f64 = 60.0;
+
+/// This frame's answers on the chain.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct ChainAnswers {
+    /// The squared-error net's one answer.
+    pub(crate) mse: Option<Vec<f64>>,
+    /// The MDN's fan.
+    pub(crate) mdn: Vec<f64>,
+    /// Mean tip miss of the MDN's fan (its re-simulation error), metres.
+    pub(crate) mdn_resim: Option<f64>,
+    /// The latest exact fan (for the current target or, while a new one is computed, the last).
+    pub(crate) exact: ExactFan,
+    /// A new exact fan is being computed.
+    pub(crate) exact_busy: bool,
+    /// A few DLS answers from prior starts this frame.
+    pub(crate) dls: Vec<f64>,
+    /// A few hybrid answers this frame.
+    pub(crate) hybrid: Vec<f64>,
+    /// DLS from prior starts, averaged over frames.
+    pub(crate) dls_stats: IterStats,
+    /// The hybrid, averaged over frames.
+    pub(crate) hybrid_stats: IterStats,
+    /// What the chain is commanded to this frame.
+    pub(crate) command: Option<Vec<f64>>,
+    /// The self-motion walk behind the command, when the slider is off zero.
+    pub(crate) walk: Option<Walk>,
+    /// `[seconds since start, MMD]` of each exact fan that came with an MDN fan.
+    pub(crate) mmd_history: VecDeque<[f64; 2]>,
+}
+
+/// The simulated chain: its coordinates follow the command with a first-order lag.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub(crate) struct ChainPlant {
+    /// Coordinates now.
+    pub(crate) x: Vec<f64>,
+}
+
+/// One net's training as the panel shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct NetRun {
+    /// Steps done.
+    pub(crate) steps: usize,
+    /// Steps in all.
+    pub(crate) total: usize,
+    /// `[step, mean loss]` per chunk of steps.
+    pub(crate) losses: Vec<[f64; 2]>,
+    /// Running, done, or why it failed.
+    pub(crate) state: RunPhase,
+}
+
+/// Where a net's training stands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum RunPhase {
+    /// Not started.
+    #[default]
+    Idle,
+    /// Training on its thread.
+    Running,
+    /// All steps done.
+    Done,
+    /// Refused or stopped: why.
+    Failed(String),
+}
+
+/// Both nets' training runs and the settings of the next run.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub(crate) struct ChainTraining {
+    /// The squared-error net's run.
+    pub(crate) mse: NetRun,
+    /// The MDN's run.
+    pub(crate) mdn: NetRun,
+    /// The configuration of the next run (the experiment's, by default).
+    pub(crate) config: NetConfig,
+    /// Start training when a chain lab opens without nets.
+    pub(crate) autostart: bool,
+}
+
+impl Default for ChainTraining {
+    fn default() -> Self {
+        Self { mse: NetRun::default(), mdn: NetRun::default(), config: NetConfig::default(), autostart: true }
+    }
+}
+
+impl ChainTraining {
+    /// The run of `kind`.
+    pub(crate) fn run_mut(&mut self, kind: NetKind) -> &mut NetRun {
+        match kind {
+            NetKind::Mse => &mut self.mse,
+            NetKind::Mdn => &mut self.mdn,
+        }
+    }
+}
+
+/// What the panel (or a test) asks of chain training.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChainTrainCommand {
+    /// Train both nets afresh with [`ChainTraining::config`].
+    Start,
+    /// Stop both runs, keeping the nets as they stand.
+    Stop,
+}
