@@ -86,12 +86,16 @@ pub fn walk(chain: &Chain, x: &mut [f64], target: Point2, distance: f64) -> Walk
         for i in 0..n {
             next[i] = x[i] + h * dir[i];
         }
-        if !chain.within_limits(&next[..n]) {
+        // A joint that turns freely wraps into its range; a bound stops the walk.
+        if !chain.fit_angles(&mut next[..n]) || !chain.within_limits(&next[..n]) {
             end.stopped = true;
             break;
         }
         dls.refine(&mut next, target, 16);
-        if !chain.within_limits(&next[..n]) || (chain.tip(&next[..n]) - target).norm() > 1e-6 {
+        if !chain.fit_angles(&mut next[..n])
+            || !chain.within_limits(&next[..n])
+            || (chain.tip(&next[..n]) - target).norm() > 1e-6
+        {
             end.stopped = true;
             break;
         }

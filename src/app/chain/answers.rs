@@ -198,9 +198,13 @@ fn answer(
         None => answers.hybrid.clear(),
     }
 
-    // The driver's answer, walked along the manifold when the self-motion slider is off zero.
-    let pose = if plant.x.len() == d { plant.x.clone() } else { arm.prior_center() };
+    // The driver's answer, then walked along the manifold when the self-motion slider is off
+    // zero. A driver that starts from the current pose starts from its own last answer before
+    // the walk (the anchor), so a held slider walks a fixed distance from it rather than a bit
+    // further every frame.
+    let pose = [&answers.anchor, &plant.x].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
     let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
+    answers.anchor = command.clone().filter(|x| x.iter().all(|v| v.is_finite())).unwrap_or_default();
     answers.walk = None;
     let distance = view.self_motion();
     if let Some(x) = command.as_mut()
@@ -236,8 +240,17 @@ fn answer(
 }
 
 /// Moves the chain towards its command with a first-order lag (angles the short way round on
-/// joints that turn freely), keeping it inside its ranges.
-fn drive(time: Res<Time>, lab: Res<Lab>, answers: Res<ChainAnswers>, mut plant: ResMut<ChainPlant>) {
+/// joints that turn freely), keeping it inside its ranges. When the command and the chain both
+/// hold the tip on the target, the move is pulled back onto the target's manifold (a few DLS
+/// iterations): a change of shape alone (self-motion, or one answer to another) moves the
+/// joints, never the tip.
+fn drive(
+    time: Res<Time>,
+    lab: Res<Lab>,
+    target: Res<Target>,
+    answers: Res<ChainAnswers>,
+    mut plant: ResMut<ChainPlant>,
+) {
     let Some(arm) = lab.chain() else { return };
     let d = arm.coords();
     if plant.x.len() != d {
@@ -247,6 +260,9 @@ fn drive(time: Res<Time>, lab: Res<Lab>, answers: Res<ChainAnswers>, mut plant: 
     let dt = time.delta_secs_f64().clamp(0.0, 0.1);
     let k = 1.0 - (-dt / LAG).exp();
     let chain = &arm.chain;
+    let on_target = |x: &[f64]| (chain.tip(x) - target.pos).norm() <= TOLERANCE;
+    let held = on_target(&plant.x) && on_target(command);
+    let before = plant.x.clone();
     for (i, (x, &c)) in plant.x.iter_mut().zip(command).enumerate() {
         let mut delta = c - *x;
         if !chain.is_bounded(i) {
@@ -256,5 +272,11 @@ fn drive(time: Res<Time>, lab: Res<Lab>, answers: Res<ChainAnswers>, mut plant: 
     }
     let mut x = plant.x.clone();
     chain.clamp(&mut x);
+    if held {
+        let dls = ChainDls { tolerance: 1e-7, ..ChainDls::new(chain) };
+        if !dls.refine(&mut x, target.pos, 16).converged {
+            x = before;
+        }
+    }
     plant.x = x;
 }

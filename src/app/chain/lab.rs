@@ -9,8 +9,9 @@ use super::super::state::view::Target;
 use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::prelude::*;
-use elbow::chain::ChainArm;
-use elbow::chain::manifold;
+use elbow::chain::{ChainArm, ChainDls};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 
 /// Registers the nets kept per arm and the switch, which runs before the target moves.
@@ -23,11 +24,23 @@ pub(crate) fn plugin(app: &mut App) {
 #[derive(Resource, Default)]
 struct KeptNets(HashMap<String, (ChainNets, ChainTraining)>);
 
-/// Where a chain starts: the prior's centre walked onto the target.
+/// Where a chain starts on `target`: of 64 prior draws finished by DLS, the converged answer
+/// nearest the prior's centre (in prior scales), so the chain starts in the middle of its
+/// ranges rather than against a bound; the prior's centre when none converges.
 fn start_pose(arm: &ChainArm, target: elbow::Point2) -> Vec<f64> {
-    let mut x = arm.prior_center();
-    manifold::walk(&arm.chain, &mut x, target, 0.0);
-    x
+    let d = arm.coords();
+    let dls = ChainDls::new(&arm.chain);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let score = |x: &[f64]| (0..d).map(|i| ((x[i] - arm.prior.center(i)) / arm.prior.scale(i)).powi(2)).sum::<f64>();
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for _ in 0..64 {
+        let mut x = vec![0.0; d];
+        arm.prior.sample(&mut rng, &mut x);
+        if dls.refine(&mut x, target, 64).converged && best.as_ref().is_none_or(|(s, _)| score(&x) < *s) {
+            best = Some((score(&x), x));
+        }
+    }
+    best.map_or_else(|| arm.prior_center(), |(_, x)| x)
 }
 
 /// Rebuilds the lab's state for the newly opened lab.

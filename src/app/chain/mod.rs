@@ -26,3 +26,6 @@ use bevy::prelude::*;
 pub(crate) fn logic_plugin(app: &mut App) {
     app.add_plugins((state::plugin, lab::plugin, train::plugin, answers::plugin));
 }
+
+#[cfg(test)]
+mod tests;

@@ -190,6 +190,9 @@ pub(crate) struct ChainAnswers {
     pub(crate) dls_stats: IterStats,
     /// The hybrid, averaged over frames.
     pub(crate) hybrid_stats: IterStats,
+    /// The driver's answer this frame before any self-motion: where the next frame's answer
+    /// starts from (empty until the first answer).
+    pub(crate) anchor: Vec<f64>,
     /// What the chain is commanded to this frame.
     pub(crate) command: Option<Vec<f64>>,
     /// The self-motion walk behind the command, when the slider is off zero.

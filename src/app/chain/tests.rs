@@ -1,0 +1,235 @@
+//! Headless tests of the chain lab: [`MinimalPlugins`] plus the app's logic plugins, no window.
+//! Nets are trained synchronously with small configurations and put in place after the first
+//! frame (the frame that opens a lab resets its nets).
+
+use super::answers::PER_FRAME;
+use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTraining, ChainView};
+use crate::app::logic_plugin;
+use crate::app::state::arm::Lab;
+use crate::app::state::solve::Solutions;
+use crate::app::state::train::TrainingParams;
+use crate::app::state::view::Target;
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use elbow::Point2;
+use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
+use elbow::chain::{ArmKind, ChainArm, Method};
+use std::time::{Duration, Instant};
+
+/// The logic plugins on a fixed 16 ms clock, no training anywhere, opened on `lab`.
+fn app(lab: Lab) -> App {
+    let mut app = App::new();
+    app.insert_resource(lab);
+    app.insert_resource(ChainTraining { autostart: false, ..ChainTraining::default() });
+    app.insert_resource(TrainingParams { autostart: false, ..TrainingParams::default() });
+    app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(16)));
+    app
+}
+
+/// A briefly trained net of `kind` for `arm`, of the app's default shape when `full_size`.
+fn net(arm: &ChainArm, kind: NetKind, steps: usize, full_size: bool) -> ChainNet {
+    let cfg = if full_size {
+        NetConfig { steps, ..NetConfig::default() }
+    } else {
+        NetConfig { hidden: 32, depth: 2, components: 8, steps, batch: 256, ..NetConfig::default() }
+    };
+    ChainNet::train(arm, kind, &cfg, |_, _| true).expect("a small run trains")
+}
+
+/// Puts both nets in place.
+fn give_nets(app: &mut App, arm: &ChainArm, steps: usize, full_size: bool) {
+    let mut nets = app.world_mut().resource_mut::<ChainNets>();
+    nets.set(NetKind::Mse, Some(net(arm, NetKind::Mse, steps, full_size)));
+    nets.set(NetKind::Mdn, Some(net(arm, NetKind::Mdn, steps, full_size)));
+}
+
+/// Runs frames 5 ms apart until `done` holds; returns how many it took (fails after a minute:
+/// a hang, not a speed check).
+fn frames_until(app: &mut App, what: &str, done: impl Fn(&World) -> bool) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut frames = 0;
+    while !done(app.world()) {
+        assert!(Instant::now() < deadline, "{what}: nothing after a minute");
+        std::thread::sleep(Duration::from_millis(5));
+        app.update();
+        frames += 1;
+    }
+    frames
+}
+
+/// The chain's tip miss of the target now, metres.
+fn plant_miss(app: &App, arm: &ChainArm) -> f64 {
+    let x = &app.world().resource::<ChainPlant>().x;
+    (arm.chain.tip(x) - app.world().resource::<Target>().pos).norm()
+}
+
+#[test]
+fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
+    let mut app = app(Lab::TwoLink);
+    app.update();
+    let two_link_frame = |app: &App| app.world().resource::<Solutions>().frame;
+    let before = two_link_frame(&app);
+    app.update();
+    assert_eq!(two_link_frame(&app), before + 1, "the two-link solvers run on the two-link arm");
+
+    let rail3 = ArmKind::Rail3.arm();
+    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3.clone());
+    app.update();
+    assert_eq!(app.world().resource::<Target>().pos, CHAIN_TARGET);
+    assert_eq!(app.world().resource::<ChainPlant>().x.len(), 4);
+    assert_eq!(app.world().resource::<ChainAnswers>().dls.len(), 4 * PER_FRAME, "the chain's DLS answers");
+    let frozen = two_link_frame(&app);
+    app.update();
+    assert_eq!(two_link_frame(&app), frozen, "the two-link solvers rest while a chain is open");
+
+    // Nets learnt on rail3 come back after a visit to 3r, which has none of its own.
+    give_nets(&mut app, &rail3, 20, false);
+    let generation = app.world().resource::<ChainNets>().generation;
+    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(ArmKind::ThreeR.arm());
+    app.update();
+    assert!(app.world().resource::<ChainNets>().mdn.is_none(), "3r has no nets yet");
+    assert_eq!(app.world().resource::<ChainPlant>().x.len(), 3);
+    assert!(app.world().resource::<ChainAnswers>().mdn.is_empty());
+    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3);
+    app.update();
+    let nets = app.world().resource::<ChainNets>();
+    assert!(nets.mdn.is_some() && nets.mse.is_some() && nets.generation == generation, "rail3's nets are back");
+
+    *app.world_mut().resource_mut::<Lab>() = Lab::TwoLink;
+    app.update();
+    app.update();
+    assert!(two_link_frame(&app) > frozen, "back on the two-link arm its solvers run again");
+    assert_ne!(app.world().resource::<Target>().pos, CHAIN_TARGET);
+}
+
+#[test]
+fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
+    let arm = ArmKind::Rail3.arm();
+    let mut app = app(Lab::Chain(arm.clone()));
+    app.update();
+    give_nets(&mut app, &arm, 200, false);
+    app.world_mut().resource_mut::<ChainView>().fan = 37;
+    app.update();
+    let answers = app.world().resource::<ChainAnswers>();
+    assert_eq!(answers.mdn.len(), 37 * 4, "the MDN fan");
+    assert!(answers.exact_busy, "the exact fan is being drawn");
+    assert!(answers.mse.as_ref().is_some_and(|x| x.len() == 4));
+    // Frames go on while the exact fan is drawn: a frame that waited would bring it at once.
+    let frames = frames_until(&mut app, "exact fan", |w| {
+        let a = w.resource::<ChainAnswers>();
+        a.exact.x.len() == 37 * 4 && a.exact.target == Some(CHAIN_TARGET)
+    });
+    assert!(frames >= 1, "the exact fan came in the frame that asked for it");
+    let answers = app.world().resource::<ChainAnswers>();
+    for x in answers.exact.x.chunks_exact(4) {
+        assert!((arm.chain.tip(x) - CHAIN_TARGET).norm() < 1e-6, "an exact sample solves the target");
+    }
+    assert!(answers.exact.mmd.is_some_and(|m| m.is_finite()), "the MDN fan's mismatch against it");
+    assert!(answers.exact.spread > 0.1, "rail3's posterior at (1.5, 0) is a spread, not a point");
+    // A target out of reach: no exact samples, said so.
+    app.world_mut().resource_mut::<Target>().pos = Point2::new(5.0, 0.0);
+    frames_until(&mut app, "unreachable", |w| {
+        w.resource::<ChainAnswers>().exact.target == Some(Point2::new(5.0, 0.0))
+    });
+    assert!(app.world().resource::<ChainAnswers>().exact.x.is_empty());
+}
+
+#[test]
+fn self_motion_changes_the_shape_and_keeps_the_tip_within_a_millimetre() {
+    for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
+        let arm = kind.arm();
+        let mut app = app(Lab::Chain(arm.clone()));
+        app.world_mut().resource_mut::<ChainView>().driver = Method::Dls;
+        let target = Point2::new(1.2, 0.4);
+        app.update();
+        app.world_mut().resource_mut::<Target>().pos = target;
+        let settle = |app: &mut App| {
+            for _ in 0..120 {
+                app.update();
+            }
+        };
+        settle(&mut app);
+        assert!(plant_miss(&app, &arm) < 1e-3, "{kind}: DLS puts the tip on the target");
+        let rest = app.world().resource::<ChainPlant>().x.clone();
+        for distance in [0.6, -0.6] {
+            app.world_mut().resource_mut::<ChainView>().self_motion = distance;
+            // Mid-slide and after: the tip never leaves the target by a millimetre.
+            for _ in 0..120 {
+                app.update();
+                assert!(plant_miss(&app, &arm) < 1e-3, "{kind} at {distance}: {}", plant_miss(&app, &arm));
+            }
+            let walk = app.world().resource::<ChainAnswers>().walk.expect("a walk");
+            assert!(walk.tip_error < 1e-6 && (walk.travelled - distance).abs() < 1e-9, "{kind}: {walk:?}");
+            let x = &app.world().resource::<ChainPlant>().x;
+            let moved: f64 = x.iter().zip(&rest).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+            assert!(moved > 0.3, "{kind} at {distance}: the shape moved only {moved}");
+            app.world_mut().resource_mut::<ChainView>().self_motion = 0.0;
+            settle(&mut app);
+        }
+    }
+}
+
+#[test]
+fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
+    let arm = ArmKind::ThreeR.arm();
+    let mut app = app(Lab::Chain(arm.clone()));
+    app.update();
+    give_nets(&mut app, &arm, 300, false);
+    for _ in 0..120 {
+        app.update();
+    }
+    let answers = app.world().resource::<ChainAnswers>();
+    assert!(answers.hybrid_stats.solutions >= 100 && answers.hybrid_stats.success > 0.99, "{:?}", answers.hybrid_stats);
+    assert!(answers.hybrid_stats.starts >= 1.0 && answers.hybrid_stats.iterations > 0.0);
+    assert!(plant_miss(&app, &arm) < 1e-3, "the hybrid puts the tip on the target: {}", plant_miss(&app, &arm));
+    // The squared-error net on 3r averages a circle of wrist positions: its answer misses.
+    let mse = answers.mse.as_ref().expect("an MSE answer");
+    assert!((arm.chain.tip(mse) - CHAIN_TARGET).norm() > 0.05, "the MSE answer misses");
+    // Driving by the MSE net leaves the tip where its answer lands.
+    app.world_mut().resource_mut::<ChainView>().driver = Method::Mse;
+    for _ in 0..120 {
+        app.update();
+    }
+    assert!(plant_miss(&app, &arm) > 0.05);
+}
+
+/// Frame time of the logic with the heaviest chain load (a 200-draw MDN fan of the default net
+/// shape, a 200-sample exact fan off the frame, the hybrid driving), against the two-link lab's
+/// frame. A measurement, not a check: `cargo test --release --bin elbow -- --ignored
+/// chain_frame_time --nocapture` prints it (README, "The chain in the app").
+#[test]
+#[ignore = "a measurement; run it alone on a quiet machine"]
+fn chain_frame_time() {
+    let percentile = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    let time = |app: &mut App, frames: usize| -> Vec<f64> {
+        (0..frames)
+            .map(|_| {
+                let t = Instant::now();
+                app.update();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect()
+    };
+    let mut two_link = app(Lab::TwoLink);
+    two_link.update();
+    let mut two = time(&mut two_link, 2000);
+    let (two50, two99) = (percentile(&mut two, 0.5), percentile(&mut two, 0.99));
+    println!("two-link frame: p50 {two50:.3} ms, p99 {two99:.3} ms (no models: the analytic and DLS rows)");
+    for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
+        let arm = kind.arm();
+        let mut app = app(Lab::Chain(arm.clone()));
+        app.update();
+        give_nets(&mut app, &arm, 50, true);
+        frames_until(&mut app, "exact fan", |w| w.resource::<ChainAnswers>().exact.x.len() == 200 * arm.coords());
+        let mut t = time(&mut app, 2000);
+        let (p50, p99) = (percentile(&mut t, 0.5), percentile(&mut t, 0.99));
+        println!(
+            "{kind} frame (200-draw MDN fan, 200-sample exact fan off the frame, hybrid driving): p50 {p50:.3} ms, p99 {p99:.3} ms; {:.1}x the two-link p99",
+            p99 / two99
+        );
+    }
+}
