@@ -41,6 +41,26 @@ pub(crate) fn method_color(m: Method) -> Color {
     }
 }
 
+/// A colour bar 180 pixels wide between two labels, its colour at `t` in [0, 1] from `color`
+/// (an atlas layer's scale).
+pub(crate) fn key_bar(ui: &mut egui::Ui, lo: &str, hi: &str, color: impl Fn(f64) -> [u8; 4]) {
+    ui.horizontal(|ui| {
+        ui.small(lo);
+        let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 12.0), egui::Sense::hover());
+        let steps = 48;
+        for i in 0..steps {
+            let t0 = i as f32 / steps as f32;
+            let r = egui::Rect::from_min_max(
+                egui::pos2(rect.left() + t0 * rect.width(), rect.top()),
+                egui::pos2(rect.left() + (t0 + 1.0 / steps as f32) * rect.width() + 0.5, rect.bottom()),
+            );
+            let [red, g, b, a] = color(f64::from(t0));
+            ui.painter().rect_filled(r, 0.0, egui::Color32::from_rgba_unmultiplied(red, g, b, a));
+        }
+        ui.small(hi);
+    });
+}
+
 /// `v` if finite.
 pub(crate) fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)

@@ -4,6 +4,7 @@
 
 use super::AppSet;
 use super::atlas::AtlasView;
+use super::state::arm::two_link_lab;
 use super::state::solve::Driver;
 use super::state::train::{RunState, TrainCommand, Training};
 use bevy::prelude::*;
@@ -13,7 +14,7 @@ use elbow::{HeadKind, SolverId};
 
 /// Registers the shortcut system.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, keys.in_set(AppSet::Input));
+    app.add_systems(Update, keys.in_set(AppSet::Input).run_if(two_link_lab));
 }
 
 /// Applies the shortcuts pressed this frame.

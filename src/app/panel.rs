@@ -14,8 +14,11 @@
 //! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
 use super::atlas::AtlasView;
+use super::chain::keys::shortcuts as chain_shortcuts;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
-use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, metres, number, solver_color, swatch};
+use super::format::{
+    FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
+};
 use super::keys::SHORTCUTS;
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
@@ -113,16 +116,20 @@ fn contents(
     ui.heading("Elbow — learned IK lab");
     let ms = f64::from(frame_secs) * 1e3;
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
+    let keys: Vec<&str> = match open.chain() {
+        Some(arm) => chain_shortcuts(arm).into_iter().map(|(_, key, _)| key).collect(),
+        None => SHORTCUTS.iter().map(|(_, key, _)| *key).collect(),
+    };
     ui.small(format!(
         "Drag in the view to move the target.  Keys: {}.  frame {} ms ({} fps)",
-        SHORTCUTS.iter().map(|(_, key, _)| *key).collect::<Vec<_>>().join(" "),
+        keys.join(" "),
         number(Some(ms), 1),
         number(fps, 0)
     ));
     arm_selector(ui, open.reborrow());
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();
-        contents_chain(ui, arm, lab.target.pos, chain);
+        contents_chain(ui, arm, lab.target.pos, lab.hover.0, chain);
         return;
     }
     ui.separator();
@@ -304,21 +311,8 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
 fn atlas_key(ui: &mut egui::Ui, layer: Layer) {
     match paint::key(layer) {
         paint::Key::Scale { lo, hi, log, unit } => {
-            ui.horizontal(|ui| {
-                let fmt = |v: f64| if log { metres(Some(v)) } else { format!("{v:.1}") };
-                ui.small(fmt(lo));
-                let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 12.0), egui::Sense::hover());
-                let steps = 48;
-                for i in 0..steps {
-                    let t0 = i as f32 / steps as f32;
-                    let r = egui::Rect::from_min_max(
-                        egui::pos2(rect.left() + t0 * rect.width(), rect.top()),
-                        egui::pos2(rect.left() + (t0 + 1.0 / steps as f32) * rect.width() + 0.5, rect.bottom()),
-                    );
-                    ui.painter().rect_filled(r, 0.0, rgba(paint::scale_color(layer, f64::from(t0))));
-                }
-                ui.small(format!("{} {unit}", fmt(hi)));
-            });
+            let fmt = |v: f64| if log { metres(Some(v)) } else { format!("{v:.1}") };
+            key_bar(ui, &fmt(lo), &format!("{} {unit}", fmt(hi)), |t| paint::scale_color(layer, t));
             // Cells with no value (the confidence of a solver without a mixture) are on no bar.
             if let Some((label, color)) = paint::no_value(layer) {
                 ui.horizontal(|ui| key_swatch(ui, label, color));

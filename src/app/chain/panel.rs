@@ -4,7 +4,10 @@
 //! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
 //! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
 
-use super::super::format::{color32, method_color, metres, number, swatch};
+use super::super::format::{color32, key_bar, method_color, metres, number, swatch};
+use super::atlas::ChainAtlasView;
+use elbow::atlas::chain::ChainLayer;
+use elbow::atlas::paint;
 use super::super::state::arm::Lab;
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::state::{
@@ -40,6 +43,7 @@ pub(crate) struct ChainSections<'w> {
     nets: Res<'w, ChainNets>,
     plant: Res<'w, ChainPlant>,
     training: ResMut<'w, ChainTraining>,
+    atlas: ResMut<'w, ChainAtlasView>,
     commands: MessageWriter<'w, ChainTrainCommand>,
 }
 
@@ -66,16 +70,27 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
 }
 
 /// The chain lab's sections, top to bottom.
-pub(crate) fn contents(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+pub(crate) fn contents(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, hover: Option<Point2>, s: &mut ChainSections) {
     let methods: Vec<Method> = arm.methods().to_vec();
     driver_row(ui, &methods, s.view.reborrow());
     fan_rows(ui, &methods, s.view.reborrow());
     self_motion_row(ui, arm, target, s);
     ui.separator();
+    atlas_rows(ui, s.atlas.reborrow(), hover);
+    ui.separator();
     readouts(ui, arm, target, s);
     egui::CollapsingHeader::new("Training the nets (off the frame)")
         .default_open(true)
         .show(ui, |ui| training_section(ui, s));
+    egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
+        egui::Grid::new("chain-shortcuts").num_columns(2).show(ui, |ui| {
+            for (_, key, shortcut) in super::keys::shortcuts(arm) {
+                ui.strong(key);
+                ui.label(shortcut.describe());
+                ui.end_row();
+            }
+        });
+    });
 }
 
 /// Which method the chain follows.
@@ -136,6 +151,52 @@ fn self_motion_row(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut Ch
             metres(plant_miss)
         )),
     };
+}
+
+/// The atlas toggle, its layer, the colour key and the hovered cell's value.
+fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<Point2>) {
+    let (mut on, mut layer) = (atlas.on, atlas.layer);
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(&mut on, "atlas");
+        for l in ChainLayer::ALL {
+            ui.selectable_value(&mut layer, l, l.key()).on_hover_text(l.caption());
+        }
+    });
+    if (on, layer) != (atlas.on, atlas.layer) {
+        atlas.on = on;
+        atlas.layer = layer;
+    }
+    if !on {
+        ui.small("Off (A): the workspace coloured by one method, computed off the frame.");
+        return;
+    }
+    let busy = if atlas.busy { ", updating…" } else { "" };
+    match (&atlas.note, atlas.latest.as_deref().filter(|a| a.layer == layer)) {
+        (Some(note), _) => {
+            ui.small(format!("{note}{busy}"));
+        }
+        (None, Some(a)) => {
+            ui.small(format!("{} ({}×{} cells, {} ms{busy})", layer.caption(), a.resolution, a.resolution, number(Some(atlas.compute_ms), 0)));
+        }
+        (None, None) => {
+            ui.small(format!("mapping {}…", layer.key()));
+        }
+    }
+    if let paint::Key::Scale { lo, hi, log, unit } = paint::chain_key(layer) {
+        let fmt = |v: f64| if log { metres(Some(v)) } else { format!("{v:.1}") };
+        key_bar(ui, &fmt(lo), &format!("{} {unit}", fmt(hi)), |t| paint::chain_scale_color(layer, t));
+    }
+    let (label, _) = paint::chain_no_value();
+    if let (Some(a), Some(p)) = (atlas.latest.as_deref(), hover)
+        && let Some(cell) = a.cell_at(p)
+    {
+        let value = match cell {
+            Some(v) if layer == ChainLayer::MseMiss || layer == ChainLayer::MdnResim => metres(Some(v)),
+            Some(v) => number(Some(v), 2),
+            None => label.to_string(),
+        };
+        ui.small(format!("under the pointer ({:.2}, {:.2}): {value}", p.x, p.y));
+    }
 }
 
 /// One row per method: its colour, name and live figures.
