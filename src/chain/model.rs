@@ -70,7 +70,10 @@ impl ChainModel {
             return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
         }
         if self.version != VERSION {
-            return field_err("version", format!("version {} is not supported (this build reads {VERSION})", self.version));
+            return field_err(
+                "version",
+                format!("version {} is not supported (this build reads {VERSION})", self.version),
+            );
         }
         let arm = &self.arm;
         if let Err(e) = arm.chain.validate() {

@@ -13,9 +13,9 @@
 use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
 use crate::kinematics::Point2;
-use crate::learned::{FieldError, TrainError};
 use crate::learned::limits::MAX_COMPONENTS;
 use crate::learned::train::{Fit, Fitter, start_mixture};
+use crate::learned::{FieldError, TrainError};
 use crate::nn::{Activation, FullMdn, Loss, MdnNll, MixtureLayout, Mlp, Mse};
 use crate::rng::{Stream, rng};
 use nalgebra::{DMatrix, DVector};
@@ -168,6 +168,11 @@ impl NetConfig {
         self.fit(kind, coords).work_estimate()
     }
 
+    /// Estimated size of a `kind` net's part of a model file, bytes ([`Fit::model_file_estimate`]).
+    pub fn model_file_estimate(&self, kind: NetKind, coords: usize) -> f64 {
+        self.fit(kind, coords).model_file_estimate()
+    }
+
     /// Checks every field against the lab's training limits ([`Fit::check_settings`],
     /// [`Fit::check_budget`]); the spread floor is in prior scales, at most 1.
     pub fn validate(&self, kind: NetKind, coords: usize) -> Result<(), TrainError> {
@@ -281,17 +286,27 @@ impl ChainNet {
                     );
                 }
                 if !(sigma_min.is_finite() && sigma_min > 0.0 && sigma_min <= 1.0) {
-                    return field_err(format!("{field}.mixture"), format!("spread floor must be in (0, 1], got {sigma_min}"));
+                    return field_err(
+                        format!("{field}.mixture"),
+                        format!("spread floor must be in (0, 1], got {sigma_min}"),
+                    );
                 }
                 if let Mixture::Full(f) = m
                     && !(f.sigma_max.is_finite() && f.sigma_max > sigma_min)
                 {
-                    return field_err(format!("{field}.mixture"), format!("spread cap must exceed the floor, got {}", f.sigma_max));
+                    return field_err(
+                        format!("{field}.mixture"),
+                        format!("spread cap must exceed the floor, got {}", f.sigma_max),
+                    );
                 }
                 m.outputs()
             }
-            (NetKind::Mse, Some(_)) => return field_err(format!("{field}.mixture"), "a squared-error net has no mixture"),
-            (NetKind::Mdn, None) => return field_err(format!("{field}.mixture"), "a mixture density network needs one"),
+            (NetKind::Mse, Some(_)) => {
+                return field_err(format!("{field}.mixture"), "a squared-error net has no mixture");
+            }
+            (NetKind::Mdn, None) => {
+                return field_err(format!("{field}.mixture"), "a mixture density network needs one");
+            }
         };
         if self.net.inputs() != 2 || self.net.outputs() != outputs {
             return field_err(

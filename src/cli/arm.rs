@@ -54,7 +54,9 @@ impl ArmChoice {
     pub(crate) fn two_link(&self, what: &str, chain_options: &str) -> Result<TwoLinkArm, String> {
         match self.lab()? {
             AppArm::TwoLink(arm) => Ok(arm),
-            AppArm::Chain(c) => Err(format!("{what} is for the two-link arm (2r), not {}; on a chain use {chain_options}", c.name)),
+            AppArm::Chain(c) => {
+                Err(format!("{what} is for the two-link arm (2r), not {}; on a chain use {chain_options}", c.name))
+            }
         }
     }
 }
@@ -85,7 +87,9 @@ pub(crate) fn load_chain_model(path: &Path, arm: &ChainArm) -> Result<ChainModel
 pub(crate) fn load_two_link_model(path: &Path, arm: &TwoLinkArm) -> Result<LearnedModel, String> {
     match ModelFile::load(path).map_err(|e| e.to_string())? {
         ModelFile::TwoLink(m) => Ok(m),
-        other => Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm))),
+        other => {
+            Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm)))
+        }
     }
 }
 

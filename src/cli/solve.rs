@@ -255,8 +255,14 @@ fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
         Some(p) => format!("from {}", p.display()),
         None => format!("trained here for {steps} steps, seed {seed}"),
     };
-    let report =
-        ChainSolveReport { target: [args.x, args.y], arm: arm.name.clone(), coordinates, reachable, nets, methods: rows };
+    let report = ChainSolveReport {
+        target: [args.x, args.y],
+        arm: arm.name.clone(),
+        coordinates,
+        reachable,
+        nets,
+        methods: rows,
+    };
     if args.json {
         return Ok(print_json(&report)?);
     }

@@ -131,9 +131,12 @@ pub const MAX_MODEL_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// 1 to 9 layers of 1 to 4096 units that chain, every weight and bias finite.
 pub(crate) fn validate_layers(net: &Mlp, field: &str) -> Result<(), FieldError> {
     use super::limits::{MAX_DEPTH, MAX_HIDDEN};
-let layers = &net.layers;
+    let layers = &net.layers;
     if layers.is_empty() || layers.len() > MAX_DEPTH + 1 {
-        return field_err(format!("{field}.layers"), format!("must hold 1 to {} layers, got {}", MAX_DEPTH + 1, layers.len()));
+        return field_err(
+            format!("{field}.layers"),
+            format!("must hold 1 to {} layers, got {}", MAX_DEPTH + 1, layers.len()),
+        );
     }
     for (i, l) in layers.iter().enumerate() {
         let (rows, cols) = l.w.shape();
@@ -413,7 +416,11 @@ impl LearnedModel {
         let bytes = read_model_bytes(path)?;
         if format_tag(&bytes).as_deref() == Some(crate::chain::model::FORMAT) {
             let found = crate::chain::model::ModelFile::parse(path, &bytes)?.describe();
-            return Err(ModelError::OtherKind { path: path.display().to_string(), found, wanted: "a two-link model".into() });
+            return Err(ModelError::OtherKind {
+                path: path.display().to_string(),
+                found,
+                wanted: "a two-link model".into(),
+            });
         }
         parse_model(path, &bytes, Self::validate)
     }
