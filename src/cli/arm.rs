@@ -48,17 +48,6 @@ impl ArmChoice {
             (chain, None) => Ok(chain),
         }
     }
-
-    /// The two-link arm, for what only a two-link arm has (`what`: "the layer miss"); a chain
-    /// gets one sentence naming the chain options.
-    pub(crate) fn two_link(&self, what: &str, chain_options: &str) -> Result<TwoLinkArm, String> {
-        match self.lab()? {
-            AppArm::TwoLink(arm) => Ok(arm),
-            AppArm::Chain(c) => {
-                Err(format!("{what} is for the two-link arm (2r), not {}; on a chain use {chain_options}", c.name))
-            }
-        }
-    }
 }
 
 /// The arm's name as the messages give it: `2r` for the default two-link arm, else its lengths.
