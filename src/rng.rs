@@ -66,6 +66,14 @@ pub enum Stream {
     ChainDemoExact,
     /// The benchmark's fixed targets.
     Bench,
+    /// One method's answers in `elbow solve --arm` (slot: the method's position in
+    /// [`crate::chain::Method::ALL`]).
+    ChainSolve {
+        /// The method's position.
+        slot: u64,
+    },
+    /// One row of a chain atlas (index: the row).
+    ChainAtlas,
 }
 
 impl Stream {
@@ -93,6 +101,8 @@ impl Stream {
             Stream::ChainDemo { slot } => (19, slot),
             Stream::ChainDemoExact => (20, 0),
             Stream::Bench => (21, 0),
+            Stream::ChainSolve { slot } => (22, slot),
+            Stream::ChainAtlas => (23, 0),
         }
     }
 }
@@ -144,9 +154,10 @@ mod tests {
             ChainFloor,
             ChainDemoExact,
             Bench,
+            ChainAtlas,
         ];
         for slot in [0, 1, 256] {
-            all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }]);
+            all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }, ChainSolve { slot }]);
         }
         all
     }

@@ -16,8 +16,10 @@
 //!   the solver did not report is silent.
 //!
 //! Learned heads answer a whole grid with batched inference ([`LearnedModel::predict_batch`]).
-//! [`paint`] turns a map into pixels and a colour key.
+//! [`paint`] turns a map into pixels and a colour key. [`chain`] maps a redundant chain's methods
+//! the same way ([`chain::chain_atlas`]).
 
+pub mod chain;
 pub mod paint;
 
 use crate::analytic::{Branches, solve_branches};

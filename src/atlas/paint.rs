@@ -8,6 +8,7 @@
 //! orange). A cell with no value on a layer (the confidence of a solver without a mixture) gets
 //! [`NO_VALUE`], a colour on no bar, and the key names it ([`no_value`]).
 
+use super::chain::{ChainAtlas, ChainLayer};
 use super::{Atlas, AtlasCell, BranchClass, Layer};
 use crate::envelope::Reason;
 
@@ -37,6 +38,13 @@ pub enum Key {
     Classes(Vec<(String, Rgba)>),
 }
 
+/// Colour of a target no solution reaches (the two-link arm's "unreachable, reported" and a
+/// chain atlas's unreachable cells).
+pub const UNREACHABLE: Rgba = [48, 50, 58, 255];
+
+/// Top of the colour bar of the exact posterior's spread (coordinate units).
+pub const SPREAD_CEIL: f64 = 3.0;
+
 /// Colour of a cell with no value on its layer (a pale cyan that no colour bar uses).
 pub const NO_VALUE: Rgba = [150, 225, 245, 255];
 
@@ -65,7 +73,7 @@ pub fn branch_color(class: BranchClass) -> Rgba {
         BranchClass::Down => [77, 230, 115, 255],
         BranchClass::Average => [255, 158, 26, 255],
         BranchClass::Neither => [150, 60, 70, 255],
-        BranchClass::OutsideReported => [48, 50, 58, 255],
+        BranchClass::OutsideReported => UNREACHABLE,
         BranchClass::OutsideSilent => [230, 40, 200, 255],
     }
 }
@@ -119,6 +127,54 @@ pub fn scale_color(layer: Layer, t: f64) -> Rgba {
         Layer::Silent => gradient(colorous::INFERNO, t),
         _ => gradient(colorous::VIRIDIS, t),
     }
+}
+
+/// The key of a chain atlas's `layer`; unreachable cells are keyed by [`chain_no_value`].
+pub fn chain_key(layer: ChainLayer) -> Key {
+    let unit = layer.unit();
+    match layer {
+        ChainLayer::MseMiss | ChainLayer::MdnResim => Key::Scale { lo: MISS_FLOOR, hi: MISS_CEIL, log: true, unit },
+        ChainLayer::ExactSpread => Key::Scale { lo: 0.0, hi: SPREAD_CEIL, log: false, unit },
+        ChainLayer::HybridSuccess => Key::Scale { lo: 0.0, hi: 1.0, log: false, unit },
+    }
+}
+
+/// What the chain atlas's cells without a value are, for the key.
+pub const fn chain_no_value() -> (&'static str, Rgba) {
+    ("unreachable (no solution)", UNREACHABLE)
+}
+
+/// Colour at `t` in [0, 1] along the bar of a chain `layer`.
+pub fn chain_scale_color(layer: ChainLayer, t: f64) -> Rgba {
+    match layer {
+        ChainLayer::MseMiss | ChainLayer::MdnResim => gradient(colorous::VIRIDIS, t),
+        ChainLayer::ExactSpread => gradient(colorous::CIVIDIS, t),
+        ChainLayer::HybridSuccess => gradient(colorous::INFERNO, t),
+    }
+}
+
+/// Colour of a chain atlas cell holding `value` on `layer` ([`UNREACHABLE`] for `None`).
+pub fn chain_color(layer: ChainLayer, value: Option<f64>) -> Rgba {
+    let Some(v) = value else { return UNREACHABLE };
+    let t = match chain_key(layer) {
+        Key::Scale { log: true, .. } => miss_fraction(v),
+        Key::Scale { lo, hi, .. } => (v - lo) / (hi - lo),
+        Key::Classes(_) => 0.0,
+    };
+    chain_scale_color(layer, t)
+}
+
+/// The chain atlas as RGBA pixels, `resolution` × `resolution`, top row first.
+pub fn chain_pixels(atlas: &ChainAtlas) -> Vec<u8> {
+    let n = atlas.resolution;
+    if atlas.cells.len() != n * n {
+        return Vec::new();
+    }
+    (0..n)
+        .rev()
+        .flat_map(|row| atlas.cells[row * n..(row + 1) * n].iter())
+        .flat_map(|&v| chain_color(atlas.layer, v))
+        .collect()
 }
 
 /// The atlas as RGBA pixels, `resolution` × `resolution`, top row (largest y) first as image

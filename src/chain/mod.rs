@@ -17,6 +17,8 @@
 //! - [`solve`]: every method's answers for one target ([`solve::solutions`]), the one
 //!   implementation the experiment, the command line and the app share;
 //! - [`manifold`]: self-motion, a walk along the solution manifold of a target;
+//! - [`model`]: chain model files (the trained nets of one arm), and telling them from two-link
+//!   model files;
 //! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates
 //!   (diagonal or full-covariance components, [`crate::nn::FullMdn`]), trained on the arm's prior
 //!   by the two-link heads' own fitter ([`crate::learned::train::Fitter`]), and sampling from them.
@@ -31,6 +33,7 @@ pub mod arms;
 pub mod dls;
 pub mod manifold;
 pub mod mmd;
+pub mod model;
 pub mod nets;
 pub mod sampler;
 pub mod solve;
@@ -39,5 +42,6 @@ pub use arm::{Chain, ChainError, Link, MAX_COORDS, Marginal, Prior, Travel};
 pub use arms::{ArmKind, ArmSpec, ChainArm, Method};
 pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
+pub use model::{ChainModel, ModelFile};
 pub use sampler::{ExactSampler, PosteriorSamples};
 pub use solve::{Effort, Nets, SolveError, SolveSettings};

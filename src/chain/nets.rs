@@ -13,9 +13,9 @@
 use super::arm::MAX_COORDS;
 use super::arms::ChainArm;
 use crate::kinematics::Point2;
-use crate::learned::TrainError;
 use crate::learned::limits::MAX_COMPONENTS;
 use crate::learned::train::{Fit, Fitter, start_mixture};
+use crate::learned::{FieldError, TrainError};
 use crate::nn::{Activation, FullMdn, Loss, MdnNll, MixtureLayout, Mlp, Mse};
 use crate::rng::{Stream, rng};
 use nalgebra::{DMatrix, DVector};
@@ -168,6 +168,11 @@ impl NetConfig {
         self.fit(kind, coords).work_estimate()
     }
 
+    /// Estimated size of a `kind` net's part of a model file, bytes ([`Fit::model_file_estimate`]).
+    pub fn model_file_estimate(&self, kind: NetKind, coords: usize) -> f64 {
+        self.fit(kind, coords).model_file_estimate()
+    }
+
     /// Checks every field against the lab's training limits ([`Fit::check_settings`],
     /// [`Fit::check_budget`]); the spread floor is in prior scales, at most 1.
     pub fn validate(&self, kind: NetKind, coords: usize) -> Result<(), TrainError> {
@@ -255,6 +260,68 @@ impl ChainNet {
             progress(step, loss, &snapshot)
         })?;
         Ok(Self { kind, net, mixture, input, output })
+    }
+
+    /// Checks a net read from a file for `coords` coordinates, naming the field under `field`
+    /// (`mse`, `mdn`): its kind, the network's layers ([`crate::learned::model`]'s checks), its
+    /// inputs and outputs, the mixture layout (an MDN only; components in 1..=32, a spread floor in
+    /// (0, 1]) and the scalings (finite, positive spreads).
+    pub fn validate(&self, kind: NetKind, coords: usize, field: &str) -> Result<(), FieldError> {
+        use crate::learned::model::{field_err, validate_layers};
+        if self.kind != kind {
+            return field_err(format!("{field}.kind"), format!("is {:?}, expected {kind:?}", self.kind));
+        }
+        validate_layers(&self.net, &format!("{field}.net"))?;
+        let outputs = match (kind, self.mixture) {
+            (NetKind::Mse, None) => coords,
+            (NetKind::Mdn, Some(m)) => {
+                let (k, d, sigma_min) = match m {
+                    Mixture::Full(f) => (f.k, f.d, f.sigma_min),
+                    Mixture::Diagonal(g) => (g.k, g.d, g.sigma_min),
+                };
+                if !(1..=MAX_COMPONENTS).contains(&k) || d != coords {
+                    return field_err(
+                        format!("{field}.mixture"),
+                        format!("needs 1 to {MAX_COMPONENTS} components over {coords} coordinates, got {k} over {d}"),
+                    );
+                }
+                if !(sigma_min.is_finite() && sigma_min > 0.0 && sigma_min <= 1.0) {
+                    return field_err(
+                        format!("{field}.mixture"),
+                        format!("spread floor must be in (0, 1], got {sigma_min}"),
+                    );
+                }
+                if let Mixture::Full(f) = m
+                    && !(f.sigma_max.is_finite() && f.sigma_max > sigma_min)
+                {
+                    return field_err(
+                        format!("{field}.mixture"),
+                        format!("spread cap must exceed the floor, got {}", f.sigma_max),
+                    );
+                }
+                m.outputs()
+            }
+            (NetKind::Mse, Some(_)) => {
+                return field_err(format!("{field}.mixture"), "a squared-error net has no mixture");
+            }
+            (NetKind::Mdn, None) => {
+                return field_err(format!("{field}.mixture"), "a mixture density network needs one");
+            }
+        };
+        if self.net.inputs() != 2 || self.net.outputs() != outputs {
+            return field_err(
+                format!("{field}.net"),
+                format!("is {}->{}, expected 2->{outputs}", self.net.inputs(), self.net.outputs()),
+            );
+        }
+        let good = |center: f64, scale: f64| center.is_finite() && scale.is_finite() && scale > 0.0;
+        if !self.input.iter().all(|&(c, s)| good(f64::from(c), f64::from(s))) {
+            return field_err(format!("{field}.input"), "needs finite centres and spreads > 0");
+        }
+        if self.output.len() != coords || !self.output.iter().all(|&(c, s)| good(c, s)) {
+            return field_err(format!("{field}.output"), format!("needs {coords} finite centres and spreads > 0"));
+        }
+        Ok(())
     }
 
     /// Coordinates per answer.

@@ -293,6 +293,22 @@ pub fn resample<R: Rng + ?Sized>(pool: &Pool, coords: usize, n: usize, rng: &mut
     picked.iter().flat_map(|&i| pool.x[i * coords..(i + 1) * coords].iter().copied()).collect()
 }
 
+/// The spread of a set of points `x` (`d` values each, such as a posterior's samples): the root
+/// of the trace of their covariance, in the coordinates' units (0 for fewer than two points).
+pub fn spread(x: &[f64], d: usize) -> f64 {
+    let n = (x.len() / d.max(1)) as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    (0..d)
+        .map(|k| {
+            let mean = x.iter().skip(k).step_by(d).sum::<f64>() / n;
+            x.iter().skip(k).step_by(d).map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
 /// Fisher-Yates.
 fn shuffle<T, R: Rng + ?Sized>(v: &mut [T], rng: &mut R) {
     for i in (1..v.len()).rev() {

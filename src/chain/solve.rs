@@ -182,22 +182,6 @@ pub fn hybrid_from<R: Rng + ?Sized>(
     (o, Some(base.from_prior(x, target, &arm.prior, settings.dls_starts, rng)))
 }
 
-/// Root of the trace of the covariance of the points `x` (`d` values each): how far a set of
-/// answers spreads (0 for fewer than two).
-pub fn spread(x: &[f64], d: usize) -> f64 {
-    let n = (x.len() / d.max(1)) as f64;
-    if n < 2.0 {
-        return 0.0;
-    }
-    (0..d)
-        .map(|k| {
-            let mean = x.iter().skip(k).step_by(d).sum::<f64>() / n;
-            x.iter().skip(k).step_by(d).map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
-        })
-        .sum::<f64>()
-        .sqrt()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

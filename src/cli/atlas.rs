@@ -1,65 +1,99 @@
 //! `elbow atlas`: the workspace atlas of one solver as a PNG or SVG figure, the same map the app
-//! draws under the arm, with the annulus rims and the layer's colour key.
+//! draws under the arm, with the annulus rims and the layer's colour key; on a chain
+//! (`--arm 3r|rail3`), the map of one method's layer ([`chain_atlas`]).
 
+use super::arm::{chain_nets, load_two_link_model};
 use super::figure::{Canvas, FONT, Output};
-use super::{ArmArgs, SignedPair, count, seed};
+use super::{AppArm, ArmChoice, Failure, SignedPair, count, seed};
 use clap::Args;
-use elbow::atlas::{Atlas, AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute, paint};
-use elbow::kinematics::{Mismatch, Pose};
+use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
+use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute, paint};
+use elbow::chain::ChainArm;
+use elbow::kinematics::{Mismatch, Point2, Pose};
 use elbow::learned::{LearnedModel, TrainConfig, Trainer};
 use elbow::{HeadKind, Lineup, SolverId, Table};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::PathBuf;
 
+/// A layer of either map: the two-link atlas's or a chain's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum AnyLayer {
+    /// A two-link layer.
+    TwoLink(Layer),
+    /// A chain layer.
+    Chain(ChainLayer),
+}
+
+impl std::str::FromStr for AnyLayer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.parse::<Layer>().map(AnyLayer::TwoLink).or_else(|_| s.parse::<ChainLayer>().map(AnyLayer::Chain)).map_err(
+            |_| {
+                format!(
+                    "layer must be one of {} (two-link arm) or {} (chains); got `{s}`",
+                    elbow::keys::keys::<Layer>(),
+                    elbow::keys::keys::<ChainLayer>()
+                )
+            },
+        )
+    }
+}
+
 /// Arguments of `elbow atlas`.
 #[derive(Debug, Args)]
 pub(crate) struct AtlasArgs {
-    /// The solver mapped (a learned head is trained first, unless `--model` gives it).
-    #[arg(long, default_value = "mse")]
-    solver: SolverId,
-    /// What colours the cells: miss, branch, confidence, envelope or silent.
-    #[arg(long, default_value = "miss")]
-    layer: Layer,
+    /// Two-link arm: the solver mapped (a learned head is trained first, unless `--model` gives
+    /// it) [default: mse].
+    #[arg(long)]
+    solver: Option<SolverId>,
+    /// What colours the cells. Two-link arm: miss, branch, confidence, envelope or silent
+    /// [default: miss]. Chains: mse-miss (tip miss of the MSE answer), mdn-resim (mean tip miss
+    /// of the MDN's samples), exact-spread (the exact posterior's spread) or hybrid-success
+    /// (share of hybrid solutions within 1 mm) [default: mse-miss].
+    #[arg(long)]
+    layer: Option<AnyLayer>,
     /// Where the figure goes (`.png` or `.svg`).
     #[arg(long)]
     out: PathBuf,
-    /// Cells per side, 2 to 1024.
-    #[arg(long, default_value_t = AtlasConfig::default().resolution, value_parser = count::<2, MAX_RESOLUTION>,
-          allow_hyphen_values = true)]
-    resolution: usize,
-    /// How far the map reaches beyond the rim, as a fraction of the reach (0 to 2).
-    #[arg(long, default_value_t = AtlasConfig::default().margin)]
-    margin: f64,
-    /// Joint noise of the silent layer, radians (0 to 1).
-    #[arg(long, default_value_t = AtlasConfig::default().noise)]
-    noise: f64,
-    /// Backlash half-width of the silent layer, radians (0 to 1).
-    #[arg(long, default_value_t = 0.0)]
-    backlash: f64,
-    /// Relative link length errors of the real arm the silent layer runs on, `E1,E2`.
-    #[arg(long, default_value = "0,0", allow_hyphen_values = true)]
-    length_error: SignedPair,
-    /// Joint offsets of that real arm, radians, `SHOULDER,ELBOW`.
-    #[arg(long, default_value = "0,0", allow_hyphen_values = true)]
-    joint_offset: SignedPair,
-    /// Noise samples per cell of the silent layer, 1 to 64.
-    #[arg(long, default_value_t = AtlasConfig::default().samples, value_parser = count::<1, MAX_SAMPLES>,
-          allow_hyphen_values = true)]
-    samples: usize,
-    /// A trained model file for the mapped head, instead of training one.
+    /// Cells per side, 2 to 1024 [default: 128; chains 48, at most 512].
+    #[arg(long, value_parser = count::<2, MAX_RESOLUTION>, allow_hyphen_values = true)]
+    resolution: Option<usize>,
+    /// How far the map reaches beyond the rim, as a fraction of the reach (0 to 2) [default:
+    /// 0.25; chains 0.1].
+    #[arg(long)]
+    margin: Option<f64>,
+    /// Two-link arm: joint noise of the silent layer, radians (0 to 1) [default: 0.02].
+    #[arg(long)]
+    noise: Option<f64>,
+    /// Two-link arm: backlash half-width of the silent layer, radians (0 to 1) [default: 0].
+    #[arg(long)]
+    backlash: Option<f64>,
+    /// Two-link arm: relative link length errors of the real arm the silent layer runs on,
+    /// `E1,E2` [default: 0,0].
+    #[arg(long, allow_hyphen_values = true)]
+    length_error: Option<SignedPair>,
+    /// Two-link arm: joint offsets of that real arm, radians, `SHOULDER,ELBOW` [default: 0,0].
+    #[arg(long, allow_hyphen_values = true)]
+    joint_offset: Option<SignedPair>,
+    /// Noise samples per cell of the silent layer, 1 to 64 [default: 4]; on a chain, answers per
+    /// cell of the sampled layers, 2 to 64 [default: 16].
+    #[arg(long, value_parser = count::<1, MAX_SAMPLES>, allow_hyphen_values = true)]
+    samples: Option<usize>,
+    /// A trained model file for the mapped head (on a chain: a chain model from
+    /// `elbow train --arm ... --out FILE`), instead of training one here.
     #[arg(long)]
     model: Option<PathBuf>,
-    /// Training steps when the head is trained here, 10 to 100000.
-    #[arg(long, default_value_t = TrainConfig::default().steps, value_parser = count::<10, MAX_TRAIN_STEPS>,
-          allow_hyphen_values = true)]
-    train_steps: usize,
-    /// Seed of the training and of the silent layer's noise.
+    /// Training steps when the nets are trained here, 10 to 100000 [default: 6000; chains 2000].
+    #[arg(long, value_parser = count::<10, MAX_TRAIN_STEPS>, allow_hyphen_values = true)]
+    train_steps: Option<usize>,
+    /// Seed of the training and of the silent layer's noise (on a chain, of the sampling).
     #[arg(long, default_value_t = 0, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     /// The arm.
     #[command(flatten)]
-    arm: ArmArgs,
+    arm: ArmChoice,
 }
 
 /// Largest number of training steps accepted here.
@@ -84,22 +118,42 @@ fn check_map_work(cfg: &AtlasConfig, weights: usize) -> Result<(), String> {
 }
 
 impl AtlasArgs {
+    /// The two-link layer (a chain layer is refused in one sentence).
+    fn two_link_layer(&self) -> Result<Layer, String> {
+        match self.layer {
+            None => Ok(Layer::Miss),
+            Some(AnyLayer::TwoLink(l)) => Ok(l),
+            Some(AnyLayer::Chain(l)) => Err(format!(
+                "layer {l} is for chains (--arm 3r or rail3, or three or more --lengths); the two-link arm's layers are {}",
+                elbow::keys::keys::<Layer>()
+            )),
+        }
+    }
+
+    /// The solver mapped on the two-link arm.
+    fn solver(&self) -> SolverId {
+        self.solver.unwrap_or(SolverId::Learned(HeadKind::Mse))
+    }
+
     /// The core configuration.
     fn config(&self) -> Result<AtlasConfig, String> {
+        let d = AtlasConfig::default();
+        let length_error = self.length_error.unwrap_or(SignedPair(0.0, 0.0));
+        let joint_offset = self.joint_offset.unwrap_or(SignedPair(0.0, 0.0));
         let mismatch = Mismatch {
-            length_error: [self.length_error.0, self.length_error.1],
-            joint_offsets: Pose::new(self.joint_offset.0, self.joint_offset.1),
+            length_error: [length_error.0, length_error.1],
+            joint_offsets: Pose::new(joint_offset.0, joint_offset.1),
         };
         let cfg = AtlasConfig {
-            resolution: self.resolution,
-            margin: self.margin,
-            noise: self.noise,
-            backlash: self.backlash,
+            resolution: self.resolution.unwrap_or(d.resolution),
+            margin: self.margin.unwrap_or(d.margin),
+            noise: self.noise.unwrap_or(d.noise),
+            backlash: self.backlash.unwrap_or(0.0),
             mismatch,
             // The noise samples cost as much as the rest of the map: drawn for the silent layer only.
-            samples: if self.layer == Layer::Silent { self.samples } else { 0 },
+            samples: if self.two_link_layer()? == Layer::Silent { self.samples.unwrap_or(d.samples) } else { 0 },
             seed: self.seed,
-            ..AtlasConfig::default()
+            ..d
         };
         cfg.validate()?;
         Ok(cfg)
@@ -108,7 +162,7 @@ impl AtlasArgs {
     /// The model of the mapped head: loaded, or trained here.
     fn model(&self, head: HeadKind, arm: elbow::TwoLinkArm) -> Result<LearnedModel, String> {
         if let Some(path) = &self.model {
-            let model = LearnedModel::load(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let model = load_two_link_model(path, &arm)?;
             if model.kind != head {
                 return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
             }
@@ -117,46 +171,187 @@ impl AtlasArgs {
         }
         // The residual head fits the default real arm of *this* arm, like `elbow train`.
         let real = super::fitted_real_arm(head, &arm)?;
-        let cfg = TrainConfig { head, arm, real, steps: self.train_steps, seed: self.seed, ..TrainConfig::default() };
+        let steps = self.train_steps.unwrap_or(TrainConfig::default().steps);
+        let cfg = TrainConfig { head, arm, real, steps, seed: self.seed, ..TrainConfig::default() };
         super::note(format_args!("training {head} for {} steps…", cfg.steps));
         let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
         trainer.run(|_, _| {});
         Ok(trainer.into_model())
     }
+
+    /// The chain map's configuration on `arm`; the two-link arm's options are refused.
+    fn chain_config(&self, arm: &ChainArm) -> Result<ChainAtlasConfig, String> {
+        let two_link_only = [
+            ("--solver", self.solver.is_some()),
+            ("--noise", self.noise.is_some()),
+            ("--backlash", self.backlash.is_some()),
+            ("--length-error", self.length_error.is_some()),
+            ("--joint-offset", self.joint_offset.is_some()),
+        ];
+        if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
+            return Err(format!("{flag} is for the two-link arm; on {} choose a chain layer with --layer", arm.name));
+        }
+        let layer = match self.layer {
+            None => ChainLayer::MseMiss,
+            Some(AnyLayer::Chain(l)) => l,
+            Some(AnyLayer::TwoLink(l)) => {
+                return Err(format!(
+                    "layer {l} is for the two-link arm (2r); on {} the layers are {}",
+                    arm.name,
+                    elbow::keys::keys::<ChainLayer>()
+                ));
+            }
+        };
+        let d = ChainAtlasConfig::new(arm.clone(), layer);
+        let cfg = ChainAtlasConfig {
+            resolution: self.resolution.unwrap_or(d.resolution),
+            margin: self.margin.unwrap_or(d.margin),
+            samples: self.samples.unwrap_or(d.samples),
+            seed: self.seed,
+            ..d
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
 }
 
-/// `elbow atlas`.
-pub(crate) fn run(args: &AtlasArgs) -> Result<(), String> {
+/// `elbow atlas`: the two-link map, or a chain's.
+pub(crate) fn run(args: &AtlasArgs) -> Result<(), Failure> {
+    match args.arm.lab()? {
+        AppArm::TwoLink(arm) => Ok(run_two_link(args, arm)?),
+        AppArm::Chain(arm) => run_chain(args, &arm),
+    }
+}
+
+/// `elbow atlas` on a chain: the nets its layer needs (loaded or trained here), the map, and
+/// the figure.
+fn run_chain(args: &AtlasArgs, arm: &ChainArm) -> Result<(), Failure> {
+    let out = Output::new(&args.out)?;
+    let cfg = args.chain_config(arm)?;
+    let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
+    let model = chain_nets(arm, args.model.as_deref(), &[cfg.layer.method()], steps, args.seed)?;
+    let started = std::time::Instant::now();
+    let atlas = super::with_progress(true, "rows", &format!("mapping {}", cfg.layer), |update| {
+        chain_atlas(&cfg, model.nets(), &|done, total| update("", done, total))
+    });
+    let atlas = match atlas {
+        Ok(a) => a,
+        Err(elbow::atlas::chain::ChainAtlasError::Cancelled) => {
+            return Err(Failure { message: "interrupted; nothing was written".into(), code: super::INTERRUPTED_EXIT });
+        }
+        Err(e) => return Err(e.to_string().into()),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let caption = format!("{}: {}", atlas.arm, atlas.layer.caption());
+    let (w, h) = atlas.cell_size();
+    let cells: Vec<(Point2, paint::Rgba)> = (0..atlas.resolution)
+        .flat_map(|row| (0..atlas.resolution).map(move |col| (col, row)))
+        .map(|(col, row)| {
+            (atlas.center(col, row), paint::chain_color(atlas.layer, atlas.cells[row * atlas.resolution + col]))
+        })
+        .collect();
+    let map = Map { caption, x: atlas.extent.x, y: atlas.extent.y, cell: (w, h), cells: &cells, rims: &[] };
+    let layer = atlas.layer;
+    let key = MapKey {
+        key: paint::chain_key(layer),
+        color_at: &|t| paint::chain_scale_color(layer, t),
+        no_value: Some(paint::chain_no_value()),
+    };
+    out.render(figure_size(&atlas), |canvas| match canvas {
+        Canvas::Svg(root) => draw(root, &map, &key),
+        Canvas::Bitmap(root) => draw(root, &map, &key),
+    })?;
+    let reachable = atlas.cells.iter().filter(|c| c.is_some()).count();
+    super::note(format_args!(
+        "wrote {} ({}×{} cells, {reachable} reachable, mapped in {seconds:.1} s)",
+        args.out.display(),
+        atlas.resolution,
+        atlas.resolution
+    ));
+    Ok(())
+}
+
+/// The figure's size for a chain map: the map's aspect, beside the key.
+fn figure_size(atlas: &ChainAtlas) -> (u32, u32) {
+    let aspect = (atlas.extent.x[1] - atlas.extent.x[0]) / (atlas.extent.y[1] - atlas.extent.y[0]);
+    let height = 800.0;
+    (((height - 60.0) * aspect + 60.0).round() as u32 + KEY_WIDTH as u32, height as u32)
+}
+
+/// `elbow atlas` on a two-link arm.
+fn run_two_link(args: &AtlasArgs, arm: elbow::TwoLinkArm) -> Result<(), String> {
     let out = Output::new(&args.out)?;
     let cfg = args.config()?;
-    let arm = args.arm.arm()?;
+    let layer = args.two_link_layer()?;
+    let solver = args.solver();
     // The silent layer's real arm must exist for these lengths: the core would otherwise map
     // the nominal arm in its place.
     elbow::kinematics::RealArm::with_mismatch(&arm, cfg.mismatch)
         .map_err(|e| format!("--length-error and --joint-offset give no usable real arm for these --lengths: {e}"))?;
-    if args.model.is_some() && args.solver.head().is_none() {
-        return Err(format!("--model is for a learned head; {} has no model", args.solver));
+    if args.model.is_some() && solver.head().is_none() {
+        return Err(format!("--model is for a learned head; {solver} has no model"));
     }
-    let model = args.solver.head().map(|h| args.model(h, arm)).transpose()?;
+    let model = solver.head().map(|h| args.model(h, arm)).transpose()?;
     if let Some(m) = &model {
         check_map_work(&cfg, m.net.parameter_count())?;
     }
     let mut models = Table::default();
-    if let (Some(head), Some(m)) = (args.solver.head(), model.as_ref()) {
+    if let (Some(head), Some(m)) = (solver.head(), model.as_ref()) {
         models[head] = Some(m);
     }
-    let atlas = compute(&Lineup::new(arm, models), args.solver, &cfg)?;
+    let atlas = compute(&Lineup::new(arm, models), solver, &cfg)?;
     if let Some(why) = &atlas.missing {
         return Err(why.clone());
     }
-    let rims = (arm.inner_radius(), arm.reach());
+    let w = atlas.half_width;
+    let step = 2.0 * w / atlas.resolution as f64;
+    let cells: Vec<(Point2, paint::Rgba)> =
+        atlas.cells.iter().map(|c| (c.target, paint::cell_color(c, layer))).collect();
+    let map = Map {
+        caption: format!("{}: {}", atlas.solver.name(), layer.caption()),
+        x: [-w, w],
+        y: [-w, w],
+        cell: (step, step),
+        cells: &cells,
+        rims: &[arm.inner_radius(), arm.reach()],
+    };
+    let key = MapKey {
+        key: paint::key(layer),
+        color_at: &|t| paint::scale_color(layer, t),
+        no_value: paint::no_value(layer),
+    };
     out.render((1060, 800), |canvas| match canvas {
-        Canvas::Svg(root) => draw(root, &atlas, args.layer, rims),
-        Canvas::Bitmap(root) => draw(root, &atlas, args.layer, rims),
+        Canvas::Svg(root) => draw(root, &map, &key),
+        Canvas::Bitmap(root) => draw(root, &map, &key),
     })?;
     super::note(format_args!("wrote {}", args.out.display()));
     Ok(())
 }
+
+/// What a figure maps: cells of one colour each over a rectangle, with optional rims.
+struct Map<'a> {
+    caption: String,
+    x: [f64; 2],
+    y: [f64; 2],
+    /// A cell's width and height.
+    cell: (f64, f64),
+    /// Each cell's centre and colour.
+    cells: &'a [(Point2, paint::Rgba)],
+    /// Circles drawn in white (the annulus rims), radii.
+    rims: &'a [f64],
+}
+
+/// How a figure's key explains its colours.
+struct MapKey<'a> {
+    key: paint::Key,
+    /// Colour at a fraction of the bar.
+    color_at: &'a dyn Fn(f64) -> paint::Rgba,
+    /// The colour of cells with no value and its label, if there are such cells.
+    no_value: Option<(&'static str, paint::Rgba)>,
+}
+
+/// Width of the key beside the map, pixels.
+const KEY_WIDTH: i32 = 260;
 
 /// Converts a paint colour.
 fn rgb(c: paint::Rgba) -> RGBColor {
@@ -164,22 +359,17 @@ fn rgb(c: paint::Rgba) -> RGBColor {
 }
 
 /// Draws the map, the rims and the key.
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    atlas: &Atlas,
-    layer: Layer,
-    (inner, outer): (f64, f64),
-) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, map: &Map<'_>, key: &MapKey<'_>) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("cannot draw the atlas: {e}");
     root.fill(&WHITE).map_err(err)?;
-    let (map_area, key_area) = root.split_horizontally(800);
-    let w = atlas.half_width;
+    let width = root.dim_in_pixel().0 as i32;
+    let (map_area, key_area) = root.split_horizontally(width - KEY_WIDTH);
     let mut chart = ChartBuilder::on(&map_area)
-        .caption(format!("{}: {}", atlas.solver.name(), layer.caption()), (FONT, 20))
+        .caption(&map.caption, (FONT, 20))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(48)
-        .build_cartesian_2d(-w..w, -w..w)
+        .build_cartesian_2d(map.x[0]..map.x[1], map.y[0]..map.y[1])
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -189,31 +379,31 @@ fn draw<DB: DrawingBackend>(
         .label_style((FONT, 14))
         .draw()
         .map_err(err)?;
-    let step = 2.0 * w / atlas.resolution as f64;
+    let (w, h) = map.cell;
     chart
-        .draw_series(atlas.cells.iter().map(|c| {
-            let (x, y) = (c.target.x - step / 2.0, c.target.y - step / 2.0);
-            Rectangle::new([(x, y), (x + step, y + step)], rgb(paint::cell_color(c, layer)).filled())
+        .draw_series(map.cells.iter().map(|&(c, color)| {
+            let (x, y) = (c.x - w / 2.0, c.y - h / 2.0);
+            Rectangle::new([(x, y), (x + w, y + h)], rgb(color).filled())
         }))
         .map_err(err)?;
-    for r in [inner, outer].into_iter().filter(|r| *r > 0.0) {
+    for &r in map.rims.iter().filter(|r| **r > 0.0) {
         let circle = (0..=240).map(|i| {
             let a = i as f64 / 240.0 * std::f64::consts::TAU;
             (r * a.cos(), r * a.sin())
         });
         chart.draw_series(LineSeries::new(circle, WHITE.stroke_width(2))).map_err(err)?;
     }
-    draw_key(&key_area, layer).map_err(err)
+    draw_key(&key_area, key).map_err(err)
 }
 
-/// Draws the colour bar or the class list of `layer` into `area`.
+/// Draws the colour bar or the class list of a key into `area`.
 fn draw_key<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    layer: Layer,
+    key: &MapKey<'_>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let text = (FONT, 14).into_font().color(&BLACK);
-    match paint::key(layer) {
-        paint::Key::Scale { lo, hi, log, unit } => {
+    match &key.key {
+        &paint::Key::Scale { lo, hi, log, unit } => {
             let (top, bottom, left) = (60, 720, 20);
             area.draw(&Text::new(unit, (left, top - 30), text.clone()))?;
             let steps = 200;
@@ -221,7 +411,7 @@ fn draw_key<DB: DrawingBackend>(
                 let t = i as f64 / steps as f64;
                 let y1 = bottom - ((bottom - top) as f64 * (t + 1.0 / steps as f64)).ceil() as i32;
                 let y0 = bottom - ((bottom - top) as f64 * t) as i32;
-                area.draw(&Rectangle::new([(left, y1), (left + 30, y0)], rgb(paint::scale_color(layer, t)).filled()))?;
+                area.draw(&Rectangle::new([(left, y1), (left + 30, y0)], rgb((key.color_at)(t)).filled()))?;
             }
             let ticks: Vec<f64> = if log {
                 let mut v: Vec<f64> = (-4..=0).map(|e| 10f64.powi(e)).collect();
@@ -237,8 +427,9 @@ fn draw_key<DB: DrawingBackend>(
                 area.draw(&PathElement::new(vec![(left + 30, y), (left + 36, y)], BLACK))?;
                 area.draw(&Text::new(label, (left + 40, y - 7), text.clone()))?;
             }
-            // Cells with no value (the confidence of a solver without a mixture) are on no bar.
-            if let Some((label, color)) = paint::no_value(layer) {
+            // Cells with no value (the confidence of a solver without a mixture, an unreachable
+            // chain target) are on no bar.
+            if let Some((label, color)) = key.no_value {
                 area.draw(&Rectangle::new([(left, bottom + 24), (left + 18, bottom + 42)], rgb(color).filled()))?;
                 area.draw(&Text::new(label, (left + 24, bottom + 26), text.clone()))?;
             }

@@ -2,7 +2,7 @@
 //! reports print as tables, JSON or CSV.
 
 mod chain;
-pub(crate) use chain::ChainLengths;
+pub(crate) use chain::{ChainLengths, print_chain_rows};
 mod degradation;
 mod randomization;
 

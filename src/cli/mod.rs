@@ -19,6 +19,7 @@ macro_rules! outln {
 pub(crate) mod preflight;
 pub(crate) mod signals;
 
+mod arm;
 mod atlas;
 mod bench;
 mod experiment;
@@ -27,6 +28,7 @@ mod plot;
 mod solve;
 mod train;
 
+pub(crate) use arm::ArmChoice;
 use clap::{Args, Parser, Subcommand};
 use elbow::chain::{ArmKind, ChainArm};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
@@ -80,16 +82,9 @@ fn parse_app_lengths(s: &str) -> Result<AppLengths, String> {
 }
 
 impl Cli {
-    /// The app's arm: `--arm` or `--lengths`, checked as every command's arm is.
+    /// The app's arm: `--arm` or `--lengths`, checked as every command's arm is ([`ArmChoice`]).
     pub(crate) fn app_lab(&self) -> Result<AppArm, String> {
-        match (self.arm, &self.lengths) {
-            (Some(ArmKind::TwoR) | None, None) => Ok(AppArm::TwoLink(TwoLinkArm::default())),
-            (_, Some(AppLengths::Two(a, b))) => {
-                ArmArgs { lengths: (*a, *b), elbow_limits: None }.arm().map(AppArm::TwoLink)
-            }
-            (_, Some(AppLengths::Chain(l))) => ChainArm::from_lengths(l).map(AppArm::Chain).map_err(|e| e.to_string()),
-            (Some(kind), None) => Ok(AppArm::Chain(kind.arm())),
-        }
+        ArmChoice { arm: self.arm, lengths: self.lengths.clone(), elbow_limits: None }.lab()
     }
 
     /// Why the app's flags cannot go with a command (each command takes its own), if they were

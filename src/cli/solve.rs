@@ -1,12 +1,17 @@
 //! `elbow solve X Y`: both analytic branches for one target, their average, and each one's FK
-//! error.
+//! error; on a chain (`--arm 3r|rail3`, three or more `--lengths`), every method's answers.
 
-use super::{ArmArgs, parse_finite, print_json};
+use super::arm::chain_nets;
+use super::{AppArm, ArmChoice, Failure, count, parse_finite, print_json, seed};
 use clap::Args;
+use elbow::chain::solve::{Effort, SolveSettings, solutions};
+use elbow::chain::{ChainArm, Method};
 use elbow::kinematics::{ElbowMode, Point2, Pose};
+use elbow::rng::{Stream, rng};
 use elbow::solve_branches;
 use elbow::stats::json_numbers;
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// Arguments of `elbow solve`.
 #[derive(Debug, Args)]
@@ -18,11 +23,29 @@ pub(crate) struct SolveArgs {
     #[arg(allow_hyphen_values = true, value_parser = parse_finite)]
     y: f64,
     #[command(flatten)]
-    pub(crate) arm: ArmArgs,
+    pub(crate) arm: ArmChoice,
+    /// Chains only: answers per sampled method (MDN, DLS, hybrid, exact), 1 to 1000 [default: 5].
+    #[arg(long, value_parser = count::<1, MAX_SOLVE_SAMPLES>, allow_hyphen_values = true)]
+    samples: Option<usize>,
+    /// Chains only: the chain model (`elbow train --arm ... --out FILE`) whose nets answer for
+    /// mse, mdn and hybrid. Without it, small nets are trained here first (a few seconds; a
+    /// note on stderr says so), so every method answers.
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Chains only: training steps of the nets trained here when no --model is given, 1 to
+    /// 100000 [default: 2000].
+    #[arg(long, value_parser = count::<1, 100_000>, allow_hyphen_values = true)]
+    train_steps: Option<usize>,
+    /// Chains only: seed of the sampling and of the nets trained here [default: 0].
+    #[arg(long, value_parser = seed, allow_hyphen_values = true)]
+    seed: Option<u64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
+
+/// The most answers per method `solve` prints.
+const MAX_SOLVE_SAMPLES: usize = 1000;
 
 #[derive(Serialize)]
 struct SolveRow {
@@ -52,9 +75,31 @@ struct SolveReport {
     rows: Vec<SolveRow>,
 }
 
-/// `elbow solve`.
-pub(crate) fn run(args: &SolveArgs) -> Result<(), String> {
-    let arm = args.arm.arm()?;
+/// `elbow solve`: the two-link arm's branches, or every method's answers on a chain.
+pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
+    match args.arm.lab()? {
+        AppArm::TwoLink(arm) => {
+            let chain_only = [
+                ("--samples", args.samples.is_some()),
+                ("--model", args.model.is_some()),
+                ("--train-steps", args.train_steps.is_some()),
+                ("--seed", args.seed.is_some()),
+            ];
+            if let Some((flag, _)) = chain_only.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{flag} is for chains (--arm 3r or rail3, or three or more --lengths); the two-link arm has its closed form"
+                )
+                .into());
+            }
+            Ok(run_two_link(args, &arm)?)
+        }
+        AppArm::Chain(arm) => run_chain(args, &arm),
+    }
+}
+
+/// `elbow solve` on a two-link arm.
+fn run_two_link(args: &SolveArgs, arm: &elbow::TwoLinkArm) -> Result<(), String> {
+    let arm = *arm;
     let target = Point2::new(args.x, args.y);
     let b = solve_branches(&arm, target);
     let row = |name, pose: Pose, admissible| {
@@ -109,6 +154,159 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), String> {
             r.fk_error,
             r.admissible
         );
+    }
+    Ok(())
+}
+
+/// One answer of a chain method.
+#[derive(Serialize)]
+struct ChainAnswer {
+    /// Coordinates: the rail in metres, joint angles in degrees.
+    #[serde(serialize_with = "json_numbers")]
+    x: Vec<f64>,
+    #[serde(serialize_with = "json_numbers")]
+    tip: [f64; 2],
+    #[serde(serialize_with = "json_numbers")]
+    miss: f64,
+}
+
+/// One chain method's answers and what they cost.
+#[derive(Serialize)]
+struct ChainMethodRow {
+    method: Method,
+    answers: Vec<ChainAnswer>,
+    /// Answers within the DLS tolerance (DLS and hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    converged: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iterations: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    starts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallbacks: Option<u64>,
+    /// The exact sampler's effective sample size.
+    #[serde(serialize_with = "json_numbers", skip_serializing_if = "Option::is_none")]
+    ess: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct ChainSolveReport {
+    #[serde(serialize_with = "json_numbers")]
+    target: [f64; 2],
+    arm: String,
+    /// The unit of each coordinate.
+    coordinates: Vec<String>,
+    /// Whether the exact sampler found any joint vector reaching the target within the limits.
+    reachable: bool,
+    /// Where the nets came from: a model file, or trained here.
+    nets: String,
+    methods: Vec<ChainMethodRow>,
+}
+
+/// `elbow solve` on a chain: every applicable method's answers ([`solutions`]).
+fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
+    if args.model.is_some() && args.train_steps.is_some() {
+        return Err("--train-steps is for the nets trained here; --model gives them trained".to_string().into());
+    }
+    let methods = arm.methods();
+    let (n, seed) = (args.samples.unwrap_or(5), args.seed.unwrap_or(0));
+    let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
+    let model = chain_nets(arm, args.model.as_deref(), methods, steps, seed)?;
+    let settings = SolveSettings::default();
+    let target = Point2::new(args.x, args.y);
+    let chain = &arm.chain;
+    let shown = |x: &[f64]| -> Vec<f64> {
+        x.iter().enumerate().map(|(i, &v)| if chain.is_angle(i) { v.to_degrees() } else { v }).collect()
+    };
+    let mut out = Vec::new();
+    let mut rows = Vec::new();
+    for (slot, &method) in methods.iter().enumerate() {
+        let mut rng = rng(seed, Stream::ChainSolve { slot: slot as u64 }, 0);
+        let count = if method == Method::Mse { 1 } else { n };
+        let effort: Effort = solutions(arm, model.nets(), &settings, method, target, count, &mut rng, &mut out)
+            .map_err(|e| e.to_string())?;
+        let answers: Vec<ChainAnswer> = out
+            .chunks_exact(arm.coords())
+            .map(|x| {
+                let tip = chain.tip(x);
+                ChainAnswer { x: shown(x), tip: [tip.x, tip.y], miss: (tip - target).norm() }
+            })
+            .collect();
+        let iterative = matches!(method, Method::Dls | Method::Hybrid);
+        let converged = answers.iter().filter(|a| a.miss <= settings.dls_tolerance).count();
+        rows.push(ChainMethodRow {
+            method,
+            answers,
+            converged: iterative.then_some(converged),
+            iterations: iterative.then_some(effort.iterations),
+            starts: iterative.then_some(effort.starts),
+            fallbacks: (method == Method::Hybrid).then_some(effort.fallbacks),
+            ess: effort.ess,
+        });
+    }
+    let reachable = rows.iter().find(|r| r.method == Method::Exact).is_none_or(|r| !r.answers.is_empty());
+    let coordinates = (0..arm.coords())
+        .map(|i| match (chain.is_angle(i), chain.rail().is_some()) {
+            (true, rail) => format!("q{} deg", i + usize::from(!rail)),
+            (false, _) => "rail m".to_string(),
+        })
+        .collect();
+    let nets = match &args.model {
+        Some(p) => format!("from {}", p.display()),
+        None => format!("trained here for {steps} steps, seed {seed}"),
+    };
+    let report = ChainSolveReport {
+        target: [args.x, args.y],
+        arm: arm.name.clone(),
+        coordinates,
+        reachable,
+        nets,
+        methods: rows,
+    };
+    if args.json {
+        return Ok(print_json(&report)?);
+    }
+    Ok(print_chain(&report, &settings)?)
+}
+
+/// The chain report as a table: one line per answer, then each method's effort.
+fn print_chain(r: &ChainSolveReport, settings: &SolveSettings) -> Result<(), String> {
+    outln!("target ({}, {}) on arm {} (nets {})", r.target[0], r.target[1], r.arm, r.nets);
+    if r.reachable {
+        outln!("reachable: the exact sampler found joint vectors within the limits that reach it");
+    } else {
+        outln!(
+            "UNREACHABLE: the exact sampler found no joint vector within the limits that reaches it; the answers below miss it"
+        );
+    }
+    let head: Vec<String> = r.coordinates.iter().map(|c| format!("{c:>10}")).collect();
+    outln!("{:<7} {:>3} {} {:>22} {:>11}", "method", "#", head.join(" "), "tip (x, y)", "tip miss m");
+    for row in &r.methods {
+        if row.answers.is_empty() {
+            outln!("{:<7} no answer", row.method.key());
+        }
+        for (i, a) in row.answers.iter().enumerate() {
+            let x: Vec<String> = a.x.iter().map(|v| format!("{v:>10.4}")).collect();
+            let tip = format!("({:.6}, {:.6})", a.tip[0], a.tip[1]);
+            outln!("{:<7} {:>3} {} {tip:>22} {:>11.3e}", row.method.key(), i + 1, x.join(" "), a.miss);
+        }
+    }
+    for row in &r.methods {
+        let n = row.answers.len();
+        match (row.converged, row.iterations, row.starts, row.ess) {
+            (Some(c), Some(it), Some(st), _) => {
+                let fell = row.fallbacks.map_or(String::new(), |f| format!(", {f} fell back to prior starts"));
+                let verdict = if c < n { " (did not converge: no start reached the target)" } else { "" };
+                outln!(
+                    "{}: {c} of {n} converged to {:.0e} m{verdict}, {it} iterations and {st} starts in all{fell}",
+                    row.method,
+                    settings.dls_tolerance
+                );
+            }
+            (.., Some(ess)) if n > 0 => outln!("{}: {n} samples from a pool of effective size {ess:.0}", row.method),
+            (.., Some(_)) => outln!("{}: no samples (no solution found)", row.method),
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -1,8 +1,15 @@
 //! `elbow train`: trains one head with a progress bar, reports its held-out FK miss, and saves
-//! the model.
+//! the model; on a chain (`--arm 3r|rail3`), trains its squared-error and mixture nets, reports
+//! their re-simulation error and posterior mismatch against the exact sampler (the chain
+//! experiment's evaluation), and saves a chain model.
 
-use super::{ArmArgs, Failure, count, learning_rate, print_json, seed, signals};
+use super::arm::cli_net_defaults;
+use super::experiment::print_chain_rows;
+use super::{AppArm, ArmChoice, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
+use elbow::chain::nets::{NetConfig, NetKind};
+use elbow::chain::{ChainArm, ChainModel, Method};
+use elbow::experiments::chain::{ChainConfig, MAX_SAMPLES, Progress, evaluate, train_nets};
 use elbow::kinematics::Region;
 use elbow::learned::{
     AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate,
@@ -18,10 +25,10 @@ fn defaults() -> TrainConfig {
 /// Arguments of `elbow train`.
 #[derive(Debug, Args)]
 pub(crate) struct TrainArgs {
-    /// Which head: mse, mdn, mode or residual.
-    #[arg(long, default_value_t = defaults().head)]
-    head: HeadKind,
-    /// Minibatch updates, 1 to 10000000.
+    /// Two-link arm: which head, mse, mdn, mode or residual [default: mdn].
+    #[arg(long)]
+    head: Option<HeadKind>,
+    /// Minibatch updates, 1 to 10000000 (on a chain, of each net).
     #[arg(long, default_value_t = defaults().steps, value_parser = count::<1, MAX_STEPS>, allow_hyphen_values = true)]
     steps: usize,
     /// Samples per minibatch, 1 to 65536.
@@ -30,35 +37,40 @@ pub(crate) struct TrainArgs {
     /// Width of each hidden layer, 1 to 4096.
     #[arg(long, default_value_t = defaults().hidden, value_parser = count::<1, 4096>, allow_hyphen_values = true)]
     hidden: usize,
-    /// Number of hidden layers, 1 to 8.
-    #[arg(long, default_value_t = defaults().depth, value_parser = count::<1, 8>, allow_hyphen_values = true)]
-    depth: usize,
-    /// MDN mixture components, 1 to 32.
-    #[arg(long, default_value_t = defaults().components, value_parser = count::<1, 32>, allow_hyphen_values = true)]
-    components: usize,
+    /// Number of hidden layers, 1 to 8 [default: 2; on a chain 3].
+    #[arg(long, value_parser = count::<1, 8>, allow_hyphen_values = true)]
+    depth: Option<usize>,
+    /// MDN mixture components, 1 to 32 [default: 2; on a chain 8, full covariance].
+    #[arg(long, value_parser = count::<1, 32>, allow_hyphen_values = true)]
+    components: Option<usize>,
     /// Peak learning rate (cosine-decayed), in (0, 1).
     #[arg(long, default_value_t = defaults().lr, value_parser = learning_rate, allow_hyphen_values = true)]
     lr: f32,
-    /// Hidden activation: tanh or relu.
-    #[arg(long, default_value = "tanh")]
-    activation: Activation,
-    /// Output encoding: circular (shoulder as cos/sin, no wrap) or raw angles (wraps at ±180°).
-    #[arg(long, default_value = "circular")]
-    encoding: AngleEncoding,
-    /// Training region: `annulus` or `sector:FROM,TO` in degrees.
-    #[arg(long, default_value_t = defaults().region)]
-    region: Region,
-    /// Training targets, 16 to 10000000.
-    #[arg(long, default_value_t = defaults().data_size, value_parser = count::<16, 10_000_000>, allow_hyphen_values = true)]
-    data_size: usize,
-    /// Held-out evaluation targets, 1 to 1000000.
-    #[arg(long, default_value_t = 5_000, value_parser = count::<1, MAX_EVAL_TARGETS>, allow_hyphen_values = true)]
-    eval_targets: usize,
+    /// Two-link arm: hidden activation, tanh or relu [default: tanh].
+    #[arg(long)]
+    activation: Option<Activation>,
+    /// Two-link arm: output encoding, circular (shoulder as cos/sin, no wrap) or raw angles
+    /// (wraps at ±180°) [default: circular].
+    #[arg(long)]
+    encoding: Option<AngleEncoding>,
+    /// Two-link arm: training region, `annulus` or `sector:FROM,TO` in degrees [default: annulus].
+    #[arg(long)]
+    region: Option<Region>,
+    /// Two-link arm: training targets, 16 to 10000000 [default: 20000].
+    #[arg(long, value_parser = count::<16, 10_000_000>, allow_hyphen_values = true)]
+    data_size: Option<usize>,
+    /// Held-out evaluation targets, 1 to 1000000 [default: 5000; on a chain 200, each scored
+    /// against the exact posterior].
+    #[arg(long, value_parser = count::<1, MAX_EVAL_TARGETS>, allow_hyphen_values = true)]
+    eval_targets: Option<usize>,
+    /// Chains only: samples per held-out target and net, 2 to 20000 [default: 200].
+    #[arg(long, value_parser = count::<2, MAX_SAMPLES>, allow_hyphen_values = true)]
+    samples: Option<usize>,
     /// Seed of data, initialisation and batching.
     #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     #[command(flatten)]
-    arm: ArmArgs,
+    arm: ArmChoice,
     /// Save the trained model here (JSON). Checked before training; written atomically, so an
     /// existing file is only replaced by a whole new model.
     #[arg(long)]
@@ -71,35 +83,82 @@ pub(crate) struct TrainArgs {
     quiet: bool,
 }
 
+/// Held-out targets of a two-link head's evaluation by default.
+const TWO_LINK_EVAL_TARGETS: usize = 5_000;
+/// Held-out targets of a chain's evaluation by default.
+const CHAIN_EVAL_TARGETS: usize = 200;
+/// Samples per held-out target and net of a chain's evaluation by default.
+const CHAIN_EVAL_SAMPLES: usize = 200;
+
 impl TrainArgs {
-    /// The training configuration these arguments describe; the residual head fits the default
-    /// real arm (the default mismatch, [`super::fitted_real_arm`]).
+    /// The training configuration these arguments describe on a two-link arm; the residual head
+    /// fits the default real arm (the default mismatch, [`super::fitted_real_arm`]).
     pub(crate) fn config(&self) -> Result<TrainConfig, String> {
-        let arm = self.arm.arm()?;
+        let arm = match self.arm.lab()? {
+            AppArm::TwoLink(arm) => arm,
+            AppArm::Chain(c) => return Err(format!("arm {} is a chain, not a two-link arm", c.name)),
+        };
+        let d = defaults();
+        let head = self.head.unwrap_or(d.head);
         Ok(TrainConfig {
-            head: self.head,
+            head,
             arm,
-            region: self.region,
-            data_size: self.data_size,
+            region: self.region.unwrap_or(d.region),
+            data_size: self.data_size.unwrap_or(d.data_size),
             steps: self.steps,
             batch: self.batch,
             hidden: self.hidden,
-            depth: self.depth,
-            activation: self.activation,
-            components: self.components,
+            depth: self.depth.unwrap_or(d.depth),
+            activation: self.activation.unwrap_or(Activation::Tanh),
+            components: self.components.unwrap_or(d.components),
             lr: self.lr,
-            encoding: self.encoding,
+            encoding: self.encoding.unwrap_or(AngleEncoding::Circular),
             seed: self.seed,
-            real: super::fitted_real_arm(self.head, &arm)?,
+            real: super::fitted_real_arm(head, &arm)?,
             ..TrainConfig::default()
         })
     }
+
+    /// The chain run these arguments describe on `arm`: both nets, evaluated like the chain
+    /// experiment on held-out targets.
+    fn chain_config(&self, arm: &ChainArm) -> Result<ChainConfig, String> {
+        let two_link_only = [
+            ("--head", self.head.is_some()),
+            ("--activation", self.activation.is_some()),
+            ("--encoding", self.encoding.is_some()),
+            ("--region", self.region.is_some()),
+            ("--data-size", self.data_size.is_some()),
+        ];
+        if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "{flag} is for the two-link arm; on {} `train` fits the squared-error and mixture nets on prior draws",
+                arm.name
+            ));
+        }
+        let mut cfg = ChainConfig::new(arm.clone());
+        cfg.methods = [Method::Mse, Method::Mdn].into_iter().filter(|m| arm.methods().contains(m)).collect();
+        let base = cli_net_defaults();
+        cfg.net = NetConfig {
+            steps: self.steps,
+            batch: self.batch,
+            hidden: self.hidden,
+            depth: self.depth.unwrap_or(base.depth),
+            components: self.components.unwrap_or(base.components),
+            lr: self.lr,
+            seed: self.seed,
+            ..base
+        };
+        cfg.targets = self.eval_targets.unwrap_or(CHAIN_EVAL_TARGETS);
+        cfg.samples = self.samples.unwrap_or(CHAIN_EVAL_SAMPLES);
+        cfg.seed = self.seed;
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
 }
 
-/// Checks, before any training, that the model can be saved at `path`.
-fn check_out(path: &std::path::Path, cfg: &TrainConfig) -> Result<(), String> {
+/// Checks, before any training, that a model of about `size` bytes can be saved at `path`.
+fn check_out(path: &std::path::Path, size: f64) -> Result<(), String> {
     elbow::files::check_destination(path).map_err(|e| format!("cannot write the model to {}: {e}", path.display()))?;
-    let size = cfg.model_file_estimate();
     if size > MAX_MODEL_FILE_BYTES as f64 {
         return Err(format!(
             "a model this large (about {size:.2e} bytes as JSON) would not fit the {MAX_MODEL_FILE_BYTES}-byte limit \
@@ -109,16 +168,33 @@ fn check_out(path: &std::path::Path, cfg: &TrainConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// `elbow train`.
+/// `elbow train`: a two-link head, or a chain's nets.
 pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
+    match args.arm.lab()? {
+        AppArm::Chain(arm) => run_chain(args, &arm),
+        AppArm::TwoLink(_) => {
+            if args.samples.is_some() {
+                return Err(
+                    "--samples is for chains (--arm 3r or rail3, or three or more --lengths), scored against their exact posterior"
+                        .to_string()
+                        .into(),
+                );
+            }
+            run_two_link(args)
+        }
+    }
+}
+
+/// `elbow train` on a two-link arm.
+fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
     let cfg = args.config()?;
     cfg.validate()?;
     if let Some(path) = &args.out {
-        check_out(path, &cfg)?;
+        check_out(path, cfg.model_file_estimate())?;
     }
     let bar = super::progress_bar(!args.quiet && !args.json, cfg.steps, "steps", format!("training {}", cfg.head));
     let polling = signals::Polling::start();
-    let trained = train_and_evaluate(cfg, args.eval_targets, |step, loss| {
+    let trained = train_and_evaluate(cfg, args.eval_targets.unwrap_or(TWO_LINK_EVAL_TARGETS), |step, loss| {
         if let Some(bar) = &bar
             && (step % 50 == 0 || step == cfg.steps)
         {
@@ -175,6 +251,62 @@ pub(crate) fn run(args: &TrainArgs) -> Result<(), Failure> {
             );
         }
     }
+    if let Some(path) = &args.out {
+        outln!("saved {}", path.display());
+    }
+    Ok(())
+}
+
+/// `elbow train` on a chain: both nets side by side (the chain experiment's training), their
+/// held-out figures (its evaluation), and the chain model saved.
+fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
+    let cfg = args.chain_config(arm)?;
+    let kinds: Vec<NetKind> = cfg.methods.iter().filter_map(|&m| elbow::chain::solve::net_needed(m)).collect();
+    if let Some(path) = &args.out {
+        let size: f64 = kinds.iter().map(|&k| cfg.net.model_file_estimate(k, arm.coords())).sum();
+        check_out(path, size)?;
+    }
+    let started = std::time::Instant::now();
+    let report = super::with_progress(!args.quiet && !args.json, "", &format!("training {}", arm.name), |update| {
+        let progress = |p: Progress| match p {
+            Progress::Training { done, total } => update("training the nets", done, total),
+            Progress::Evaluating { done, total } => update("scoring against the exact posterior", done, total),
+        };
+        let nets = train_nets(&cfg, &progress)?;
+        let train_seconds = started.elapsed().as_secs_f64();
+        let report = evaluate(&cfg, nets.nets(), train_seconds, &progress)?;
+        Ok::<_, elbow::experiments::ExperimentError>((nets, report))
+    });
+    if signals::interrupted() {
+        return Err(Failure { message: "interrupted; nothing was saved".into(), code: super::INTERRUPTED_EXIT });
+    }
+    let (nets, report) = report?;
+    let model = ChainModel::new(arm.clone(), cfg.net, nets.mse, nets.mdn);
+    if let Some(path) = &args.out {
+        model.save(path).map_err(|e| e.to_string())?;
+    }
+    if args.json {
+        return Ok(print_json(&report)?);
+    }
+    outln!(
+        "{}: squared-error and {}-component mixture nets, {} steps each, trained side by side in {:.1} s",
+        arm.name,
+        cfg.net.components,
+        cfg.net.steps,
+        report.train_seconds
+    );
+    outln!(
+        "held-out: {} targets y* = f(x), x from the prior, {} samples each, scored against the exact posterior in {:.1} s",
+        report.targets,
+        report.samples,
+        report.eval_seconds
+    );
+    print_chain_rows(&report)?;
+    outln!(
+        "resim: mean squared distance of FK(sample) to y* (m²); mismatch: unbiased MMD² against the exact samples (floor {:.5}); success: within {} m",
+        report.mmd_floor.mean,
+        report.tolerance
+    );
     if let Some(path) = &args.out {
         outln!("saved {}", path.display());
     }

@@ -86,6 +86,17 @@ pub enum ModelError {
         /// What was wrong.
         reason: String,
     },
+    /// The file is a model of another kind than the one asked for (a chain model where a
+    /// two-link head is needed).
+    #[error("{path} is {found}, and {wanted} is needed here")]
+    OtherKind {
+        /// The path.
+        path: String,
+        /// What the file holds (`a chain model for rail3`).
+        found: String,
+        /// What was asked for.
+        wanted: String,
+    },
     /// The file parses but one field is unusable.
     #[error("model file {path} is not a valid Elbow model: {error}")]
     Field {
@@ -108,7 +119,7 @@ pub struct FieldError {
 }
 
 /// `Err(FieldError)` for `field` with `reason`.
-fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) -> Result<T, FieldError> {
+pub(crate) fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) -> Result<T, FieldError> {
     Err(FieldError { field: field.into(), reason: reason.into() })
 }
 
@@ -116,8 +127,90 @@ fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) -> Result<T
 /// bytes: 64 MiB, some 4 million parameters (the default network's file is about 100 kB).
 pub const MAX_MODEL_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Checks a network read from a file, naming the field (`field` is its path, `net`, `mse.net`):
+/// 1 to 9 layers of 1 to 4096 units that chain, every weight and bias finite.
+pub(crate) fn validate_layers(net: &Mlp, field: &str) -> Result<(), FieldError> {
+    use super::limits::{MAX_DEPTH, MAX_HIDDEN};
+    let layers = &net.layers;
+    if layers.is_empty() || layers.len() > MAX_DEPTH + 1 {
+        return field_err(
+            format!("{field}.layers"),
+            format!("must hold 1 to {} layers, got {}", MAX_DEPTH + 1, layers.len()),
+        );
+    }
+    for (i, l) in layers.iter().enumerate() {
+        let (rows, cols) = l.w.shape();
+        if !(1..=MAX_HIDDEN).contains(&rows) || !(1..=MAX_HIDDEN).contains(&cols) {
+            return field_err(
+                format!("{field}.layers[{i}].w"),
+                format!("must be 1 to {MAX_HIDDEN} units each way, got {rows}x{cols}"),
+            );
+        }
+        if l.b.len() != rows {
+            return field_err(format!("{field}.layers[{i}].b"), format!("must hold {rows} values, got {}", l.b.len()));
+        }
+        if i > 0 && cols != layers[i - 1].w.nrows() {
+            return field_err(
+                format!("{field}.layers[{i}].w"),
+                format!("takes {cols} inputs but layer {} gives {}", i - 1, layers[i - 1].w.nrows()),
+            );
+        }
+        if let Some(v) = l.w.iter().find(|v| !v.is_finite()) {
+            return field_err(format!("{field}.layers[{i}].w"), format!("holds a non-finite weight ({v})"));
+        }
+        if let Some(v) = l.b.iter().find(|v| !v.is_finite()) {
+            return field_err(format!("{field}.layers[{i}].b"), format!("holds a non-finite bias ({v})"));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `value` as JSON at `path`, atomically, refusing more than [`MAX_MODEL_FILE_BYTES`]:
+/// every model file (two-link heads, chain nets) is saved through this.
+pub(crate) fn save_json<T: Serialize>(value: &T, path: &Path) -> Result<(), ModelError> {
+    let io = |source| ModelError::Io { path: path.display().to_string(), source };
+    let json = serde_json::to_vec(value).map_err(|e| io(std::io::Error::other(e)))?;
+    if json.len() as u64 > MAX_MODEL_FILE_BYTES {
+        return Err(io(std::io::Error::other(format!(
+            "the model is {} bytes as JSON, more than the {MAX_MODEL_FILE_BYTES} bytes a model file may hold",
+            json.len()
+        ))));
+    }
+    crate::files::write_atomic(path, &json).map_err(io)
+}
+
+/// Reads a model file's bytes: a regular file (never a FIFO or device) of at most
+/// [`MAX_MODEL_FILE_BYTES`].
+pub(crate) fn read_model_bytes(path: &Path) -> Result<Vec<u8>, ModelError> {
+    crate::files::read_bounded(path, MAX_MODEL_FILE_BYTES)
+        .map_err(|source| ModelError::Io { path: path.display().to_string(), source })
+}
+
+/// Parses a model file's `bytes` read from `path` and checks them with `validate`.
+pub(crate) fn parse_model<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+    validate: impl FnOnce(&T) -> Result<(), FieldError>,
+) -> Result<T, ModelError> {
+    let shown = || path.display().to_string();
+    let model: T =
+        serde_json::from_slice(bytes).map_err(|e| ModelError::Corrupt { path: shown(), reason: e.to_string() })?;
+    validate(&model).map_err(|error| ModelError::Field { path: shown(), error })?;
+    Ok(model)
+}
+
+/// The `format` tag of a model file's JSON, if it has one (to tell a two-link model from a
+/// chain model before parsing either).
+pub(crate) fn format_tag(bytes: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Tag {
+        format: String,
+    }
+    serde_json::from_slice::<Tag>(bytes).ok().map(|t| t.format)
+}
+
 /// Identifies the file format.
-const FORMAT: &str = "elbow-model";
+pub(crate) const FORMAT: &str = "elbow-model";
 /// Bumped whenever the layout changes.
 const VERSION: u32 = 1;
 
@@ -237,7 +330,7 @@ impl LearnedModel {
     /// (1 to 9 layers of 1 to 4096 units that chain) and weights (all finite), the network's
     /// inputs and outputs for this head, and the output scale and correction bound.
     pub fn validate(&self) -> Result<(), FieldError> {
-        use super::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN, MAX_SIGMA_MIN};
+        use super::limits::{MAX_COMPONENTS, MAX_SIGMA_MIN};
         if self.format != FORMAT {
             return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
         }
@@ -285,34 +378,7 @@ impl LearnedModel {
                 return field_err("mdn.sigma_min", format!("must be in (0, {MAX_SIGMA_MIN}], got {}", m.sigma_min));
             }
         }
-        let layers = &self.net.layers;
-        if layers.is_empty() || layers.len() > MAX_DEPTH + 1 {
-            return field_err("net.layers", format!("must hold 1 to {} layers, got {}", MAX_DEPTH + 1, layers.len()));
-        }
-        for (i, l) in layers.iter().enumerate() {
-            let (rows, cols) = l.w.shape();
-            if !(1..=MAX_HIDDEN).contains(&rows) || !(1..=MAX_HIDDEN).contains(&cols) {
-                return field_err(
-                    format!("net.layers[{i}].w"),
-                    format!("must be 1 to {MAX_HIDDEN} units each way, got {rows}x{cols}"),
-                );
-            }
-            if l.b.len() != rows {
-                return field_err(format!("net.layers[{i}].b"), format!("must hold {rows} values, got {}", l.b.len()));
-            }
-            if i > 0 && cols != layers[i - 1].w.nrows() {
-                return field_err(
-                    format!("net.layers[{i}].w"),
-                    format!("takes {cols} inputs but layer {} gives {}", i - 1, layers[i - 1].w.nrows()),
-                );
-            }
-            if let Some(v) = l.w.iter().find(|v| !v.is_finite()) {
-                return field_err(format!("net.layers[{i}].w"), format!("holds a non-finite weight ({v})"));
-            }
-            if let Some(v) = l.b.iter().find(|v| !v.is_finite()) {
-                return field_err(format!("net.layers[{i}].b"), format!("holds a non-finite bias ({v})"));
-            }
-        }
+        validate_layers(&self.net, "net")?;
         if self.net.inputs() != self.input_dims() || self.net.outputs() != self.output_dims() {
             return field_err(
                 "net",
@@ -339,15 +405,7 @@ impl LearnedModel {
     /// holds the old file or the whole new one, never a truncated one. A model too large for
     /// [`MAX_MODEL_FILE_BYTES`] is refused, so every saved file loads back.
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
-        let io = |source| ModelError::Io { path: path.display().to_string(), source };
-        let json = serde_json::to_vec(self).map_err(|e| io(std::io::Error::other(e)))?;
-        if json.len() as u64 > MAX_MODEL_FILE_BYTES {
-            return Err(io(std::io::Error::other(format!(
-                "the model is {} bytes as JSON, more than the {MAX_MODEL_FILE_BYTES} bytes a model file may hold",
-                json.len()
-            ))));
-        }
-        crate::files::write_atomic(path, &json).map_err(io)
+        save_json(self, path)
     }
 
     /// Reads and fully validates a model file: it must be a regular file (never a FIFO or
@@ -355,13 +413,16 @@ impl LearnedModel {
     /// [`LearnedModel::validate`]; the error names the path and the first bad field. The app's
     /// load button and every `--model FILE` use this.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let shown = || path.display().to_string();
-        let bytes = crate::files::read_bounded(path, MAX_MODEL_FILE_BYTES)
-            .map_err(|source| ModelError::Io { path: shown(), source })?;
-        let model: LearnedModel =
-            serde_json::from_slice(&bytes).map_err(|e| ModelError::Corrupt { path: shown(), reason: e.to_string() })?;
-        model.validate().map_err(|error| ModelError::Field { path: shown(), error })?;
-        Ok(model)
+        let bytes = read_model_bytes(path)?;
+        if format_tag(&bytes).as_deref() == Some(crate::chain::model::FORMAT) {
+            let found = crate::chain::model::ModelFile::parse(path, &bytes)?.describe();
+            return Err(ModelError::OtherKind {
+                path: path.display().to_string(),
+                found,
+                wanted: "a two-link model".into(),
+            });
+        }
+        parse_model(path, &bytes, Self::validate)
     }
 
     /// Parses and validates a model from JSON text.

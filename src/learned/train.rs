@@ -204,6 +204,12 @@ impl Fit {
         self.layer_sizes().windows(2).map(|w| (w[0] as f64 + 1.0) * w[1] as f64).sum()
     }
 
+    /// Estimated size of the network's model file, bytes (at most 16 bytes of JSON per
+    /// parameter, and some room for the rest).
+    pub fn model_file_estimate(&self) -> f64 {
+        16.0 * self.parameter_count() + 4096.0
+    }
+
     /// Estimated peak memory of the network's training, bytes: weights, gradients and Adam's two
     /// moments (16 bytes per parameter), the minibatch activations and their gradients (16 bytes
     /// per unit per sample). A training set comes on top.
@@ -448,7 +454,7 @@ impl TrainConfig {
     /// parameter): compare with [`super::model::MAX_MODEL_FILE_BYTES`] before training a model
     /// that is to be saved.
     pub fn model_file_estimate(&self) -> f64 {
-        16.0 * self.parameter_count() + 4096.0
+        self.fit().model_file_estimate()
     }
 
     /// Estimated floating-point work of a training run, FLOP ([`Fit::work_estimate`]).

@@ -199,6 +199,17 @@ fn print_table(r: &ChainReport) -> Result<(), String> {
         r.posterior_spread.q75,
         100.0 * r.spread_over_tenth
     );
+    print_chain_rows(r)?;
+    outln!(
+        "resim: mean squared distance of FK(sample) to y* (m²); success: within {} m; outside: share of samples outside the joint limits;",
+        r.tolerance
+    );
+    outln!("s/solution over the whole run, s/2000: 2,000 solutions of y* = (1.5, 0) on one core (best of three)");
+    Ok(())
+}
+
+/// The header and one row per method of a chain report (the experiment's and `train --arm`'s).
+pub(crate) fn print_chain_rows(r: &ChainReport) -> Result<(), String> {
     outln!(
         "{:<7} {:>9} {:>9} {:<20} {:>9} {:>9} {:<20} {:>9} {:>8} {:>10} {:>10}",
         "method",
@@ -216,11 +227,6 @@ fn print_table(r: &ChainReport) -> Result<(), String> {
     for row in &r.rows {
         print_row(row)?;
     }
-    outln!(
-        "resim: mean squared distance of FK(sample) to y* (m²); success: within {} m; outside: share of samples outside the joint limits;",
-        r.tolerance
-    );
-    outln!("s/solution over the whole run, s/2000: 2,000 solutions of y* = (1.5, 0) on one core (best of three)");
     Ok(())
 }
 

@@ -6,6 +6,8 @@ use super::report::{ChainReport, Demo, MethodRow};
 use crate::chain::arm::MAX_COORDS;
 use crate::chain::mmd::{Columns, cross_sum, mmd_from_sums, self_sum};
 use crate::chain::nets::{ChainNet, NetKind};
+use crate::chain::sampler::spread;
+use crate::chain::solve::{Nets, SolveError};
 use crate::chain::{ExactSampler, Method, solve};
 use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
@@ -40,10 +42,20 @@ pub enum Progress {
     },
 }
 
-/// The trained nets a run uses.
-struct Nets {
-    mse: Option<ChainNet>,
-    mdn: Option<ChainNet>,
+/// The nets a run trained.
+#[derive(Debug, Clone, Default)]
+pub struct TrainedNets {
+    /// The squared-error net, if a method needs it.
+    pub mse: Option<ChainNet>,
+    /// The mixture density network, if a method needs it.
+    pub mdn: Option<ChainNet>,
+}
+
+impl TrainedNets {
+    /// The nets, as the solving code takes them.
+    pub fn nets(&self) -> Nets<'_> {
+        Nets { mse: self.mse.as_ref(), mdn: self.mdn.as_ref() }
+    }
 }
 
 /// One method's figures on one target.
@@ -71,8 +83,29 @@ pub fn chain_observed(
 ) -> Result<ChainReport, ExperimentError> {
     cfg.validate()?;
     let t0 = Instant::now();
-    let nets = train(cfg, progress)?;
-    let train_seconds = t0.elapsed().as_secs_f64();
+    let nets = train_nets(cfg, progress)?;
+    evaluate(cfg, nets.nets(), t0.elapsed().as_secs_f64(), progress)
+}
+
+/// Evaluates `nets` (trained here or loaded) on the run's targets: everything [`chain`] reports,
+/// with `train_seconds` as the training time. Every method's net must be given.
+pub fn evaluate(
+    cfg: &ChainConfig,
+    nets: Nets<'_>,
+    train_seconds: f64,
+    progress: &(dyn Fn(Progress) -> bool + Sync),
+) -> Result<ChainReport, ExperimentError> {
+    cfg.validate()?;
+    for &m in &cfg.methods {
+        let given = match net_of(m) {
+            Some(NetKind::Mse) => nets.mse.is_some(),
+            Some(NetKind::Mdn) => nets.mdn.is_some(),
+            None => true,
+        };
+        if !given {
+            return Err(ExperimentError::Invalid(SolveError::NoNet(m).to_string()));
+        }
+    }
     let arm = &cfg.arm;
     let d = arm.coords();
     let mut rng = rng(cfg.seed, Stream::ChainTargets, 0);
@@ -93,7 +126,7 @@ pub fn chain_observed(
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return None;
             }
-            let r = evaluate_target(cfg, &nets, t, i);
+            let r = evaluate_target(cfg, nets, t, i);
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if !progress(Progress::Evaluating { done: n, total: cfg.targets }) {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -106,7 +139,7 @@ pub fn chain_observed(
         return Err(TrainError::Cancelled { step, steps: cfg.targets }.into());
     }
     let results: Vec<TargetResult> = results.into_iter().flatten().collect();
-    let (timed, demo) = time_demo(cfg, &nets);
+    let (timed, demo) = time_demo(cfg, nets);
     let eval_seconds = t1.elapsed().as_secs_f64();
     let floor: Vec<f64> = results.iter().map(|r| r.floor).collect();
     let ess_min = results.iter().map(|r| r.ess).fold(f64::INFINITY, f64::min);
@@ -158,8 +191,11 @@ pub fn chain_observed(
     })
 }
 
-/// Trains the nets the methods need, side by side.
-fn train(cfg: &ChainConfig, progress: &(dyn Fn(Progress) -> bool + Sync)) -> Result<Nets, ExperimentError> {
+/// Trains the nets the configuration's methods need, side by side.
+pub fn train_nets(
+    cfg: &ChainConfig,
+    progress: &(dyn Fn(Progress) -> bool + Sync),
+) -> Result<TrainedNets, ExperimentError> {
     let kinds: Vec<NetKind> = [NetKind::Mse, NetKind::Mdn]
         .into_iter()
         .filter(|&k| cfg.methods.iter().any(|&m| net_of(m) == Some(k)))
@@ -176,7 +212,7 @@ fn train(cfg: &ChainConfig, progress: &(dyn Fn(Progress) -> bool + Sync)) -> Res
             Ok((kind, net))
         })
         .collect::<Result<_, TrainError>>()?;
-    let mut nets = Nets { mse: None, mdn: None };
+    let mut nets = TrainedNets::default();
     for (kind, net) in trained {
         match kind {
             NetKind::Mse => nets.mse = Some(net),
@@ -198,21 +234,20 @@ struct TargetResult {
 /// the DLS effort and the exact sampler's ESS (NaN for the other methods).
 fn solutions(
     cfg: &ChainConfig,
-    nets: &Nets,
+    nets: Nets<'_>,
     method: Method,
     target: Point2,
     n: usize,
     rng: &mut ChaCha8Rng,
     out: &mut Vec<f64>,
 ) -> (u64, u64, f64) {
-    let nets = solve::Nets { mse: nets.mse.as_ref(), mdn: nets.mdn.as_ref() };
     let e = solve::solutions(&cfg.arm, nets, &cfg.solve_settings(), method, target, n, rng, out)
         .expect("the run trained every net its methods need");
     (e.iterations, e.starts, e.ess.unwrap_or(f64::NAN))
 }
 
 /// Every method and the references on one target.
-fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize) -> TargetResult {
+fn evaluate_target(cfg: &ChainConfig, nets: Nets<'_>, target: Point2, index: usize) -> TargetResult {
     let arm = &cfg.arm;
     let d = arm.coords();
     let n = cfg.samples;
@@ -269,12 +304,12 @@ fn evaluate_target(cfg: &ChainConfig, nets: &Nets, target: Point2, index: usize)
         );
         ess = ess.min(other.ess);
     }
-    TargetResult { methods, floor, ess, spread: solve::spread(&reference.x, d) }
+    TargetResult { methods, floor, ess, spread: spread(&reference.x, d) }
 }
 
 /// Times [`TIMED_SOLUTIONS`] solutions of the demo target per method on this thread (best of
 /// three) and keeps the first samples of each (and of the exact reference) for the figure.
-fn time_demo(cfg: &ChainConfig, nets: &Nets) -> (Vec<f64>, Demo) {
+fn time_demo(cfg: &ChainConfig, nets: Nets<'_>) -> (Vec<f64>, Demo) {
     const KEEP: usize = 200;
     let d = cfg.arm.coords();
     let target = Point2::new(DEMO_TARGET[0], DEMO_TARGET[1]);

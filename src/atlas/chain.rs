@@ -1,0 +1,381 @@
+//! The chain atlas: one method's figure for every cell of a grid over a redundant chain's
+//! workspace, the chain's counterpart of the two-link [`Atlas`](super::Atlas).
+//!
+//! Layers ([`ChainLayer`]), each a number per cell:
+//! - `mse-miss`: the tip miss of the squared-error net's one answer, metres;
+//! - `mdn-resim`: the mean tip miss of the mixture's samples, metres;
+//! - `exact-spread`: the spread of the exact posterior (root of the trace of its covariance,
+//!   [`spread`]), in the coordinates' units;
+//! - `hybrid-success`: the share of hybrid solutions (MDN seeds finished by DLS) within the
+//!   tolerance.
+//!
+//! Every answer comes from [`solutions`], the one implementation of the methods. A cell where
+//! the exact sampler finds no solution is unreachable and has no value (`None`); a cheap probe of
+//! the exact sampler (rounds of a small batch, stopping at the first solution) decides that before
+//! any method runs, so neither DLS restarts nor the full sampler's rounds are spent on a target no
+//! joint vector reaches.
+//! Rows run in parallel, each with its own random stream, so a map is the same however the rows
+//! are shared between threads; the progress callback can stop the run between rows.
+
+use crate::chain::sampler::spread;
+use crate::chain::solve::{Nets, SolveError, SolveSettings, solutions};
+use crate::chain::{ChainArm, ExactSampler, Method};
+use crate::kinematics::Point2;
+use crate::rng::{Stream, rng};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// What a chain atlas colours each cell by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum ChainLayer {
+    /// Tip miss of the squared-error net's answer, metres.
+    MseMiss,
+    /// Mean tip miss of the mixture's samples, metres.
+    MdnResim,
+    /// Root of the trace of the exact posterior's covariance.
+    ExactSpread,
+    /// Share of hybrid solutions within the tolerance.
+    HybridSuccess,
+}
+
+impl ChainLayer {
+    /// Every layer, in menu order.
+    pub const ALL: [ChainLayer; 4] =
+        [ChainLayer::MseMiss, ChainLayer::MdnResim, ChainLayer::ExactSpread, ChainLayer::HybridSuccess];
+
+    /// The key on the command line and in JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            ChainLayer::MseMiss => "mse-miss",
+            ChainLayer::MdnResim => "mdn-resim",
+            ChainLayer::ExactSpread => "exact-spread",
+            ChainLayer::HybridSuccess => "hybrid-success",
+        }
+    }
+
+    /// The method whose answers the layer shows.
+    pub const fn method(self) -> Method {
+        match self {
+            ChainLayer::MseMiss => Method::Mse,
+            ChainLayer::MdnResim => Method::Mdn,
+            ChainLayer::ExactSpread => Method::Exact,
+            ChainLayer::HybridSuccess => Method::Hybrid,
+        }
+    }
+
+    /// The values' unit or meaning, for a legend.
+    pub const fn unit(self) -> &'static str {
+        match self {
+            ChainLayer::MseMiss => "tip miss, m",
+            ChainLayer::MdnResim => "mean tip miss, m",
+            ChainLayer::ExactSpread => "spread (m and rad)",
+            ChainLayer::HybridSuccess => "share within tolerance",
+        }
+    }
+
+    /// What the layer shows, for a caption.
+    pub const fn caption(self) -> &'static str {
+        match self {
+            ChainLayer::MseMiss => "tip miss of the squared-error net's answer (log scale, metres)",
+            ChainLayer::MdnResim => "mean tip miss of the MDN's samples (log scale, metres)",
+            ChainLayer::ExactSpread => "exact posterior's spread (root of the trace of its covariance)",
+            ChainLayer::HybridSuccess => "share of hybrid solutions within the tolerance",
+        }
+    }
+}
+
+crate::keys::keyed!(ChainLayer, "chain layer", serde);
+
+/// Everything that defines a chain atlas.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainAtlasConfig {
+    /// The arm.
+    pub arm: ChainArm,
+    /// What the cells show.
+    pub layer: ChainLayer,
+    /// Cells per side.
+    pub resolution: usize,
+    /// How far the map reaches beyond the farthest tip, as a fraction of the reach.
+    pub margin: f64,
+    /// Answers per cell of the sampled layers (`mdn-resim`, `exact-spread`, `hybrid-success`).
+    pub samples: usize,
+    /// A solution within this of the target (metres) is a success.
+    pub tolerance: f64,
+    /// How DLS, the hybrid and the exact sampler run.
+    pub settings: SolveSettings,
+    /// Seed of the sampling.
+    pub seed: u64,
+}
+
+/// Largest resolution accepted (cells per side).
+pub const MAX_CHAIN_RESOLUTION: usize = 512;
+/// Most answers per cell.
+pub const MAX_CHAIN_SAMPLES: usize = 256;
+/// Proposals per chart of the reachability probe (one round; see the module documentation).
+const PROBE_BATCH: usize = 256;
+
+impl ChainAtlasConfig {
+    /// The default map of `layer` on `arm`: 48 × 48 cells, a 10 % margin, 16 answers per cell,
+    /// 1 mm tolerance, the experiment's solver settings.
+    pub fn new(arm: ChainArm, layer: ChainLayer) -> Self {
+        Self {
+            arm,
+            layer,
+            resolution: 48,
+            margin: 0.1,
+            samples: 16,
+            tolerance: 1e-3,
+            settings: SolveSettings::default(),
+            seed: 0,
+        }
+    }
+
+    /// Checks every field, with a message naming the first bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.arm.methods().is_empty() {
+            return Err(format!("the chain atlas needs a redundant chain; arm {} is not one", self.arm.name));
+        }
+        if !self.arm.methods().contains(&self.layer.method()) {
+            return Err(format!(
+                "layer {} needs method {}, which does not apply to arm {}",
+                self.layer,
+                self.layer.method(),
+                self.arm.name
+            ));
+        }
+        if !(2..=MAX_CHAIN_RESOLUTION).contains(&self.resolution) {
+            return Err(format!("resolution must be in 2..={MAX_CHAIN_RESOLUTION}, got {}", self.resolution));
+        }
+        if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
+            return Err(format!("margin must be in [0, 2], got {}", self.margin));
+        }
+        if !(2..=MAX_CHAIN_SAMPLES).contains(&self.samples) {
+            return Err(format!("samples must be in 2..={MAX_CHAIN_SAMPLES}, got {}", self.samples));
+        }
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return Err(format!("tolerance must be > 0, got {}", self.tolerance));
+        }
+        let s = &self.settings;
+        let counts = [s.dls_iterations, s.dls_starts, s.hybrid_iterations, s.hybrid_seeds];
+        if !(s.dls_tolerance.is_finite() && s.dls_tolerance > 0.0)
+            || counts.iter().any(|&c| !(1..=10_000).contains(&c))
+            || !(s.ess_factor.is_finite() && (1.0..=1000.0).contains(&s.ess_factor))
+        {
+            return Err(format!("solver settings out of range: {s:?}"));
+        }
+        Ok(())
+    }
+
+    /// The mapped rectangle: every tip the arm reaches, and the margin beyond.
+    pub fn extent(&self) -> Extent {
+        let chain = &self.arm.chain;
+        let reach = chain.reach();
+        let (lo, hi) = chain.rail().map_or((0.0, 0.0), |t| (t.min, t.max));
+        let pad = reach * self.margin;
+        Extent { x: [-reach - pad, reach + pad], y: [lo - reach - pad, hi + reach + pad] }
+    }
+}
+
+/// A rectangle of the plane, metres.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Extent {
+    /// Left and right edges.
+    pub x: [f64; 2],
+    /// Bottom and top edges.
+    pub y: [f64; 2],
+}
+
+/// A whole chain map.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChainAtlas {
+    /// The arm's name.
+    pub arm: String,
+    /// What the cells show.
+    pub layer: ChainLayer,
+    /// Cells per side.
+    pub resolution: usize,
+    /// The mapped rectangle.
+    pub extent: Extent,
+    /// Cells row by row, bottom row (most negative y) first, each row left to right: the
+    /// layer's value, `None` where the target is unreachable (the exact sampler found nothing).
+    pub cells: Vec<Option<f64>>,
+}
+
+impl ChainAtlas {
+    /// A cell's width and height, metres.
+    pub fn cell_size(&self) -> (f64, f64) {
+        let n = self.resolution as f64;
+        ((self.extent.x[1] - self.extent.x[0]) / n, (self.extent.y[1] - self.extent.y[0]) / n)
+    }
+
+    /// The centre of cell `(col, row)`.
+    pub fn center(&self, col: usize, row: usize) -> Point2 {
+        center(&self.extent, self.resolution, col, row)
+    }
+
+    /// The value of the cell containing `p` (`None` off the map; `Some(None)` unreachable).
+    pub fn cell_at(&self, p: Point2) -> Option<Option<f64>> {
+        let (w, h) = self.cell_size();
+        let (col, row) = ((p.x - self.extent.x[0]) / w, (p.y - self.extent.y[0]) / h);
+        let n = self.resolution as f64;
+        let inside = |v: f64| v.is_finite() && v >= 0.0 && v < n;
+        (inside(col) && inside(row)).then(|| self.cells[row as usize * self.resolution + col as usize])
+    }
+}
+
+/// The centre of cell `(col, row)` of an `n` × `n` grid over `extent`.
+fn center(extent: &Extent, n: usize, col: usize, row: usize) -> Point2 {
+    let (w, h) = ((extent.x[1] - extent.x[0]) / n as f64, (extent.y[1] - extent.y[0]) / n as f64);
+    Point2::new(extent.x[0] + (col as f64 + 0.5) * w, extent.y[0] + (row as f64 + 0.5) * h)
+}
+
+/// Why a chain atlas was not made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChainAtlasError {
+    /// A setting was out of range.
+    #[error("{0}")]
+    Invalid(String),
+    /// The layer's method needs a net that was not given.
+    #[error(transparent)]
+    NoNet(#[from] SolveError),
+    /// The progress callback asked to stop.
+    #[error("the chain atlas was stopped")]
+    Cancelled,
+}
+
+/// The map of `cfg.layer` on `cfg.arm`, answering with `nets` (the layer's method must have its
+/// net); `progress(rows_done, rows)` is called after each row and stops the run by returning
+/// false.
+pub fn chain_atlas(
+    cfg: &ChainAtlasConfig,
+    nets: Nets<'_>,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<ChainAtlas, ChainAtlasError> {
+    cfg.validate().map_err(ChainAtlasError::Invalid)?;
+    let method = cfg.layer.method();
+    // A method without its net is refused before any cell, with the core's own error.
+    let no_net = SolveError::NoNet(method);
+    match crate::chain::solve::net_needed(method) {
+        Some(crate::chain::nets::NetKind::Mse) if nets.mse.is_none() => return Err(no_net.into()),
+        Some(crate::chain::nets::NetKind::Mdn) if nets.mdn.is_none() => return Err(no_net.into()),
+        _ => {}
+    }
+    let n = cfg.resolution;
+    let extent = cfg.extent();
+    let mut cells = vec![None; n * n];
+    let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+    cells.par_chunks_mut(n).enumerate().try_for_each(|(row, out)| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(ChainAtlasError::Cancelled);
+        }
+        let mut rng = rng(cfg.seed, Stream::ChainAtlas, row as u64);
+        let mut probe = ExactSampler::new(&cfg.arm);
+        probe.batch = PROBE_BATCH;
+        let mut buf = Vec::new();
+        for (col, cell) in out.iter_mut().enumerate() {
+            let target = center(&extent, n, col, row);
+            *cell = value(cfg, nets, &probe, target, &mut rng, &mut buf)?;
+        }
+        if !progress(done.fetch_add(1, Ordering::Relaxed) + 1, n) {
+            stop.store(true, Ordering::Relaxed);
+            return Err(ChainAtlasError::Cancelled);
+        }
+        Ok(())
+    })?;
+    Ok(ChainAtlas { arm: cfg.arm.name.clone(), layer: cfg.layer, resolution: n, extent, cells })
+}
+
+/// One cell's value (`None`: unreachable).
+fn value(
+    cfg: &ChainAtlasConfig,
+    nets: Nets<'_>,
+    probe: &ExactSampler<'_>,
+    target: Point2,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    buf: &mut Vec<f64>,
+) -> Result<Option<f64>, SolveError> {
+    let (arm, layer) = (&cfg.arm, cfg.layer);
+    let d = arm.coords();
+    if probe.pool(target, 0.0, rng).w.is_empty() {
+        return Ok(None);
+    }
+    let count = if layer == ChainLayer::MseMiss { 1 } else { cfg.samples };
+    solutions(arm, nets, &cfg.settings, layer.method(), target, count, rng, buf)?;
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let misses = buf.chunks_exact(d).map(|x| (arm.chain.tip(x) - target).norm());
+    let k = (buf.len() / d) as f64;
+    Ok(Some(match layer {
+        ChainLayer::MseMiss | ChainLayer::MdnResim => misses.sum::<f64>() / k,
+        ChainLayer::ExactSpread => spread(buf, d),
+        ChainLayer::HybridSuccess => misses.filter(|&m| m <= cfg.tolerance).count() as f64 / k,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ArmKind;
+    use crate::chain::nets::{ChainNet, NetConfig, NetKind};
+
+    fn small(arm: &ChainArm, layer: ChainLayer) -> ChainAtlasConfig {
+        ChainAtlasConfig { resolution: 12, samples: 8, ..ChainAtlasConfig::new(arm.clone(), layer) }
+    }
+
+    /// After brief training on rail3 the MSE answer misses by more than the MDN's samples on
+    /// average over the reachable cells; the exact posterior spreads on every reachable cell;
+    /// the corners beyond the reach are unreachable on every layer; the hybrid finishes its
+    /// seeds.
+    #[test]
+    fn a_small_rail3_map_has_sane_values_and_unreachable_corners() {
+        let arm = ArmKind::Rail3.arm();
+        let cfg = NetConfig { hidden: 32, depth: 2, components: 6, steps: 600, batch: 256, ..NetConfig::default() };
+        let mse = ChainNet::train(&arm, NetKind::Mse, &cfg, |_, _| true).unwrap();
+        let mdn = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, _| true).unwrap();
+        let nets = Nets { mse: Some(&mse), mdn: Some(&mdn) };
+        let maps: Vec<ChainAtlas> =
+            ChainLayer::ALL.iter().map(|&l| chain_atlas(&small(&arm, l), nets, &|_, _| true).unwrap()).collect();
+        let mean = |a: &ChainAtlas| {
+            let v: Vec<f64> = a.cells.iter().flatten().copied().collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        let [mse_miss, mdn_resim, exact, hybrid] = &maps[..] else { unreachable!() };
+        assert!(mean(mse_miss) > mean(mdn_resim), "mse {} vs mdn {}", mean(mse_miss), mean(mdn_resim));
+        let reachable = exact.cells.iter().filter(|c| c.is_some()).count();
+        assert!(reachable > 12 && reachable < 144, "{reachable} of 144 reachable");
+        assert!(exact.cells.iter().flatten().all(|&s| s > 0.0), "{:?}", exact.cells);
+        assert!(mean(hybrid) > 0.9, "hybrid success {}", mean(hybrid));
+        for a in &maps {
+            assert_eq!(a.cells.len(), 144);
+            // The corners lie beyond the arm's reach from any rail height.
+            let corner = a.cell_at(Point2::new(a.extent.x[1] * 0.99, a.extent.y[1] * 0.99));
+            assert_eq!(corner, Some(None), "{}", a.layer);
+            assert!(a.cell_at(Point2::new(99.0, 0.0)).is_none());
+            let near = a.cell_at(Point2::new(1.5, 0.0)).unwrap();
+            assert!(near.is_some(), "{}: (1.5, 0) reachable", a.layer);
+        }
+    }
+
+    #[test]
+    fn missing_nets_bad_settings_and_a_stop_are_refused() {
+        let arm = ArmKind::ThreeR.arm();
+        let e = chain_atlas(&small(&arm, ChainLayer::MdnResim), Nets::default(), &|_, _| true).unwrap_err();
+        assert_eq!(e, ChainAtlasError::NoNet(SolveError::NoNet(Method::Mdn)));
+        for bad in [
+            ChainAtlasConfig { resolution: 1, ..small(&arm, ChainLayer::ExactSpread) },
+            ChainAtlasConfig { samples: 0, ..small(&arm, ChainLayer::ExactSpread) },
+            ChainAtlasConfig { margin: f64::NAN, ..small(&arm, ChainLayer::ExactSpread) },
+            small(&ArmKind::TwoR.arm(), ChainLayer::ExactSpread),
+        ] {
+            assert!(matches!(chain_atlas(&bad, Nets::default(), &|_, _| true), Err(ChainAtlasError::Invalid(_))));
+        }
+        let stopped = chain_atlas(&small(&arm, ChainLayer::ExactSpread), Nets::default(), &|done, _| done < 2);
+        assert_eq!(stopped.unwrap_err(), ChainAtlasError::Cancelled);
+        for l in ChainLayer::ALL {
+            assert_eq!(l.key().parse::<ChainLayer>().unwrap(), l);
+        }
+    }
+}

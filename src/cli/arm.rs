@@ -1,0 +1,120 @@
+//! The arm of `solve`, `train` and `atlas` (and of the app, [`super::Cli::app_lab`]): one parser
+//! for `--arm 2r|3r|rail3`, `--lengths` with two values (a two-link arm) or three or more (a
+//! chain from lengths) and `--elbow-limits` (two-link arms only).
+
+use super::{AppArm, AppLengths, ArmArgs, Failure, parse_app_lengths, parse_range_deg};
+use clap::Args;
+use elbow::chain::nets::NetConfig;
+use elbow::chain::{ArmKind, ChainArm, ChainModel, Method, ModelFile};
+use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
+use elbow::kinematics::TwoLinkArm;
+use elbow::learned::LearnedModel;
+use std::path::Path;
+
+/// `--arm`, `--lengths` and `--elbow-limits` of a command that runs on any arm.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ArmChoice {
+    /// The arm: `2r` (two links, the default), `3r` or `rail3` (redundant chains).
+    #[arg(long, conflicts_with = "lengths")]
+    pub(crate) arm: Option<ArmKind>,
+    /// Link lengths in metres, each from 1e-6 to 1e6, the longest at most 1e4 times the shortest:
+    /// two (`L1,L2`, default 1,1) for a two-link arm, three or more (`L1,L2,L3,...`) for a chain
+    /// (shoulder ±90°, the other joints ±150°, uniform prior).
+    #[arg(long, value_name = "L1,L2,...", value_parser = parse_app_lengths, allow_hyphen_values = true)]
+    pub(crate) lengths: Option<AppLengths>,
+    /// Elbow joint range `MIN,MAX` in degrees, within ±720 (default: unlimited; two-link arms only).
+    #[arg(long, value_parser = parse_range_deg, allow_hyphen_values = true)]
+    pub(crate) elbow_limits: Option<(f64, f64)>,
+}
+
+impl ArmChoice {
+    /// The arm these flags give: the two-link arm unless `--arm` names a chain or `--lengths`
+    /// has three or more values.
+    pub(crate) fn lab(&self) -> Result<AppArm, String> {
+        let lab = match (self.arm, &self.lengths) {
+            (Some(ArmKind::TwoR) | None, None) => AppArm::TwoLink(TwoLinkArm::default()),
+            (_, Some(AppLengths::Two(a, b))) => AppArm::TwoLink(TwoLinkArm::new(*a, *b).map_err(|e| e.to_string())?),
+            (_, Some(AppLengths::Chain(l))) => AppArm::Chain(ChainArm::from_lengths(l).map_err(|e| e.to_string())?),
+            (Some(kind), None) => AppArm::Chain(kind.arm()),
+        };
+        match (lab, self.elbow_limits) {
+            (AppArm::TwoLink(arm), limits) => {
+                let (a, b) = (arm.l1(), arm.l2());
+                ArmArgs { lengths: (a, b), elbow_limits: limits }.arm().map(AppArm::TwoLink)
+            }
+            (AppArm::Chain(c), Some(_)) => {
+                Err(format!("--elbow-limits is for the two-link arm; arm {} has its own joint limits", c.name))
+            }
+            (chain, None) => Ok(chain),
+        }
+    }
+}
+
+/// The arm's name as the messages give it: `2r` for the default two-link arm, else its lengths.
+pub(crate) fn two_link_name(arm: &TwoLinkArm) -> String {
+    if *arm == TwoLinkArm::default() { "2r".into() } else { format!("the two-link arm {},{}", arm.l1(), arm.l2()) }
+}
+
+/// The network settings of the command line's chain nets (`elbow train --arm`, and the nets
+/// `solve` and `atlas` train when no `--model` is given): smaller than the chain experiment's,
+/// so both nets train in seconds.
+pub(crate) fn cli_net_defaults() -> NetConfig {
+    NetConfig { hidden: 64, depth: 3, components: 8, steps: 2000, batch: 256, ..NetConfig::default() }
+}
+
+/// The chain model at `path` for `arm`: a two-link model, or a chain model for another arm, is
+/// refused with one sentence saying what the file is.
+pub(crate) fn load_chain_model(path: &Path, arm: &ChainArm) -> Result<ChainModel, String> {
+    let shown = path.display();
+    match ModelFile::load(path).map_err(|e| e.to_string())? {
+        ModelFile::Chain(m) if m.arm == *arm => Ok(m),
+        other => Err(format!("{shown} is {}; this command runs on {}", other.describe(), arm.name)),
+    }
+}
+
+/// The two-link model at `path`: a chain model is refused with one sentence saying what it is.
+pub(crate) fn load_two_link_model(path: &Path, arm: &TwoLinkArm) -> Result<LearnedModel, String> {
+    match ModelFile::load(path).map_err(|e| e.to_string())? {
+        ModelFile::TwoLink(m) => Ok(m),
+        other => {
+            Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm)))
+        }
+    }
+}
+
+/// The nets the `methods` need on `arm`: from `--model`, or trained here for `steps` steps
+/// (`seed`) with a note on stderr saying how to train and keep better ones; Ctrl-C stops the
+/// training with exit code 130 ([`super::with_progress`]).
+pub(crate) fn chain_nets(
+    arm: &ChainArm,
+    model: Option<&Path>,
+    methods: &[Method],
+    steps: usize,
+    seed: u64,
+) -> Result<ChainModel, Failure> {
+    if let Some(path) = model {
+        return Ok(load_chain_model(path, arm)?);
+    }
+    let mut cfg = ChainConfig::new(arm.clone());
+    cfg.methods = methods.to_vec();
+    cfg.net = NetConfig { steps, seed, ..cli_net_defaults() };
+    cfg.targets = 1;
+    cfg.validate().map_err(|e| e.to_string())?;
+    let learned: Vec<String> = methods.iter().filter(|m| m.learned()).map(|m| m.to_string()).collect();
+    if learned.is_empty() {
+        return Ok(ChainModel::new(arm.clone(), cfg.net, None, None));
+    }
+    let key = arm.kind.map_or_else(|| "--lengths ...".to_string(), |k| format!("--arm {k}"));
+    super::note(format_args!(
+        "training small nets for {} ({steps} steps, no --model); `elbow train {key} --out m.json` trains and keeps them, then pass --model m.json",
+        learned.join(", ")
+    ));
+    let trained = super::with_progress(true, "steps", "training", |update| {
+        train_nets(&cfg, &|p| match p {
+            Progress::Training { done, total } => update("", done, total),
+            Progress::Evaluating { .. } => true,
+        })
+    });
+    let nets = trained?;
+    Ok(ChainModel::new(arm.clone(), cfg.net, nets.mse, nets.mdn))
+}
