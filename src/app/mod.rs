@@ -75,12 +75,27 @@ pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
     let window =
         Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
     let mut app = App::new();
+    let chain = match &lab {
+        AppArm::Chain(arm) => match chain_model(arm, &models) {
+            Ok(m) => m.map(|m| (m, models.first().cloned().unwrap_or_default())),
+            Err(e) => {
+                crate::cli::note(format_args!("error: {e}"));
+                return ExitCode::from(2);
+            }
+        },
+        AppArm::TwoLink(_) => None,
+    };
     on_lab(&mut app, lab);
+    if let Some((model, path)) = chain {
+        chain::lab::preload(&mut app, model, &path);
+    }
     app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
         .add_plugins(plugin);
-    for path in models {
-        app.world_mut().write_message(state::train::LoadModel(path));
+    if app.world().resource::<state::arm::Lab>() == &state::arm::Lab::TwoLink {
+        for path in models {
+            app.world_mut().write_message(state::train::LoadModel(path));
+        }
     }
     let exit = app.run();
     match exit {
@@ -96,9 +111,10 @@ pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(
         AppArm::TwoLink(arm) => {
             check_arm(arm)?;
             for path in models {
-                let problem = match elbow::LearnedModel::load(path) {
+                let problem = match elbow::chain::model::ModelFile::load(path) {
                     Err(e) => Some(e.to_string()),
-                    Ok(m) => m.check_fits(arm, None).err(),
+                    Ok(elbow::chain::model::ModelFile::TwoLink(m)) => m.check_fits(arm, None).err(),
+                    Ok(other) => Some(format!("it is {}, and the app is open on the two-link arm (use --arm)", other.describe())),
                 };
                 if let Some(problem) = problem {
                     return Err(format!("{}: {problem}", path.display()));
@@ -106,14 +122,28 @@ pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(
             }
             Ok(())
         }
-        AppArm::Chain(arm) => match models.first() {
-            Some(path) => Err(format!(
-                "{}: the chain lab ({}) trains its own networks and loads no model file yet",
-                path.display(),
-                arm.name
-            )),
-            None => Ok(()),
-        },
+        AppArm::Chain(arm) => {
+            if models.len() > 1 {
+                return Err("the chain lab takes one --model (a chain model holds both its nets)".into());
+            }
+            chain_model(arm, models).map(|_| ())
+        }
+    }
+}
+
+/// The chain model in `models` (at most one), checked against `arm`.
+fn chain_model(
+    arm: &elbow::chain::ChainArm,
+    models: &[std::path::PathBuf],
+) -> Result<Option<elbow::chain::model::ChainModel>, String> {
+    let Some(path) = models.first() else { return Ok(None) };
+    let shown = path.display();
+    match elbow::chain::model::ModelFile::load(path).map_err(|e| e.to_string())? {
+        elbow::chain::model::ModelFile::Chain(m) => {
+            m.check_fits(arm).map_err(|e| format!("{shown}: {e}"))?;
+            Ok(Some(m))
+        }
+        other => Err(format!("{shown}: it is {}, and the app is open on the chain {}", other.describe(), arm.name)),
     }
 }
 

@@ -41,7 +41,7 @@ pub fn tangent(chain: &Chain, x: &[f64], prefer: &[f64], out: &mut [f64]) -> Opt
         jy += col.y * v;
     }
     let det = a * c - b * b;
-    if !(det.abs() > 1e-12 * (a * c).max(1e-300)) {
+    if det.is_nan() || det.abs() <= 1e-12 * (a * c).max(1e-300) {
         return None;
     }
     let (u, w) = ((c * jx - b * jy) / det, (a * jy - b * jx) / det);
@@ -51,7 +51,7 @@ pub fn tangent(chain: &Chain, x: &[f64], prefer: &[f64], out: &mut [f64]) -> Opt
         norm += out[i] * out[i];
     }
     let norm = norm.sqrt();
-    if !(norm > 1e-9) {
+    if norm.is_nan() || norm <= 1e-9 {
         return None;
     }
     out[..n].iter_mut().for_each(|v| *v /= norm);
@@ -66,7 +66,7 @@ pub fn walk(chain: &Chain, x: &mut [f64], target: Point2, distance: f64) -> Walk
     let n = chain.coords();
     let dls = Dls { tolerance: 1e-10, ..Dls::new(chain) };
     let mut end = Walk { travelled: 0.0, tip_error: f64::INFINITY, stopped: false };
-    if !distance.is_finite() || !(target.x.is_finite() && target.y.is_finite()) {
+    if !(distance.is_finite() && target.x.is_finite() && target.y.is_finite()) {
         end.stopped = true;
         end.tip_error = (chain.tip(&x[..n]) - target).norm();
         return end;

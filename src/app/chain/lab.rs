@@ -9,6 +9,9 @@ use super::super::state::view::Target;
 use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::prelude::*;
+use super::state::RunPhase;
+use elbow::chain::model::ChainModel;
+use elbow::chain::nets::NetKind;
 use elbow::chain::{ChainArm, ChainDls};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -23,6 +26,20 @@ pub(crate) fn plugin(app: &mut App) {
 /// The nets and training runs of every chain opened before, by arm name.
 #[derive(Resource, Default)]
 struct KeptNets(HashMap<String, (ChainNets, ChainTraining)>);
+
+/// Puts the nets of `model` (read from `path`) in place for its arm before the app starts, so
+/// the chain lab opens with them instead of training (`elbow --arm rail3 --model m.json`).
+pub(crate) fn preload(app: &mut App, model: ChainModel, path: &std::path::Path) {
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let mut training = ChainTraining { config: model.net, ..ChainTraining::default() };
+    for (kind, net) in [(NetKind::Mse, &model.mse), (NetKind::Mdn, &model.mdn)] {
+        if net.is_some() {
+            training.run_mut(kind).state = RunPhase::Loaded(file.clone());
+        }
+    }
+    let nets = ChainNets { mse: model.mse, mdn: model.mdn, generation: 1 };
+    app.world_mut().get_resource_or_insert_with(KeptNets::default).0.insert(model.arm.name, (nets, training));
+}
 
 /// Where a chain starts on `target`: of 64 prior draws finished by DLS, the converged answer
 /// nearest the prior's centre (in prior scales), so the chain starts in the middle of its
@@ -72,8 +89,8 @@ fn switch(
         workers.stop_all();
         let mut runs = training.clone();
         for run in [&mut runs.mse, &mut runs.mdn] {
-            if run.state == super::state::RunPhase::Running {
-                run.state = super::state::RunPhase::Failed("stopped when the arm changed".into());
+            if run.state == RunPhase::Running {
+                run.state = RunPhase::Failed("stopped when the arm changed".into());
             }
         }
         kept.0.insert(old, (std::mem::take(&mut **nets), runs));

@@ -285,6 +285,7 @@ fn run_line(ui: &mut egui::Ui, name: &str, run: &NetRun) {
         RunPhase::Idle => "idle".to_string(),
         RunPhase::Running => "training…".into(),
         RunPhase::Done => "done".into(),
+        RunPhase::Loaded(file) => format!("loaded from {file}"),
         RunPhase::Failed(why) => format!("stopped: {why}"),
     };
     let loss = run.losses.last().map(|l| l[1]);

@@ -231,6 +231,8 @@ pub(crate) enum RunPhase {
     Running,
     /// All steps done.
     Done,
+    /// Loaded from this model file (`--model`).
+    Loaded(String),
     /// Refused or stopped: why.
     Failed(String),
 }
