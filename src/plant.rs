@@ -70,17 +70,61 @@ impl Camera {
         self.pixel_noise * self.metres_per_pixel
     }
 
-    fn sanitized(mut self) -> Self {
-        let clean = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
-        self.pixel_noise = clean(self.pixel_noise);
-        self.metres_per_pixel = clean(self.metres_per_pixel);
-        self.fps = clean(self.fps);
-        if !(self.offset.x.is_finite() && self.offset.y.is_finite()) {
-            self.offset = Point2::zeros();
+    /// Checks every field, naming the first bad one: pixel noise from 0 to [`MAX_PIXEL_NOISE`]
+    /// pixels, metres per pixel in `(0, `[`MAX_METRES_PER_PIXEL`]`]`, an offset within
+    /// ±[`MAX_CAMERA_OFFSET`] metres, and a frame rate from 0 (off) to [`MAX_FPS`].
+    pub fn validate(&self) -> Result<(), String> {
+        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v <= hi;
+        if !within(self.pixel_noise, 0.0, MAX_PIXEL_NOISE) {
+            return Err(format!(
+                "the camera's pixel noise must be a number from 0 to {MAX_PIXEL_NOISE:e} pixels, got {}",
+                self.pixel_noise
+            ));
         }
+        if !(within(self.metres_per_pixel, 0.0, MAX_METRES_PER_PIXEL) && self.metres_per_pixel > 0.0) {
+            return Err(format!(
+                "the camera's metres per pixel must be a number in (0, {MAX_METRES_PER_PIXEL}], got {}",
+                self.metres_per_pixel
+            ));
+        }
+        if !(within(self.offset.x.abs(), 0.0, MAX_CAMERA_OFFSET) && within(self.offset.y.abs(), 0.0, MAX_CAMERA_OFFSET))
+        {
+            return Err(format!(
+                "the camera's offset must lie within ±{MAX_CAMERA_OFFSET} m on each axis, got ({}, {})",
+                self.offset.x, self.offset.y
+            ));
+        }
+        if !within(self.fps, 0.0, MAX_FPS) {
+            return Err(format!(
+                "the camera's frame rate must be a number from 0 (off) to {MAX_FPS:e} per second, got {}",
+                self.fps
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every field made usable: a non-finite or negative value becomes 0 (a rate of 0 turns the
+    /// camera off), and each is capped at its largest accepted value, so a configuration that
+    /// skipped [`Camera::validate`] can neither hang the frame schedule nor overflow the noise.
+    fn sanitized(mut self) -> Self {
+        let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
+        self.pixel_noise = clean(self.pixel_noise, MAX_PIXEL_NOISE);
+        self.metres_per_pixel = clean(self.metres_per_pixel, MAX_METRES_PER_PIXEL);
+        self.fps = clean(self.fps, MAX_FPS);
+        let offset = |v: f64| if v.is_finite() { v.clamp(-MAX_CAMERA_OFFSET, MAX_CAMERA_OFFSET) } else { 0.0 };
+        self.offset = Point2::new(offset(self.offset.x), offset(self.offset.y));
         self
     }
 }
+
+/// The fastest camera accepted, frames per second.
+pub const MAX_FPS: f64 = 1e4;
+/// The largest pixel noise accepted, pixels.
+pub const MAX_PIXEL_NOISE: f64 = 1e6;
+/// The coarsest camera accepted, metres per pixel.
+pub const MAX_METRES_PER_PIXEL: f64 = 1e3;
+/// The largest calibration offset accepted on each axis, metres.
+pub const MAX_CAMERA_OFFSET: f64 = 1e3;
 
 /// One camera frame: where the camera saw the tip, and when.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -231,6 +275,17 @@ pub fn droop(flex: f64, l1: f64, l2: f64, q: Pose) -> Pose {
     Pose::new(-flex * shoulder / shoulder_horizontal, -flex * elbow / elbow_horizontal)
 }
 
+/// The first frame time after `now` on the schedule `next, next + period, ...`, in one step
+/// (a loop adding `period` would never end once `period` is below the float spacing of `now`),
+/// and always later than `now`.
+fn next_frame_time(next: f64, now: f64, period: f64) -> f64 {
+    if !(period.is_finite() && period > 0.0 && next.is_finite() && now.is_finite()) {
+        return f64::INFINITY;
+    }
+    let due = if next > now { next } else { next + (((now - next) / period).floor() + 1.0) * period };
+    if due > now { due } else { now.next_up() }
+}
+
 impl Plant {
     /// A plant at rest in `pose` (motor, link and command all there).
     pub fn new(cfg: PlantConfig, pose: Pose) -> Self {
@@ -378,17 +433,12 @@ impl Plant {
         }
         let sd = cam.noise_metres();
         let tip = self.tip();
-        let noise = if sd > 0.0 {
-            let n = Normal::new(0.0, sd).expect("finite std");
-            Point2::new(n.sample(&mut self.camera_rng), n.sample(&mut self.camera_rng))
-        } else {
-            Point2::zeros()
+        let noise = match Normal::new(0.0, sd) {
+            Ok(n) if sd > 0.0 => Point2::new(n.sample(&mut self.camera_rng), n.sample(&mut self.camera_rng)),
+            _ => Point2::zeros(),
         };
         self.frame = Some(Frame { tip: tip + cam.offset + noise, time: self.time });
-        let period = 1.0 / cam.fps;
-        while self.next_frame <= self.time {
-            self.next_frame += period;
-        }
+        self.next_frame = next_frame_time(self.next_frame, self.time, 1.0 / cam.fps);
     }
 
     /// What the encoders read: the link angles (in the command frame) plus noise.
@@ -644,6 +694,43 @@ mod tests {
             .collect();
         let sd = (spread.iter().map(|v| v * v).sum::<f64>() / 400.0).sqrt();
         assert!((sd - 0.5e-3).abs() < 0.1e-3, "{sd}");
+    }
+
+    #[test]
+    fn a_camera_faster_than_the_clock_neither_hangs_nor_panics() {
+        // A frame period below the float spacing of the clock (1e-12 s at 1e6 s of simulated
+        // time, or any rate over the cap), and pixel noise times metres per pixel past f64::MAX.
+        let arm = TwoLinkArm::default();
+        for camera in [
+            Camera { fps: 1e300, ..Camera::default() },
+            Camera { fps: 1e12, ..Camera::default() },
+            Camera { pixel_noise: 1e300, metres_per_pixel: 1e300, ..Camera::default() },
+            Camera { pixel_noise: f64::MAX, metres_per_pixel: f64::MAX, fps: f64::MAX, ..Camera::default() },
+        ] {
+            assert!(camera.validate().is_err(), "{camera:?}");
+            let mut p = Plant::new(PlantConfig { camera, ..PlantConfig::ideal(arm) }, Pose::new(0.3, 0.6));
+            p.step(1e6);
+            for _ in 0..100 {
+                p.step(1e-3);
+            }
+            p.settle();
+            let f = p.camera().expect("a frame");
+            assert!(f.tip.x.is_finite() && f.tip.y.is_finite() && f.time.is_finite(), "{camera:?}: {f:?}");
+        }
+        // The schedule itself: one step to the first frame after now, always later than now.
+        assert_eq!(next_frame_time(0.0, 1e6, 1e-13), 1e6f64.next_up());
+        assert_eq!(next_frame_time(0.0, 1.0, 0.3), 1.2);
+        assert_eq!(next_frame_time(2.0, 1.0, 0.3), 2.0);
+        assert_eq!(next_frame_time(0.0, 1.0, 0.0), f64::INFINITY);
+        assert!(Camera::default().validate().is_ok() && Camera::OFF.validate().is_ok());
+        for bad in [
+            Camera { pixel_noise: -1.0, ..Camera::default() },
+            Camera { metres_per_pixel: 0.0, ..Camera::default() },
+            Camera { offset: Point2::new(f64::NAN, 0.0), ..Camera::default() },
+            Camera { fps: f64::NAN, ..Camera::default() },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -114,7 +114,9 @@ pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(
                 let problem = match elbow::chain::model::ModelFile::load(path) {
                     Err(e) => Some(e.to_string()),
                     Ok(elbow::chain::model::ModelFile::TwoLink(m)) => m.check_fits(arm, None).err(),
-                    Ok(other) => Some(format!("it is {}, and the app is open on the two-link arm (use --arm)", other.describe())),
+                    Ok(other) => {
+                        Some(format!("it is {}, and the app is open on the two-link arm (use --arm)", other.describe()))
+                    }
                 };
                 if let Some(problem) = problem {
                     return Err(format!("{}: {problem}", path.display()));

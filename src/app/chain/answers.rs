@@ -203,7 +203,8 @@ fn answer(
     // zero. A driver that starts from the current pose starts from its own last answer before
     // the walk (the anchor), so a held slider walks a fixed distance from it rather than a bit
     // further every frame.
-    let pose = [&answers.anchor, &plant.x].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
+    let pose =
+        [&answers.anchor, &plant.x].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
     let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
     answers.anchor = command.clone().filter(|x| x.iter().all(|v| v.is_finite())).unwrap_or_default();
     answers.walk = None;

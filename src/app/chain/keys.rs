@@ -58,7 +58,8 @@ const DIGITS: [(KeyCode, &str); 9] = [
 /// Every shortcut on `arm` with its key: a number key per driver, then the toggles.
 pub(crate) fn shortcuts(arm: &ChainArm) -> Vec<(KeyCode, &'static str, ChainShortcut)> {
     let drivers = arm.methods().iter().copied().filter(|&m| drives(m));
-    let mut out: Vec<_> = DIGITS.iter().zip(drivers).map(|(&(k, name), m)| (k, name, ChainShortcut::Driver(m))).collect();
+    let mut out: Vec<_> =
+        DIGITS.iter().zip(drivers).map(|(&(k, name), m)| (k, name, ChainShortcut::Driver(m))).collect();
     out.extend([
         (KeyCode::KeyA, "A", ChainShortcut::Atlas),
         (KeyCode::KeyL, "L", ChainShortcut::Layer),

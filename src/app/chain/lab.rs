@@ -6,10 +6,10 @@
 use super::super::state::arm::{Lab, Nominal, default_target};
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
+use super::state::RunPhase;
 use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::prelude::*;
-use super::state::RunPhase;
 use elbow::chain::model::ChainModel;
 use elbow::chain::nets::NetKind;
 use elbow::chain::{ChainArm, ChainDls};

@@ -5,11 +5,9 @@
 //! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
 
 use super::super::format::{color32, key_bar, method_color, metres, number, swatch};
-use super::atlas::ChainAtlasView;
-use elbow::atlas::chain::ChainLayer;
-use elbow::atlas::paint;
 use super::super::state::arm::Lab;
 use super::answers::{PER_FRAME, TOLERANCE};
+use super::atlas::ChainAtlasView;
 use super::state::{
     ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN, NetRun,
     RunPhase, SELF_MOTION_SPAN, drives,
@@ -19,6 +17,8 @@ use bevy::prelude::*;
 use bevy_egui::egui;
 use egui_plot::{Line, Plot, PlotPoints};
 use elbow::Point2;
+use elbow::atlas::chain::ChainLayer;
+use elbow::atlas::paint;
 use elbow::chain::{ArmKind, ChainArm, Method};
 
 /// Height of the chain's small plots, logical pixels.
@@ -70,7 +70,13 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
 }
 
 /// The chain lab's sections, top to bottom.
-pub(crate) fn contents(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, hover: Option<Point2>, s: &mut ChainSections) {
+pub(crate) fn contents(
+    ui: &mut egui::Ui,
+    arm: &ChainArm,
+    target: Point2,
+    hover: Option<Point2>,
+    s: &mut ChainSections,
+) {
     let methods: Vec<Method> = arm.methods().to_vec();
     driver_row(ui, &methods, s.view.reborrow());
     fan_rows(ui, &methods, s.view.reborrow());
@@ -176,7 +182,13 @@ fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<P
             ui.small(format!("{note}{busy}"));
         }
         (None, Some(a)) => {
-            ui.small(format!("{} ({}×{} cells, {} ms{busy})", layer.caption(), a.resolution, a.resolution, number(Some(atlas.compute_ms), 0)));
+            ui.small(format!(
+                "{} ({}×{} cells, {} ms{busy})",
+                layer.caption(),
+                a.resolution,
+                a.resolution,
+                number(Some(atlas.compute_ms), 0)
+            ));
         }
         (None, None) => {
             ui.small(format!("mapping {}…", layer.key()));

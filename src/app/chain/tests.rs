@@ -8,13 +8,13 @@ use crate::app::logic_plugin;
 use crate::app::state::arm::Lab;
 use crate::app::state::solve::Solutions;
 use crate::app::state::train::{Models, TrainingParams};
-use elbow::{HeadKind, TrainConfig, Trainer};
 use crate::app::state::view::Target;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::Point2;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{ArmKind, ChainArm, Method};
+use elbow::{HeadKind, TrainConfig, Trainer};
 use std::time::{Duration, Instant};
 
 /// The logic plugins on a fixed 16 ms clock, no training anywhere, opened on `lab`.
@@ -130,9 +130,7 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
     assert!(answers.exact.spread > 0.1, "rail3's posterior at (1.5, 0) is a spread, not a point");
     // A target out of reach: no exact samples, said so.
     app.world_mut().resource_mut::<Target>().pos = Point2::new(5.0, 0.0);
-    frames_until(&mut app, "unreachable", |w| {
-        w.resource::<ChainAnswers>().exact.target == Some(Point2::new(5.0, 0.0))
-    });
+    frames_until(&mut app, "unreachable", |w| w.resource::<ChainAnswers>().exact.target == Some(Point2::new(5.0, 0.0)));
     assert!(app.world().resource::<ChainAnswers>().exact.x.is_empty());
 }
 
