@@ -195,18 +195,19 @@ mod tests {
         let path = temp("bad");
         let write = |v: &serde_json::Value| std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
         let good = serde_json::to_value(&m).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-            (Box::new(|v| v["version"] = 7.into()), "version"),
-            (Box::new(|v| v["mse"]["kind"] = "Mdn".into()), "mse.kind"),
-            (Box::new(|v| v["mdn"]["output"][0][1] = (-1.0).into()), "mdn.output"),
-            (Box::new(|v| v["mse"]["net"]["layers"] = serde_json::json!([])), "mse.net.layers"),
-            (Box::new(|v| v["arm"]["name"] = "rail3".into()), "claims to be 3r"),
-            (Box::new(|v| v["arm"]["kind"] = "Rail3".into()), "arm"),
+        type Break = fn(&mut serde_json::Value);
+        let cases: [(Break, &str); 7] = [
+            (|v| v["version"] = 7.into(), "version"),
+            (|v| v["mse"]["kind"] = "Mdn".into(), "mse.kind"),
+            (|v| v["mdn"]["output"][0][1] = (-1.0).into(), "mdn.output"),
+            (|v| v["mse"]["net"]["layers"] = serde_json::json!([]), "mse.net.layers"),
+            (|v| v["arm"]["name"] = "rail3".into(), "claims to be 3r"),
+            (|v| v["arm"]["kind"] = "Rail3".into(), "arm"),
             (
-                Box::new(|v| {
+                |v| {
                     v["mse"] = serde_json::Value::Null;
                     v["mdn"] = serde_json::Value::Null;
-                }),
+                },
                 "no net",
             ),
         ];
