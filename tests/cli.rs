@@ -535,7 +535,7 @@ fn bad_arm_values_get_one_sentence_and_exit_code_2() {
 fn ctrl_c_stops_chain_training_with_130_and_saves_nothing() {
     let path = chain_scratch("interrupted.json");
     let child =
-        common::spawn(&["train", "--arm", "rail3", "--steps", "2000000", "--quiet", "--out", path.to_str().unwrap()]);
+        common::spawn(&["train", "--arm", "rail3", "--steps", "500000", "--quiet", "--out", path.to_str().unwrap()]);
     std::thread::sleep(common::unit());
     // SAFETY: signalling our own child by its id.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -11,13 +11,15 @@ use super::arm::Prior;
 use super::arms::ChainArm;
 use super::nets::{ChainNet, NetConfig, NetKind};
 use super::solve::Nets;
-use crate::learned::model::{field_err, format_tag, parse_model, read_model_bytes, save_json};
+use crate::learned::model::{
+    CHAIN_FORMAT, chain_model_description, field_err, format_tag, parse_model, read_model_bytes, save_json,
+};
 use crate::learned::{FieldError, LearnedModel, ModelError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Identifies a chain model file.
-pub const FORMAT: &str = "elbow-chain-model";
+pub const FORMAT: &str = CHAIN_FORMAT;
 /// Bumped whenever the layout changes.
 pub const VERSION: u32 = 1;
 
@@ -51,7 +53,7 @@ impl ChainModel {
 
     /// What the file holds, for messages: `a chain model for rail3`.
     pub fn describe(&self) -> String {
-        format!("a chain model for {}", self.arm.name)
+        chain_model_description(&self.arm.name)
     }
 
     /// Whether these nets may answer for `arm`: only for the arm they were trained on.
