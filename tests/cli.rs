@@ -309,3 +309,238 @@ fn json_outputs_name_absent_values_by_leaving_them_out_never_null() {
         assert!(!out.contains("null") && !out.contains("NaN"), "{args:?}: {out}");
     }
 }
+
+/// A fresh path under the system's temporary directory for this process.
+fn chain_scratch(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("elbow-cli-chain-{}-{name}", std::process::id()))
+}
+
+/// `elbow ARGS` must fail with exit code 2 and one line of stderr containing `needle` (clap's
+/// own errors add a usage hint after a blank line: their first line must say it all).
+fn refused_in_one_line(args: &[&str], needle: &str) {
+    let (code, out, err) = elbow(args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert!(out.is_empty(), "{args:?}: {out}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.starts_with("error: ") && first.contains(needle), "{args:?}: {err}");
+    let clap = err.contains("For more information, try '--help'.");
+    assert!(clap || err.lines().count() == 1, "{args:?}: more than one line: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn solve_on_a_chain_prints_every_method_and_says_when_a_target_is_out_of_reach() {
+    let (code, out, err) =
+        elbow(&["solve", "1.5", "0", "--arm", "rail3", "--train-steps", "30", "--samples", "3", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["reachable"], true);
+    assert_eq!(v["coordinates"].as_array().unwrap().len(), 4);
+    let methods = v["methods"].as_array().unwrap();
+    let keys: Vec<&str> = methods.iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["mse", "mdn", "dls", "hybrid", "exact"]);
+    for m in methods {
+        let n = if m["method"] == "mse" { 1 } else { 3 };
+        assert_eq!(m["answers"].as_array().unwrap().len(), n, "{m}");
+    }
+    // The exact sampler's answers and the converged DLS answers reach the target.
+    for a in methods[4]["answers"].as_array().unwrap() {
+        assert!(a["miss"].as_f64().unwrap() < 1e-9, "{a}");
+    }
+    assert_eq!(methods[2]["converged"], 3);
+    assert!(methods[3]["iterations"].as_u64().is_some() && methods[4]["ess"].as_f64().unwrap() > 60.0);
+    assert!(err.contains("elbow train --arm rail3 --out m.json"), "{err}");
+    // Out of reach: said plainly, no exact samples, DLS not converged.
+    let (code, out, err) = elbow(&["solve", "9", "0", "--arm", "3r", "--train-steps", "20", "--samples", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("UNREACHABLE") && out.contains("exact: no samples"), "{out}");
+    assert!(out.contains("dls: 0 of 2 converged") && out.contains("did not converge"), "{out}");
+}
+
+/// `--arm 2r`, the default, changes nothing: the README's solve output byte for byte, and the
+/// same atlas file with and without it.
+#[test]
+fn the_two_link_arm_is_unchanged_by_arm_2r() {
+    let readme = "target (1, 0.8) on arm l1=1 l2=1
+reachable
+pose           shoulder°       elbow°             tip (x, y)   FK error m  in limits
+elbow-up         88.8447    -100.3698   (1.000000, 0.800000)    2.220e-16       true
+elbow-down      -11.5251     100.3698   (1.000000, 0.800000)    2.220e-16       true
+average          38.6598       0.0000   (1.561738, 1.249390)     7.194e-1       true
+";
+    for extra in [&[][..], &["--arm", "2r"], &["--lengths", "1,1"]] {
+        let (code, out, err) = elbow(&[&["solve", "1.0", "0.8"], extra].concat());
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, readme, "{extra:?}");
+    }
+    let png = |name: &str, extra: &[&str]| {
+        let path = chain_scratch(name);
+        let p = path.to_str().unwrap();
+        let args = [&["atlas", "--solver", "analytic", "--layer", "branch", "--resolution", "16", "--out", p], extra];
+        let (code, _, err) = elbow(&args.concat());
+        assert_eq!(code, 0, "{err}");
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        bytes
+    };
+    assert_eq!(png("plain.png", &[]), png("2r.png", &["--arm", "2r"]));
+}
+
+#[test]
+fn train_saves_a_chain_model_that_solve_and_atlas_load_and_other_arms_refuse() {
+    let model = chain_scratch("3r.json");
+    let m = model.to_str().unwrap();
+    let tiny = ["--steps", "30", "--hidden", "8", "--depth", "1", "--components", "2", "--quiet"];
+    let (code, out, err) = elbow(
+        &[&["train", "--arm", "3r", "--eval-targets", "3", "--samples", "20", "--json", "--out", m], &tiny[..]]
+            .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows: Vec<&str> = v["rows"].as_array().unwrap().iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(rows, ["mse", "mdn"]);
+    assert!(v["rows"][0]["posterior_mmd"].as_f64().unwrap() > v["mmd_floor"]["mean"].as_f64().unwrap());
+    assert_eq!(v["targets"], 3);
+    let loaded = elbow::chain::ChainModel::load(&model).unwrap();
+    assert!(loaded.mse.is_some() && loaded.mdn.is_some() && loaded.arm.name == "3r");
+    // The table names what it measured.
+    let (code, out, err) =
+        elbow(&[&["train", "--arm", "3r", "--eval-targets", "2", "--samples", "10"], &tiny[..]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("held-out: 2 targets") && out.contains("mismatch") && out.contains("mdn"), "{out}");
+    // Loaded back.
+    let (code, out, err) = elbow(&["solve", "1.5", "0.3", "--arm", "3r", "--model", m, "--samples", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("nets from {m}")) && !err.contains("training"), "{out}\n{err}");
+    let png = chain_scratch("3r.png");
+    let (code, _, err) = elbow(&[
+        "atlas",
+        "--arm",
+        "3r",
+        "--layer",
+        "mdn-resim",
+        "--model",
+        m,
+        "--resolution",
+        "6",
+        "--samples",
+        "2",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    // Refused where it does not fit, saying what the file is.
+    refused_in_one_line(
+        &["solve", "1", "0", "--arm", "rail3", "--model", m],
+        "is a chain model for 3r; this command runs on rail3",
+    );
+    refused_in_one_line(&["atlas", "--model", m, "--out", "a.png"], "is a chain model for 3r; this command runs on 2r");
+    let two_link = chain_scratch("2r.json");
+    let t = two_link.to_str().unwrap();
+    let (code, _, err) = elbow(&[
+        "train",
+        "--head",
+        "mse",
+        "--steps",
+        "20",
+        "--data-size",
+        "64",
+        "--eval-targets",
+        "1",
+        "--quiet",
+        "--out",
+        t,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    refused_in_one_line(
+        &["solve", "1", "0", "--arm", "3r", "--model", t],
+        "is a two-link mse model for arm 1,1; this command runs on 3r",
+    );
+    std::fs::write(&two_link, b"{\"format\": \"elbow-chain-model\"").unwrap();
+    refused_in_one_line(&["solve", "1", "0", "--arm", "3r", "--model", t], "not a valid Elbow model");
+    for p in [&model, &two_link, &png] {
+        std::fs::remove_file(p).ok();
+    }
+}
+
+#[test]
+fn atlas_maps_every_chain_layer() {
+    let dir = chain_scratch("atlas");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (arm, layer, ext) in
+        [("rail3", "exact-spread", "png"), ("3r", "hybrid-success", "svg"), ("rail3", "mse-miss", "png")]
+    {
+        let path = dir.join(format!("{arm}-{layer}.{ext}"));
+        let (code, _, err) = elbow(&[
+            "atlas",
+            "--arm",
+            arm,
+            "--layer",
+            layer,
+            "--resolution",
+            "6",
+            "--samples",
+            "3",
+            "--train-steps",
+            "20",
+            "--out",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{arm} {layer}: {err}");
+        assert!(err.contains("reachable"), "{err}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(if ext == "png" { &bytes[1..4] == b"PNG" } else { bytes.starts_with(b"<svg") }, "{arm} {layer}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_arm_values_get_one_sentence_and_exit_code_2() {
+    for (args, needle) in [
+        (&["solve", "1", "1", "--arm", "4r"][..], "arm must be one of 2r, 3r, rail3"),
+        (&["train", "--arm", ""], "arm must be one of"),
+        (&["atlas", "--arm", "rail4", "--out", "a.png"], "arm must be one of"),
+        (&["solve", "1", "1", "--lengths", "1,1,0"], "link length 3"),
+        (&["train", "--lengths", "1"], "at least 3 links"),
+        (&["solve", "1", "1", "--lengths", "1,x,1"], "not a finite number"),
+        (&["solve", "1", "1", "--arm", "3r", "--lengths", "1,1,1"], "cannot be used with"),
+        (&["solve", "1", "1", "--arm", "rail3", "--samples", "0"], "from 1 to 1000"),
+        (&["solve", "1", "1", "--arm", "rail3", "--samples", "1e9"], "from 1 to 1000"),
+        (&["train", "--arm", "rail3", "--samples", "1"], "from 2 to 20000"),
+        (
+            &["atlas", "--arm", "rail3", "--layer", "exact-spread", "--samples", "1", "--out", "a.png"],
+            "samples must be in 2..=",
+        ),
+        (&["solve", "1", "1", "--arm", "rail3", "--model", "/nonexistent/m.json"], "/nonexistent/m.json"),
+        (&["solve", "1", "1", "--samples", "3"], "--samples is for chains"),
+        (&["solve", "1", "1", "--arm", "2r", "--model", "m.json"], "--model is for chains"),
+        (&["train", "--samples", "30"], "--samples is for chains"),
+        (&["train", "--arm", "3r", "--head", "mse"], "--head is for the two-link arm"),
+        (&["solve", "1", "1", "--arm", "3r", "--elbow-limits", "-10,10"], "--elbow-limits is for the two-link arm"),
+        (&["atlas", "--arm", "2r", "--layer", "exact-spread", "--out", "a.png"], "layer exact-spread is for chains"),
+        (&["atlas", "--layer", "hybrid-success", "--out", "a.png"], "layer hybrid-success is for chains"),
+        (&["atlas", "--arm", "rail3", "--layer", "miss", "--out", "a.png"], "layer miss is for the two-link arm"),
+        (&["atlas", "--arm", "3r", "--solver", "dls", "--out", "a.png"], "--solver is for the two-link arm"),
+        (&["atlas", "--arm", "3r", "--layer", "spread", "--out", "a.png"], "layer must be one of"),
+    ] {
+        refused_in_one_line(args, needle);
+    }
+}
+
+/// Ctrl-C while the chain nets train: exit 130, nothing saved.
+#[test]
+fn ctrl_c_stops_chain_training_with_130_and_saves_nothing() {
+    let path = chain_scratch("interrupted.json");
+    let child =
+        common::spawn(&["train", "--arm", "rail3", "--steps", "500000", "--quiet", "--out", path.to_str().unwrap()]);
+    std::thread::sleep(common::unit());
+    // SAFETY: signalling our own child by its id.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = common::wait_limited(child, "train --arm rail3 after Ctrl-C", common::unit() * 6);
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+    assert!(!path.exists());
+}

@@ -322,40 +322,46 @@ mod tests {
     use crate::chain::nets::{ChainNet, NetConfig, NetKind};
 
     fn small(arm: &ChainArm, layer: ChainLayer) -> ChainAtlasConfig {
-        ChainAtlasConfig { resolution: 12, samples: 8, ..ChainAtlasConfig::new(arm.clone(), layer) }
+        ChainAtlasConfig { resolution: 16, samples: 8, ..ChainAtlasConfig::new(arm.clone(), layer) }
     }
 
-    /// After brief training on rail3 the MSE answer misses by more than the MDN's samples on
-    /// average over the reachable cells; the exact posterior spreads on every reachable cell;
-    /// the corners beyond the reach are unreachable on every layer; the hybrid finishes its
-    /// seeds.
+    /// After brief training on 3r the MSE answer (the mean of solutions spread over a circle of
+    /// wrist positions) misses by far more than the MDN's samples; the exact posterior spreads on
+    /// every reachable cell; the corners beyond the reach are unreachable on every layer; the
+    /// hybrid finishes its seeds. (On rail3 the narrow prior keeps the MSE answer close after
+    /// brief training; its exact-spread map is checked without nets.)
     #[test]
-    fn a_small_rail3_map_has_sane_values_and_unreachable_corners() {
-        let arm = ArmKind::Rail3.arm();
-        let cfg = NetConfig { hidden: 32, depth: 2, components: 6, steps: 600, batch: 256, ..NetConfig::default() };
+    fn small_maps_have_sane_values_and_unreachable_corners() {
+        let arm = ArmKind::ThreeR.arm();
+        let cfg = NetConfig { hidden: 32, depth: 2, components: 6, steps: 800, batch: 256, ..NetConfig::default() };
         let mse = ChainNet::train(&arm, NetKind::Mse, &cfg, |_, _| true).unwrap();
         let mdn = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, _| true).unwrap();
         let nets = Nets { mse: Some(&mse), mdn: Some(&mdn) };
-        let maps: Vec<ChainAtlas> =
+        let mut maps: Vec<ChainAtlas> =
             ChainLayer::ALL.iter().map(|&l| chain_atlas(&small(&arm, l), nets, &|_, _| true).unwrap()).collect();
+        let rail3 = chain_atlas(&small(&ArmKind::Rail3.arm(), ChainLayer::ExactSpread), nets, &|_, _| true).unwrap();
         let mean = |a: &ChainAtlas| {
             let v: Vec<f64> = a.cells.iter().flatten().copied().collect();
             v.iter().sum::<f64>() / v.len() as f64
         };
         let [mse_miss, mdn_resim, exact, hybrid] = &maps[..] else { unreachable!() };
-        assert!(mean(mse_miss) > mean(mdn_resim), "mse {} vs mdn {}", mean(mse_miss), mean(mdn_resim));
-        let reachable = exact.cells.iter().filter(|c| c.is_some()).count();
-        assert!(reachable > 12 && reachable < 144, "{reachable} of 144 reachable");
-        assert!(exact.cells.iter().flatten().all(|&s| s > 0.0), "{:?}", exact.cells);
+        // Measured at seed 0: 0.67 m against 0.40 m (the MDN is far from sharp after 800 steps).
+        assert!(mean(mse_miss) > 1.3 * mean(mdn_resim), "mse {} vs mdn {}", mean(mse_miss), mean(mdn_resim));
         assert!(mean(hybrid) > 0.9, "hybrid success {}", mean(hybrid));
+        for e in [exact, &rail3] {
+            let reachable = e.cells.iter().filter(|c| c.is_some()).count();
+            assert!(reachable > 16 && reachable < 256, "{}: {reachable} of 256 reachable", e.arm);
+            assert!(e.cells.iter().flatten().all(|&s| s > 0.0), "{}: {:?}", e.arm, e.cells);
+        }
+        maps.push(rail3);
         for a in &maps {
-            assert_eq!(a.cells.len(), 144);
-            // The corners lie beyond the arm's reach from any rail height.
+            assert_eq!(a.cells.len(), 256);
+            // The corners lie beyond the arm's reach (from any rail height).
             let corner = a.cell_at(Point2::new(a.extent.x[1] * 0.99, a.extent.y[1] * 0.99));
-            assert_eq!(corner, Some(None), "{}", a.layer);
+            assert_eq!(corner, Some(None), "{} {}", a.arm, a.layer);
             assert!(a.cell_at(Point2::new(99.0, 0.0)).is_none());
             let near = a.cell_at(Point2::new(1.5, 0.0)).unwrap();
-            assert!(near.is_some(), "{}: (1.5, 0) reachable", a.layer);
+            assert!(near.is_some(), "{} {}: (1.5, 0) reachable", a.arm, a.layer);
         }
     }
 

@@ -11,13 +11,15 @@ use super::arm::Prior;
 use super::arms::ChainArm;
 use super::nets::{ChainNet, NetConfig, NetKind};
 use super::solve::Nets;
-use crate::learned::model::{field_err, format_tag, parse_model, read_model_bytes, save_json};
+use crate::learned::model::{
+    CHAIN_FORMAT, chain_model_description, field_err, format_tag, parse_model, read_model_bytes, save_json,
+};
 use crate::learned::{FieldError, LearnedModel, ModelError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Identifies a chain model file.
-pub const FORMAT: &str = "elbow-chain-model";
+pub const FORMAT: &str = CHAIN_FORMAT;
 /// Bumped whenever the layout changes.
 pub const VERSION: u32 = 1;
 
@@ -51,7 +53,7 @@ impl ChainModel {
 
     /// What the file holds, for messages: `a chain model for rail3`.
     pub fn describe(&self) -> String {
-        format!("a chain model for {}", self.arm.name)
+        chain_model_description(&self.arm.name)
     }
 
     /// Whether these nets may answer for `arm`: only for the arm they were trained on.
@@ -195,18 +197,19 @@ mod tests {
         let path = temp("bad");
         let write = |v: &serde_json::Value| std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
         let good = serde_json::to_value(&m).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-            (Box::new(|v| v["version"] = 7.into()), "version"),
-            (Box::new(|v| v["mse"]["kind"] = "Mdn".into()), "mse.kind"),
-            (Box::new(|v| v["mdn"]["output"][0][1] = (-1.0).into()), "mdn.output"),
-            (Box::new(|v| v["mse"]["net"]["layers"] = serde_json::json!([])), "mse.net.layers"),
-            (Box::new(|v| v["arm"]["name"] = "rail3".into()), "claims to be 3r"),
-            (Box::new(|v| v["arm"]["kind"] = "Rail3".into()), "arm"),
+        type Break = fn(&mut serde_json::Value);
+        let cases: [(Break, &str); 7] = [
+            (|v| v["version"] = 7.into(), "version"),
+            (|v| v["mse"]["kind"] = "Mdn".into(), "mse.kind"),
+            (|v| v["mdn"]["output"][0][1] = (-1.0).into(), "mdn.output"),
+            (|v| v["mse"]["net"]["layers"] = serde_json::json!([]), "mse.net.layers"),
+            (|v| v["arm"]["name"] = "rail3".into(), "claims to be 3r"),
+            (|v| v["arm"]["kind"] = "Rail3".into(), "arm"),
             (
-                Box::new(|v| {
+                |v| {
                     v["mse"] = serde_json::Value::Null;
                     v["mdn"] = serde_json::Value::Null;
-                }),
+                },
                 "no net",
             ),
         ];

@@ -199,6 +199,16 @@ pub(crate) fn parse_model<T: serde::de::DeserializeOwned>(
     Ok(model)
 }
 
+/// The format tag of chain model files (the nets of a redundant chain, `elbow train --arm`):
+/// kept here, with the reader every model file goes through, so that the two-link reader can
+/// name such a file without depending on the chain module.
+pub const CHAIN_FORMAT: &str = "elbow-chain-model";
+
+/// How a chain model for the arm `name` is named in messages: `a chain model for rail3`.
+pub fn chain_model_description(name: &str) -> String {
+    format!("a chain model for {name}")
+}
+
 /// The `format` tag of a model file's JSON, if it has one (to tell a two-link model from a
 /// chain model before parsing either).
 pub(crate) fn format_tag(bytes: &[u8]) -> Option<String> {
@@ -207,6 +217,23 @@ pub(crate) fn format_tag(bytes: &[u8]) -> Option<String> {
         format: String,
     }
     serde_json::from_slice::<Tag>(bytes).ok().map(|t| t.format)
+}
+
+/// What a chain model file's bytes hold, for a message (`a chain model for rail3`); `None`
+/// when the bytes are not a chain model file.
+fn chain_file(bytes: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Arm {
+        name: String,
+    }
+    #[derive(Deserialize)]
+    struct Chain {
+        format: String,
+        arm: Option<Arm>,
+    }
+    let probe: Chain = serde_json::from_slice(bytes).ok()?;
+    (probe.format == CHAIN_FORMAT)
+        .then(|| chain_model_description(probe.arm.as_ref().map_or("an unnamed arm", |a| a.name.as_str())))
 }
 
 /// Identifies the file format.
@@ -414,8 +441,7 @@ impl LearnedModel {
     /// load button and every `--model FILE` use this.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         let bytes = read_model_bytes(path)?;
-        if format_tag(&bytes).as_deref() == Some(crate::chain::model::FORMAT) {
-            let found = crate::chain::model::ModelFile::parse(path, &bytes)?.describe();
+        if let Some(found) = chain_file(&bytes) {
             return Err(ModelError::OtherKind {
                 path: path.display().to_string(),
                 found,
