@@ -25,6 +25,11 @@ struct Heatmap;
 #[derive(Component)]
 struct ChainHeatmap;
 
+/// The two-link atlas's sprite, told apart from the chain's.
+type TwoLinkSprite = (With<Heatmap>, Without<ChainHeatmap>);
+/// The chain atlas's sprite, told apart from the two-link one.
+type ChainSprite = (With<ChainHeatmap>, Without<Heatmap>);
+
 /// How opaque the heatmap is, so the arm and the annulus stay readable over it.
 const OPACITY: f32 = 0.55;
 
@@ -66,7 +71,7 @@ fn repaint_chain(
     view: Res<ChainAtlasView>,
     lab: Res<Lab>,
     mut images: ResMut<Assets<Image>>,
-    mut sprite: Single<(&mut Sprite, &mut Transform, &mut Visibility), (With<ChainHeatmap>, Without<Heatmap>)>,
+    mut sprite: Single<(&mut Sprite, &mut Transform, &mut Visibility), ChainSprite>,
     mut painted: Local<Option<u64>>,
 ) {
     let (sprite, transform, visibility) = &mut *sprite;
@@ -94,7 +99,7 @@ fn repaint(
     view: Res<AtlasView>,
     lab: Res<Lab>,
     mut images: ResMut<Assets<Image>>,
-    mut sprite: Single<(&mut Sprite, &mut Visibility), (With<Heatmap>, Without<ChainHeatmap>)>,
+    mut sprite: Single<(&mut Sprite, &mut Visibility), TwoLinkSprite>,
     mut painted: Local<Option<(u64, elbow::atlas::Layer)>>,
 ) {
     let (sprite, visibility) = &mut *sprite;

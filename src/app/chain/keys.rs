@@ -6,7 +6,7 @@
 use super::super::AppSet;
 use super::super::state::arm::{Lab, chain_lab};
 use super::atlas::ChainAtlasView;
-use super::state::{ChainTrainCommand, ChainTraining, ChainView, RunPhase, drives};
+use super::state::{ChainTrainCommand, ChainTraining, ChainView, RunPhase, drives, method_label};
 use bevy::prelude::*;
 use bevy_egui::input::EguiWantsInput;
 use elbow::atlas::chain::ChainLayer;
@@ -34,7 +34,7 @@ impl ChainShortcut {
     /// What the shortcut does, in a few words.
     pub(crate) fn describe(self) -> String {
         match self {
-            ChainShortcut::Driver(m) => format!("drive with {}", super::panel::method_label(m)),
+            ChainShortcut::Driver(m) => format!("drive with {}", method_label(m)),
             ChainShortcut::Atlas => "atlas on/off".into(),
             ChainShortcut::Layer => "next atlas layer".into(),
             ChainShortcut::Training => "stop training, or train again".into(),

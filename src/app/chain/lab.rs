@@ -9,6 +9,7 @@ use super::super::state::view::Target;
 use super::state::RunPhase;
 use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use elbow::chain::model::ChainModel;
 use elbow::chain::nets::NetKind;
@@ -60,6 +61,17 @@ fn start_pose(arm: &ChainArm, target: elbow::Point2) -> Vec<f64> {
     best.map_or_else(|| arm.prior_center(), |(_, x)| x)
 }
 
+/// The chain lab's state the switch rebuilds.
+#[derive(SystemParam)]
+struct ChainState<'w> {
+    nets: ResMut<'w, ChainNets>,
+    training: ResMut<'w, ChainTraining>,
+    workers: ResMut<'w, NetWorkers>,
+    plant: ResMut<'w, ChainPlant>,
+    answers: ResMut<'w, ChainAnswers>,
+    view: ResMut<'w, ChainView>,
+}
+
 /// Rebuilds the lab's state for the newly opened lab.
 #[allow(clippy::too_many_arguments)]
 fn switch(
@@ -68,18 +80,11 @@ fn switch(
     mut last: Local<Option<String>>,
     mut kept: ResMut<KeptNets>,
     mut target: ResMut<Target>,
-    mut chain: (
-        ResMut<ChainNets>,
-        ResMut<ChainTraining>,
-        ResMut<NetWorkers>,
-        ResMut<ChainPlant>,
-        ResMut<ChainAnswers>,
-        ResMut<ChainView>,
-    ),
+    mut chain: ChainState,
     mut commands: (MessageWriter<ChainTrainCommand>, MessageWriter<TrainCommand>),
     two_link: (Res<Training>, Res<TrainingParams>),
 ) {
-    let (nets, training, workers, plant, answers, view) = &mut chain;
+    let ChainState { nets, training, workers, plant, answers, view } = &mut chain;
     let name = lab.chain().map(|a| a.name.clone());
     if *last == name && last.is_some() {
         return;

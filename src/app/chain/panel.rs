@@ -10,7 +10,7 @@ use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
 use super::state::{
     ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN, NetRun,
-    RunPhase, SELF_MOTION_SPAN, drives,
+    RunPhase, SELF_MOTION_SPAN, drives, method_label,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -23,17 +23,6 @@ use elbow::chain::{ArmKind, ChainArm, Method};
 
 /// Height of the chain's small plots, logical pixels.
 const PLOT_HEIGHT: f32 = 90.0;
-
-/// A method's name in the panel.
-pub(crate) fn method_label(m: Method) -> &'static str {
-    match m {
-        Method::Mse => "MSE net",
-        Method::Mdn => "MDN fan",
-        Method::Dls => "DLS, prior starts",
-        Method::Hybrid => "hybrid: MDN seed + DLS",
-        Method::Exact => "exact posterior",
-    }
-}
 
 /// What the chain sections read and edit.
 #[derive(SystemParam)]

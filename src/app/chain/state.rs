@@ -35,6 +35,17 @@ pub(crate) fn drives(m: Method) -> bool {
     m != Method::Exact
 }
 
+/// A method's name in the panel.
+pub(crate) fn method_label(m: Method) -> &'static str {
+    match m {
+        Method::Mse => "MSE net",
+        Method::Mdn => "MDN fan",
+        Method::Dls => "DLS, prior starts",
+        Method::Hybrid => "hybrid: MDN seed + DLS",
+        Method::Exact => "exact posterior",
+    }
+}
+
 /// What the user chose on a chain.
 #[derive(Resource, Debug, Clone, PartialEq)]
 pub(crate) struct ChainView {

@@ -199,6 +199,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
 /// chain_frame_time --nocapture` prints it (README, "The chain in the app").
 #[test]
 #[ignore = "a measurement; run it alone on a quiet machine"]
+#[allow(clippy::print_stdout, reason = "a measurement prints what it measured")]
 fn chain_frame_time() {
     let percentile = |v: &mut Vec<f64>, p: f64| {
         v.sort_by(f64::total_cmp);
