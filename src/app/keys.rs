@@ -76,8 +76,8 @@ pub(crate) enum Shortcut {
 }
 
 /// The number keys, `1` to `9`: the n-th head of [`HeadKind::ALL`] (the head registry) is driven
-/// by the n-th.
-const DIGITS: [(KeyCode, &str); 9] = [
+/// by the n-th (on a chain, the n-th driver).
+pub(crate) const DIGITS: [(KeyCode, &str); 9] = [
     (KeyCode::Digit1, "1"),
     (KeyCode::Digit2, "2"),
     (KeyCode::Digit3, "3"),

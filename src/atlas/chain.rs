@@ -157,14 +157,7 @@ impl ChainAtlasConfig {
         if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
             return Err(format!("tolerance must be > 0, got {}", self.tolerance));
         }
-        let s = &self.settings;
-        let counts = [s.dls_iterations, s.dls_starts, s.hybrid_iterations, s.hybrid_seeds];
-        if !(s.dls_tolerance.is_finite() && s.dls_tolerance > 0.0)
-            || counts.iter().any(|&c| !(1..=10_000).contains(&c))
-            || !(s.ess_factor.is_finite() && (1.0..=1000.0).contains(&s.ess_factor))
-        {
-            return Err(format!("solver settings out of range: {s:?}"));
-        }
+        self.settings.validate(self.tolerance)?;
         Ok(())
     }
 

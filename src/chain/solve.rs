@@ -47,6 +47,34 @@ impl Default for SolveSettings {
     }
 }
 
+impl SolveSettings {
+    /// Checks every setting against `success_radius` (metres; DLS must stop within it), naming
+    /// the first bad one.
+    pub fn validate(&self, success_radius: f64) -> Result<(), String> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !(positive(self.dls_tolerance) && self.dls_tolerance <= success_radius) {
+            return Err(format!(
+                "the DLS tolerance must be a number in (0, {success_radius}] metres (at most the success radius), got {}",
+                self.dls_tolerance
+            ));
+        }
+        for (name, v, hi) in [
+            ("DLS iterations", self.dls_iterations, 10_000),
+            ("DLS starts", self.dls_starts, 1000),
+            ("hybrid iterations", self.hybrid_iterations, 10_000),
+            ("hybrid seeds", self.hybrid_seeds, 1000),
+        ] {
+            if !(1..=hi).contains(&v) {
+                return Err(format!("{name} must be a whole number from 1 to {hi}, got {v}"));
+            }
+        }
+        if !(self.ess_factor.is_finite() && (1.0..=1000.0).contains(&self.ess_factor)) {
+            return Err(format!("the ESS factor must be a number from 1 to 1000, got {}", self.ess_factor));
+        }
+        Ok(())
+    }
+}
+
 /// The trained nets a set of methods may use (a method without its net is refused).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Nets<'a> {

@@ -4,6 +4,7 @@
 //! field stay with egui.
 
 use super::super::AppSet;
+use super::super::keys::DIGITS;
 use super::super::state::arm::{Lab, chain_lab};
 use super::atlas::ChainAtlasView;
 use super::state::{ChainTrainCommand, ChainTraining, ChainView, RunPhase, drives, method_label};
@@ -41,19 +42,6 @@ impl ChainShortcut {
         }
     }
 }
-
-/// The number keys, in order.
-const DIGITS: [(KeyCode, &str); 9] = [
-    (KeyCode::Digit1, "1"),
-    (KeyCode::Digit2, "2"),
-    (KeyCode::Digit3, "3"),
-    (KeyCode::Digit4, "4"),
-    (KeyCode::Digit5, "5"),
-    (KeyCode::Digit6, "6"),
-    (KeyCode::Digit7, "7"),
-    (KeyCode::Digit8, "8"),
-    (KeyCode::Digit9, "9"),
-];
 
 /// Every shortcut on `arm` with its key: a number key per driver, then the toggles.
 pub(crate) fn shortcuts(arm: &ChainArm) -> Vec<(KeyCode, &'static str, ChainShortcut)> {

@@ -93,7 +93,7 @@ pub(crate) struct ChainArgs {
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
     /// The exact sampler's effective sample size per target, as a multiple of `--samples` (1 to 1000).
-    #[arg(long, default_value_t = defaults().ess_factor, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = defaults().solve.ess_factor, allow_hyphen_values = true)]
     ess_factor: f64,
     /// Seed of targets, training and sampling.
     #[arg(long, default_value_t = defaults().seed)]
@@ -127,7 +127,7 @@ impl ChainArgs {
         cfg.net.components = self.components;
         cfg.net.covariance = self.covariance;
         cfg.tolerance = self.tolerance;
-        cfg.ess_factor = self.ess_factor;
+        cfg.solve.ess_factor = self.ess_factor;
         cfg.seed = self.seed;
         cfg.net.seed = self.seed;
         cfg.validate().map_err(|e| e.to_string())?;

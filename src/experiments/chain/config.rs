@@ -29,18 +29,9 @@ pub struct ChainConfig {
     pub net: NetConfig,
     /// Success radius, metres.
     pub tolerance: f64,
-    /// DLS stops once the tip is this close, metres.
-    pub dls_tolerance: f64,
-    /// DLS iterations per prior start.
-    pub dls_iterations: u32,
-    /// DLS prior starts per solution at most.
-    pub dls_starts: u32,
-    /// DLS iterations per MDN seed in the hybrid.
-    pub hybrid_iterations: u32,
-    /// MDN seeds per solution in the hybrid before it falls back to prior starts.
-    pub hybrid_seeds: u32,
-    /// The exact sampler's effective sample size, as a multiple of the samples drawn.
-    pub ess_factor: f64,
+    /// How DLS, the hybrid and the exact sampler run (flattened: the JSON keeps its keys).
+    #[serde(flatten)]
+    pub solve: SolveSettings,
     /// The posterior-mismatch kernel.
     pub kernel: Kernel,
     /// Seed of targets, training and sampling.
@@ -50,7 +41,6 @@ pub struct ChainConfig {
 impl ChainConfig {
     /// The default run on `arm`.
     pub fn new(arm: ChainArm) -> Self {
-        let solve = SolveSettings::default();
         Self {
             methods: arm.methods().to_vec(),
             arm,
@@ -58,12 +48,7 @@ impl ChainConfig {
             samples: 500,
             net: NetConfig::default(),
             tolerance: 1e-3,
-            dls_tolerance: solve.dls_tolerance,
-            dls_iterations: solve.dls_iterations,
-            dls_starts: solve.dls_starts,
-            hybrid_iterations: solve.hybrid_iterations,
-            hybrid_seeds: solve.hybrid_seeds,
-            ess_factor: solve.ess_factor,
+            solve: SolveSettings::default(),
             kernel: Kernel::default(),
             seed: 0,
         }
@@ -97,25 +82,7 @@ impl ChainConfig {
         if !(positive(self.tolerance) && self.tolerance <= 1.0) {
             return bad(format!("tolerance must be a number in (0, 1] metres, got {}", self.tolerance));
         }
-        if !(positive(self.dls_tolerance) && self.dls_tolerance <= self.tolerance) {
-            return bad(format!(
-                "the DLS tolerance must be a number in (0, {}] metres (at most the success radius), got {}",
-                self.tolerance, self.dls_tolerance
-            ));
-        }
-        for (name, v, hi) in [
-            ("DLS iterations", self.dls_iterations, 10_000),
-            ("DLS starts", self.dls_starts, 1000),
-            ("hybrid iterations", self.hybrid_iterations, 10_000),
-            ("hybrid seeds", self.hybrid_seeds, 1000),
-        ] {
-            if !(1..=hi).contains(&v) {
-                return bad(format!("{name} must be a whole number from 1 to {hi}, got {v}"));
-            }
-        }
-        if !(self.ess_factor.is_finite() && (1.0..=1000.0).contains(&self.ess_factor)) {
-            return bad(format!("the ESS factor must be a number from 1 to 1000, got {}", self.ess_factor));
-        }
+        self.solve.validate(self.tolerance).map_err(ExperimentError::Invalid)?;
         let k = &self.kernel.widths;
         if k.is_empty() || k.len() > 8 || !k.iter().all(|&h| positive(h) && h <= 1e3) {
             return bad("the kernel needs 1 to 8 widths, each a number in (0, 1000]".into());
@@ -136,14 +103,7 @@ impl ChainConfig {
 
     /// The settings of the iterative methods and the exact sampler.
     pub fn solve_settings(&self) -> SolveSettings {
-        SolveSettings {
-            dls_tolerance: self.dls_tolerance,
-            dls_iterations: self.dls_iterations,
-            dls_starts: self.dls_starts,
-            hybrid_iterations: self.hybrid_iterations,
-            hybrid_seeds: self.hybrid_seeds,
-            ess_factor: self.ess_factor,
-        }
+        self.solve
     }
 
     /// Kernel evaluations of the posterior-mismatch sums: per target, the reference set against

@@ -252,7 +252,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: Nets<'_>, target: Point2, index: usi
     let d = arm.coords();
     let n = cfg.samples;
     let mut sampler = ExactSampler::new(arm);
-    sampler.ess_factor = cfg.ess_factor;
+    sampler.ess_factor = cfg.solve.ess_factor;
     let reference = sampler.sample(target, n, &mut rng(cfg.seed, Stream::ChainReference, index as u64));
     let ref_cols = Columns::new(&reference.x, d);
     let ref_self = self_sum(&ref_cols, &cfg.kernel);
@@ -344,7 +344,7 @@ fn time_demo(cfg: &ChainConfig, nets: Nets<'_>) -> (Vec<f64>, Demo) {
 mod tests {
     use super::*;
     use crate::chain::nets::NetConfig;
-    use crate::chain::{ArmKind, Kernel};
+    use crate::chain::{ArmKind, Kernel, SolveSettings};
     use crate::experiments::chain::{MAX_SAMPLES, MAX_TARGETS};
 
     fn small(kind: ArmKind) -> ChainConfig {
@@ -382,8 +382,7 @@ mod tests {
         // Seeds starved of iterations: the hybrid still finishes every target, from prior starts.
         let starved = ChainConfig {
             methods: vec![Method::Hybrid],
-            hybrid_iterations: 1,
-            hybrid_seeds: 1,
+            solve: SolveSettings { hybrid_iterations: 1, hybrid_seeds: 1, ..SolveSettings::default() },
             ..small(ArmKind::Rail3)
         };
         let r = chain(&starved).unwrap();
@@ -399,7 +398,10 @@ mod tests {
             ChainConfig { targets: 0, ..small(ArmKind::ThreeR) },
             ChainConfig { samples: 1, ..small(ArmKind::ThreeR) },
             ChainConfig { tolerance: f64::NAN, ..small(ArmKind::ThreeR) },
-            ChainConfig { dls_tolerance: 1.0, ..small(ArmKind::ThreeR) },
+            ChainConfig {
+                solve: SolveSettings { dls_tolerance: 1.0, ..SolveSettings::default() },
+                ..small(ArmKind::ThreeR)
+            },
             ChainConfig { methods: vec![], ..small(ArmKind::ThreeR) },
             ChainConfig { kernel: Kernel { widths: vec![] }, ..small(ArmKind::ThreeR) },
             ChainConfig { targets: MAX_TARGETS, samples: MAX_SAMPLES, ..small(ArmKind::ThreeR) },
