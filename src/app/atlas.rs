@@ -95,6 +95,8 @@ pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
         noise: s.noise_std,
         backlash: s.backlash,
         mismatch: s.mismatch(),
+        friction: s.friction,
+        flex: s.flex,
         // The noise samples cost as much as the rest of the map: only for the silent layer, and
         // then enough of them (16) that the rate reads as a rate, not as dice.
         samples: if view.layer == Layer::Silent { SILENT_SAMPLES } else { 0 },

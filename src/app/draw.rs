@@ -7,7 +7,7 @@ use super::AppSet;
 use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::arm::{Nominal, Sim, two_link_lab};
 use super::state::solve::{EnvelopeStats, FLASH_SECS, Shown, Solutions};
-use super::state::view::Target;
+use super::state::view::{CameraView, Target};
 use bevy::prelude::*;
 use elbow::learned::Output;
 use elbow::{HeadKind, Point2, SolverId};
@@ -41,6 +41,13 @@ struct DashedGizmos;
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct WorkspaceGizmos;
 
+/// Camera frames kept for the trail.
+const CAMERA_TRAIL: usize = 12;
+/// Colour of the encoders' arm.
+const ENCODER_COLOR: Color = Color::srgb(0.6, 0.75, 0.95);
+/// Colour of the camera's frames.
+const CAMERA_COLOR: Color = Color::srgb(1.0, 1.0, 1.0);
+
 /// World point of a core point.
 fn v(p: Point2) -> Vec2 {
     Vec2::new(p.x as f32, p.y as f32)
@@ -68,6 +75,7 @@ struct Pens<'w, 's> {
 }
 
 /// Draws one frame.
+#[allow(clippy::too_many_arguments)]
 fn draw(
     mut pens: Pens,
     nominal: Res<Nominal>,
@@ -76,6 +84,8 @@ fn draw(
     shown: Res<Shown>,
     sim: Res<Sim>,
     stats: Res<EnvelopeStats>,
+    camera_view: Res<CameraView>,
+    mut frames: Local<std::collections::VecDeque<Vec2>>,
 ) {
     let arm_model = nominal.0;
     let reach = arm_model.reach() as f32;
@@ -132,6 +142,31 @@ fn draw(
                     }
                 }
             }
+        }
+    }
+
+    // What the sensors see: the nominal arm at the encoder readings (dashed), and the camera's
+    // last frames of the tip (squares, the newest brightest), with a line from the encoders'
+    // tip to the camera's.
+    if let Some(frame) = sim.plant.camera() {
+        let p = v(frame.tip);
+        if frames.back() != Some(&p) {
+            frames.push_back(p);
+            while frames.len() > CAMERA_TRAIL {
+                frames.pop_front();
+            }
+        }
+    }
+    if camera_view.0 {
+        let believed = arm_model.joints(sim.measured);
+        arm(&mut pens.dashed, believed, ENCODER_COLOR, 1.0);
+        let n = frames.len().max(1) as f32;
+        for (i, p) in frames.iter().enumerate() {
+            let alpha = 0.25 + 0.75 * (i + 1) as f32 / n;
+            pens.ghost.rect_2d(*p, Vec2::splat(0.05), CAMERA_COLOR.with_alpha(alpha));
+        }
+        if let Some(last) = frames.back() {
+            pens.workspace.line_2d(v(believed[2]), *last, CAMERA_COLOR);
         }
     }
 

@@ -24,7 +24,7 @@ use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
-use super::state::view::{Hover, PanelWidth, Target};
+use super::state::view::{CameraView, Hover, PanelWidth, Target};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -62,6 +62,7 @@ struct Sections<'w> {
     atlas: ResMut<'w, AtlasView>,
     hover: Res<'w, Hover>,
     sweep: ResMut<'w, LiveSweep>,
+    camera_view: ResMut<'w, CameraView>,
     controls: TrainingControls<'w>,
 }
 
@@ -163,6 +164,9 @@ fn contents(
     egui::CollapsingHeader::new("Plant: lag and model mismatch")
         .default_open(false)
         .show(ui, |ui| plant_section(ui, lab.plant.reborrow()));
+    egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
+        .default_open(false)
+        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim));
     egui::CollapsingHeader::new("Training")
         .default_open(false)
         .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
@@ -590,6 +594,33 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
     });
     ui.small("The residual head learns the mismatch in force when training starts.");
     plant.set_if_neq(s.sanitized());
+}
+
+/// The newer reality-gap channels: joint friction (stiction), link flex, latency and the
+/// camera, and the camera view that shows what the encoders cannot see.
+fn gap_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, mut view: Mut<CameraView>, sim: &Sim) {
+    let mut s = *plant;
+    let so101 = elbow::plant::SO101_STICTION_BAND;
+    ui.add(egui::Slider::new(&mut s.friction, range::FRICTION).text("stiction band (rad)")).on_hover_text(format!(
+        "an SO-101 joint's is {so101:.4} rad: a joint moves only once its command is this far away"
+    ));
+    ui.add(egui::Slider::new(&mut s.flex, range::FLEX).text("flex: droop stretched out (rad)"));
+    ui.add(egui::Slider::new(&mut s.latency, range::LATENCY).text("latency (frames)"));
+    ui.add(egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"));
+    ui.add(egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"));
+    ui.add(egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"));
+    ui.add(egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"));
+    plant.set_if_neq(s.sanitized());
+    let mut on = view.0;
+    ui.checkbox(&mut on, "camera view: the arm as the encoders and the camera see it");
+    view.set_if_neq(CameraView(on));
+    if on {
+        let by_camera = sim.plant.camera().map(|f| (f.tip - sim.plant.tip()).norm());
+        ui.small(format!(
+            "Dashed: the nominal arm at the encoder readings (flex and mismatch are invisible to it). Squares: the camera's last frames of the tip. The camera's latest frame is {} off the true tip.",
+            metres(by_camera)
+        ));
+    }
 }
 
 /// Per-head progress, start/pause/reset and the training parameters.

@@ -261,6 +261,9 @@ fn assert_all_finite(app: &App, frame: usize) {
     assert!(s.command.is_none_or(|p| p.is_finite()), "frame {frame}: command");
     let sim = world.resource::<Sim>();
     assert!(sim.measured.is_finite(), "frame {frame}: measured pose");
+    if let Some(f) = sim.plant.camera() {
+        assert!(f.tip.x.is_finite() && f.tip.y.is_finite() && f.time.is_finite(), "frame {frame}: camera {f:?}");
+    }
     for p in sim.plant.joints() {
         assert!(p.x.is_finite() && p.y.is_finite(), "frame {frame}: plant joints");
     }
@@ -323,6 +326,12 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                     lag: hostile(&mut rng, 0.5),
                     length_error: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
                     joint_offset: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
+                    friction: hostile(&mut rng, 0.05),
+                    flex: hostile(&mut rng, 0.2),
+                    latency: rng.random_range(0..u32::MAX),
+                    camera_noise: hostile(&mut rng, 50.0),
+                    camera_offset: [hostile(&mut rng, 0.1), hostile(&mut rng, 0.1)],
+                    camera_fps: hostile(&mut rng, 1e6),
                 };
                 *app.world_mut().resource_mut::<PlantSettings>() = settings;
             }
@@ -560,4 +569,39 @@ fn the_app_refuses_lengths_its_mismatch_sliders_would_break() {
     // Likewise at the largest ratio of link lengths.
     let ratio = elbow::TwoLinkArm::new(1.0, 1.2e-4).unwrap();
     assert!(super::check_arm(&ratio).is_err());
+}
+
+#[test]
+fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
+    let mut app = app();
+    app.update();
+    let settings = PlantSettings {
+        friction: 0.01,
+        flex: 0.04,
+        latency: 3,
+        camera_noise: 0.0,
+        camera_offset: [0.02, -0.01],
+        camera_fps: 60.0,
+        ..PlantSettings::IDEAL
+    };
+    *app.world_mut().resource_mut::<PlantSettings>() = settings;
+    for _ in 0..60 {
+        app.update();
+    }
+    let sim = app.world().resource::<Sim>();
+    let cfg = sim.plant.config();
+    assert_eq!((cfg.friction, cfg.flex, cfg.latency), (0.01, 0.04, 3));
+    assert_eq!(cfg.camera.fps, 60.0);
+    // The camera reports the tip shifted by its calibration offset (no pixel noise here); the
+    // frame may be up to one frame period old, and the arm is at rest by now.
+    let frame = sim.plant.camera().expect("the camera takes frames");
+    let seen = frame.tip - sim.plant.tip();
+    assert!((seen - Point2::new(0.02, -0.01)).norm() < 1e-3, "{seen:?}");
+    // Hostile values are clamped into the sliders' ranges before they reach the plant.
+    *app.world_mut().resource_mut::<PlantSettings>() =
+        PlantSettings { latency: u32::MAX, camera_fps: f64::INFINITY, flex: f64::NAN, ..settings };
+    app.update();
+    let cfg = *app.world().resource::<Sim>().plant.config();
+    assert_eq!((cfg.latency, cfg.flex), (30, 0.0));
+    assert!(cfg.camera.fps <= 120.0);
 }

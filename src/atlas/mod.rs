@@ -11,9 +11,10 @@
 //! - [`Layer::Envelope`]: the safety envelope's verdict on the answer (accepted, or the reason),
 //!   judged as the envelope judges that solver (FK for poses, a trust region for corrections);
 //! - [`Layer::Silent`]: the rate of silent failures under the perturbation settings (a few
-//!   samples per cell): the executed joints carry Gaussian noise and land anywhere in the
-//!   backlash play, on the real arm of the configured mismatch; a miss over the tolerance that
-//!   the solver did not report is silent.
+//!   samples per cell): the executed joints carry Gaussian noise, land anywhere in the backlash
+//!   play and the stiction band, and droop by the link flex, on the real arm of the configured
+//!   mismatch; a miss over the tolerance that the solver did not report is silent. Latency and
+//!   the camera change nothing for an arm at rest on its answer, so a map has no use for them.
 //!
 //! Learned heads answer a whole grid with batched inference ([`LearnedModel::predict_batch`]).
 //! [`paint`] turns a map into pixels and a colour key. [`chain`] maps a redundant chain's methods
@@ -27,6 +28,7 @@ use crate::envelope::Reason;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
 use crate::learned::{BatchAnswer, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId};
+use crate::plant::droop;
 use crate::rng::{Stream, rng};
 use crate::solver::{Solution, SolveStatus};
 use rand::RngExt;
@@ -138,6 +140,12 @@ pub struct AtlasConfig {
     pub backlash: f64,
     /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
     pub mismatch: Mismatch,
+    /// Stiction band of the silent layer, radians: a joint at rest stops anywhere within the
+    /// band of its command (which side depends on where it came from, which a map does not
+    /// know, so uniformly within it).
+    pub friction: f64,
+    /// Link flex of the silent layer ([`crate::plant::droop`]), radians of droop stretched out.
+    pub flex: f64,
     /// Noise samples per cell of the silent layer (0: no silent layer).
     pub samples: usize,
     /// A tip error above this (metres) counts as a miss in the silent layer.
@@ -154,6 +162,8 @@ impl Default for AtlasConfig {
             noise: 0.02,
             backlash: 0.0,
             mismatch: Mismatch::NONE,
+            friction: 0.0,
+            flex: 0.0,
             samples: 4,
             tolerance: 0.05,
             seed: 0,
@@ -180,6 +190,11 @@ impl AtlasConfig {
         }
         if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
             return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
+        }
+        for (name, v) in [("friction", self.friction), ("flex", self.flex)] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return Err(format!("{name} must be in [0, 1] rad, got {v}"));
+            }
         }
         let m = self.mismatch;
         let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
@@ -372,10 +387,14 @@ fn row_cells_body(
             let mut misses = 0;
             for _ in 0..cfg.samples {
                 let mut jitter = Pose::new(noise.sample(&mut rng), noise.sample(&mut rng));
-                if play > 0.0 {
-                    jitter = jitter + Pose::new(rng.random_range(-play..=play), rng.random_range(-play..=play));
+                for band in [play, cfg.friction] {
+                    if band > 0.0 {
+                        jitter = jitter + Pose::new(rng.random_range(-band..=band), rng.random_range(-band..=band));
+                    }
                 }
-                misses += usize::from(grid.real.miss(pose + jitter, target) > cfg.tolerance);
+                let q = pose + jitter;
+                let q = q + droop(cfg.flex, lineup.arm.l1(), lineup.arm.l2(), q);
+                misses += usize::from(grid.real.miss(q, target) > cfg.tolerance);
             }
             misses as f64 / cfg.samples as f64
         };
@@ -457,6 +476,26 @@ mod tests {
         }
         assert!(atlas.cell_at(Point2::new(0.9, 0.3)).is_some_and(|c| c.miss < 1e-9));
         assert!(atlas.cell_at(Point2::new(99.0, 0.0)).is_none());
+    }
+
+    #[test]
+    fn the_silent_layer_feels_friction_and_flex() {
+        // The analytic answer is exact: with no noise nothing fails; flex droops the arm past the
+        // tolerance where it is stretched out, a wide stiction band scatters it everywhere.
+        let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
+        let base = AtlasConfig { noise: 0.0, samples: 4, ..cfg() };
+        let rate = |c: AtlasConfig| {
+            let atlas = compute(&lineup, SolverId::Analytic, &c).unwrap();
+            atlas.cells.iter().map(|c| c.silent).sum::<f64>() / atlas.cells.len() as f64
+        };
+        assert_eq!(rate(base), 0.0);
+        let flex = rate(AtlasConfig { flex: 0.05, ..base });
+        let friction = rate(AtlasConfig { friction: 0.1, ..base });
+        assert!(flex > 0.05 && friction > 0.05, "flex {flex}, friction {friction}");
+        for bad in [f64::NAN, -0.1, 2.0] {
+            assert!(AtlasConfig { flex: bad, ..base }.validate().is_err());
+            assert!(AtlasConfig { friction: bad, ..base }.validate().is_err());
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use bevy::prelude::*;
 use elbow::chain::ChainArm;
+use elbow::plant::Camera;
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
 
@@ -79,6 +80,19 @@ pub(crate) struct PlantSettings {
     pub(crate) length_error: [f64; 2],
     /// Joint offsets of the real arm (shoulder, elbow), radians.
     pub(crate) joint_offset: [f64; 2],
+    /// Stiction band of each joint, radians ([`elbow::plant::SO101_STICTION_BAND`] is a real
+    /// arm's).
+    pub(crate) friction: f64,
+    /// Link flex: the stretched-out arm's shoulder droop, radians.
+    pub(crate) flex: f64,
+    /// Control latency, ticks (frames).
+    pub(crate) latency: u32,
+    /// The camera's pixel noise (at 1 mm per pixel), pixels.
+    pub(crate) camera_noise: f64,
+    /// The camera's calibration offset, metres.
+    pub(crate) camera_offset: [f64; 2],
+    /// The camera's frame rate, frames per second (0: no camera).
+    pub(crate) camera_fps: f64,
 }
 
 /// Slider ranges of the plant knobs.
@@ -94,6 +108,18 @@ pub(crate) mod range {
     pub(crate) const LENGTH_ERROR: RangeInclusive<f64> = -0.2..=0.2;
     /// Joint offset, radians.
     pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
+    /// Stiction band, radians: up to about ten times the SO-101's.
+    pub(crate) const FRICTION: RangeInclusive<f64> = 0.0..=0.03;
+    /// Flex (stretched-out shoulder droop), radians.
+    pub(crate) const FLEX: RangeInclusive<f64> = 0.0..=0.1;
+    /// Latency, frames.
+    pub(crate) const LATENCY: RangeInclusive<u32> = 0..=30;
+    /// Camera pixel noise, pixels at 1 mm per pixel.
+    pub(crate) const CAMERA_NOISE: RangeInclusive<f64> = 0.0..=20.0;
+    /// Camera calibration offset per axis, metres.
+    pub(crate) const CAMERA_OFFSET: RangeInclusive<f64> = -0.05..=0.05;
+    /// Camera frame rate, frames per second.
+    pub(crate) const CAMERA_FPS: RangeInclusive<f64> = 0.0..=120.0;
 }
 
 /// Whether every length error the mismatch sliders allow makes a valid real arm of `nominal`
@@ -119,6 +145,12 @@ impl Default for PlantSettings {
             lag: 0.06,
             length_error: m.length_error,
             joint_offset: [m.joint_offsets.shoulder, m.joint_offsets.elbow],
+            friction: 0.0,
+            flex: 0.0,
+            latency: 0,
+            camera_noise: Camera::default().pixel_noise,
+            camera_offset: [0.0; 2],
+            camera_fps: Camera::default().fps,
         }
     }
 }
@@ -131,8 +163,19 @@ fn clamp(v: f64, range: &std::ops::RangeInclusive<f64>) -> f64 {
 
 impl PlantSettings {
     /// No noise, backlash, lag or mismatch.
-    pub(crate) const IDEAL: PlantSettings =
-        PlantSettings { noise_std: 0.0, backlash: 0.0, lag: 0.0, length_error: [0.0; 2], joint_offset: [0.0; 2] };
+    pub(crate) const IDEAL: PlantSettings = PlantSettings {
+        noise_std: 0.0,
+        backlash: 0.0,
+        lag: 0.0,
+        length_error: [0.0; 2],
+        joint_offset: [0.0; 2],
+        friction: 0.0,
+        flex: 0.0,
+        latency: 0,
+        camera_noise: 0.0,
+        camera_offset: [0.0; 2],
+        camera_fps: 30.0,
+    };
 
     /// Every knob clamped into its range.
     pub(crate) fn sanitized(&self) -> Self {
@@ -142,6 +185,23 @@ impl PlantSettings {
             lag: clamp(self.lag, &range::LAG),
             length_error: self.length_error.map(|e| clamp(e, &range::LENGTH_ERROR)),
             joint_offset: self.joint_offset.map(|o| clamp(o, &range::OFFSET)),
+            friction: clamp(self.friction, &range::FRICTION),
+            flex: clamp(self.flex, &range::FLEX),
+            latency: self.latency.clamp(*range::LATENCY.start(), *range::LATENCY.end()),
+            camera_noise: clamp(self.camera_noise, &range::CAMERA_NOISE),
+            camera_offset: self.camera_offset.map(|o| clamp(o, &range::CAMERA_OFFSET)),
+            camera_fps: clamp(self.camera_fps, &range::CAMERA_FPS),
+        }
+    }
+
+    /// The camera these settings describe (1 mm per pixel).
+    pub(crate) fn camera(&self) -> Camera {
+        let s = self.sanitized();
+        Camera {
+            pixel_noise: s.camera_noise,
+            metres_per_pixel: 1e-3,
+            offset: Point2::new(s.camera_offset[0], s.camera_offset[1]),
+            fps: s.camera_fps,
         }
     }
 
@@ -166,8 +226,11 @@ impl PlantSettings {
             backlash: s.backlash,
             lag: s.lag,
             noise_std: s.noise_std,
+            friction: s.friction,
+            flex: s.flex,
+            latency: s.latency,
+            camera: s.camera(),
             seed: 7,
-            ..PlantConfig::ideal(*nominal)
         }
     }
 }

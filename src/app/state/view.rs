@@ -7,7 +7,11 @@ use elbow::Point2;
 
 /// Registers the target, the pointer's resources and the drag message.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Target>().init_resource::<Hover>().init_resource::<PanelWidth>().add_message::<PointerDrag>();
+    app.init_resource::<Target>()
+        .init_resource::<CameraView>()
+        .init_resource::<Hover>()
+        .init_resource::<PanelWidth>()
+        .add_message::<PointerDrag>();
 }
 
 /// The pointer is held down at this world-space point (metres) this frame.
@@ -49,3 +53,8 @@ pub(crate) struct PanelWidth(pub(crate) f32);
 /// Where the pointer is over the world viewport (metres), pressed or not; `None` off it.
 #[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Hover(pub(crate) Option<Point2>);
+
+/// Whether the view shows the arm as its sensors see it: the encoders' arm (the nominal model at
+/// the encoder readings) and the camera's recent frames of the tip, beside the true arm.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct CameraView(pub(crate) bool);
