@@ -163,7 +163,7 @@ fn draw(
         let n = frames.len().max(1) as f32;
         for (i, p) in frames.iter().enumerate() {
             let alpha = 0.25 + 0.75 * (i + 1) as f32 / n;
-            pens.ghost.rect_2d(*p, Vec2::splat(0.05), CAMERA_COLOR.with_alpha(alpha));
+            pens.ghost.rect_2d(*p, Vec2::splat(0.07), CAMERA_COLOR.with_alpha(alpha));
         }
         if let Some(last) = frames.back() {
             pens.workspace.line_2d(v(believed[2]), *last, CAMERA_COLOR);

@@ -137,6 +137,9 @@ fn contents(
     driver_section(ui, lab.driver.reborrow());
     let driver = lab.driver.0;
     perturbation_section(ui, lab.plant.reborrow());
+    egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
+        .default_open(false)
+        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim));
     ui.separator();
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     ui.separator();
@@ -164,9 +167,6 @@ fn contents(
     egui::CollapsingHeader::new("Plant: lag and model mismatch")
         .default_open(false)
         .show(ui, |ui| plant_section(ui, lab.plant.reborrow()));
-    egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
-        .default_open(false)
-        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim));
     egui::CollapsingHeader::new("Training")
         .default_open(false)
         .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
