@@ -353,6 +353,37 @@ fn negative_values_parse_and_errors_are_clear() {
 }
 
 #[test]
+fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
+    // Every new degradation channel, with values no channel accepts: refused before any work,
+    // naming the flag (clap) or the channel (the core's check), never a panic or a hang.
+    for flag in ["--friction", "--flex", "--latency", "--camera-noise", "--camera-offset", "--camera-period"] {
+        for bad in ["-1", "nan", "inf", "1e308", "", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"] {
+            let err = refused(&["experiment", "degradation", flag, bad, "--targets", "10"], &[]);
+            let channel = flag.trim_start_matches("--");
+            assert!(err.contains(flag) || err.contains(channel), "{flag} {bad}: {err}");
+        }
+    }
+    // Each channel's own bound, in words.
+    for (flag, bad, needle) in [
+        ("--friction", "101", "100 times the SO-101 band"),
+        ("--flex", "0.8", "quarter turn"),
+        ("--latency", "1.5", "whole numbers"),
+        ("--latency", "101", "100 ticks"),
+        ("--camera-noise", "2e6", "1e6 pixels"),
+        ("--camera-offset", "1001", "1000 m"),
+        ("--camera-period", "1e-9", "1/10000"),
+        ("--camera-period", "4000", "3600 s"),
+    ] {
+        refused_up_front(&["experiment", "degradation", flag, bad], &[needle]);
+    }
+    // The combined channel may not take a channel past its bound either.
+    refused_up_front(
+        &["experiment", "degradation", "--latency", "0,100", "--combined", "0,1.5"],
+        &["combined", "latency"],
+    );
+}
+
+#[test]
 fn averaging_uses_given_models() {
     let dir = scratch("given");
     let (mse, mdn, mode) = (dir.join("mse.json"), dir.join("mdn.json"), dir.join("mode.json"));

@@ -249,9 +249,11 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
     let mut channel = sweep.channel;
     ui.horizontal(|ui| {
         ui.label("sweep");
-        for c in SweepChannel::ALL {
-            ui.selectable_value(&mut channel, c, c.channel().key());
-        }
+        egui::ComboBox::from_id_salt("sweep-channel").selected_text(channel.channel().key()).show_ui(ui, |ui| {
+            for c in SweepChannel::ALL {
+                ui.selectable_value(&mut channel, c, c.channel().key());
+            }
+        });
         let status = match (&sweep.note, sweep.busy) {
             (Some(note), _) => note.clone(),
             (None, true) => "updating…".into(),
@@ -267,6 +269,7 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
         return;
     };
     let now = swept.current(plant);
+    let camera = swept.channel().camera_only();
     let dashed = egui_plot::LineStyle::dashed_loose();
     let line = |curve: &Curve, points: &[[f64; 2]], log: bool| {
         let pts: Vec<[f64; 2]> =
@@ -279,17 +282,27 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
         l
     };
     ui.columns(2, |cols| {
-        cols[0].small(format!("mean tip error (log₁₀ m) vs {} ({})", swept.channel().key(), swept.channel().unit()));
-        Plot::new("sweep-error").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
-            &mut cols[0],
-            |plot| {
+        // The camera's own channels move no arm: their first plot is the camera check's false alarms.
+        let (first, log) = if camera {
+            (format!("camera check: false alarms (%) vs {} ({})", swept.channel().key(), swept.unit()), false)
+        } else {
+            (format!("mean tip error (log₁₀ m) vs {} ({})", swept.channel().key(), swept.unit()), true)
+        };
+        cols[0].small(first);
+        let mut plot =
+            Plot::new("sweep-error").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false);
+        if camera {
+            plot = plot.include_y(0.0).include_y(100.0);
+        }
+        plot.show(&mut cols[0], |plot| {
+            if let Some(now) = now {
                 plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
-                for c in curves.iter() {
-                    plot.line(line(c, &c.error, true));
-                }
-            },
-        );
-        cols[1].small("silent failures (%)");
+            }
+            for c in curves.iter() {
+                plot.line(line(c, if camera { &c.false_alarm } else { &c.error }, log));
+            }
+        });
+        cols[1].small(if camera { "camera check: silent failures (%)" } else { "silent failures (%)" });
         Plot::new("sweep-silent")
             .height(PLOT_HEIGHT)
             .allow_drag(false)
@@ -298,7 +311,9 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
             .include_y(0.0)
             .include_y(100.0)
             .show(&mut cols[1], |plot| {
-                plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
+                if let Some(now) = now {
+                    plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
+                }
                 for c in curves.iter() {
                     plot.line(line(c, &c.silent, false));
                 }

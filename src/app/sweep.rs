@@ -1,8 +1,10 @@
 //! Live degradation: while the sliders move, the core's degradation experiment runs in the
-//! background on 1,500 held-out targets for every solver, sweeping the chosen channel (encoder
-//! noise or backlash) from zero to the end of its slider, each level on its own from the perfect
-//! arm, with the current models. The panel plots error and silent-failure rate against the
-//! level, with the current setting marked.
+//! background on 1,500 held-out targets for every solver, sweeping the chosen channel (any plant
+//! slider: encoder noise, backlash, friction, flex, latency, the camera's noise, offset and frame
+//! period) from zero to the end of its slider, each level on its own from the perfect arm, with
+//! the current models. The panel plots error and silent-failure rate against the level, with the
+//! current setting marked; for the camera's own channels, which move no arm, it plots what the
+//! camera check does instead: its false alarms and silent misses.
 //!
 //! The sweep is a [`Job`] keyed by what its curves are of (the nominal arm and the channel): a
 //! result for another key is dropped. A slider change starts a new sweep as soon as the running
@@ -16,8 +18,9 @@ use super::state::arm::{Nominal, PlantSettings, range, two_link_lab};
 use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::experiments::degradation::{
-    Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
+    Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
 };
+use elbow::plant::SO101_STICTION_BAND;
 use elbow::{HeadKind, LearnedModel, Pipeline, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +41,7 @@ pub(crate) const MODEL_REFRESH_SECS: f64 = 2.0;
 /// second.
 pub(crate) const SWEEP_TARGETS: usize = 1500;
 
-/// The perturbation channel the live degradation plot sweeps: one of the two sliders at the top.
+/// The perturbation channel the live degradation plot sweeps: one of the plant sliders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum SweepChannel {
     /// Encoder noise.
@@ -46,47 +49,126 @@ pub(crate) enum SweepChannel {
     Encoder,
     /// Backlash.
     Backlash,
+    /// Joint friction (the slider's stiction band, radians).
+    Friction,
+    /// Link flex.
+    Flex,
+    /// Control latency, ticks.
+    Latency,
+    /// The camera's pixel noise.
+    CameraNoise,
+    /// The camera's calibration offset (its length).
+    CameraOffset,
+    /// The camera's frame period (the inverse of the frame-rate slider).
+    CameraPeriod,
 }
 
+/// The slowest camera the live sweep reaches, seconds per frame.
+const SLOWEST_FRAME: f64 = 2.0;
+
 impl SweepChannel {
-    /// Both, in menu order.
-    pub(crate) const ALL: [SweepChannel; 2] = [SweepChannel::Encoder, SweepChannel::Backlash];
+    /// Every one, in menu order.
+    pub(crate) const ALL: [SweepChannel; 8] = [
+        SweepChannel::Encoder,
+        SweepChannel::Backlash,
+        SweepChannel::Friction,
+        SweepChannel::Flex,
+        SweepChannel::Latency,
+        SweepChannel::CameraNoise,
+        SweepChannel::CameraOffset,
+        SweepChannel::CameraPeriod,
+    ];
 
     /// The core's channel.
     pub(crate) fn channel(self) -> Channel {
         match self {
             SweepChannel::Encoder => Channel::Encoder,
             SweepChannel::Backlash => Channel::Backlash,
+            SweepChannel::Friction => Channel::Friction,
+            SweepChannel::Flex => Channel::Flex,
+            SweepChannel::Latency => Channel::Latency,
+            SweepChannel::CameraNoise => Channel::CameraNoise,
+            SweepChannel::CameraOffset => Channel::CameraOffset,
+            SweepChannel::CameraPeriod => Channel::CameraPeriod,
         }
     }
 
-    /// The slider's range, swept from 0 to its end.
+    /// The unit of the plot's axis (the slider's).
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            SweepChannel::Friction => "rad",
+            other => other.channel().unit(),
+        }
+    }
+
+    /// The swept range in the slider's units, from 0 to the slider's end (the camera's frame
+    /// period from a frame every tick to one every [`SLOWEST_FRAME`] seconds).
     pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {
         match self {
             SweepChannel::Encoder => range::NOISE,
             SweepChannel::Backlash => range::BACKLASH,
+            SweepChannel::Friction => range::FRICTION,
+            SweepChannel::Flex => range::FLEX,
+            SweepChannel::Latency => 0.0..=f64::from(*range::LATENCY.end()),
+            SweepChannel::CameraNoise => range::CAMERA_NOISE,
+            SweepChannel::CameraOffset => 0.0..=range::CAMERA_OFFSET.end().hypot(*range::CAMERA_OFFSET.end()),
+            SweepChannel::CameraPeriod => 0.0..=SLOWEST_FRAME,
         }
     }
 
-    /// The slider's current value.
-    pub(crate) fn current(self, plant: &PlantSettings) -> f64 {
-        let s = plant.sanitized();
+    /// The core's level for `x` in the slider's units (friction in multiples of the SO-101 band,
+    /// latency in whole ticks).
+    pub(crate) fn level(self, x: f64) -> f64 {
         match self {
+            SweepChannel::Friction => x / SO101_STICTION_BAND,
+            SweepChannel::Latency => x.round(),
+            _ => x,
+        }
+    }
+
+    /// The slider's units for the core's `level`.
+    pub(crate) fn x(self, level: f64) -> f64 {
+        match self {
+            SweepChannel::Friction => level * SO101_STICTION_BAND,
+            _ => level,
+        }
+    }
+
+    /// The slider's current value, in the swept units (`None`: the camera is off, so no frame
+    /// period).
+    pub(crate) fn current(self, plant: &PlantSettings) -> Option<f64> {
+        let s = plant.sanitized();
+        Some(match self {
             SweepChannel::Encoder => s.noise_std,
             SweepChannel::Backlash => s.backlash,
-        }
+            SweepChannel::Friction => s.friction,
+            SweepChannel::Flex => s.flex,
+            SweepChannel::Latency => f64::from(s.latency),
+            SweepChannel::CameraNoise => s.camera_noise,
+            SweepChannel::CameraOffset => s.camera_offset[0].hypot(s.camera_offset[1]),
+            SweepChannel::CameraPeriod => {
+                if s.camera_fps > 0.0 {
+                    (1.0 / s.camera_fps).min(SLOWEST_FRAME)
+                } else {
+                    return None;
+                }
+            }
+        })
     }
 }
 
-/// One pipeline's curve: `[level, value]` points.
+/// One pipeline's curve: `[level, value]` points, the level in the slider's units.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Curve {
     /// The pipeline.
     pub(crate) pipeline: Pipeline,
     /// Mean tip error on held-out targets, metres.
     pub(crate) error: Vec<[f64; 2]>,
-    /// Silent-failure rate on held-out targets.
+    /// Silent-failure rate on held-out targets (with the camera check for the camera's
+    /// channels, with the encoder check otherwise).
     pub(crate) silent: Vec<[f64; 2]>,
+    /// False-alarm rate on held-out targets, from the same check.
+    pub(crate) false_alarm: Vec<[f64; 2]>,
 }
 
 /// The live degradation sweep: every solver's error and silent-failure rate against the level
@@ -112,7 +194,7 @@ type Key = (TwoLinkArm, SweepChannel);
 #[derive(Resource, Default)]
 pub(crate) struct SweepJob {
     work: Job<Key, Result<(Vec<Curve>, f64), String>>,
-    /// The slider value of the latest sweep started.
+    /// The slider value of the latest sweep started (NaN: none, a camera that is off).
     level: Option<f64>,
     /// Models changed: sweep when the refresh interval has passed.
     models_stale: bool,
@@ -121,8 +203,8 @@ pub(crate) struct SweepJob {
 /// The configuration of a live sweep of `channel` for the current settings.
 pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: elbow::TwoLinkArm) -> DegradationConfig {
     let end = *channel.range().end();
-    let mut levels: Vec<f64> = (0..LEVELS).map(|i| end * i as f64 / (LEVELS - 1) as f64).collect();
-    levels.push(channel.current(plant));
+    let mut levels: Vec<f64> = (0..LEVELS).map(|i| channel.level(end * i as f64 / (LEVELS - 1) as f64)).collect();
+    levels.extend(channel.current(plant).map(|x| channel.level(x)));
     levels.sort_by(f64::total_cmp);
     levels.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     let swept = ChannelLevels::only(channel.channel(), levels);
@@ -155,10 +237,19 @@ pub(crate) fn curves(report: &DegradationReport, channel: SweepChannel) -> Vec<C
                 .collect();
             cells.sort_by(|a, b| a.level.total_cmp(&b.level));
             let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+            let camera = channel.channel().camera_only();
+            let check = |c: &Cell| match (camera, c.camera) {
+                (true, Some(k)) => (k.silent, k.false_alarm),
+                _ => (c.silent, c.false_alarm),
+            };
+            let series = |value: &dyn Fn(&Cell) -> f64| -> Vec<[f64; 2]> {
+                cells.iter().map(|c| [channel.x(c.level), finite(value(c))]).collect()
+            };
             Curve {
                 pipeline,
-                error: cells.iter().map(|c| [c.level, finite(c.error.mean)]).collect(),
-                silent: cells.iter().map(|c| [c.level, finite(c.silent)]).collect(),
+                error: series(&|c| c.error.mean),
+                silent: series(&|c| check(c).0),
+                false_alarm: series(&|c| check(c).1),
             }
         })
         .collect()
@@ -184,8 +275,8 @@ fn schedule(
         None => {}
     }
     job.work.want(&key);
-    let level = channel.current(&plant);
-    if job.level != Some(level) {
+    let level = channel.current(&plant).unwrap_or(f64::NAN);
+    if job.level.map(f64::to_bits) != Some(level.to_bits()) {
         job.work.invalidate();
     }
     if models.is_changed() {

@@ -534,6 +534,7 @@ fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
 #[test]
 fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     use super::sweep::{LiveSweep, SweepChannel};
+    use elbow::{Pipeline, SolverId};
     let mut app = app();
     app.insert_resource(tiny_models());
     let wait = |app: &mut App, ok: &dyn Fn(&LiveSweep) -> bool| frames_until(app, "sweep", |w| ok(w.resource()));
@@ -556,6 +557,27 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     });
     app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
     wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
+    // The reality-gap channels: friction sweeps in the slider's radians (its value is a level),
+    // flex misses are silent on the encoders, and the camera's noise shows as false alarms.
+    app.world_mut().resource_mut::<PlantSettings>().friction = 0.0071;
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Friction;
+    wait(&mut app, &|s| {
+        s.latest.as_ref().is_some_and(|(c, curves)| {
+            *c == SweepChannel::Friction && curves[0].error.iter().any(|p| (p[0] - 0.0071).abs() < 1e-9)
+        })
+    });
+    let analytic = |s: &LiveSweep| s.latest.as_ref().map(|(c, curves)| (*c, curves[0].clone()));
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Flex;
+    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::Flex));
+    let (_, flex) = analytic(app.world().resource()).unwrap();
+    assert_eq!(flex.pipeline, Pipeline::plain(SolverId::Analytic));
+    let last = |v: &[[f64; 2]]| v.last().unwrap()[1];
+    assert!(last(&flex.silent) > 0.5, "the encoders cannot see the droop: {flex:?}");
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::CameraNoise;
+    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::CameraNoise));
+    let (_, noise) = analytic(app.world().resource()).unwrap();
+    assert!(noise.false_alarm[0][1] < 0.01 && last(&noise.false_alarm) > 0.02, "{noise:?}");
+    assert!(noise.error.iter().all(|p| p[1] < 1e-6), "the camera moves no arm: {noise:?}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `--plot FILE.svg|png`: the degradation report drawn with plotters, one row per protocol and
-//! channel, four columns: mean tip error (log scale) and the reported, silent and false-alarm
-//! rates, each against the channel's level, one curve per pipeline (held-out targets).
+//! channel, six columns: mean tip error (log scale), the reported, silent and false-alarm rates
+//! with the encoder check, and the silent and false-alarm rates with the camera check (plant
+//! protocol), each against the channel's level, one curve per pipeline (held-out targets).
 //!
 //! The file format, the font and the atomic write come from [`super::figure`], shared with
 //! `elbow atlas`.
@@ -17,8 +18,8 @@ pub(crate) fn check_path(path: &Path) -> Result<Output, String> {
     Output::new(path).map_err(|e| format!("--plot {e}"))
 }
 
-const WIDTH: u32 = 1800;
-const ROW: u32 = 270;
+const WIDTH: u32 = 2400;
+const ROW: u32 = 250;
 const HEADER: u32 = 90;
 
 /// The rows: every protocol that ran, every channel it swept.
@@ -78,19 +79,21 @@ fn paint<DB: DrawingBackend>(r: &DegradationReport, root: &Panel<'_, DB>) -> Dra
         head.draw(&Text::new(p.key(), (x + 36, y), (FONT, 15)))?;
     }
     let rows = rows(r);
-    let panels = body.split_evenly((rows.len().max(1), 4));
     type Metric = (&'static str, fn(&Cell) -> f64, bool);
-    let metrics: [Metric; 4] = [
+    let metrics: [Metric; 6] = [
         ("mean error (m, log)", |c| c.error.mean.max(1e-5), true),
         ("reported", |c| c.reported, false),
         ("SILENT (missed, not reported)", |c| c.silent, false),
         ("false alarm", |c| c.false_alarm, false),
+        ("camera check: SILENT", |c| c.camera.map_or(f64::NAN, |k| k.silent), false),
+        ("camera check: false alarm", |c| c.camera.map_or(f64::NAN, |k| k.false_alarm), false),
     ];
+    let panels = body.split_evenly((rows.len().max(1), metrics.len()));
     for (row, &(protocol, channel)) in rows.iter().enumerate() {
         let series: Vec<Vec<&Cell>> = pipes.iter().map(|&p| r.series(protocol, p, channel, Split::In)).collect();
         let x_max = series.iter().flatten().map(|c| c.level).filter(|v| v.is_finite()).fold(0.0, f64::max).max(1e-9);
         for (col, (name, value, log)) in metrics.iter().enumerate() {
-            let area = &panels[row * 4 + col];
+            let area = &panels[row * metrics.len() + col];
             let caption = format!("[{protocol}] {} ({}): {name}", channel.key(), channel.unit());
             let mut chart = ChartBuilder::on(area);
             chart.caption(caption, (FONT, 14)).margin(6).x_label_area_size(22).y_label_area_size(48);

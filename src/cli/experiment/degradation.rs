@@ -49,22 +49,40 @@ pub(crate) struct DegradationArgs {
     #[arg(long, default_value_t = defaults().protocol)]
     protocol: Protocol,
     /// Channel `encoder`: encoder noise levels (standard deviation, radians), comma-separated.
-    #[arg(long, alias = "noise", default_value_t = levels(Channel::Encoder))]
+    #[arg(long, alias = "noise", default_value_t = levels(Channel::Encoder), allow_hyphen_values = true)]
     encoder: Levels,
     /// Channel `actuator`: noise on the commanded joints (radians); the exercise's joint noise.
-    #[arg(long, default_value_t = levels(Channel::Actuator))]
+    #[arg(long, default_value_t = levels(Channel::Actuator), allow_hyphen_values = true)]
     actuator: Levels,
     /// Channel `backlash`: dead-zone half-width on commanded changes (radians).
-    #[arg(long, default_value_t = levels(Channel::Backlash))]
+    #[arg(long, default_value_t = levels(Channel::Backlash), allow_hyphen_values = true)]
     backlash: Levels,
     /// Channel `target`: noise on the sensed target (standard deviation per axis, metres).
-    #[arg(long, default_value_t = levels(Channel::Target))]
+    #[arg(long, default_value_t = levels(Channel::Target), allow_hyphen_values = true)]
     target_noise: Levels,
     /// Channel `mismatch`: the real arm's mismatch, as multiples of `--length-error`/`--joint-offset`.
-    #[arg(long, default_value_t = levels(Channel::Mismatch))]
+    #[arg(long, default_value_t = levels(Channel::Mismatch), allow_hyphen_values = true)]
     mismatch_scale: Levels,
+    /// Channel `friction`: joint stiction band, as multiples of the SO-101 arm's (2.9 mrad).
+    #[arg(long, default_value_t = levels(Channel::Friction), allow_hyphen_values = true)]
+    friction: Levels,
+    /// Channel `flex`: droop of the stretched-out arm under gravity (radians).
+    #[arg(long, default_value_t = levels(Channel::Flex), allow_hyphen_values = true)]
+    flex: Levels,
+    /// Channel `latency`: ticks a command waits before it takes effect (whole numbers).
+    #[arg(long, default_value_t = levels(Channel::Latency), allow_hyphen_values = true)]
+    latency: Levels,
+    /// Channel `camera-noise`: the camera's pixel noise (standard deviation, pixels of 1 mm).
+    #[arg(long, default_value_t = levels(Channel::CameraNoise), allow_hyphen_values = true)]
+    camera_noise: Levels,
+    /// Channel `camera-offset`: the camera's calibration offset along x (metres).
+    #[arg(long, default_value_t = levels(Channel::CameraOffset), allow_hyphen_values = true)]
+    camera_offset: Levels,
+    /// Channel `camera-period`: seconds between camera frames (0: a frame at every tick).
+    #[arg(long, default_value_t = levels(Channel::CameraPeriod), allow_hyphen_values = true)]
+    camera_period: Levels,
     /// Channel `combined`: every channel at once, at these fractions of its largest level.
-    #[arg(long, default_value_t = levels(Channel::Combined))]
+    #[arg(long, default_value_t = levels(Channel::Combined), allow_hyphen_values = true)]
     combined: Levels,
     /// Out-of-distribution target sets: `beyond` (the reach), `hole` (arms with l1 != l2),
     /// `sector` (outside a sector training region), comma-separated, or `none`.
@@ -147,6 +165,12 @@ impl DegradationArgs {
                 backlash: self.backlash.0.clone(),
                 target: self.target_noise.0.clone(),
                 mismatch: self.mismatch_scale.0.clone(),
+                friction: self.friction.0.clone(),
+                flex: self.flex.0.clone(),
+                latency: self.latency.0.clone(),
+                camera_noise: self.camera_noise.0.clone(),
+                camera_offset: self.camera_offset.0.clone(),
+                camera_period: self.camera_period.0.clone(),
                 combined: self.combined.0.clone(),
             },
             ood: self.ood.0.clone(),
@@ -211,7 +235,7 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
 fn print_csv(r: &DegradationReport) -> Result<(), String> {
     let reasons: Vec<String> = Reason::ALL.iter().map(|x| format!("rejected_{}", x.key().replace('-', "_"))).collect();
     outln!(
-        "protocol,solver,channel,level,split,encoder,actuator,backlash,target,mismatch,mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{}",
+        "protocol,solver,channel,level,split,encoder,actuator,backlash,target,mismatch,mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{},friction,flex,latency,camera_noise,camera_offset,camera_period,camera_reported,camera_silent,camera_false_alarm",
         reasons.join(",")
     );
     for c in &r.cells {
@@ -220,8 +244,10 @@ fn print_csv(r: &DegradationReport) -> Result<(), String> {
             let counts: Vec<String> = l.rejected.iter().map(u64::to_string).collect();
             format!("{},{}", l.accepted, counts.join(","))
         });
+        let camera =
+            c.camera.map_or(",,".into(), |k| format!("{:.4},{:.4},{:.4}", k.reported, k.silent, k.false_alarm));
         outln!(
-            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log}",
+            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log},{},{},{},{},{},{},{camera}",
             c.protocol,
             c.solver,
             c.channel.map_or("baseline", Channel::key),
@@ -238,7 +264,13 @@ fn print_csv(r: &DegradationReport) -> Result<(), String> {
             c.reported,
             c.missed,
             c.silent,
-            c.false_alarm
+            c.false_alarm,
+            p.friction,
+            p.flex,
+            p.latency,
+            p.camera_noise,
+            p.camera_offset,
+            p.camera_period
         );
     }
     Ok(())
@@ -280,8 +312,9 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         "Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed)."
     );
     outln!(
-        "Nothing any sensor can see reveals the mismatch or the target noise: those misses are silent for every pipeline."
+        "The encoders cannot see the mismatch or the flex, and no sensor sees the target noise; the camera columns count the"
     );
+    outln!("same moves with a camera check on the tip in place of the encoder check (plant protocol).");
     let mut last = None;
     for c in &r.cells {
         let key = (c.protocol, c.split, c.channel, c.level.to_bits());
@@ -293,18 +326,21 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
             };
             outln!("\n[{}] {} targets, {what}", c.protocol, c.split.key());
             outln!(
-                "  {:<20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  envelope",
+                "  {:<20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}  envelope",
                 "solver",
                 "mean m",
                 "p95 m",
                 "reported",
                 "missed",
                 "SILENT",
-                "false"
+                "false",
+                "cam SIL",
+                "cam fal"
             );
         }
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
         outln!(
-            "  {:<20} {:>9.4} {:>9.4} {:>8.1}% {:>7.1}% {:>7.1}% {:>7.1}%  {}",
+            "  {:<20} {:>9.4} {:>9.4} {:>8.1}% {:>7.1}% {:>7.1}% {:>7.1}% {:>8} {:>8}  {}",
             c.solver.key(),
             c.error.mean,
             c.error.p95,
@@ -312,6 +348,8 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
             100.0 * c.missed,
             100.0 * c.silent,
             100.0 * c.false_alarm,
+            pct(c.camera.map(|k| k.silent)),
+            pct(c.camera.map(|k| k.false_alarm)),
             envelope_column(c)
         );
     }
@@ -321,6 +359,37 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         for line in &claim.evidence {
             outln!("    {line}");
         }
+    }
+    print_grid(r)
+}
+
+/// Every claim's vote per case (channel, OOD set, perfect arm): a Markdown table, one row per
+/// case, one column per claim (`ok`, `FAILS`, `-` nothing to judge, blank: not a case of it).
+fn print_grid(r: &DegradationReport) -> Result<(), String> {
+    let mut names: Vec<&str> = Vec::new();
+    for claim in &r.claims {
+        for case in &claim.cases {
+            if !names.contains(&case.name.as_str()) {
+                names.push(&case.name);
+            }
+        }
+    }
+    outln!("\nVerdicts per case (ok, FAILS, - nothing to judge):\n");
+    let keys: Vec<&str> = r.claims.iter().map(|c| c.key).collect();
+    outln!("| case | {} |", keys.join(" | "));
+    outln!("|---|{}", "---|".repeat(keys.len()));
+    for name in names {
+        let votes: Vec<&str> = r
+            .claims
+            .iter()
+            .map(|claim| match claim.case(name).map(|c| c.passes) {
+                None => "",
+                Some(None) => "-",
+                Some(Some(true)) => "ok",
+                Some(Some(false)) => "FAILS",
+            })
+            .collect();
+        outln!("| {name} | {} |", votes.join(" | "));
     }
     Ok(())
 }

@@ -3,17 +3,23 @@
 //!
 //! Every channel is swept on its own, the others at zero, and then all together
 //! ([`Channel::Combined`]: every channel at the same fraction of its largest level). Level 0 of
-//! every channel is one shared baseline: the perfect arm.
+//! every channel is one shared baseline: the perfect arm, watched by a perfect camera (no noise,
+//! no offset, a frame at every tick).
+//!
+//! The channels of the plant itself (friction, flex, latency) act on the arm; the three camera
+//! channels act only on what the camera reports, so they change no tip error: they change what a
+//! camera-based post-move check sees.
 
 use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
+use crate::plant::{Camera, MAX_FPS, SO101_STICTION_BAND};
 use crate::rng::{Stream, rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 /// A perturbation channel, named as on the command line and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Channel {
     /// Encoder (sensor) noise: standard deviation of each joint reading, radians.
     Encoder,
@@ -26,14 +32,40 @@ pub enum Channel {
     /// Model mismatch: the real arm's link-length errors and joint offsets, as a multiple of
     /// the configured mismatch.
     Mismatch,
+    /// Joint friction: the stiction band of each joint, as a multiple of the SO-101 arm's
+    /// ([`SO101_STICTION_BAND`], 2.9 mrad).
+    Friction,
+    /// Link flex: the droop of the stretched-out arm under gravity, radians.
+    Flex,
+    /// Control latency: ticks a command waits before it takes effect (whole numbers).
+    Latency,
+    /// Camera pixel noise: standard deviation of the tip's image position, pixels of 1 mm.
+    CameraNoise,
+    /// Camera calibration offset: every point the camera reports is shifted this far along x,
+    /// metres.
+    CameraOffset,
+    /// Camera frame period: seconds between frames (0: a frame at every tick).
+    CameraPeriod,
     /// Every channel at once, at this fraction of its largest level.
     Combined,
 }
 
 impl Channel {
     /// Every channel, in table order.
-    pub const ALL: [Channel; 6] =
-        [Channel::Encoder, Channel::Actuator, Channel::Backlash, Channel::Target, Channel::Mismatch, Channel::Combined];
+    pub const ALL: [Channel; 12] = [
+        Channel::Encoder,
+        Channel::Actuator,
+        Channel::Backlash,
+        Channel::Target,
+        Channel::Mismatch,
+        Channel::Friction,
+        Channel::Flex,
+        Channel::Latency,
+        Channel::CameraNoise,
+        Channel::CameraOffset,
+        Channel::CameraPeriod,
+        Channel::Combined,
+    ];
 
     /// The key on the command line and in JSON/CSV.
     pub fn key(self) -> &'static str {
@@ -43,6 +75,12 @@ impl Channel {
             Channel::Backlash => "backlash",
             Channel::Target => "target",
             Channel::Mismatch => "mismatch",
+            Channel::Friction => "friction",
+            Channel::Flex => "flex",
+            Channel::Latency => "latency",
+            Channel::CameraNoise => "camera-noise",
+            Channel::CameraOffset => "camera-offset",
+            Channel::CameraPeriod => "camera-period",
             Channel::Combined => "combined",
         }
     }
@@ -50,13 +88,67 @@ impl Channel {
     /// The unit of its levels.
     pub fn unit(self) -> &'static str {
         match self {
-            Channel::Encoder | Channel::Actuator | Channel::Backlash => "rad",
-            Channel::Target => "m",
+            Channel::Encoder | Channel::Actuator | Channel::Backlash | Channel::Flex => "rad",
+            Channel::Target | Channel::CameraOffset => "m",
             Channel::Mismatch => "x mismatch",
+            Channel::Friction => "x SO-101 band",
+            Channel::Latency => "ticks",
+            Channel::CameraNoise => "px",
+            Channel::CameraPeriod => "s",
             Channel::Combined => "x max",
         }
     }
+
+    /// True for the channels that act only on the camera (never on the arm).
+    pub fn camera_only(self) -> bool {
+        matches!(self, Channel::CameraNoise | Channel::CameraOffset | Channel::CameraPeriod)
+    }
+
+    /// The largest level accepted on this channel (`None`: no bound beyond finiteness), and
+    /// why, in words.
+    fn largest(self) -> Option<(f64, &'static str)> {
+        match self {
+            Channel::Friction => Some((MAX_FRICTION, "100 times the SO-101 band")),
+            Channel::Flex => Some((std::f64::consts::FRAC_PI_4, "a quarter turn (pi/4)")),
+            Channel::Latency => Some((MAX_LATENCY_TICKS as f64, "100 ticks")),
+            Channel::CameraNoise => Some((crate::plant::MAX_PIXEL_NOISE, "1e6 pixels")),
+            Channel::CameraOffset => Some((crate::plant::MAX_CAMERA_OFFSET, "1000 m")),
+            Channel::CameraPeriod => Some((MAX_CAMERA_PERIOD, "3600 s")),
+            _ => None,
+        }
+    }
+
+    /// Checks one level of this channel: finite, at least 0, within [`Channel::largest`], a
+    /// whole number of ticks for the latency, and a camera period of 0 or at least 1/[`MAX_FPS`].
+    pub fn check_level(self, level: f64) -> Result<(), String> {
+        if !(level.is_finite() && level >= 0.0) {
+            return Err(format!("{} levels must be finite numbers >= 0, got {level}", self.key()));
+        }
+        if let Some((top, words)) = self.largest()
+            && level > top
+        {
+            return Err(format!("{} levels must be at most {words}, got {level}", self.key()));
+        }
+        if self == Channel::Latency && level.fract() != 0.0 {
+            return Err(format!("latency levels must be whole numbers of ticks, got {level}"));
+        }
+        if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS {
+            return Err(format!(
+                "camera-period levels must be 0 (a frame every tick) or at least 1/{MAX_FPS} s, got {level}"
+            ));
+        }
+        Ok(())
+    }
 }
+
+/// The most friction accepted, as a multiple of [`SO101_STICTION_BAND`].
+pub const MAX_FRICTION: f64 = 100.0;
+/// The most latency accepted, ticks.
+pub const MAX_LATENCY_TICKS: u32 = 100;
+/// The slowest camera accepted, seconds between frames.
+pub const MAX_CAMERA_PERIOD: f64 = 3600.0;
+/// Metres per pixel of the degradation run's camera.
+pub const METRES_PER_PIXEL: f64 = 1e-3;
 
 /// The channels of the exercise protocol: noise on the solver's joint angles and backlash.
 pub const EXERCISE_CHANNELS: [Channel; 2] = [Channel::Actuator, Channel::Backlash];
@@ -75,6 +167,18 @@ pub struct ChannelLevels {
     pub target: Vec<f64>,
     /// Mismatch, as multiples of the configured mismatch.
     pub mismatch: Vec<f64>,
+    /// Stiction band, as multiples of [`SO101_STICTION_BAND`].
+    pub friction: Vec<f64>,
+    /// Droop of the stretched-out arm, radians.
+    pub flex: Vec<f64>,
+    /// Control latency, whole ticks.
+    pub latency: Vec<f64>,
+    /// Camera pixel noise, pixels of [`METRES_PER_PIXEL`].
+    pub camera_noise: Vec<f64>,
+    /// Camera calibration offset along x, metres.
+    pub camera_offset: Vec<f64>,
+    /// Camera frame period, seconds (0: a frame at every tick).
+    pub camera_period: Vec<f64>,
     /// Fractions of every channel's largest level, applied together.
     pub combined: Vec<f64>,
 }
@@ -87,6 +191,12 @@ impl Default for ChannelLevels {
             backlash: vec![0.0, 0.01, 0.02, 0.05],
             target: vec![0.0, 0.01, 0.02, 0.05],
             mismatch: vec![0.0, 0.5, 1.0, 2.0],
+            friction: vec![0.0, 2.0, 5.0, 10.0],
+            flex: vec![0.0, 0.01, 0.02, 0.05],
+            latency: vec![0.0, 1.0, 2.0, 4.0],
+            camera_noise: vec![0.0, 5.0, 20.0, 50.0],
+            camera_offset: vec![0.0, 0.01, 0.03, 0.1],
+            camera_period: vec![0.0, 0.5, 1.0, 2.0],
             combined: vec![0.0, 0.25, 0.5, 1.0],
         }
     }
@@ -95,15 +205,11 @@ impl Default for ChannelLevels {
 impl ChannelLevels {
     /// Only the baseline (every channel at 0).
     pub fn baseline() -> Self {
-        let zero = vec![0.0];
-        Self {
-            encoder: zero.clone(),
-            actuator: zero.clone(),
-            backlash: zero.clone(),
-            target: zero.clone(),
-            mismatch: zero.clone(),
-            combined: zero,
+        let mut out = Self::default();
+        for ch in Channel::ALL {
+            *out.of_mut(ch) = vec![0.0];
         }
+        out
     }
 
     /// The baseline and `channel` swept over `levels`, every other channel at 0.
@@ -121,6 +227,12 @@ impl ChannelLevels {
             Channel::Backlash => &self.backlash,
             Channel::Target => &self.target,
             Channel::Mismatch => &self.mismatch,
+            Channel::Friction => &self.friction,
+            Channel::Flex => &self.flex,
+            Channel::Latency => &self.latency,
+            Channel::CameraNoise => &self.camera_noise,
+            Channel::CameraOffset => &self.camera_offset,
+            Channel::CameraPeriod => &self.camera_period,
             Channel::Combined => &self.combined,
         }
     }
@@ -133,6 +245,12 @@ impl ChannelLevels {
             Channel::Backlash => &mut self.backlash,
             Channel::Target => &mut self.target,
             Channel::Mismatch => &mut self.mismatch,
+            Channel::Friction => &mut self.friction,
+            Channel::Flex => &mut self.flex,
+            Channel::Latency => &mut self.latency,
+            Channel::CameraNoise => &mut self.camera_noise,
+            Channel::CameraOffset => &mut self.camera_offset,
+            Channel::CameraPeriod => &mut self.camera_period,
             Channel::Combined => &mut self.combined,
         }
     }
@@ -140,6 +258,7 @@ impl ChannelLevels {
 
 /// The value of every channel in one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Perturbation {
     /// Encoder noise, radians.
     pub encoder: f64,
@@ -151,6 +270,18 @@ pub struct Perturbation {
     pub target: f64,
     /// Mismatch multiple.
     pub mismatch: f64,
+    /// Stiction band, multiples of [`SO101_STICTION_BAND`].
+    pub friction: f64,
+    /// Droop of the stretched-out arm, radians.
+    pub flex: f64,
+    /// Control latency, ticks (a whole number; a combined fraction is rounded).
+    pub latency: f64,
+    /// Camera pixel noise, pixels.
+    pub camera_noise: f64,
+    /// Camera offset along x, metres.
+    pub camera_offset: f64,
+    /// Camera frame period, seconds (0: a frame at every tick).
+    pub camera_period: f64,
 }
 
 impl Perturbation {
@@ -169,7 +300,35 @@ impl Perturbation {
             Channel::Backlash => self.backlash = value,
             Channel::Target => self.target = value,
             Channel::Mismatch => self.mismatch = value,
+            Channel::Friction => self.friction = value,
+            Channel::Flex => self.flex = value,
+            Channel::Latency => self.latency = value.round(),
+            Channel::CameraNoise => self.camera_noise = value,
+            Channel::CameraOffset => self.camera_offset = value,
+            Channel::CameraPeriod => self.camera_period = value,
             Channel::Combined => {}
+        }
+    }
+
+    /// The stiction band, radians.
+    pub fn friction_band(&self) -> f64 {
+        self.friction * SO101_STICTION_BAND
+    }
+
+    /// The latency in ticks.
+    pub fn latency_ticks(&self) -> u32 {
+        self.latency.round().clamp(0.0, f64::from(MAX_LATENCY_TICKS)) as u32
+    }
+
+    /// The camera of this setting: [`METRES_PER_PIXEL`], the pixel noise, the offset along x,
+    /// and the frame period (0: the fastest camera, [`MAX_FPS`], a frame at every tick).
+    pub fn camera(&self) -> Camera {
+        let fps = if self.camera_period > 0.0 { (1.0 / self.camera_period).min(MAX_FPS) } else { MAX_FPS };
+        Camera {
+            pixel_noise: self.camera_noise,
+            metres_per_pixel: METRES_PER_PIXEL,
+            offset: Point2::new(self.camera_offset, 0.0),
+            fps,
         }
     }
 }
@@ -329,15 +488,29 @@ mod tests {
     #[test]
     fn the_sweep_is_a_baseline_then_each_channel_alone_then_together() {
         let s = settings(&ChannelLevels::default(), &Channel::ALL);
-        assert_eq!(s.len(), 1 + 6 * 3);
+        assert_eq!(s.len(), 1 + 12 * 3);
         assert_eq!(s[0].perturbation, Perturbation::default());
         let enc = s.iter().find(|x| x.channel == Some(Channel::Encoder) && x.level == 0.05).unwrap();
         assert_eq!(enc.perturbation, Perturbation { encoder: 0.05, ..Perturbation::default() });
         let all = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.5).unwrap();
         assert_eq!(
             all.perturbation,
-            Perturbation { encoder: 0.025, actuator: 0.025, backlash: 0.025, target: 0.025, mismatch: 1.0 }
+            Perturbation {
+                encoder: 0.025,
+                actuator: 0.025,
+                backlash: 0.025,
+                target: 0.025,
+                mismatch: 1.0,
+                friction: 5.0,
+                flex: 0.025,
+                latency: 2.0,
+                camera_noise: 25.0,
+                camera_offset: 0.05,
+                camera_period: 1.0,
+            }
         );
+        let quarter = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.25).unwrap();
+        assert_eq!(quarter.perturbation.latency, 1.0, "a combined latency is a whole number of ticks");
     }
 
     #[test]

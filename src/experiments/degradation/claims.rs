@@ -74,6 +74,44 @@ fn wraps<'a>(name: String, pick: &dyn Fn(Pipeline) -> Option<&'a Cell>) -> (Stri
     (name, judged, numbers.join("; "))
 }
 
+/// One case of the honesty claims: every classical solver (analytic, DLS) judged on the cell
+/// `pick` finds, with the encoder check or the camera check; the case passes only when each
+/// judged solver passes. The camera check must also not cry wolf (false alarms under 10%).
+fn honest<'a>(
+    name: String,
+    pick: &dyn Fn(Pipeline) -> Option<&'a Cell>,
+    camera: bool,
+) -> Option<(String, Option<bool>, String)> {
+    let mut judged: Option<bool> = None;
+    let mut numbers = Vec::new();
+    for pipe in [analytic(), Pipeline::plain(SolverId::Iterative)] {
+        let Some(c) = pick(pipe) else { continue };
+        let (reported, silent, false_alarm) = match (camera, c.camera) {
+            (true, Some(k)) => (k.reported, k.silent, k.false_alarm),
+            _ => (c.reported, c.silent, c.false_alarm),
+        };
+        let misses = c.missed >= 0.01;
+        let vote = if camera {
+            (misses || false_alarm >= 0.01).then_some(silent <= 0.1 * c.missed && false_alarm <= 0.1)
+        } else {
+            misses.then_some(silent <= 0.1 * c.missed)
+        };
+        if let Some(v) = vote {
+            judged = Some(judged.unwrap_or(true) && v);
+        }
+        numbers.push(format!(
+            "{} @{}: missed {:.1}%, reported {:.1}%, silent {:.1}%, false alarms {:.1}%",
+            pipe.key(),
+            c.level,
+            100.0 * c.missed,
+            100.0 * reported,
+            100.0 * silent,
+            100.0 * false_alarm
+        ));
+    }
+    (!numbers.is_empty()).then(|| (name, judged, numbers.join("; ")))
+}
+
 /// Every claim, on the plant protocol when it ran (else on the exercise).
 pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     let Some(&p) = r.protocols().first() else { return Vec::new() };
@@ -107,28 +145,26 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         cases,
     ));
 
-    // 2. Honest: the analytic pipeline reports (almost) every miss it makes.
-    let honest = |name: String, c: &Cell| {
-        let judged = (c.missed >= 0.01).then_some(c.silent <= 0.1 * c.missed);
-        let numbers = format!(
-            "missed {:.1}%, reported {:.1}%, silent {:.1}%, false alarms {:.1}%",
-            100.0 * c.missed,
-            100.0 * c.reported,
-            100.0 * c.silent,
-            100.0 * c.false_alarm
-        );
-        (name, judged, numbers)
-    };
-    let mut cases: Vec<_> = channels
-        .iter()
-        .filter_map(|&ch| at_max(analytic(), ch).map(|c| honest(format!("{} {}", ch.key(), c.level), c)))
-        .collect();
-    cases.extend(ood.iter().filter_map(|&s| base(analytic(), s).map(|c| honest(format!("ood-{}", s.key()), c))));
-    out.push(claim(
-        "analytic-reports",
-        "...and still reports non-convergence when it fails (at least 90% of its misses reported; the largest level of each channel).",
-        cases,
-    ));
+    // 2. Honest: the classical pipelines report (almost) every miss they make, with the encoder
+    // check; 3. the same with the camera check, which must not cry wolf either.
+    for camera in [false, true] {
+        let mut cases: Vec<_> =
+            channels.iter().filter_map(|&ch| honest(ch.key().to_string(), &|pipe| at_max(pipe, ch), camera)).collect();
+        cases.extend(ood.iter().filter_map(|&s| honest(format!("ood-{}", s.key()), &|pipe| base(pipe, s), camera)));
+        out.push(if camera {
+            claim(
+                "classical-reports-on-camera",
+                "...and, checking the move with a camera on the tip instead of the encoders, reports at least 90% of its misses with false alarms on under 10% of the moves (analytic and DLS; the largest level of each channel). The camera sees what the encoders cannot, and brings its own noise, offset and frame rate.",
+                cases,
+            )
+        } else {
+            claim(
+                "classical-reports",
+                "...and still reports non-convergence when it fails: checking the move with its encoders, the analytic solver and DLS report at least 90% of their misses (the largest level of each channel).",
+                cases,
+            )
+        });
+    }
 
     // 3. Faster: a learned head's error grows more than the analytic one's.
     let rise = |pipe: Pipeline, ch: Option<Channel>, split: Split| -> Option<f64> {
@@ -140,13 +176,16 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     let faster = |name: String, ch: Option<Channel>, split: Split| {
         let a = rise(analytic(), ch, split)?;
         let mut ok = true;
+        let mut largest = a.abs();
         let mut numbers = format!("error rise analytic {a:.4} m");
         for h in controllers() {
             let l = rise(Pipeline::plain(SolverId::Learned(h)), ch, split)?;
             ok &= l > 1.25 * a + 1e-4;
+            largest = largest.max(l.abs());
             numbers += &format!(", {} {l:.4} m", h.key());
         }
-        Some((name, Some(ok), numbers))
+        // Where nobody's error moves by a millimetre, nothing degrades, faster or not.
+        Some((name, (largest >= 1e-3).then_some(ok), numbers))
     };
     let mut cases: Vec<_> =
         channels.iter().filter_map(|&ch| faster(ch.key().to_string(), Some(ch), Split::In)).collect();
@@ -179,9 +218,10 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
                 .collect();
             let reported = cells.iter().map(|c| c.reported).fold(0.0, f64::max);
             let silent = cells.iter().map(|c| c.silent).fold(0.0, f64::max);
+            // Where no bare head misses, there is nothing to stay confident about.
             (
                 name,
-                Some(reported == 0.0 && silent > 0.0),
+                (silent > 0.0 || reported > 0.0).then_some(reported == 0.0),
                 format!("largest reported rate {:.1}%, largest silent rate {:.1}%", 100.0 * reported, 100.0 * silent),
             )
         })
@@ -244,28 +284,35 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         cases,
     ));
 
-    // 7. Mismatch under perfect encoders stays silent for everyone.
-    if channels.contains(&Channel::Mismatch) {
-        let cases = r
-            .pipelines()
-            .into_iter()
-            .filter_map(|pipe| {
-                let (b, m) = (base(pipe, Split::In)?, at_max(pipe, Channel::Mismatch)?);
-                let silent = m.reported <= b.reported + 0.01;
-                let numbers = format!(
-                    "mismatch x{}: missed {:.1}% -> {:.1}%, reported {:.1}% -> {:.1}%",
-                    m.level,
+    // 8. What the encoders cannot see (mismatch, flex) stays silent on them for everyone.
+    let cases = [Channel::Mismatch, Channel::Flex]
+        .into_iter()
+        .filter(|ch| channels.contains(ch))
+        .map(|ch| {
+            let mut judged: Option<bool> = None;
+            let mut numbers = Vec::new();
+            for pipe in r.pipelines() {
+                let (Some(b), Some(m)) = (base(pipe, Split::In), at_max(pipe, ch)) else { continue };
+                if m.missed > b.missed + 0.01 {
+                    judged = Some(judged.unwrap_or(true) && m.reported <= b.reported + 0.01);
+                }
+                numbers.push(format!(
+                    "{} missed {:.1}% -> {:.1}%, reported {:.1}% -> {:.1}%",
+                    pipe.key(),
                     100.0 * b.missed,
                     100.0 * m.missed,
                     100.0 * b.reported,
                     100.0 * m.reported
-                );
-                Some((pipe.key(), (m.missed > b.missed + 0.01).then_some(silent), numbers))
-            })
-            .collect();
+                ));
+            }
+            let level = at_max(analytic(), ch).map_or(0.0, |c| c.level);
+            (ch.key().to_string(), judged, format!("@{level}: {}", numbers.join("; ")))
+        })
+        .collect::<Vec<_>>();
+    if !cases.is_empty() {
         out.push(claim(
-            "mismatch-silent-for-everyone",
-            "What no sensor can see (model mismatch under perfect encoders) stays silent for everyone: the misses it adds are not reported by any pipeline.",
+            "unseen-by-encoders-silent",
+            "What the encoders cannot see (model mismatch, link flex) stays silent on them for everyone: the misses it adds are reported by no pipeline that checks with its encoders (the camera claim shows who sees them).",
             cases,
         ));
     }

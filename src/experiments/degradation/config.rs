@@ -126,6 +126,10 @@ pub enum ConfigError {
         /// What was given.
         levels: Vec<f64>,
     },
+    /// A level is outside its channel's range (or, for the combined channel, takes another
+    /// channel outside its range).
+    #[error("{0}")]
+    Level(String),
     /// A setting is out of its range.
     #[error("{what} must be in {range}, got {got}")]
     OutOfRange {
@@ -173,6 +177,20 @@ impl DegradationConfig {
             let levels = self.levels.of(ch);
             if levels.is_empty() || levels.len() > MAX_LEVELS || levels.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
                 return Err(ConfigError::Levels { channel: ch.key(), levels: levels.to_vec() });
+            }
+            for &v in levels {
+                ch.check_level(v).map_err(ConfigError::Level)?;
+            }
+        }
+        // The combined channel takes every other channel to a fraction of its largest level.
+        for &fraction in &self.levels.combined {
+            for ch in Channel::ALL.into_iter().filter(|&c| c != Channel::Combined) {
+                let top = self.levels.of(ch).iter().copied().fold(0.0, f64::max);
+                let mut level = fraction * top;
+                if ch == Channel::Latency {
+                    level = level.round();
+                }
+                ch.check_level(level).map_err(|e| ConfigError::Level(format!("combined x{fraction}: {e}")))?;
             }
         }
         let range = |what, range, ok: bool, got: String| {

@@ -19,8 +19,8 @@ pub mod verdict;
 
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
 pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
-pub use report::{Cell, DegradationReport};
-pub use verdict::{Claim, Verdict};
+pub use report::{Cell, CheckRates, DegradationReport};
+pub use verdict::{Case, Claim, Verdict};
 
 use super::ExperimentError;
 use crate::envelope::Envelope;

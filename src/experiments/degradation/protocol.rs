@@ -16,9 +16,18 @@
 //! **Plant protocol**, per pipeline, setting and target set: the plant carries over from target to
 //! target. For each target the pipeline is asked once, warm-started from the encoder reading, for
 //! the sensed target (the true one plus target noise); its answer becomes the joint setpoint. A
-//! joint servo runs `ticks` ticks: command (plus actuator noise), settle, read the encoders,
-//! `command += setpoint - measured`. The tip error is measured on the real arm against the true
-//! target.
+//! joint servo runs `ticks` ticks, each a tick of the plant (friction, flex and latency act; the
+//! control period between targets is shared evenly among them): command (plus actuator noise),
+//! step, read the encoders, `command += setpoint - measured`. Under latency the move then goes on
+//! until the last command has left the delay line. The tip error is measured on the real arm
+//! against the true target.
+//!
+//! **Two post-move checks.** Each checking pipeline's outcome is counted twice: once with the
+//! encoder check above, once with a camera check instead, which compares the camera's newest
+//! frame of the tip with the sensed target. A camera sees what the encoders cannot (mismatch,
+//! flex) but brings its own noise and calibration offset, and a frame older than the move's first
+//! tick cannot confirm the move: the check then reports it (a conservative check never passes a
+//! move it has not seen).
 //!
 //! **Exercise protocol**, as written: solve from a fixed start pose, add Gaussian noise to the
 //! solver's joint angles, subtract backlash in the direction of the change from the previous
@@ -43,8 +52,10 @@ pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 pub struct Outcome {
     /// Tip error against the true target, metres.
     pub errors: Vec<f64>,
-    /// Whether the pipeline reported a failure.
+    /// Whether the pipeline reported a failure (with the encoder check).
     pub reported: Vec<bool>,
+    /// Whether it reported a failure with the camera check instead (plant protocol only).
+    pub camera_reported: Vec<bool>,
     /// Envelope decisions.
     pub log: InterventionLog,
 }
@@ -114,8 +125,20 @@ pub fn plant_run(
     seed: u64,
 ) -> Outcome {
     let p = setting.perturbation;
-    let cfg = PlantConfig { real, backlash: p.backlash, noise_std: p.encoder, seed, ..PlantConfig::ideal(real.arm) };
+    let cfg = PlantConfig {
+        real,
+        backlash: p.backlash,
+        noise_std: p.encoder,
+        seed,
+        friction: p.friction_band(),
+        flex: p.flex,
+        latency: p.latency_ticks(),
+        camera: p.camera(),
+        ..PlantConfig::ideal(real.arm)
+    };
     let mut plant = Plant::new(cfg, START);
+    let ticks = ticks.max(1);
+    let dt = lineup.envelope.config.control_period / ticks as f64;
     let mut rng = rng(seed, Stream::Actuator, 0);
     let actuator = Jitter::new(p.actuator);
     let check = post_move_check && checks_after_move(pipeline);
@@ -131,12 +154,21 @@ pub fn plant_run(
         }
         let setpoint = answer.solution.pose;
         let mut command = setpoint;
-        for tick in 0..ticks.max(1) {
+        let mut moved_at = f64::INFINITY;
+        for tick in 0..ticks {
             if tick > 0 {
                 command = command + setpoint.wrapped_difference(plant.measure());
             }
             plant.command(command + actuator.pose(&mut rng));
-            plant.settle();
+            plant.step(dt);
+            if tick == 0 {
+                moved_at = plant.time();
+            }
+        }
+        // The move ends when its last command has taken effect: under latency the servo's
+        // corrections are still in the delay line after its ticks.
+        while plant.in_flight() > 0 {
+            plant.step(dt);
         }
         // Every pipeline reads the encoders once more, so all share one noise stream.
         let after = plant.measure();
@@ -145,8 +177,13 @@ pub fn plant_run(
             _ => seen,
         };
         let moved_wrong = check && lineup.arm.miss(after, aim) > tolerance;
+        // The camera sees the real tip, so it compares with the sensed target itself.
+        let seen_wrong =
+            check && plant.camera().is_none_or(|frame| frame.time < moved_at || (frame.tip - seen).norm() > tolerance);
+        let status = answer.solution.status.is_reported_failure();
         out.errors.push((plant.tip() - target).norm());
-        out.reported.push(answer.solution.status.is_reported_failure() || moved_wrong);
+        out.reported.push(status || moved_wrong);
+        out.camera_reported.push(status || seen_wrong);
     }
     out
 }

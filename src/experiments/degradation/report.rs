@@ -11,6 +11,26 @@ use crate::lineup::Pipeline;
 use crate::stats::Summary;
 use serde::Serialize;
 
+/// How a post-move check fared: rates over all targets of the set.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CheckRates {
+    /// Reported a failure.
+    pub reported: f64,
+    /// Missed without reporting it.
+    pub silent: f64,
+    /// Reported a failure although the tip was within the tolerance.
+    pub false_alarm: f64,
+}
+
+impl CheckRates {
+    fn of(missed: &[bool], reported: &[bool]) -> Self {
+        let n = missed.len().max(1) as f64;
+        let rate =
+            |f: &dyn Fn(bool, bool) -> bool| missed.iter().zip(reported).filter(|&(&m, &r)| f(m, r)).count() as f64 / n;
+        CheckRates { reported: rate(&|_, r| r), silent: rate(&|m, r| m && !r), false_alarm: rate(&|m, r| r && !m) }
+    }
+}
+
 /// One pipeline's figures in one setting, for one target set. Rates are fractions of all
 /// targets of the set.
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +59,10 @@ pub struct Cell {
     pub silent: f64,
     /// Reported a failure although the tip was within the tolerance (false alarm).
     pub false_alarm: f64,
+    /// The same rates with the camera check in place of the encoder check (plant protocol only;
+    /// left out of JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub camera: Option<CheckRates>,
     /// Envelope decisions by reason (enveloped pipelines only; left out of JSON otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub envelope: Option<InterventionLog>,
@@ -56,9 +80,7 @@ impl Cell {
     ) -> Self {
         let n = o.errors.len().max(1) as f64;
         let missed: Vec<bool> = o.errors.iter().map(|&e| e.is_nan() || e > tolerance).collect();
-        let rate = |f: &dyn Fn(bool, bool) -> bool| {
-            missed.iter().zip(&o.reported).filter(|&(&m, &r)| f(m, r)).count() as f64 / n
-        };
+        let encoders = CheckRates::of(&missed, &o.reported);
         Cell {
             protocol,
             solver,
@@ -67,10 +89,11 @@ impl Cell {
             perturbation: setting.perturbation,
             split,
             error: Summary::of(&o.errors),
-            reported: rate(&|_, r| r),
-            missed: rate(&|m, _| m),
-            silent: rate(&|m, r| m && !r),
-            false_alarm: rate(&|m, r| r && !m),
+            reported: encoders.reported,
+            missed: missed.iter().filter(|&&m| m).count() as f64 / n,
+            silent: encoders.silent,
+            false_alarm: encoders.false_alarm,
+            camera: (!o.camera_reported.is_empty()).then(|| CheckRates::of(&missed, &o.camera_reported)),
             envelope: solver.envelope.then_some(o.log),
         }
     }

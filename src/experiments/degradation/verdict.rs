@@ -25,6 +25,17 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// One case of a claim and how it voted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Case {
+    /// The case (a channel, an OOD set, `perfect arm`).
+    pub name: String,
+    /// `Some(true)`: passes; `Some(false)`: fails; `None`: nothing to judge (does not vote;
+    /// left out of JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<bool>,
+}
+
 /// One claim of the lesson.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Claim {
@@ -36,6 +47,15 @@ pub struct Claim {
     pub verdict: Verdict,
     /// The numbers, one line per case, each ending in `ok` or `FAILS`.
     pub evidence: Vec<String>,
+    /// Every case's vote, in the order of the evidence.
+    pub cases: Vec<Case>,
+}
+
+impl Claim {
+    /// The vote of the case named `name` (`None` when the claim has no such case).
+    pub fn case(&self, name: &str) -> Option<&Case> {
+        self.cases.iter().find(|c| c.name == name)
+    }
 }
 
 /// Builds a claim from its cases `(name, passes, numbers)`; cases with `None` are listed but
@@ -60,7 +80,8 @@ pub(crate) fn claim(
         None => "nothing to judge (no failures, or under 1 mm of change)",
     };
     let evidence = cases.iter().map(|(name, p, numbers)| format!("{name}: {numbers} -> {}", mark(*p))).collect();
-    Claim { key, statement: statement.into(), verdict, evidence }
+    let cases = cases.into_iter().map(|(name, passes, _)| Case { name, passes }).collect();
+    Claim { key, statement: statement.into(), verdict, evidence, cases }
 }
 
 #[cfg(test)]
@@ -83,6 +104,8 @@ mod tests {
         );
         let c = claim("k", "s", vec![case("a", Some(false)), case("b", None)]);
         assert!(c.evidence[0].ends_with("FAILS") && c.evidence[1].contains("nothing to judge"));
+        assert_eq!(c.case("a").map(|c| c.passes), Some(Some(false)));
+        assert_eq!(c.case("b").map(|c| c.passes), Some(None));
         assert_eq!(Verdict::HoldsOnlyFor(vec!["x".into(), "y".into()]).to_string(), "HOLDS ONLY FOR x, y");
     }
 }
