@@ -39,7 +39,7 @@ use super::proposals::Proposals;
 use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Answer, Family, Lineup, Pipeline};
-use crate::plant::{Plant, PlantConfig};
+use crate::plant::{Frame, Plant, PlantConfig};
 use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -106,6 +106,13 @@ fn answer(
         None => lineup.solve(pipeline.solver, seen, seed)?,
     };
     Some(lineup.vet(pipeline, proposal, seen, seed))
+}
+
+/// True when the camera confirms a move that began at time `moved_at`: its newest frame was
+/// taken since then and shows the tip within `tolerance` of `aim`. No frame, or one older than
+/// the move (it shows where the arm was), confirms nothing.
+pub fn camera_confirms(frame: Option<Frame>, moved_at: f64, aim: Point2, tolerance: f64) -> bool {
+    frame.is_some_and(|f| f.time >= moved_at && (f.tip - aim).norm() <= tolerance)
 }
 
 /// The plant protocol for one pipeline over `targets`, sensed as `seen` (with `proposals` made
@@ -178,8 +185,7 @@ pub fn plant_run(
         };
         let moved_wrong = check && lineup.arm.miss(after, aim) > tolerance;
         // The camera sees the real tip, so it compares with the sensed target itself.
-        let seen_wrong =
-            check && plant.camera().is_none_or(|frame| frame.time < moved_at || (frame.tip - seen).norm() > tolerance);
+        let seen_wrong = check && !camera_confirms(plant.camera(), moved_at, seen, tolerance);
         let status = answer.solution.status.is_reported_failure();
         out.errors.push((plant.tip() - target).norm());
         out.reported.push(status || moved_wrong);
@@ -226,4 +232,21 @@ pub fn exercise_run(
         out.reported.push(answer.solution.status.is_reported_failure());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_fresh_frame_on_the_aim_confirms_a_move() {
+        let aim = Point2::new(1.0, 0.5);
+        let frame = |x: f64, time: f64| Some(Frame { tip: Point2::new(x, 0.5), time });
+        assert!(camera_confirms(frame(1.01, 2.0), 2.0, aim, 0.05));
+        assert!(!camera_confirms(frame(1.1, 2.0), 2.0, aim, 0.05), "a miss the camera sees");
+        // A frame from before the move shows where the arm was, however close that is.
+        assert!(!camera_confirms(frame(1.0, 1.9), 2.0, aim, 0.05), "a stale frame confirms nothing");
+        assert!(!camera_confirms(None, 2.0, aim, 0.05));
+        assert!(!camera_confirms(frame(f64::NAN, 2.0), 2.0, aim, 0.05), "a NaN frame confirms nothing");
+    }
 }
