@@ -199,7 +199,7 @@ impl PlantConfig {
         self.lag = clean(self.lag);
         self.noise_std = clean(self.noise_std);
         self.friction = clean(self.friction);
-        // A droop past a quarter turn is no longer a small bend.
+        // A droop past an eighth of a turn (pi/4) is no longer a small bend.
         self.flex = clean(self.flex).min(std::f64::consts::FRAC_PI_4);
         self.latency = self.latency.min(MAX_LATENCY);
         self.camera = self.camera.sanitized();
@@ -471,7 +471,7 @@ impl Plant {
         let real = &self.cfg.real;
         let rigid = real.actual(self.link);
         // The droop depends on the drooped pose: a few fixed-point steps (a contraction for any
-        // flex up to a quarter turn).
+        // flex up to pi/4).
         let mut pose = rigid;
         for _ in 0..4 {
             pose = rigid + droop(self.cfg.flex, real.arm.l1(), real.arm.l2(), pose);

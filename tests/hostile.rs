@@ -366,7 +366,7 @@ fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
     // Each channel's own bound, in words.
     for (flag, bad, needle) in [
         ("--friction", "101", "100 times the SO-101 band"),
-        ("--flex", "0.8", "quarter turn"),
+        ("--flex", "0.8", "45 degrees"),
         ("--latency", "1.5", "whole numbers"),
         ("--latency", "101", "100 ticks"),
         ("--camera-noise", "2e6", "1e6 pixels"),

@@ -109,7 +109,7 @@ impl Channel {
     fn largest(self) -> Option<(f64, &'static str)> {
         match self {
             Channel::Friction => Some((MAX_FRICTION, "100 times the SO-101 band")),
-            Channel::Flex => Some((std::f64::consts::FRAC_PI_4, "a quarter turn (pi/4)")),
+            Channel::Flex => Some((std::f64::consts::FRAC_PI_4, "pi/4 rad (45 degrees)")),
             Channel::Latency => Some((MAX_LATENCY_TICKS as f64, "100 ticks")),
             Channel::CameraNoise => Some((crate::plant::MAX_PIXEL_NOISE, "1e6 pixels")),
             Channel::CameraOffset => Some((crate::plant::MAX_CAMERA_OFFSET, "1000 m")),
