@@ -182,7 +182,7 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
         let pct = |v: f64| format!("{:.1}%", 100.0 * v);
         outln!(
             "{:<10} {:<11} {:<8} {:>10.2} {:>10.2} {:>9} {:>8} {:>10} {:>10} {:>10}",
-            row.solver,
+            row.solver.key(),
             format!("{:?}", row.training).to_lowercase(),
             format!("{:?}", row.plants).to_lowercase(),
             row.error.mean * 1e3,
@@ -194,10 +194,12 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
             pct(row.camera_false_alarms)
         );
     }
-    outln!("");
-    for v in &r.verdicts {
-        outln!("{} {}", v.question, v.answer.to_uppercase());
-        outln!("  {}", v.evidence);
+    outln!("\nThe claims, with the numbers and a verdict computed from them:");
+    for claim in &r.claims {
+        outln!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
+        for line in &claim.evidence {
+            outln!("    {line}");
+        }
     }
     Ok(())
 }
