@@ -95,3 +95,36 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
         assert!(err.contains(needle) && err.contains(flag.trim_start_matches('-')), "{flag}: {err}");
     }
 }
+
+#[test]
+fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
+    let dir = std::env::temp_dir().join(format!("elbow-randomization-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let small =
+        ["experiment", "randomization", "--steps", "50", "--data-size", "200", "--plants", "2", "--targets", "10"];
+    for name in ["r.svg", "r.png"] {
+        let path = dir.join(name);
+        let run = common::elbow(&[&small[..], &["--json", "--plot", path.to_str().unwrap()]].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert!(v["claims"].as_array().is_some_and(|c| c.len() == 3), "the numbers print too");
+        let bytes = std::fs::read(&path).unwrap();
+        if name.ends_with("svg") {
+            let svg = String::from_utf8_lossy(&bytes);
+            assert!(svg.contains("<svg") && svg.contains("mdn randomized") && svg.contains("outside"), "{svg:.300}");
+        } else {
+            assert_eq!(&bytes[..4], b"\x89PNG", "a PNG file");
+        }
+    }
+    // Refused up front: a run of the most steps would take far longer than the bound.
+    let long = ["experiment", "randomization", "--steps", "10000000", "--plants", "1", "--targets", "1"];
+    for (plot, needle) in [("r.pdf", "must end in .png or .svg"), ("/nonexistent-dir/r.svg", "/nonexistent-dir")] {
+        let run = common::run_limited(&[&long[..], &["--plot", plot]].concat(), common::unit() * 5);
+        assert_eq!(run.code, 2, "{plot}: {}", run.stderr);
+        assert!(run.stderr.contains(needle) && run.stderr.contains("--plot"), "{plot}: {}", run.stderr);
+        assert!(run.stdout.is_empty() && !run.stderr.contains("panicked"), "{plot}: {}", run.stdout);
+        assert_eq!(run.stderr.trim().lines().count(), 1, "one sentence: {}", run.stderr);
+    }
+    assert!(!std::path::Path::new("r.pdf").exists() && !common::scratch().join("r.pdf").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,5 +1,7 @@
 //! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
-//! prints as a table with the verdicts, or as JSON.
+//! prints as a table with the claims' verdicts, or as JSON, and `--plot` draws it ([`plot`]).
+
+mod plot;
 
 use crate::cli::{Failure, count, print_json};
 use clap::Args;
@@ -106,6 +108,10 @@ pub(crate) struct RandomizationArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Also draw mean tip error, success rate and the checks' catches, per plant set, solver and
+    /// training, into FILE (`.svg` or `.png`).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
 }
 
 impl RandomizationArgs {
@@ -140,20 +146,26 @@ impl RandomizationArgs {
     }
 }
 
-/// Runs `elbow experiment randomization`.
+/// Runs `elbow experiment randomization`; the plot path is checked before any work.
 pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
     let cfg = a.config();
+    let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
     let show = !a.json && !a.quiet;
     let report = crate::cli::with_progress(show, "stages", "randomization", |update| {
         randomization(&cfg, |done, total| update("", done, total))
     });
     let report = report?;
+    // The numbers first: a figure that cannot be drawn or written does not lose them.
     if a.json {
         print_json(&report)?;
-        Ok(())
     } else {
-        print_report(&report)
+        print_report(&report)?;
     }
+    if let Some(out) = &plot {
+        crate::cli::flush_stdout()?;
+        plot::draw(&report, out)?;
+    }
+    Ok(())
 }
 
 fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
