@@ -116,8 +116,10 @@ fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
             assert_eq!(&bytes[..4], b"\x89PNG", "a PNG file");
         }
     }
-    // Refused up front: a run of the most steps would take far longer than the bound.
-    let long = ["experiment", "randomization", "--steps", "10000000", "--plants", "1", "--targets", "1"];
+    // Refused up front: this valid run (two million steps, within the work limit) would take far
+    // longer than the bound.
+    let long =
+        ["experiment", "randomization", "--steps", "2000000", "--data-size", "16", "--plants", "1", "--targets", "1"];
     for (plot, needle) in [("r.pdf", "must end in .png or .svg"), ("/nonexistent-dir/r.svg", "/nonexistent-dir")] {
         let run = common::run_limited(&[&long[..], &["--plot", plot]].concat(), common::unit() * 5);
         assert_eq!(run.code, 2, "{plot}: {}", run.stderr);
