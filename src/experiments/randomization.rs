@@ -43,6 +43,15 @@ pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 /// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
 pub const MAX_EVALUATIONS: usize = 20_000_000;
 
+/// The largest mismatch a range may reach, as a multiple of [`Mismatch::DEFAULT`]: link lengths
+/// up to 60 % off and joint offsets up to half a radian; beyond about 16 a drawn link would have
+/// no length at all.
+pub const MAX_MISMATCH: f64 = 10.0;
+
+/// The largest flex, stiction band or backlash a range may reach, radians (as
+/// [`PlantConfig::sanitized`] caps the flex).
+pub const MAX_ANGLE: f64 = std::f64::consts::FRAC_PI_4;
+
 /// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ranges {
@@ -79,20 +88,17 @@ impl Ranges {
     pub const NOMINAL: Ranges = Ranges { mismatch: [0.0; 2], flex: [0.0; 2], friction: [0.0; 2], backlash: [0.0; 2] };
 
     fn check(&self, name: &str) -> Result<(), ExperimentError> {
-        for (channel, [lo, hi]) in
-            [("mismatch", self.mismatch), ("flex", self.flex), ("friction", self.friction), ("backlash", self.backlash)]
-        {
-            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) {
+        for (channel, [lo, hi], max, unit) in [
+            ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
+            ("flex", self.flex, MAX_ANGLE, " rad"),
+            ("friction", self.friction, MAX_ANGLE, " rad"),
+            ("backlash", self.backlash, MAX_ANGLE, " rad"),
+        ] {
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
                 return Err(ExperimentError::Invalid(format!(
-                    "the {name} {channel} range must be finite with 0 <= low <= high, got [{lo}, {hi}]"
+                    "the {name} {channel} range must have 0 <= low <= high <= {max:.3}{unit}, got [{lo:?}, {hi:?}]"
                 )));
             }
-        }
-        if self.flex[1] > std::f64::consts::FRAC_PI_4 {
-            return Err(ExperimentError::Invalid(format!(
-                "the {name} flex range must stay within a quarter turn, got up to {}",
-                self.flex[1]
-            )));
         }
         Ok(())
     }
@@ -289,25 +295,40 @@ pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) ->
     Dataset { samples }
 }
 
-/// Trains `head` on the nominal plant or with randomization; `keep_going` is asked after every
-/// step.
-fn train(
+/// The training settings and data of `head` on the nominal plant or with randomization;
+/// refused when the drawn plants leave too few targets to train on.
+fn collect(
     cfg: &RandomizationConfig,
     head: HeadKind,
     training: Training,
-    keep_going: &mut dyn FnMut() -> bool,
-) -> Result<(LearnedModel, usize), ExperimentError> {
+) -> Result<(TrainConfig, Dataset), ExperimentError> {
     let arm = cfg.train.arm;
     let tc = TrainConfig { head, real: RealArm::ideal(arm), ..cfg.train };
     let ranges = if training == Training::Randomized { cfg.randomized } else { Ranges::NOMINAL };
     let data = randomized_dataset(&tc, &ranges, cfg.camera);
     let n = data.len();
+    if n < tc.batch.min(16) {
+        return Err(ExperimentError::Invalid(format!(
+            "only {n} of {} training targets could be reached on plants drawn from the {} ranges; narrow the ranges or use more data",
+            tc.data_size,
+            if training == Training::Randomized { "randomized" } else { "nominal" }
+        )));
+    }
+    Ok((tc, data))
+}
+
+/// Trains on `data`; `keep_going` is asked after every step.
+fn train(
+    tc: TrainConfig,
+    data: Dataset,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<LearnedModel, ExperimentError> {
     let mut trainer = Trainer::with_data(tc, data)?;
     trainer.run_checked(|_, _| keep_going()).map_err(|e| match e {
         crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
         e => e.into(),
     })?;
-    Ok((trainer.into_model(), n))
+    Ok(trainer.into_model())
 }
 
 /// Runs `solver` of `lineup` from rest at [`START`] on every plant and target of a set.
@@ -384,9 +405,10 @@ pub fn randomization(
             cfg.plants, cfg.targets
         )));
     }
-    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+    let reach = cfg.train.arm.reach();
+    if !(cfg.tolerance > 0.0 && cfg.tolerance <= reach) {
         return Err(ExperimentError::Invalid(format!(
-            "the tolerance must be a positive number of metres, got {}",
+            "the tolerance must be a positive number of metres up to the arm's reach ({reach} m), got {:?}",
             cfg.tolerance
         )));
     }
@@ -407,17 +429,25 @@ pub fn randomization(
     // The heads trained each way, by training: [nominal, randomized].
     let mut trained: [Table<HeadKind, Option<LearnedModel>>; 2] = Default::default();
     let mut randomized_samples = 0;
+    // Every run's data first: ranges too wide to collect data from are refused before training.
+    let mut runs = Vec::new();
     for &head in &cfg.heads {
         for (slot, training) in [Training::Nominal, Training::Randomized].into_iter().enumerate() {
-            let (model, n) = train(cfg, head, training, &mut || progress(done, total))?;
+            let (tc, data) = collect(cfg, head, training)?;
             if training == Training::Randomized {
-                randomized_samples = n;
+                randomized_samples = data.len();
             }
-            trained[slot][head] = Some(model);
-            done += 1;
+            runs.push((head, slot, tc, data));
             if !progress(done, total) {
                 return Err(ExperimentError::Cancelled);
             }
+        }
+    }
+    for (head, slot, tc, data) in runs {
+        trained[slot][head] = Some(train(tc, data, &mut || progress(done, total))?);
+        done += 1;
+        if !progress(done, total) {
+            return Err(ExperimentError::Cancelled);
         }
     }
     let arm = cfg.train.arm;
@@ -583,6 +613,11 @@ mod tests {
             randomization(&cfg, |_, _| panic!("no work may start")).unwrap_err().to_string()
         };
         assert!(bad(|c| c.randomized.flex = [0.1, 0.0]).contains("randomized flex range"));
+        assert!(bad(|c| c.randomized.flex = [0.0, 1.0]).contains("<= 0.785 rad"));
+        assert!(bad(|c| c.outside.friction = [0.0, 1e308]).contains("outside friction range"));
+        assert!(bad(|c| c.randomized.backlash = [0.0, f64::INFINITY]).contains("randomized backlash range"));
+        assert!(bad(|c| c.outside.mismatch = [0.0, 20.0]).contains("<= 10.000 times the default gap"));
+        assert!(bad(|c| c.tolerance = 1e308).contains("up to the arm's reach"));
         assert!(bad(|c| c.outside.mismatch = [f64::NAN, 1.0]).contains("outside mismatch range"));
         assert!(bad(|c| c.plants = 0).contains("plants"));
         assert!(bad(|c| c.tolerance = -1.0).contains("tolerance"));

@@ -59,28 +59,28 @@ pub(crate) struct RandomizationArgs {
     #[arg(long, default_value_t = Heads(defaults().heads))]
     heads: Heads,
     /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`).
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch), allow_hyphen_values = true)]
     mismatch: Span,
     /// Randomized training range of the flex: droop of the stretched-out arm, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex), allow_hyphen_values = true)]
     flex: Span,
     /// Randomized training range of the joint stiction band, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction), allow_hyphen_values = true)]
     friction: Span,
     /// Randomized training range of the backlash half-width, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash), allow_hyphen_values = true)]
     backlash: Span,
     /// Range of the mismatch of the "outside" test plants.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch), allow_hyphen_values = true)]
     outside_mismatch: Span,
     /// Range of the flex of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex), allow_hyphen_values = true)]
     outside_flex: Span,
     /// Range of the stiction band of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction), allow_hyphen_values = true)]
     outside_friction: Span,
     /// Range of the backlash of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash), allow_hyphen_values = true)]
     outside_backlash: Span,
     /// Test plants drawn inside and outside the ranges (each), 1 to 10000.
     #[arg(long, default_value_t = defaults().plants, value_parser = count::<1, 10_000>, allow_hyphen_values = true)]
@@ -97,10 +97,10 @@ pub(crate) struct RandomizationArgs {
           allow_hyphen_values = true)]
     data_size: usize,
     /// A move landing further than this from its target failed, metres.
-    #[arg(long, default_value_t = defaults().tolerance)]
+    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
     /// Seed of data, initialisation, plants and targets.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
     /// Print the report as JSON.
     #[arg(long)]
