@@ -472,6 +472,25 @@ fn command(which: usize) -> (Vec<&'static str>, &'static [&'static str]) {
                 "--csv",
             ],
         ),
+        5 => (
+            vec!["experiment", "randomization", "--steps", "5", "--data-size", "64", "--plants", "1", "--targets", "2"],
+            &[
+                "--heads",
+                "--mismatch",
+                "--flex",
+                "--friction",
+                "--backlash",
+                "--outside-mismatch",
+                "--outside-flex",
+                "--outside-friction",
+                "--outside-backlash",
+                "--tolerance",
+                "--seed",
+                "--plot",
+                "--quiet",
+                "--json",
+            ],
+        ),
         _ => (vec!["bench"], &["--train-steps"]),
     }
 }
@@ -485,7 +504,7 @@ proptest! {
     /// past a time bound.
     #[test]
     fn no_hostile_invocation_panics_or_hangs(
-        which in 0usize..5,
+        which in 0usize..6,
         picks in proptest::collection::vec((0usize..16, 0usize..VALUES.len()), 0..4),
         xy in (0usize..VALUES.len(), 0usize..VALUES.len()),
     ) {
@@ -501,7 +520,7 @@ proptest! {
         for (f, v) in picks {
             let flag = flags[f % flags.len()];
             args.push(flag);
-            if !matches!(flag, "--json" | "--csv") {
+            if !matches!(flag, "--json" | "--csv" | "--quiet") {
                 args.push(VALUES[v]);
             }
         }
