@@ -555,7 +555,9 @@ pub fn claims(report: &RandomizationReport) -> Vec<Claim> {
         for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
             if let Some(r) = report.row(SolverId::Learned(head), Training::Randomized, set) {
                 let failed = 1.0 - r.success_rate;
-                let passes = (failed > 0.0).then_some(r.silent_rate < failed);
+                // Shares of at most MAX_EVALUATIONS moves: a difference under 1e-9 is rounding
+                // (1 - (1 - x) is not always x).
+                let passes = (failed > 1e-9).then_some(r.silent_rate < failed - 1e-9);
                 let numbers = format!(
                     "{:.1} % of moves fail, {:.1} % silently; a camera check reports {:.0} % of the failures",
                     failed * 100.0,
@@ -576,6 +578,7 @@ pub fn claims(report: &RandomizationReport) -> Vec<Claim> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::degradation::verdict::Verdict;
     use super::*;
     use rand::SeedableRng;
 
@@ -603,6 +606,30 @@ mod tests {
         }
         let nominal = Ranges::NOMINAL.draw(&arm, Camera::OFF, &mut rng);
         assert_eq!(PlantConfig { seed: 0, ..nominal }, PlantConfig::ideal(arm));
+    }
+
+    #[test]
+    fn a_head_that_fails_silently_does_not_report_failure() {
+        // The shares as `measure` computes them for 465 silent failures in 1000 moves.
+        let (failed, n) = (465usize, 1000usize);
+        let row = Row {
+            solver: SolverId::Learned(HeadKind::Mdn),
+            training: Training::Randomized,
+            plants: PlantSet::Inside,
+            error: Summary::of(&[0.1]),
+            success_rate: 1.0 - failed as f64 / n as f64,
+            silent_rate: failed as f64 / n as f64,
+            encoder_check_catches: 0.5,
+            camera_check_catches: 1.0,
+            camera_false_alarms: 0.0,
+            silent_with_camera: 0.0,
+        };
+        let cfg = RandomizationConfig { heads: vec![HeadKind::Mdn], ..RandomizationConfig::default() };
+        let mut report = RandomizationReport { config: cfg, randomized_samples: 0, rows: vec![row], claims: vec![] };
+        let reports = |r: &RandomizationReport| claims(r)[2].verdict.clone();
+        assert_eq!(reports(&report), Verdict::DoesNotHold, "{:?}", claims(&report)[2]);
+        report.rows[0].silent_rate = 0.4;
+        assert_eq!(reports(&report), Verdict::Holds, "reporting some failures is reporting");
     }
 
     #[test]
