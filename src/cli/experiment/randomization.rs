@@ -58,7 +58,8 @@ pub(crate) struct RandomizationArgs {
     /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual.
     #[arg(long, default_value_t = Heads(defaults().heads))]
     heads: Heads,
-    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`).
+    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`, up
+    /// to 10); each angle range below goes up to π/4 radians.
     #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch), allow_hyphen_values = true)]
     mismatch: Span,
     /// Randomized training range of the flex: droop of the stretched-out arm, radians.
