@@ -503,6 +503,25 @@ fn command(which: usize) -> (Vec<&'static str>, &'static [&'static str]) {
                 "--csv",
             ],
         ),
+        5 => (
+            vec!["experiment", "randomization", "--steps", "5", "--data-size", "64", "--plants", "1", "--targets", "2"],
+            &[
+                "--heads",
+                "--mismatch",
+                "--flex",
+                "--friction",
+                "--backlash",
+                "--outside-mismatch",
+                "--outside-flex",
+                "--outside-friction",
+                "--outside-backlash",
+                "--tolerance",
+                "--seed",
+                "--plot",
+                "--quiet",
+                "--json",
+            ],
+        ),
         _ => (vec!["bench"], &["--train-steps"]),
     }
 }
@@ -516,7 +535,7 @@ proptest! {
     /// past a time bound.
     #[test]
     fn no_hostile_invocation_panics_or_hangs(
-        which in 0usize..5,
+        which in 0usize..6,
         picks in proptest::collection::vec((0usize..16, 0usize..VALUES.len()), 0..4),
         xy in (0usize..VALUES.len(), 0usize..VALUES.len()),
     ) {
@@ -532,12 +551,171 @@ proptest! {
         for (f, v) in picks {
             let flag = flags[f % flags.len()];
             args.push(flag);
-            if !matches!(flag, "--json" | "--csv") {
+            if !matches!(flag, "--json" | "--csv" | "--quiet") {
                 args.push(VALUES[v]);
             }
         }
         let Run { code, stderr: err, .. } = run_limited(&args, common::limit());
         prop_assert!(code != 101 && code >= 0, "{:?} exited {}: {}", args, code, err);
         prop_assert!(!err.contains("panicked"), "{:?}: {}", args, err);
+    }
+}
+
+/// A run of `elbow experiment randomization` that would take far longer than the bound of
+/// [`refused_up_front`] (two million training steps, within the work limit), drawing to `plot`,
+/// with `extra` flags (which replace the run's own `--steps` or `--data-size`).
+fn long_randomization<'a>(plot: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["experiment", "randomization", "--quiet", "--plot", plot];
+    for (flag, value) in [("--steps", "2000000"), ("--data-size", "16")] {
+        if !extra.contains(&flag) {
+            args.extend([flag, value]);
+        }
+    }
+    args.extend(extra);
+    args
+}
+
+#[test]
+fn randomization_refuses_hostile_values_before_any_work() {
+    let dir = scratch("randomization");
+    let plot = dir.join("r.png");
+    let p = plot.to_str().unwrap();
+    let mut cases: Vec<(Vec<&str>, &str)> = Vec::new();
+    for flag in [
+        "--mismatch",
+        "--flex",
+        "--friction",
+        "--backlash",
+        "--outside-mismatch",
+        "--outside-flex",
+        "--outside-friction",
+        "--outside-backlash",
+    ] {
+        let cap = if flag.ends_with("mismatch") { "times the default gap" } else { "0.785 rad" };
+        for (value, needle) in [
+            ("0,nan", "not a finite number"),
+            ("nan,nan", "not a finite number"),
+            ("0,inf", "not a finite number"),
+            ("-inf,0", "not a finite number"),
+            ("-1,1", "0 <= LO <= HI"),
+            ("-1e308,-1", "0 <= LO <= HI"),
+            ("0.5,0.1", "0 <= LO <= HI"),
+            ("0,1e308", cap),
+            ("1e308,1e308", cap),
+            ("0,20", cap),
+            ("", "two numbers"),
+            ("0", "two numbers"),
+        ] {
+            cases.push((vec![flag, value], needle));
+        }
+    }
+    // A droop past a quarter turn (pi/2), and past the plant's own cap of pi/4.
+    cases.push((vec!["--flex", "0,1.6"], "0.785 rad"));
+    cases.push((vec!["--outside-flex", "0.5,0.8"], "0.785 rad"));
+    for (flag, range) in [("--plants", "from 1 to 10000"), ("--targets", "from 1 to 100000"), ("--steps", "from 1 to")]
+    {
+        for value in ["0", "-1", "nan", "1e308", "18446744073709551616", "1000000000000"] {
+            cases.push((vec![flag, value], range));
+        }
+    }
+    cases.push((vec!["--data-size", "0"], "from 16 to"));
+    cases.push((vec!["--data-size", "1e308"], "from 16 to"));
+    cases.push((vec!["--plants", "10000", "--targets", "100000"], "limit"));
+    for value in ["0", "-0", "-1", "nan", "inf", "-inf", "1e308", "3"] {
+        cases.push((vec!["--tolerance", value], "tolerance"));
+    }
+    for value in ["-1", "nan", "18446744073709551616"] {
+        cases.push((vec!["--seed", value], "--seed"));
+    }
+    cases.push((vec!["--heads", "mdn,residual,mdn"], "twice"));
+    cases.push((vec!["--heads", ""], "head must be one of"));
+    for (args, needle) in cases {
+        let all = long_randomization(p, &args);
+        refused_up_front(&all, &[needle]);
+        let err = elbow(&all).stderr;
+        assert!(err.trim().lines().count() <= 3, "{args:?}: one sentence, then clap's hint: {err}");
+        assert!(!plot.exists(), "{args:?}: no figure written");
+    }
+    for bad in ["r.pdf", "/", "/nonexistent-elbow-dir/r.svg", dir.to_str().unwrap()] {
+        refused_up_front(&long_randomization(bad, &[]), &["--plot"]);
+    }
+    // Ranges so wide that data collection finds too few commands: refused before training, with
+    // the reason.
+    for (flag, value) in [("--friction", "0,0.7"), ("--mismatch", "0,10")] {
+        refused(&long_randomization(p, &[flag, value]), &["could be reached", "narrow the ranges"]);
+        assert!(!plot.exists());
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing written");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn hostile_plant_configs_neither_panic_nor_hang() {
+    use elbow::kinematics::{Point2, Pose, TwoLinkArm};
+    use elbow::plant::{Camera, Plant, PlantConfig};
+    // No command reads a plant configuration from a file; the library's deserialisation and the
+    // plant itself must still stand hostile values: out-of-range numbers are parse errors, and
+    // any value that parses (or is set in code) gives a plant that settles in bounded time.
+    let ideal = serde_json::to_value(PlantConfig::ideal(TwoLinkArm::default())).unwrap();
+    for (field, value) in [
+        ("friction", "1e309"),
+        ("flex", "-1e309"),
+        ("latency", "4294967296"),
+        ("latency", "-1"),
+        ("friction", "\"NaN\""),
+        ("flex", "null"),
+        ("camera", "{\"fps\": 1e999}"),
+    ] {
+        let mut json = ideal.to_string();
+        json.insert_str(json.len() - 1, &format!(",\"{field}\": {value}"));
+        // The duplicate key or the bad number is an error, not a panic.
+        let parsed = std::panic::catch_unwind(|| serde_json::from_str::<PlantConfig>(&json));
+        assert!(parsed.is_ok_and(|r| r.is_err()), "{field}: {value}");
+    }
+    let huge = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e308, -1e308, 0.0];
+    let mut configs = Vec::new();
+    for &v in &huge {
+        let camera = Camera { pixel_noise: v, metres_per_pixel: v, offset: Point2::new(v, v), fps: v };
+        configs.push(PlantConfig {
+            friction: v,
+            flex: v,
+            backlash: v,
+            lag: v,
+            noise_std: v,
+            latency: u32::MAX,
+            camera,
+            ..PlantConfig::ideal(TwoLinkArm::default())
+        });
+        // Each field alone too, the others ideal, through a JSON round trip where it parses.
+        for field in ["friction", "flex", "backlash", "lag", "noise_std"] {
+            let mut json = ideal.clone();
+            json[field] = serde_json::json!(v);
+            if let Ok(cfg) = serde_json::from_value::<PlantConfig>(json) {
+                configs.push(cfg);
+            }
+        }
+        let mut json = ideal.clone();
+        json["camera"] = serde_json::json!({ "pixel_noise": v, "metres_per_pixel": v, "fps": v, "offset": [v, v] });
+        if let Ok(cfg) = serde_json::from_value::<PlantConfig>(json) {
+            configs.push(cfg);
+        }
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    let count = configs.len();
+    std::thread::spawn(move || {
+        for cfg in configs {
+            let mut plant = Plant::new(cfg, Pose::new(0.0, 1.0));
+            for command in [Pose::new(1.0, -1.0), Pose::new(f64::NAN, 1e308)] {
+                plant.command(command);
+                plant.settle();
+                plant.step(0.01);
+                let _ = (plant.measure(), plant.camera(), plant.tip());
+            }
+            done.send(()).unwrap();
+        }
+    });
+    for i in 0..count {
+        let limit = common::limit();
+        assert!(finished.recv_timeout(limit).is_ok(), "plant {i} of {count} panicked or ran past {limit:?}");
     }
 }

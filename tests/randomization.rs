@@ -1,8 +1,12 @@
 //! Domain randomization: the experiment's mechanism (randomized data is what closes a
 //! learnable gap), its verdicts, and its command line.
 
+use elbow::experiments::degradation::Verdict;
 use elbow::experiments::randomization::{PlantSet, RandomizationConfig, Ranges, Training, randomization};
 use elbow::learned::{HeadKind, TrainConfig};
+use elbow::lineup::SolverId;
+
+const RESIDUAL: SolverId = SolverId::Learned(HeadKind::Residual);
 
 mod common;
 
@@ -23,7 +27,7 @@ fn flex_only() -> RandomizationConfig {
 #[test]
 fn randomized_training_learns_the_mean_droop_and_still_cannot_report() {
     let report = randomization(&flex_only(), |_, _| true).unwrap();
-    let mean = |t, p| report.row("residual", t, p).unwrap().error.mean;
+    let mean = |t, p| report.row(RESIDUAL, t, p).unwrap().error.mean;
     let sim = mean(Training::Nominal, PlantSet::Nominal);
     let (before, after) =
         (mean(Training::Nominal, PlantSet::Inside) - sim, mean(Training::Randomized, PlantSet::Inside) - sim);
@@ -31,13 +35,17 @@ fn randomized_training_learns_the_mean_droop_and_still_cannot_report() {
     // plants the draw of plants alone moved it from 0.4 to 1.0): randomization must close a
     // quarter of the gap inside, at least.
     assert!(before > 0.005 && after < 0.75 * before, "gap {before} -> {after}");
-    assert_ne!(report.verdicts[0].answer, "no", "{:?}", report.verdicts[0]);
+    // The verdict follows its rule: holds when randomization at least halves the gap.
+    let inside = &report.claims[0];
+    assert_eq!(inside.key, "closes-the-gap-inside");
+    let halved = if after <= 0.5 * before { Verdict::Holds } else { Verdict::DoesNotHold };
+    assert_eq!(inside.verdict, halved, "{inside:?}");
     // No learned pipeline reports anything: every failure is silent, and only the camera sees it.
     for row in report.rows.iter().filter(|r| r.training != Training::None) {
         assert!((row.silent_rate - (1.0 - row.success_rate)).abs() < 1e-12, "{row:?}");
     }
-    assert_eq!(report.verdicts[2].answer, "no");
-    let inside = report.row("residual", Training::Randomized, PlantSet::Inside).unwrap();
+    assert_eq!(report.claims[2].verdict, Verdict::DoesNotHold, "{:?}", report.claims[2]);
+    let inside = report.row(RESIDUAL, Training::Randomized, PlantSet::Inside).unwrap();
     assert!(inside.camera_check_catches > 0.8, "{inside:?}");
 }
 
@@ -51,8 +59,8 @@ fn a_symmetric_mismatch_is_not_learnable_on_average() {
         ..flex_only()
     };
     let report = randomization(&cfg, |_, _| true).unwrap();
-    assert_ne!(report.verdicts[0].answer, "yes", "{:?}", report.verdicts[0]);
-    let r = |t| report.row("residual", t, PlantSet::Inside).unwrap().error.mean;
+    assert_ne!(report.claims[0].verdict, Verdict::Holds, "{:?}", report.claims[0]);
+    let r = |t| report.row(RESIDUAL, t, PlantSet::Inside).unwrap().error.mean;
     assert!(
         r(Training::Randomized) > 0.8 * r(Training::Nominal),
         "{} {}",
@@ -72,8 +80,11 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
     let (code, out, _) = run(&[&small[..], &["--json"]].concat());
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["rows"].as_array().unwrap().len(), 3 * 5, "analytic + 2 heads x 2 trainings, on 3 plant sets");
-    assert_eq!(v["verdicts"][2]["answer"], "no");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * 5, "elbow-down + 2 heads x 2 trainings, on 3 plant sets");
+    let solvers: Vec<&str> = rows[..5].iter().map(|r| r["solver"].as_str().unwrap()).collect();
+    assert_eq!(solvers, ["elbow-down", "mdn", "mdn", "residual", "residual"], "solvers by their keys");
+    assert_eq!(v["claims"][2]["verdict"], "does-not-hold");
     for (flag, value, needle) in [
         ("--flex", "0.1,0", "0 <= LO <= HI"),
         ("--friction", "a,b", "not a finite number"),
@@ -83,4 +94,39 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
         assert_eq!(code, 2, "{flag} {value}: {err}");
         assert!(err.contains(needle) && err.contains(flag.trim_start_matches('-')), "{flag}: {err}");
     }
+}
+
+#[test]
+fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
+    let dir = std::env::temp_dir().join(format!("elbow-randomization-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let small =
+        ["experiment", "randomization", "--steps", "50", "--data-size", "200", "--plants", "2", "--targets", "10"];
+    for name in ["r.svg", "r.png"] {
+        let path = dir.join(name);
+        let run = common::elbow(&[&small[..], &["--json", "--plot", path.to_str().unwrap()]].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert!(v["claims"].as_array().is_some_and(|c| c.len() == 3), "the numbers print too");
+        let bytes = std::fs::read(&path).unwrap();
+        if name.ends_with("svg") {
+            let svg = String::from_utf8_lossy(&bytes);
+            assert!(svg.contains("<svg") && svg.contains("mdn randomized") && svg.contains("outside"), "{svg:.300}");
+        } else {
+            assert_eq!(&bytes[..4], b"\x89PNG", "a PNG file");
+        }
+    }
+    // Refused up front: this valid run (two million steps, within the work limit) would take far
+    // longer than the bound.
+    let long =
+        ["experiment", "randomization", "--steps", "2000000", "--data-size", "16", "--plants", "1", "--targets", "1"];
+    for (plot, needle) in [("r.pdf", "must end in .png or .svg"), ("/nonexistent-dir/r.svg", "/nonexistent-dir")] {
+        let run = common::run_limited(&[&long[..], &["--plot", plot]].concat(), common::unit() * 5);
+        assert_eq!(run.code, 2, "{plot}: {}", run.stderr);
+        assert!(run.stderr.contains(needle) && run.stderr.contains("--plot"), "{plot}: {}", run.stderr);
+        assert!(run.stdout.is_empty() && !run.stderr.contains("panicked"), "{plot}: {}", run.stdout);
+        assert_eq!(run.stderr.trim().lines().count(), 1, "one sentence: {}", run.stderr);
+    }
+    assert!(!std::path::Path::new("r.pdf").exists() && !common::scratch().join("r.pdf").exists());
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -6,21 +6,28 @@
 //! training target is reached on a plant drawn at random from stated ranges of mismatch, flex,
 //! friction and backlash, and the head learns the command that put the tip there. Both are then
 //! evaluated on held-out plants drawn inside the randomized ranges and outside them, beside the
-//! analytic solver, with two post-move checks: the encoders (through the nominal model) and an
-//! external camera on the tip.
+//! analytic solver (elbow-down), with two post-move checks: the encoders (through the nominal
+//! model) and an external camera on the tip.
 //!
 //! Data collection is idealised: the command that reaches a target on a drawn plant is found by
 //! Newton steps on the true tip position, the way a calibration rig with a perfect tracker would
 //! find it. Each evaluation starts from rest at one pose and settles, so control latency (which
 //! only matters while tracking a moving target) plays no part here.
 //!
-//! Three plain questions get verdicts computed from the numbers: does randomization close the
-//! gap inside its ranges; outside them; does it make a learned controller able to report failure.
+//! Every answer comes from the line-up ([`Lineup::solve`]) by its [`SolverId`], from rest at
+//! [`START`]: the closed form on the elbow-down branch ([`SolverId::ElbowDown`]) and each head,
+//! which keeps the seed's elbow mode (elbow-down at [`START`]), so all answer on one branch.
+//!
+//! Three claims get verdicts computed from the numbers ([`Claim`], the lab's one verdict type):
+//! randomization closes the gap inside its ranges; outside them; it makes a learned controller
+//! able to report failure.
 
+use super::degradation::verdict::{Claim, claim};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
 use crate::learned::data::{Dataset, Sample};
-use crate::learned::{HeadKind, LearnedIk, LearnedModel, TrainConfig, Trainer, held_out_targets};
+use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
+use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::{Camera, Plant, PlantConfig, SO101_STICTION_BAND};
 use crate::rng::{Stream, rng};
 use crate::stats::{Summary, json_numbers};
@@ -35,6 +42,15 @@ pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 
 /// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
 pub const MAX_EVALUATIONS: usize = 20_000_000;
+
+/// The largest mismatch a range may reach, as a multiple of [`Mismatch::DEFAULT`]: link lengths
+/// up to 60 % off and joint offsets up to half a radian; beyond about 16 a drawn link would have
+/// no length at all.
+pub const MAX_MISMATCH: f64 = 10.0;
+
+/// The largest flex, stiction band or backlash a range may reach, radians (as
+/// [`PlantConfig::sanitized`] caps the flex).
+pub const MAX_ANGLE: f64 = std::f64::consts::FRAC_PI_4;
 
 /// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -72,20 +88,17 @@ impl Ranges {
     pub const NOMINAL: Ranges = Ranges { mismatch: [0.0; 2], flex: [0.0; 2], friction: [0.0; 2], backlash: [0.0; 2] };
 
     fn check(&self, name: &str) -> Result<(), ExperimentError> {
-        for (channel, [lo, hi]) in
-            [("mismatch", self.mismatch), ("flex", self.flex), ("friction", self.friction), ("backlash", self.backlash)]
-        {
-            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) {
+        for (channel, [lo, hi], max, unit) in [
+            ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
+            ("flex", self.flex, MAX_ANGLE, " rad"),
+            ("friction", self.friction, MAX_ANGLE, " rad"),
+            ("backlash", self.backlash, MAX_ANGLE, " rad"),
+        ] {
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
                 return Err(ExperimentError::Invalid(format!(
-                    "the {name} {channel} range must be finite with 0 <= low <= high, got [{lo}, {hi}]"
+                    "the {name} {channel} range must have 0 <= low <= high <= {max:.3}{unit}, got [{lo:?}, {hi:?}]"
                 )));
             }
-        }
-        if self.flex[1] > std::f64::consts::FRAC_PI_4 {
-            return Err(ExperimentError::Invalid(format!(
-                "the {name} flex range must stay within a quarter turn, got up to {}",
-                self.flex[1]
-            )));
         }
         Ok(())
     }
@@ -160,7 +173,7 @@ impl Default for RandomizationConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Training {
-    /// Not learned (the analytic solver).
+    /// Not learned (the closed form).
     None,
     /// On the nominal plant only.
     Nominal,
@@ -180,11 +193,11 @@ pub enum PlantSet {
     Outside,
 }
 
-/// One pipeline on one set of plants.
+/// One solver on one set of plants.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
-    /// `analytic`, or the head's key.
-    pub solver: String,
+    /// The solver (serialised as its key: `elbow-down`, `mdn`, ...).
+    pub solver: SolverId,
     /// How it was trained.
     pub training: Training,
     /// Which plants.
@@ -194,8 +207,8 @@ pub struct Row {
     /// Share of moves that landed within the tolerance.
     #[serde(serialize_with = "json_numbers")]
     pub success_rate: f64,
-    /// Share of moves that failed while the solver itself reported nothing (no solver here
-    /// reports a failure on these reachable targets, so every failure is silent).
+    /// Share of moves that failed while the solver itself reported nothing (its answer's status
+    /// said no failure).
     #[serde(serialize_with = "json_numbers")]
     pub silent_rate: f64,
     /// Share of failed moves a post-move encoder check (nominal FK of the readings) reports.
@@ -213,17 +226,6 @@ pub struct Row {
     pub silent_with_camera: f64,
 }
 
-/// A plain question and the answer the numbers give.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    /// The question.
-    pub question: String,
-    /// `yes`, `partly` or `no`.
-    pub answer: &'static str,
-    /// The numbers behind it.
-    pub evidence: String,
-}
-
 /// Everything the experiment measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RandomizationReport {
@@ -231,15 +233,15 @@ pub struct RandomizationReport {
     pub config: RandomizationConfig,
     /// Training samples per randomized run (targets the drawn plants could reach).
     pub randomized_samples: usize,
-    /// One row per pipeline and plant set.
+    /// One row per solver, training and plant set.
     pub rows: Vec<Row>,
-    /// The verdicts.
-    pub verdicts: Vec<Verdict>,
+    /// The claims and their verdicts.
+    pub claims: Vec<Claim>,
 }
 
 impl RandomizationReport {
     /// The row of `solver`, trained as `training`, on `plants`.
-    pub fn row(&self, solver: &str, training: Training, plants: PlantSet) -> Option<&Row> {
+    pub fn row(&self, solver: SolverId, training: Training, plants: PlantSet) -> Option<&Row> {
         self.rows.iter().find(|r| r.solver == solver && r.training == training && r.plants == plants)
     }
 }
@@ -293,57 +295,62 @@ pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) ->
     Dataset { samples }
 }
 
-/// Trains `head` on the nominal plant or with randomization; `keep_going` is asked after every
-/// step.
-fn train(
+/// The training settings and data of `head` on the nominal plant or with randomization;
+/// refused when the drawn plants leave too few targets to train on.
+fn collect(
     cfg: &RandomizationConfig,
     head: HeadKind,
     training: Training,
-    keep_going: &mut dyn FnMut() -> bool,
-) -> Result<(LearnedModel, usize), ExperimentError> {
+) -> Result<(TrainConfig, Dataset), ExperimentError> {
     let arm = cfg.train.arm;
     let tc = TrainConfig { head, real: RealArm::ideal(arm), ..cfg.train };
     let ranges = if training == Training::Randomized { cfg.randomized } else { Ranges::NOMINAL };
     let data = randomized_dataset(&tc, &ranges, cfg.camera);
     let n = data.len();
+    if n < tc.batch.min(16) {
+        return Err(ExperimentError::Invalid(format!(
+            "only {n} of {} training targets could be reached on plants drawn from the {} ranges; narrow the ranges or use more data",
+            tc.data_size,
+            if training == Training::Randomized { "randomized" } else { "nominal" }
+        )));
+    }
+    Ok((tc, data))
+}
+
+/// Trains on `data`; `keep_going` is asked after every step.
+fn train(
+    tc: TrainConfig,
+    data: Dataset,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<LearnedModel, ExperimentError> {
     let mut trainer = Trainer::with_data(tc, data)?;
     trainer.run_checked(|_, _| keep_going()).map_err(|e| match e {
         crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
         e => e.into(),
     })?;
-    Ok((trainer.into_model(), n))
+    Ok(trainer.into_model())
 }
 
-/// A pipeline under test.
-enum Pipeline<'m> {
-    Analytic,
-    Learned(&'m LearnedModel),
-}
-
-impl Pipeline<'_> {
-    fn command(&self, arm: &TwoLinkArm, target: Point2) -> Pose {
-        match self {
-            Pipeline::Analytic => solve_branches(arm, target).pose(ElbowMode::Down),
-            Pipeline::Learned(m) => m.predict(target, ElbowMode::Down).pose,
-        }
-    }
-}
-
-/// Runs `pipeline` on every plant and target of a set.
+/// Runs `solver` of `lineup` from rest at [`START`] on every plant and target of a set.
 fn measure(
     cfg: &RandomizationConfig,
-    pipeline: &Pipeline<'_>,
+    lineup: &Lineup<'_>,
+    solver: SolverId,
     plants: &[PlantConfig],
     targets: &[Point2],
 ) -> (Summary, [f64; 5], f64) {
     let arm = cfg.train.arm;
     let tol = cfg.tolerance;
+    // The answers do not depend on the plant: one per target.
+    let answers: Vec<_> = targets.iter().map(|&t| lineup.solve(solver, t, START)).collect();
     let mut errors = Vec::with_capacity(plants.len() * targets.len());
-    let (mut failed, mut enc_caught, mut cam_caught, mut alarms, mut silent_cam) =
-        (0usize, 0usize, 0usize, 0usize, 0usize);
+    let (mut failed, mut silent, mut enc_caught, mut cam_caught, mut alarms, mut silent_cam) =
+        (0usize, 0usize, 0usize, 0usize, 0usize, 0usize);
     for plant_cfg in plants {
-        for &target in targets {
-            let mut plant = landing(plant_cfg, pipeline.command(&arm, target));
+        for (&target, answer) in targets.iter().zip(&answers) {
+            // A head without a model has no answer: the arm stays where it is.
+            let (command, reported) = answer.map_or((START, true), |s| (s.pose, s.status.is_reported_failure()));
+            let mut plant = landing(plant_cfg, command);
             let error = (plant.tip() - target).norm();
             // A NaN distance counts as far (a failure, and flagged).
             let far = |d: f64| d.is_nan() || d > tol;
@@ -353,6 +360,7 @@ fn measure(
             errors.push(error);
             if fail {
                 failed += 1;
+                silent += usize::from(!reported);
                 enc_caught += usize::from(encoder_flags);
                 cam_caught += usize::from(camera_flags);
                 silent_cam += usize::from(!camera_flags);
@@ -373,7 +381,7 @@ fn measure(
             share(alarms, good),
             silent_cam as f64 / n,
         ],
-        failed as f64 / n,
+        silent as f64 / n,
     )
 }
 
@@ -388,15 +396,19 @@ pub fn randomization(
     if cfg.heads.is_empty() {
         return Err(ExperimentError::Invalid("name at least one head to train".into()));
     }
+    if let Some(h) = cfg.heads.iter().enumerate().find_map(|(i, h)| cfg.heads[..i].contains(h).then_some(h)) {
+        return Err(ExperimentError::Invalid(format!("name each head once, got {} twice", h.key())));
+    }
     if cfg.plants == 0 || cfg.targets == 0 {
         return Err(ExperimentError::Invalid(format!(
             "plants and targets must be at least 1, got {} and {}",
             cfg.plants, cfg.targets
         )));
     }
-    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+    let reach = cfg.train.arm.reach();
+    if !(cfg.tolerance > 0.0 && cfg.tolerance <= reach) {
         return Err(ExperimentError::Invalid(format!(
-            "the tolerance must be a positive number of metres, got {}",
+            "the tolerance must be a positive number of metres up to the arm's reach ({reach} m), got {:?}",
             cfg.tolerance
         )));
     }
@@ -414,22 +426,39 @@ pub fn randomization(
     }
     let total = 2 * cfg.heads.len() + 3 * pipelines;
     let mut done = 0;
-    let mut models = Vec::new();
+    // The heads trained each way, by training: [nominal, randomized].
+    let mut trained: [Table<HeadKind, Option<LearnedModel>>; 2] = Default::default();
     let mut randomized_samples = 0;
+    // Every run's data first: ranges too wide to collect data from are refused before training.
+    let mut runs = Vec::new();
     for &head in &cfg.heads {
-        for training in [Training::Nominal, Training::Randomized] {
-            let (model, n) = train(cfg, head, training, &mut || progress(done, total))?;
+        for (slot, training) in [Training::Nominal, Training::Randomized].into_iter().enumerate() {
+            let (tc, data) = collect(cfg, head, training)?;
             if training == Training::Randomized {
-                randomized_samples = n;
+                randomized_samples = data.len();
             }
-            models.push((head, training, model));
-            done += 1;
+            runs.push((head, slot, tc, data));
             if !progress(done, total) {
                 return Err(ExperimentError::Cancelled);
             }
         }
     }
+    for (head, slot, tc, data) in runs {
+        trained[slot][head] = Some(train(tc, data, &mut || progress(done, total))?);
+        done += 1;
+        if !progress(done, total) {
+            return Err(ExperimentError::Cancelled);
+        }
+    }
     let arm = cfg.train.arm;
+    let lineup = |slot: usize| Lineup::new(arm, Table::from_fn(|h| trained[slot][h].as_ref()));
+    let (nominal, randomized) = (lineup(0), lineup(1));
+    let lineup_of = |training| if training == Training::Randomized { &randomized } else { &nominal };
+    // The solvers in row order: the closed form, then each head trained nominally and randomized.
+    let mut solvers = vec![(SolverId::ElbowDown, Training::None)];
+    for &head in &cfg.heads {
+        solvers.extend([Training::Nominal, Training::Randomized].map(|t| (SolverId::Learned(head), t)));
+    }
     let mut rng = rng(cfg.seed, Stream::RandomizedPlants, 0);
     let sets = [
         (PlantSet::Nominal, vec![PlantConfig { camera: cfg.camera, ..PlantConfig::ideal(arm) }]),
@@ -440,20 +469,16 @@ pub fn randomization(
     let targets = clear_of_the_rim(&arm, held_out_targets(&arm, region, 4 * cfg.targets, cfg.seed), cfg.targets);
     let mut rows = Vec::new();
     for (set, plants) in &sets {
-        let mut lineup = vec![("analytic".to_string(), Training::None, Pipeline::Analytic)];
-        for (head, training, model) in &models {
-            lineup.push((head.key().to_string(), *training, Pipeline::Learned(model)));
-        }
-        for (solver, training, pipeline) in lineup {
-            let (error, [success_rate, enc, cam, alarms, silent_with_camera], failed) =
-                measure(cfg, &pipeline, plants, &targets);
+        for &(solver, training) in &solvers {
+            let (error, [success_rate, enc, cam, alarms, silent_with_camera], silent_rate) =
+                measure(cfg, lineup_of(training), solver, plants, &targets);
             rows.push(Row {
                 solver,
                 training,
                 plants: *set,
                 error,
                 success_rate,
-                silent_rate: failed,
+                silent_rate,
                 encoder_check_catches: enc,
                 camera_check_catches: cam,
                 camera_false_alarms: alarms,
@@ -465,8 +490,8 @@ pub fn randomization(
             }
         }
     }
-    let mut report = RandomizationReport { config: cfg.clone(), randomized_samples, rows, verdicts: Vec::new() };
-    report.verdicts = verdicts(&report);
+    let mut report = RandomizationReport { config: cfg.clone(), randomized_samples, rows, claims: Vec::new() };
+    report.claims = claims(&report);
     Ok(report)
 }
 
@@ -482,74 +507,78 @@ fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Poi
         .collect()
 }
 
-/// The verdicts, computed from the rows by rules fixed in advance.
+/// A gap under this (metres) is too small to judge whether randomization closes it.
+const SMALLEST_GAP: f64 = 1e-3;
+
+/// The claims, computed from the rows by rules fixed in advance.
 ///
-/// "Closes the gap" compares each head's gap (its mean error on the plants less the
-/// nominal-trained head's mean error on the nominal plant) with and without randomization: yes
-/// when randomization at least halves it, partly when it shrinks it by at least a tenth (less is
-/// within the run-to-run spread of a few hundred test moves), no otherwise; the answer is yes
-/// only when it is yes for every head, and no only when it is no for every head.
-pub fn verdicts(report: &RandomizationReport) -> Vec<Verdict> {
-    let mut out = Vec::new();
-    let heads: Vec<&str> = report.config.heads.iter().map(|h| h.key()).collect();
-    let mean = |solver: &str, training: Training, plants: PlantSet| {
-        report.row(solver, training, plants).map_or(f64::NAN, |r| r.error.mean)
+/// A head's gap on a set of plants is its mean error there less the nominal-trained head's mean
+/// error on the nominal plant. "Closes the gap" holds for a head when randomized training at
+/// least halves that gap (a gap under 1 mm has nothing to judge); the claim holds when it holds
+/// for every head, and holds only for the heads that pass otherwise.
+///
+/// "Reports failure" holds for a randomized head on a set of plants when the head itself (its
+/// answer's status) reports any of its failed moves; a set without failures has nothing to judge.
+pub fn claims(report: &RandomizationReport) -> Vec<Claim> {
+    let heads = &report.config.heads;
+    let mean = |head: HeadKind, training: Training, plants: PlantSet| {
+        report.row(SolverId::Learned(head), training, plants).map_or(f64::NAN, |r| r.error.mean)
     };
-    for (set, question) in [
-        (PlantSet::Inside, "Does randomization close the gap inside its range?"),
-        (PlantSet::Outside, "Does randomization close the gap outside its range?"),
+    let mut out = Vec::new();
+    for (set, key, statement) in [
+        (
+            PlantSet::Inside,
+            "closes-the-gap-inside",
+            "Randomized training at least halves each head's gap inside its ranges",
+        ),
+        (
+            PlantSet::Outside,
+            "closes-the-gap-outside",
+            "Randomized training at least halves each head's gap outside its ranges",
+        ),
     ] {
-        let mut parts = Vec::new();
-        let mut answers = Vec::new();
-        for &head in &heads {
-            let sim = mean(head, Training::Nominal, PlantSet::Nominal);
-            let before = mean(head, Training::Nominal, set) - sim;
-            let after = mean(head, Training::Randomized, set) - sim;
-            answers.push(if after <= 0.5 * before {
-                "yes"
-            } else if after <= 0.9 * before {
-                "partly"
-            } else {
-                "no"
-            });
-            parts.push(format!("{head}: gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3));
-        }
-        let answer = if answers.iter().all(|a| *a == "yes") {
-            "yes"
-        } else if answers.iter().any(|a| *a != "no") {
-            "partly"
-        } else {
-            "no"
-        };
-        out.push(Verdict { question: question.into(), answer, evidence: parts.join("; ") });
+        let cases = heads
+            .iter()
+            .map(|&head| {
+                let sim = mean(head, Training::Nominal, PlantSet::Nominal);
+                let before = mean(head, Training::Nominal, set) - sim;
+                let after = mean(head, Training::Randomized, set) - sim;
+                let passes = (before >= SMALLEST_GAP).then_some(after <= 0.5 * before);
+                let numbers = format!("gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3);
+                (head.key().to_string(), passes, numbers)
+            })
+            .collect();
+        out.push(claim(key, statement, cases));
     }
-    // Reporting: no learned head has a failure output; only an outside check can report.
-    let mut parts = Vec::new();
-    for &head in &heads {
-        for set in [PlantSet::Inside, PlantSet::Outside] {
-            if let Some(r) = report.row(head, Training::Randomized, set) {
-                parts.push(format!(
-                    "{head} randomized, {}: {:.1} % of moves fail, all silently; a camera check reports {:.0} % of them",
-                    match set {
-                        PlantSet::Inside => "inside",
-                        _ => "outside",
-                    },
+    let mut cases = Vec::new();
+    for &head in heads {
+        for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
+            if let Some(r) = report.row(SolverId::Learned(head), Training::Randomized, set) {
+                let failed = 1.0 - r.success_rate;
+                // Shares of at most MAX_EVALUATIONS moves: a difference under 1e-9 is rounding
+                // (1 - (1 - x) is not always x).
+                let passes = (failed > 1e-9).then_some(r.silent_rate < failed - 1e-9);
+                let numbers = format!(
+                    "{:.1} % of moves fail, {:.1} % silently; a camera check reports {:.0} % of the failures",
+                    failed * 100.0,
                     r.silent_rate * 100.0,
                     r.camera_check_catches * 100.0
-                ));
+                );
+                cases.push((format!("{} {name}", head.key()), passes, numbers));
             }
         }
     }
-    out.push(Verdict {
-        question: "Does randomization make a learned controller able to report failure?".into(),
-        answer: "no",
-        evidence: parts.join("; "),
-    });
+    out.push(claim(
+        "randomization-reports-failure",
+        "Randomized training makes a learned head report its failed moves",
+        cases,
+    ));
     out
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::degradation::verdict::Verdict;
     use super::*;
     use rand::SeedableRng;
 
@@ -580,6 +609,30 @@ mod tests {
     }
 
     #[test]
+    fn a_head_that_fails_silently_does_not_report_failure() {
+        // The shares as `measure` computes them for 465 silent failures in 1000 moves.
+        let (failed, n) = (465usize, 1000usize);
+        let row = Row {
+            solver: SolverId::Learned(HeadKind::Mdn),
+            training: Training::Randomized,
+            plants: PlantSet::Inside,
+            error: Summary::of(&[0.1]),
+            success_rate: 1.0 - failed as f64 / n as f64,
+            silent_rate: failed as f64 / n as f64,
+            encoder_check_catches: 0.5,
+            camera_check_catches: 1.0,
+            camera_false_alarms: 0.0,
+            silent_with_camera: 0.0,
+        };
+        let cfg = RandomizationConfig { heads: vec![HeadKind::Mdn], ..RandomizationConfig::default() };
+        let mut report = RandomizationReport { config: cfg, randomized_samples: 0, rows: vec![row], claims: vec![] };
+        let reports = |r: &RandomizationReport| claims(r)[2].verdict.clone();
+        assert_eq!(reports(&report), Verdict::DoesNotHold, "{:?}", claims(&report)[2]);
+        report.rows[0].silent_rate = 0.4;
+        assert_eq!(reports(&report), Verdict::Holds, "reporting some failures is reporting");
+    }
+
+    #[test]
     fn bad_settings_are_refused_before_any_work() {
         let bad = |f: fn(&mut RandomizationConfig)| {
             let mut cfg = RandomizationConfig::default();
@@ -587,10 +640,16 @@ mod tests {
             randomization(&cfg, |_, _| panic!("no work may start")).unwrap_err().to_string()
         };
         assert!(bad(|c| c.randomized.flex = [0.1, 0.0]).contains("randomized flex range"));
+        assert!(bad(|c| c.randomized.flex = [0.0, 1.0]).contains("<= 0.785 rad"));
+        assert!(bad(|c| c.outside.friction = [0.0, 1e308]).contains("outside friction range"));
+        assert!(bad(|c| c.randomized.backlash = [0.0, f64::INFINITY]).contains("randomized backlash range"));
+        assert!(bad(|c| c.outside.mismatch = [0.0, 20.0]).contains("<= 10.000 times the default gap"));
+        assert!(bad(|c| c.tolerance = 1e308).contains("up to the arm's reach"));
         assert!(bad(|c| c.outside.mismatch = [f64::NAN, 1.0]).contains("outside mismatch range"));
         assert!(bad(|c| c.plants = 0).contains("plants"));
         assert!(bad(|c| c.tolerance = -1.0).contains("tolerance"));
         assert!(bad(|c| c.heads.clear()).contains("head"));
+        assert!(bad(|c| c.heads = vec![HeadKind::Mdn, HeadKind::Residual, HeadKind::Mdn]).contains("mdn twice"));
         assert!(bad(|c| c.targets = 10_000_000).contains("limit"));
         assert!(bad(|c| c.train.steps = 0).contains("steps"));
     }

@@ -1,5 +1,7 @@
 //! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
-//! prints as a table with the verdicts, or as JSON.
+//! prints as a table with the claims' verdicts, or as JSON, and `--plot` draws it ([`plot`]).
+
+mod plot;
 
 use crate::cli::{Failure, count, print_json};
 use clap::Args;
@@ -56,29 +58,30 @@ pub(crate) struct RandomizationArgs {
     /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual.
     #[arg(long, default_value_t = Heads(defaults().heads))]
     heads: Heads,
-    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`).
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch))]
+    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`, up
+    /// to 10); each angle range below goes up to π/4 radians.
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch), allow_hyphen_values = true)]
     mismatch: Span,
     /// Randomized training range of the flex: droop of the stretched-out arm, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex), allow_hyphen_values = true)]
     flex: Span,
     /// Randomized training range of the joint stiction band, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction), allow_hyphen_values = true)]
     friction: Span,
     /// Randomized training range of the backlash half-width, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash))]
+    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash), allow_hyphen_values = true)]
     backlash: Span,
     /// Range of the mismatch of the "outside" test plants.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch), allow_hyphen_values = true)]
     outside_mismatch: Span,
     /// Range of the flex of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex), allow_hyphen_values = true)]
     outside_flex: Span,
     /// Range of the stiction band of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction), allow_hyphen_values = true)]
     outside_friction: Span,
     /// Range of the backlash of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash))]
+    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash), allow_hyphen_values = true)]
     outside_backlash: Span,
     /// Test plants drawn inside and outside the ranges (each), 1 to 10000.
     #[arg(long, default_value_t = defaults().plants, value_parser = count::<1, 10_000>, allow_hyphen_values = true)]
@@ -95,10 +98,10 @@ pub(crate) struct RandomizationArgs {
           allow_hyphen_values = true)]
     data_size: usize,
     /// A move landing further than this from its target failed, metres.
-    #[arg(long, default_value_t = defaults().tolerance)]
+    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
     /// Seed of data, initialisation, plants and targets.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
     /// Print the report as JSON.
     #[arg(long)]
@@ -106,6 +109,10 @@ pub(crate) struct RandomizationArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Also draw mean tip error, success rate and the checks' catches, per plant set, solver and
+    /// training, into FILE (`.svg` or `.png`).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
 }
 
 impl RandomizationArgs {
@@ -140,20 +147,26 @@ impl RandomizationArgs {
     }
 }
 
-/// Runs `elbow experiment randomization`.
+/// Runs `elbow experiment randomization`; the plot path is checked before any work.
 pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
     let cfg = a.config();
+    let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
     let show = !a.json && !a.quiet;
     let report = crate::cli::with_progress(show, "stages", "randomization", |update| {
         randomization(&cfg, |done, total| update("", done, total))
     });
     let report = report?;
+    // The numbers first: a figure that cannot be drawn or written does not lose them.
     if a.json {
         print_json(&report)?;
-        Ok(())
     } else {
-        print_report(&report)
+        print_report(&report)?;
     }
+    if let Some(out) = &plot {
+        crate::cli::flush_stdout()?;
+        plot::draw(&report, out)?;
+    }
+    Ok(())
 }
 
 fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
@@ -182,7 +195,7 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
         let pct = |v: f64| format!("{:.1}%", 100.0 * v);
         outln!(
             "{:<10} {:<11} {:<8} {:>10.2} {:>10.2} {:>9} {:>8} {:>10} {:>10} {:>10}",
-            row.solver,
+            row.solver.key(),
             format!("{:?}", row.training).to_lowercase(),
             format!("{:?}", row.plants).to_lowercase(),
             row.error.mean * 1e3,
@@ -194,10 +207,12 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
             pct(row.camera_false_alarms)
         );
     }
-    outln!("");
-    for v in &r.verdicts {
-        outln!("{} {}", v.question, v.answer.to_uppercase());
-        outln!("  {}", v.evidence);
+    outln!("\nThe claims, with the numbers and a verdict computed from them:");
+    for claim in &r.claims {
+        outln!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
+        for line in &claim.evidence {
+            outln!("    {line}");
+        }
     }
     Ok(())
 }
