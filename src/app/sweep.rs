@@ -238,18 +238,14 @@ pub(crate) fn curves(report: &DegradationReport, channel: SweepChannel) -> Vec<C
             cells.sort_by(|a, b| a.level.total_cmp(&b.level));
             let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
             let camera = channel.channel().camera_only();
-            let check = |c: &Cell| match (camera, c.camera) {
-                (true, Some(k)) => (k.silent, k.false_alarm),
-                _ => (c.silent, c.false_alarm),
-            };
             let series = |value: &dyn Fn(&Cell) -> f64| -> Vec<[f64; 2]> {
                 cells.iter().map(|c| [channel.x(c.level), finite(value(c))]).collect()
             };
             Curve {
                 pipeline,
                 error: series(&|c| c.error.mean),
-                silent: series(&|c| check(c).0),
-                false_alarm: series(&|c| check(c).1),
+                silent: series(&|c| c.rates(camera).silent),
+                false_alarm: series(&|c| c.rates(camera).false_alarm),
             }
         })
         .collect()

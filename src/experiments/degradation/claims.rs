@@ -3,7 +3,7 @@
 //! named in the verdict.
 
 use super::channels::{Channel, Split};
-use super::report::{Cell, DegradationReport};
+use super::report::{Cell, CheckRates, DegradationReport};
 use super::verdict::{Claim, claim};
 use crate::learned::{HeadKind, Output};
 use crate::lineup::{Pipeline, SolverId};
@@ -86,10 +86,7 @@ fn honest<'a>(
     let mut numbers = Vec::new();
     for pipe in [analytic(), Pipeline::plain(SolverId::Iterative)] {
         let Some(c) = pick(pipe) else { continue };
-        let (reported, silent, false_alarm) = match (camera, c.camera) {
-            (true, Some(k)) => (k.reported, k.silent, k.false_alarm),
-            _ => (c.reported, c.silent, c.false_alarm),
-        };
+        let CheckRates { reported, silent, false_alarm } = c.rates(camera);
         let misses = c.missed >= 0.01;
         let vote = if camera {
             (misses || false_alarm >= 0.01).then_some(silent <= 0.1 * c.missed && false_alarm <= 0.1)

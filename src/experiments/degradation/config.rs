@@ -175,7 +175,7 @@ impl DegradationConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         for ch in Channel::ALL {
             let levels = self.levels.of(ch);
-            if levels.is_empty() || levels.len() > MAX_LEVELS || levels.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            if levels.is_empty() || levels.len() > MAX_LEVELS {
                 return Err(ConfigError::Levels { channel: ch.key(), levels: levels.to_vec() });
             }
             for &v in levels {

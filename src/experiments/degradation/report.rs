@@ -99,6 +99,17 @@ impl Cell {
     }
 }
 
+impl Cell {
+    /// The rates with the camera check when `camera` is true and the plant protocol ran one,
+    /// with the encoder check otherwise.
+    pub fn rates(&self, camera: bool) -> CheckRates {
+        match (camera, self.camera) {
+            (true, Some(k)) => k,
+            _ => CheckRates { reported: self.reported, silent: self.silent, false_alarm: self.false_alarm },
+        }
+    }
+}
+
 /// The whole result.
 #[derive(Debug, Clone, Serialize)]
 pub struct DegradationReport {
