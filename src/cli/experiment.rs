@@ -21,7 +21,8 @@ pub(crate) enum ExperimentCommand {
     /// Exercise 1: the averaging trap. MSE output vs branch average vs MDN, FK miss side by side.
     Averaging(AveragingArgs),
     /// The gap to reality: every solver under each perturbation channel (encoder, actuator,
-    /// backlash, target, mismatch, combined; OOD targets), honest vs silent failures, the exercise
+    /// backlash, target, mismatch, friction, flex, latency, camera noise/offset/period, combined;
+    /// OOD targets), honest vs silent failures on the encoders and on a camera, the exercise
     /// protocol beside the closed-loop plant.
     Degradation(Box<DegradationArgs>),
     /// Domain randomization put to the test: the MDN and the residual hybrid trained on the
