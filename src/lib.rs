@@ -14,6 +14,7 @@
 //!   the envelope, tables keyed by them, and the one place that runs any solver;
 //! - [`atlas`]: one solver's answer over the whole workspace, as maps (miss, branch, envelope,
 //!   silent failures);
+//! - [`explain`]: one head's answer for one target taken apart ("why did it do that?");
 //! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
 //! - [`keys`]: the one way named enums parse and print by key;
 //! - [`rng`]: the one table of seeded random streams;
@@ -32,6 +33,7 @@ pub mod bench;
 pub mod chain;
 pub mod envelope;
 pub mod experiments;
+pub mod explain;
 pub mod files;
 pub mod iterative;
 pub mod keys;

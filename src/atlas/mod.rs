@@ -274,8 +274,9 @@ impl Atlas {
     }
 }
 
-/// Which branch `pose` is near, given the target's branches `b` and what the solver said.
-fn classify(b: &Branches, pose: Pose, status: SolveStatus) -> BranchClass {
+/// Which branch `pose` is near, given the target's branches `b` and what the solver said
+/// (within [`BRANCH_THRESHOLD`] of a branch, else of their average, else neither).
+pub fn classify(b: &Branches, pose: Pose, status: SolveStatus) -> BranchClass {
     if b.unreachable.is_some() {
         return if status.is_reported_failure() { BranchClass::OutsideReported } else { BranchClass::OutsideSilent };
     }

@@ -8,7 +8,7 @@ use elbow::chain::nets::NetConfig;
 use elbow::chain::{ArmKind, ChainArm, ChainModel, Method, ModelFile};
 use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
 use elbow::kinematics::TwoLinkArm;
-use elbow::learned::LearnedModel;
+use elbow::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
 use std::path::Path;
 
 /// `--arm`, `--lengths` and `--elbow-limits` of a command that runs on any arm.
@@ -80,6 +80,35 @@ pub(crate) fn load_two_link_model(path: &Path, arm: &TwoLinkArm) -> Result<Learn
             Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm)))
         }
     }
+}
+
+/// A two-link `head` for a command on `arm`: loaded from `path` (it must hold that head, for that
+/// arm), or trained here for `steps` steps from `seed`, with a note on stderr. Also returns the
+/// training configuration its data comes from; a model file does not record its data, so for a
+/// loaded model that is the default sampler over the model's own arm and region.
+pub(crate) fn two_link_head(
+    head: HeadKind,
+    arm: TwoLinkArm,
+    path: Option<&Path>,
+    steps: usize,
+    seed: u64,
+) -> Result<(LearnedModel, TrainConfig), String> {
+    if let Some(path) = path {
+        let model = load_two_link_model(path, &arm)?;
+        if model.kind != head {
+            return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
+        }
+        model.check_fits(&arm, None).map_err(|e| format!("{}: {e}", path.display()))?;
+        let data = TrainConfig { head, arm: model.arm, region: model.region, ..TrainConfig::default() };
+        return Ok((model, data));
+    }
+    // The residual head fits the default real arm of *this* arm, like `elbow train`.
+    let real = super::fitted_real_arm(head, &arm)?;
+    let cfg = TrainConfig { head, arm, real, steps, seed, ..TrainConfig::default() };
+    super::note(format_args!("training {head} for {} steps…", cfg.steps));
+    let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
+    trainer.run(|_, _| {});
+    Ok((trainer.into_model(), cfg))
 }
 
 /// The nets the `methods` need on `arm`: from `--model`, or trained here for `steps` steps

@@ -2,7 +2,7 @@
 //! draws under the arm, with the annulus rims and the layer's colour key; on a chain
 //! (`--arm 3r|rail3`), the map of one method's layer ([`chain_atlas`]).
 
-use super::arm::{chain_nets, load_two_link_model};
+use super::arm::{chain_nets, two_link_head};
 use super::figure::{Canvas, FONT, Output};
 use super::{AppArm, ArmChoice, Failure, SignedPair, count, seed};
 use clap::Args;
@@ -10,7 +10,7 @@ use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas}
 use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute, paint};
 use elbow::chain::ChainArm;
 use elbow::kinematics::{Mismatch, Point2, Pose};
-use elbow::learned::{LearnedModel, TrainConfig, Trainer};
+use elbow::learned::{LearnedModel, TrainConfig};
 use elbow::{HeadKind, Lineup, SolverId, Table};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -161,22 +161,8 @@ impl AtlasArgs {
 
     /// The model of the mapped head: loaded, or trained here.
     fn model(&self, head: HeadKind, arm: elbow::TwoLinkArm) -> Result<LearnedModel, String> {
-        if let Some(path) = &self.model {
-            let model = load_two_link_model(path, &arm)?;
-            if model.kind != head {
-                return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
-            }
-            model.check_fits(&arm, None).map_err(|e| format!("{}: {e}", path.display()))?;
-            return Ok(model);
-        }
-        // The residual head fits the default real arm of *this* arm, like `elbow train`.
-        let real = super::fitted_real_arm(head, &arm)?;
         let steps = self.train_steps.unwrap_or(TrainConfig::default().steps);
-        let cfg = TrainConfig { head, arm, real, steps, seed: self.seed, ..TrainConfig::default() };
-        super::note(format_args!("training {head} for {} steps…", cfg.steps));
-        let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
-        trainer.run(|_, _| {});
-        Ok(trainer.into_model())
+        Ok(two_link_head(head, arm, self.model.as_deref(), steps, self.seed)?.0)
     }
 
     /// The chain map's configuration on `arm`; the two-link arm's options are refused.

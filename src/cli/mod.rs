@@ -1,4 +1,4 @@
-//! The headless command line: `solve`, `train`, `experiment`, `atlas` and `bench`.
+//! The headless command line: `solve`, `train`, `experiment`, `atlas`, `bench` and `explain`.
 //!
 //! A thin layer over the core library: it parses arguments into the core's plain configurations,
 //! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
@@ -23,6 +23,7 @@ mod arm;
 mod atlas;
 mod bench;
 mod experiment;
+mod explain;
 mod figure;
 mod plot;
 mod solve;
@@ -118,6 +119,9 @@ pub(crate) enum Command {
     Atlas(atlas::AtlasArgs),
     /// Measure solver, training and inference speed headlessly.
     Bench(bench::BenchArgs),
+    /// Why a learned head answers as it does for one target: its raw outputs, the branch each
+    /// candidate is near, the training data around the target, and what the envelope would do.
+    Explain(explain::ExplainArgs),
 }
 
 /// Why a command failed: the message for the user and the exit code.
@@ -215,6 +219,7 @@ pub(crate) fn run(command: &Command) -> Result<(), Failure> {
         Command::Experiment(e) => experiment::run(e),
         Command::Atlas(a) => Ok(atlas::run(a)?),
         Command::Bench(a) => Ok(bench::run(a)?),
+        Command::Explain(a) => Ok(explain::run(a)?),
     }?;
     Ok(flush_stdout()?)
 }

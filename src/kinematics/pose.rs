@@ -136,9 +136,22 @@ pub enum ElbowMode {
     Down,
 }
 
+crate::keys::keyed!(ElbowMode, "elbow mode");
+
 impl ElbowMode {
     /// Both modes, up first.
     pub const BOTH: [ElbowMode; 2] = [ElbowMode::Up, ElbowMode::Down];
+
+    /// Both modes, for the key table ([`ElbowMode::BOTH`]).
+    pub const ALL: [ElbowMode; 2] = Self::BOTH;
+
+    /// The key on the command line: `up` or `down`.
+    pub const fn key(self) -> &'static str {
+        match self {
+            ElbowMode::Up => "up",
+            ElbowMode::Down => "down",
+        }
+    }
 
     /// The sign this mode gives the elbow angle's sine.
     pub fn sign(self) -> f64 {

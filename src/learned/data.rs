@@ -87,6 +87,15 @@ pub struct DataConfig {
     pub seed: u64,
 }
 
+impl DataConfig {
+    /// The training targets this configuration draws, before any is skipped for lack of an
+    /// answer: every dataset of these settings is built on them.
+    pub fn targets(&self) -> Vec<Point2> {
+        let mut rng = rng(self.seed, Stream::TrainingData, 0);
+        self.arm.sample_targets(&mut rng, self.size, self.sampling, self.region)
+    }
+}
+
 /// One target and the answer for each elbow mode.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -114,9 +123,8 @@ impl Dataset {
     /// Targets paired with both closed-form solutions on the nominal arm. A target with only one
     /// branch inside the joint limits gets that branch for both modes; one with none is skipped.
     pub fn both_branches(cfg: &DataConfig) -> Self {
-        let mut rng = rng(cfg.seed, Stream::TrainingData, 0);
-        let targets = cfg.arm.sample_targets(&mut rng, cfg.size, cfg.sampling, cfg.region);
-        let samples = targets
+        let samples = cfg
+            .targets()
             .into_iter()
             .filter_map(|target| {
                 let b = solve_branches(&cfg.arm, target);
@@ -136,9 +144,8 @@ impl Dataset {
     /// into the command the `real` arm needs: `answer = command_real - analytic_nominal`, wrapped.
     /// Targets the real arm cannot reach are skipped.
     pub fn residuals(cfg: &DataConfig, real: &RealArm) -> Self {
-        let mut rng = rng(cfg.seed, Stream::TrainingData, 0);
-        let targets = cfg.arm.sample_targets(&mut rng, cfg.size, cfg.sampling, cfg.region);
-        let samples = targets
+        let samples = cfg
+            .targets()
             .into_iter()
             .filter(|&t| real.arm.is_reachable(t))
             .map(|target| {

@@ -462,7 +462,8 @@ impl TrainConfig {
         self.fit().work_estimate()
     }
 
-    fn data_config(&self) -> DataConfig {
+    /// Where this run's training targets come from.
+    pub fn data_config(&self) -> DataConfig {
         DataConfig {
             arm: self.arm,
             region: self.region,
