@@ -15,6 +15,7 @@
 //! - [`atlas`]: one solver's answer over the whole workspace, as maps (miss, branch, envelope,
 //!   silent failures);
 //! - [`explain`]: one head's answer for one target taken apart ("why did it do that?");
+//! - [`lessons`]: the lessons the app opens in one click, each a plain scene with a caption;
 //! - [`experiments`] and [`bench`](mod@bench): plain configurations in, reports out;
 //! - [`keys`]: the one way named enums parse and print by key;
 //! - [`rng`]: the one table of seeded random streams;
@@ -39,6 +40,7 @@ pub mod iterative;
 pub mod keys;
 pub mod kinematics;
 pub mod learned;
+pub mod lessons;
 pub mod lineup;
 pub mod nn;
 pub mod plant;

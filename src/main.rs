@@ -53,14 +53,14 @@ fn main() -> ExitCode {
                 ExitCode::from(failure.code)
             }
         },
-        None => run_app(lab, cli.model),
+        None => run_app(lab, cli.model, cli.lesson),
     }
 }
 
 /// Opens the desktop app on `lab` once the display and the GPU driver it needs are known to be
 /// there; a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
-fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>, lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
     if let Err(problem) = app::check_lab(&lab, &models) {
         report(&problem);
         return ExitCode::from(2);
@@ -85,11 +85,11 @@ fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
             None => default_hook(info),
         }
     }));
-    app::run(lab, models)
+    app::run(lab, models, lesson)
 }
 
 #[cfg(not(feature = "app"))]
-fn run_app(_lab: cli::AppArm, _models: Vec<std::path::PathBuf>) -> ExitCode {
+fn run_app(_lab: cli::AppArm, _models: Vec<std::path::PathBuf>, _lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
 }

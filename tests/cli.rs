@@ -544,3 +544,19 @@ fn ctrl_c_stops_chain_training_with_130_and_saves_nothing() {
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
     assert!(!path.exists());
 }
+
+#[test]
+fn a_lesson_is_for_the_app_and_names_its_arm() {
+    let (code, _, err) = elbow(&["--lesson", "bogus"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("averaging") && err.contains("seeds"), "lists the lessons: {err}");
+    let (code, _, err) = elbow(&["--lesson", "noise", "--arm", "rail3"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the noise lesson runs on the two-link arm"), "{err}");
+    let (code, _, err) = elbow(&["--lesson", "manifold", "--arm", "3r"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the manifold lesson runs on the rail3 chain"), "{err}");
+    let (code, _, err) = elbow(&["--lesson", "noise", "solve", "1", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--lesson is for the app"), "{err}");
+}

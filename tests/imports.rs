@@ -387,7 +387,8 @@ fn name(crate_name: &str, m: &[String]) -> String {
 /// The sources under test: cargo names the package's folder when it runs the test, which stays
 /// right when a build cache shared between clones holds a binary compiled in another one.
 fn src() -> PathBuf {
-    let root = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let root =
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     root.join("src")
 }
 

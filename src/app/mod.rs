@@ -26,6 +26,7 @@ mod heatmap;
 mod job;
 mod keys;
 mod labels;
+mod lessons;
 mod panel;
 mod plant;
 mod screenshot;
@@ -64,8 +65,9 @@ pub(crate) enum AppSet {
 }
 
 /// Opens the window and runs the lab on `lab` (`elbow --arm`, `--lengths`) until it closes,
-/// with the model files in `models` loaded in place of their heads' training.
-pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
+/// with the model files in `models` loaded in place of their heads' training, on `lesson` when
+/// one is given.
+pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>, lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
             "error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)"
@@ -96,6 +98,9 @@ pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>) -> ExitCode {
         for path in models {
             app.world_mut().write_message(state::train::LoadModel(path));
         }
+    }
+    if let Some(lesson) = lesson {
+        app.world_mut().write_message(lessons::OpenLesson(lesson));
     }
     let exit = app.run();
     match exit {
@@ -211,5 +216,6 @@ pub(crate) fn logic_plugin(app: &mut App) {
         sweep::plugin,
         keys::plugin,
         chain::logic_plugin,
+        lessons::plugin,
     ));
 }

@@ -20,6 +20,7 @@ use super::format::{
     FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
 };
 use super::keys::SHORTCUTS;
+use super::lessons::{ActiveLesson, OpenLesson};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
@@ -83,6 +84,7 @@ fn panel(
     mut lab: Sections,
     mut open: ResMut<LabChoice>,
     mut chain: ChainSections,
+    mut lessons: (ResMut<ActiveLesson>, MessageWriter<OpenLesson>),
 ) -> Result {
     // Smoothed frame time for the header.
     let dt = lab.time.delta_secs();
@@ -97,11 +99,43 @@ fn panel(
     let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
         &mut root,
         |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| contents(ui, &mut lab, open.reborrow(), &mut chain, frame_secs));
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                lesson_section(ui, lessons.0.reborrow(), &mut lessons.1);
+                contents(ui, &mut lab, open.reborrow(), &mut chain, frame_secs);
+            });
         },
     );
     width.set_if_neq(PanelWidth(shown.response.rect.width()));
     Ok(())
+}
+
+/// The lessons menu, and the open lesson's two-line caption with a button to close it.
+fn lesson_section(ui: &mut egui::Ui, mut active: Mut<ActiveLesson>, open: &mut MessageWriter<OpenLesson>) {
+    ui.horizontal(|ui| {
+        ui.label("Lesson:");
+        let current = active.0.map_or("choose one…", |l| l.title());
+        egui::ComboBox::from_id_salt("lesson").selected_text(current).width(300.0).show_ui(ui, |ui| {
+            for lesson in elbow::lessons::Lesson::ALL {
+                if ui.selectable_label(active.0 == Some(lesson), lesson.title()).clicked() {
+                    open.write(OpenLesson(lesson));
+                }
+            }
+        });
+    });
+    let Some(lesson) = active.0 else { return };
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        for line in lesson.caption() {
+            ui.label(egui::RichText::new(line).small());
+        }
+        ui.horizontal(|ui| {
+            if ui.small_button("open again").clicked() {
+                open.write(OpenLesson(lesson));
+            }
+            if ui.small_button("close").clicked() {
+                active.0 = None;
+            }
+        });
+    });
 }
 
 /// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and

@@ -627,3 +627,57 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     assert_eq!((cfg.latency, cfg.flex), (30, 0.0));
     assert!(cfg.camera.fps <= 120.0);
 }
+
+#[test]
+fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
+    use super::chain::state::ChainView;
+    use super::lessons::{ActiveLesson, OpenLesson};
+    use super::state::arm::Lab;
+    use super::state::view::CameraView;
+    use super::sweep::LiveSweep;
+    use elbow::lessons::{Lesson, SceneArm};
+    let mut app = app();
+    app.update();
+    // The last one comes back from a chain to the two-link arm, whose switch resets the target.
+    for lesson in Lesson::ALL.into_iter().chain([Lesson::JointsRegion]) {
+        // Mess the state up first: every knob the lessons set, away from their values.
+        *app.world_mut().resource_mut::<PlantSettings>() =
+            PlantSettings { noise_std: 0.04, backlash: 0.09, flex: 0.09, friction: 0.029, ..PlantSettings::default() };
+        app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Iterative);
+        app.world_mut().resource_mut::<AtlasView>().layer = Layer::Confidence;
+        app.world_mut().resource_mut::<CameraView>().0 = !lesson.scene().camera_view;
+        app.world_mut().write_message(OpenLesson(lesson));
+        app.update();
+        app.update();
+        let world = app.world();
+        assert_eq!(world.resource::<ActiveLesson>().0, Some(lesson), "{lesson}");
+        let scene = lesson.scene();
+        match scene.arm {
+            SceneArm::TwoLink { driver, envelope } => {
+                assert_eq!(*world.resource::<Lab>(), Lab::TwoLink, "{lesson}");
+                assert_eq!(world.resource::<Driver>().0, Pipeline { solver: driver, envelope }, "{lesson}");
+                let plant = world.resource::<PlantSettings>();
+                let p = scene.plant;
+                assert_eq!(
+                    [plant.noise_std, plant.backlash, plant.friction, plant.flex],
+                    [p.encoder, p.backlash, p.friction, p.flex],
+                    "{lesson}"
+                );
+                assert_eq!(plant.length_error != [0.0; 2], p.mismatch, "{lesson}");
+                assert_eq!(world.resource::<AtlasView>().layer, scene.layer, "{lesson}");
+                assert_eq!(world.resource::<LiveSweep>().channel.channel(), scene.sweep, "{lesson}");
+                assert_eq!(world.resource::<CameraView>().0, scene.camera_view, "{lesson}");
+                let reach = world.resource::<Nominal>().0.reach();
+                assert!((world.resource::<Target>().pos - scene.target * reach).norm() < 1e-9, "{lesson}");
+            }
+            SceneArm::Chain { arm, driver, shown } => {
+                assert_eq!(world.resource::<Lab>().chain().and_then(|a| a.kind), Some(arm), "{lesson}");
+                let view = world.resource::<ChainView>();
+                assert_eq!(view.driver, driver, "{lesson}");
+                for (i, m) in elbow::chain::Method::ALL.into_iter().enumerate() {
+                    assert_eq!(view.shown[i], shown.contains(&m) || m == driver, "{lesson}: {m:?}");
+                }
+            }
+        }
+    }
+}

@@ -52,6 +52,10 @@ pub(crate) struct Cli {
     /// (`L1,L2,L3,...`) for a chain (shoulder ±90°, the other joints ±150°).
     #[arg(long, value_name = "L1,L2,...", value_parser = parse_app_lengths, allow_hyphen_values = true)]
     pub(crate) lengths: Option<AppLengths>,
+    /// Open the app on a lesson: averaging, joints-region, noise, backlash, friction, flex,
+    /// envelope, hybrid (the two-link arm), manifold or seeds (the rail3 chain).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) lesson: Option<elbow::lessons::Lesson>,
 }
 
 /// The arm the app opens on.
@@ -85,7 +89,21 @@ fn parse_app_lengths(s: &str) -> Result<AppLengths, String> {
 impl Cli {
     /// The app's arm: `--arm` or `--lengths`, checked as every command's arm is ([`ArmChoice`]).
     pub(crate) fn app_lab(&self) -> Result<AppArm, String> {
-        ArmChoice { arm: self.arm, lengths: self.lengths.clone(), elbow_limits: None }.lab()
+        use elbow::lessons::SceneArm;
+        let asked = self.arm.is_some() || self.lengths.is_some();
+        let lab = ArmChoice { arm: self.arm, lengths: self.lengths.clone(), elbow_limits: None }.lab()?;
+        let Some(lesson) = self.lesson else { return Ok(lab) };
+        match (lesson.scene().arm, &lab) {
+            (SceneArm::TwoLink { .. }, AppArm::TwoLink(_)) => Ok(lab),
+            (SceneArm::Chain { arm, .. }, AppArm::Chain(chain)) if chain.kind == Some(arm) => Ok(lab),
+            (SceneArm::Chain { arm, .. }, _) if !asked => Ok(AppArm::Chain(arm.arm())),
+            (SceneArm::TwoLink { .. }, _) => Err(format!(
+                "the {lesson} lesson runs on the two-link arm; leave out --arm and --lengths or pass --arm 2r"
+            )),
+            (SceneArm::Chain { arm, .. }, _) => Err(format!(
+                "the {lesson} lesson runs on the {arm} chain; leave out --arm and --lengths or pass --arm {arm}"
+            )),
+        }
     }
 
     /// Why the app's flags cannot go with a command (each command takes its own), if they were
@@ -93,6 +111,7 @@ impl Cli {
     pub(crate) fn app_flags_with_command(&self) -> Option<&'static str> {
         match (&self.command, self.model.is_empty(), self.lengths.is_some(), self.arm.is_some()) {
             (None, ..) => None,
+            (Some(_), ..) if self.lesson.is_some() => Some("--lesson is for the app; it goes without a command"),
             (Some(_), false, ..) => Some("--model before a command is for the app; experiments take their own --model"),
             (Some(_), true, true, _) => {
                 Some("--lengths before a command is for the app; commands take their own --lengths")

@@ -1,0 +1,105 @@
+//! The lessons: opening one ([`OpenLesson`], from the panel's menu or `elbow --lesson NAME`)
+//! sets every resource its [`Scene`] names, from a clean state, and the panel shows its caption
+//! ([`ActiveLesson`]) until another lesson opens or the user closes it.
+//!
+//! A lesson on another lab first switches the lab and applies its scene on the next frame, after
+//! the lab's switch has rebuilt its state (which would otherwise reset the target it sets).
+
+use super::AppSet;
+use super::atlas::AtlasView;
+use super::chain::state::ChainView;
+use super::state::arm::{Lab, Nominal, PlantSettings};
+use super::state::solve::Driver;
+use super::state::view::{CameraView, Target};
+use super::sweep::{LiveSweep, SweepChannel};
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use elbow::Mismatch;
+use elbow::Pipeline;
+use elbow::lessons::{Lesson, Scene, SceneArm};
+
+/// Registers the lesson request, the caption's resource and the system that opens lessons.
+pub(crate) fn plugin(app: &mut App) {
+    app.add_message::<OpenLesson>().init_resource::<ActiveLesson>().add_systems(Update, open.in_set(AppSet::Target));
+}
+
+/// Open this lesson.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OpenLesson(pub(crate) Lesson);
+
+/// The lesson whose caption the panel shows (`None`: no lesson, or closed).
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ActiveLesson(pub(crate) Option<Lesson>);
+
+/// Everything a scene sets.
+#[derive(SystemParam)]
+struct SceneState<'w> {
+    lab: ResMut<'w, Lab>,
+    nominal: Res<'w, Nominal>,
+    driver: ResMut<'w, Driver>,
+    plant: ResMut<'w, PlantSettings>,
+    target: ResMut<'w, Target>,
+    atlas: ResMut<'w, AtlasView>,
+    sweep: ResMut<'w, LiveSweep>,
+    camera_view: ResMut<'w, CameraView>,
+    chain_view: ResMut<'w, ChainView>,
+}
+
+/// Opens the latest requested lesson: switches the lab first when the scene is on another one,
+/// then, once the lab is the scene's, applies the scene and shows the caption.
+fn open(
+    mut requests: MessageReader<OpenLesson>,
+    mut pending: Local<Option<Lesson>>,
+    mut active: ResMut<ActiveLesson>,
+    mut state: SceneState,
+) {
+    if let Some(&OpenLesson(lesson)) = requests.read().last() {
+        *pending = Some(lesson);
+    }
+    let Some(lesson) = *pending else { return };
+    let scene = lesson.scene();
+    let wanted = match scene.arm {
+        SceneArm::TwoLink { .. } => Lab::TwoLink,
+        SceneArm::Chain { arm, .. } => Lab::Chain(arm.arm()),
+    };
+    if *state.lab != wanted {
+        *state.lab = wanted;
+        return;
+    }
+    apply(&scene, &mut state);
+    *pending = None;
+    active.0 = Some(lesson);
+}
+
+/// Sets every resource `scene` names; the lab is already the scene's.
+fn apply(scene: &Scene, s: &mut SceneState) {
+    match scene.arm {
+        SceneArm::TwoLink { driver, envelope } => {
+            s.driver.0 = if envelope { Pipeline::enveloped(driver) } else { Pipeline::plain(driver) };
+            let p = scene.plant;
+            let mismatch = if p.mismatch { Mismatch::DEFAULT } else { Mismatch::NONE };
+            *s.plant = PlantSettings {
+                noise_std: p.encoder,
+                backlash: p.backlash,
+                friction: p.friction,
+                flex: p.flex,
+                length_error: mismatch.length_error,
+                joint_offset: [mismatch.joint_offsets.shoulder, mismatch.joint_offsets.elbow],
+                ..PlantSettings::IDEAL
+            };
+            *s.target = Target::at(scene.target * s.nominal.0.reach());
+            s.atlas.on = true;
+            s.atlas.follow_driver = true;
+            s.atlas.layer = scene.layer;
+            if let Some(channel) = SweepChannel::ALL.into_iter().find(|c| c.channel() == scene.sweep) {
+                s.sweep.channel = channel;
+            }
+            s.camera_view.0 = scene.camera_view;
+        }
+        SceneArm::Chain { driver, shown, .. } => {
+            s.chain_view.driver = driver;
+            s.chain_view.shown = elbow::chain::Method::ALL.map(|m| shown.contains(&m) || m == driver);
+            s.chain_view.self_motion = 0.0;
+        }
+    }
+}

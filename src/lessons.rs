@@ -1,0 +1,302 @@
+//! The lessons: each one a scene the app opens in one click (or `elbow --lesson NAME`), from a
+//! clean state, with a two-line caption of what to look for.
+//!
+//! A [`Scene`] is plain data in the core's own types (which arm, which solver drives, the
+//! envelope, where the target sits, the plant's knobs, the atlas layer and the swept channel),
+//! so the lessons are tested without a window and the app only applies them.
+
+use crate::atlas::Layer;
+use crate::chain::{ArmKind, Method};
+use crate::experiments::degradation::Channel;
+use crate::kinematics::Point2;
+use crate::learned::HeadKind;
+use crate::lineup::SolverId;
+
+/// One lesson of the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lesson {
+    /// MSE vs MDN on the two-link arm: the averaging trap.
+    Averaging,
+    /// Near the base, where the two branches' joints differ most.
+    JointsRegion,
+    /// Encoder noise: who reports the misses it causes.
+    Noise,
+    /// Backlash: a dead zone the servo takes up.
+    Backlash,
+    /// Joint friction: stiction that stops a joint short.
+    Friction,
+    /// Link flex: a droop the encoders cannot see.
+    Flex,
+    /// The safety envelope around a learned head.
+    Envelope,
+    /// The residual hybrid on a mismatched arm.
+    Hybrid,
+    /// A redundant chain: the MDN's fan against the exact posterior.
+    Manifold,
+    /// A redundant chain: learned seeds for DLS against DLS from prior starts.
+    Seeds,
+}
+
+crate::keys::keyed!(Lesson, "lesson");
+
+/// The arm a scene opens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SceneArm {
+    /// The two-link lab, driven by a solver of the line-up.
+    TwoLink {
+        /// The driving solver.
+        driver: SolverId,
+        /// Whether the envelope wraps the driver.
+        envelope: bool,
+    },
+    /// A named chain, driven by one of its methods, with the methods drawn.
+    Chain {
+        /// Which chain.
+        arm: ArmKind,
+        /// The driving method.
+        driver: Method,
+        /// The methods drawn.
+        shown: &'static [Method],
+    },
+}
+
+/// The plant knobs a scene sets; every other knob is at the ideal plant's value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScenePlant {
+    /// Encoder noise standard deviation, radians.
+    pub encoder: f64,
+    /// Backlash half-width, radians.
+    pub backlash: f64,
+    /// Stiction band, radians.
+    pub friction: f64,
+    /// Link flex (the stretched-out droop), radians.
+    pub flex: f64,
+    /// The core's default model mismatch on the real arm (else none).
+    pub mismatch: bool,
+}
+
+impl ScenePlant {
+    /// The ideal plant: no noise, backlash, friction, flex or mismatch.
+    pub const IDEAL: ScenePlant = ScenePlant { encoder: 0.0, backlash: 0.0, friction: 0.0, flex: 0.0, mismatch: false };
+}
+
+/// Everything a lesson sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scene {
+    /// The arm and its driver.
+    pub arm: SceneArm,
+    /// Where the target sits, as a fraction of the reach along each axis (so it lands at the same
+    /// place on any link lengths).
+    pub target: Point2,
+    /// The plant.
+    pub plant: ScenePlant,
+    /// The atlas layer shown on the two-link arm.
+    pub layer: Layer,
+    /// The channel the live degradation plots sweep on the two-link arm.
+    pub sweep: Channel,
+    /// Whether the camera view (the arm as the encoders and the camera see it) is on.
+    pub camera_view: bool,
+}
+
+impl Lesson {
+    /// Every lesson, in the order the menu lists them.
+    pub const ALL: [Lesson; 10] = [
+        Lesson::Averaging,
+        Lesson::JointsRegion,
+        Lesson::Noise,
+        Lesson::Backlash,
+        Lesson::Friction,
+        Lesson::Flex,
+        Lesson::Envelope,
+        Lesson::Hybrid,
+        Lesson::Manifold,
+        Lesson::Seeds,
+    ];
+
+    /// The name on the command line and in the menu.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Lesson::Averaging => "averaging",
+            Lesson::JointsRegion => "joints-region",
+            Lesson::Noise => "noise",
+            Lesson::Backlash => "backlash",
+            Lesson::Friction => "friction",
+            Lesson::Flex => "flex",
+            Lesson::Envelope => "envelope",
+            Lesson::Hybrid => "hybrid",
+            Lesson::Manifold => "manifold",
+            Lesson::Seeds => "seeds",
+        }
+    }
+
+    /// A title for the menu.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Lesson::Averaging => "The averaging trap: MSE vs MDN",
+            Lesson::JointsRegion => "Where the branches differ most",
+            Lesson::Noise => "Encoder noise: who reports the misses",
+            Lesson::Backlash => "Backlash: a dead zone the servo takes up",
+            Lesson::Friction => "Friction: stiction in the joints",
+            Lesson::Flex => "Flex: what the encoders cannot see",
+            Lesson::Envelope => "The safety envelope: proposes vs disposes",
+            Lesson::Hybrid => "The residual hybrid on a mismatched arm",
+            Lesson::Manifold => "A chain: a manifold of answers",
+            Lesson::Seeds => "A chain: learned seeds for DLS",
+        }
+    }
+
+    /// What to look for, in two lines.
+    pub const fn caption(self) -> [&'static str; 2] {
+        match self {
+            Lesson::Averaging => [
+                "The MSE head learnt from both elbow solutions of every target and answers their average, which is no solution: its red arm misses the target by a large margin.",
+                "Drag the target: the MSE map is orange (the trap) almost everywhere. Press 2 to drive with the MDN: one branch per component, blue and green on its map.",
+            ],
+            Lesson::JointsRegion => [
+                "Near the base the arm folds and the two branches' elbows are furthest apart (nearly +180° and -180°), so their average, a straight elbow, is furthest from both: the MSE miss is largest here.",
+                "Drag the target out towards the rim: the branches close in on each other, the average nears a solution, and the miss map fades.",
+            ],
+            Lesson::Noise => [
+                "Encoder noise of 0.03 rad: the MDN misses more than 5 cm on part of the workspace and reports none of it (the silent map, yellow where every miss is silent).",
+                "The live plots sweep the noise: analytic and DLS check the move on the same noisy encoders, so they raise false alarms too. Turn on the envelope to see what it catches.",
+            ],
+            Lesson::Backlash => [
+                "Backlash of 0.05 rad: each joint can sit anywhere in its dead zone, but the servo reads the encoders and pushes through it.",
+                "The live plots show almost no error rise in the closed loop; the silent map shows where an arm left resting in the play would miss.",
+            ],
+            Lesson::Friction => [
+                "Stiction of 0.02 rad (about seven times the SO-101 arm's): a joint at rest moves only when the command is beyond the band, then stops short of it.",
+                "The servo's later ticks push past the band, so the closed loop keeps its error under a millimetre; watch the live plot stay flat as the slider rises.",
+            ],
+            Lesson::Flex => [
+                "Flex of 0.05 rad: the arm droops under gravity while the encoders read the commanded joints, so every encoder check passes a miss.",
+                "The camera view shows the true arm below the encoders' dashed arm; the silent map is yellow where the droop exceeds 5 cm, for the classical solvers too.",
+            ],
+            Lesson::Envelope => [
+                "The MDN drives inside the envelope: every proposal is checked analytically (finite, joint step, FK on the nominal arm) and a rejected one falls back to the closed form.",
+                "The envelope layer maps where proposals are accepted; the target flashes red at each intervention and the counters say why.",
+            ],
+            Lesson::Hybrid => [
+                "The residual hybrid adds a learned correction to the analytic answer for the real arm's mismatch, inside a trust region.",
+                "Where the correction is trusted it beats the closed form on this arm; outside it, the hybrid is exactly the analytic answer, never nothing.",
+            ],
+            Lesson::Manifold => [
+                "On rail3 every reachable target has a whole curve of answers. The MDN's fan (samples) is drawn over the exact posterior's.",
+                "Drag the target: where the fans agree the MDN learnt the manifold; where they part, it has not.",
+            ],
+            Lesson::Seeds => [
+                "The hybrid seeds DLS with the MDN's samples; plain DLS starts from the prior. Both are drawn, with their success and iteration counts.",
+                "Drag the target: the learned seeds start near a solution, so DLS converges in fewer iterations, and falls back to the prior when they do not.",
+            ],
+        }
+    }
+
+    /// The scene the lesson opens.
+    pub fn scene(self) -> Scene {
+        let two_link = |driver: SolverId, envelope: bool| SceneArm::TwoLink { driver, envelope };
+        let mse = SolverId::Learned(HeadKind::Mse);
+        let mdn = SolverId::Learned(HeadKind::Mdn);
+        let base = Scene {
+            arm: two_link(mdn, false),
+            target: Point2::new(0.5, 0.4),
+            plant: ScenePlant::IDEAL,
+            layer: Layer::Miss,
+            sweep: Channel::Encoder,
+            camera_view: false,
+        };
+        let plant = |p: ScenePlant| Scene { plant: p, ..base };
+        match self {
+            Lesson::Averaging => Scene { arm: two_link(mse, false), layer: Layer::Branch, ..base },
+            Lesson::JointsRegion => Scene { arm: two_link(mse, false), target: Point2::new(0.15, 0.1), ..base },
+            Lesson::Noise => Scene { layer: Layer::Silent, ..plant(ScenePlant { encoder: 0.03, ..ScenePlant::IDEAL }) },
+            Lesson::Backlash => Scene {
+                arm: two_link(SolverId::Analytic, false),
+                layer: Layer::Silent,
+                sweep: Channel::Backlash,
+                ..plant(ScenePlant { backlash: 0.05, ..ScenePlant::IDEAL })
+            },
+            Lesson::Friction => Scene {
+                arm: two_link(SolverId::Analytic, false),
+                layer: Layer::Silent,
+                sweep: Channel::Friction,
+                ..plant(ScenePlant { friction: 0.02, ..ScenePlant::IDEAL })
+            },
+            Lesson::Flex => Scene {
+                arm: two_link(SolverId::Analytic, false),
+                layer: Layer::Silent,
+                sweep: Channel::Flex,
+                camera_view: true,
+                ..plant(ScenePlant { flex: 0.05, ..ScenePlant::IDEAL })
+            },
+            Lesson::Envelope => Scene {
+                arm: two_link(mdn, true),
+                layer: Layer::Envelope,
+                ..plant(ScenePlant { encoder: 0.01, ..ScenePlant::IDEAL })
+            },
+            Lesson::Hybrid => Scene {
+                arm: two_link(SolverId::Learned(HeadKind::Residual), true),
+                layer: Layer::Envelope,
+                ..plant(ScenePlant { mismatch: true, ..ScenePlant::IDEAL })
+            },
+            Lesson::Manifold => Scene {
+                arm: SceneArm::Chain { arm: ArmKind::Rail3, driver: Method::Mdn, shown: &[Method::Mdn, Method::Exact] },
+                ..base
+            },
+            Lesson::Seeds => Scene {
+                arm: SceneArm::Chain {
+                    arm: ArmKind::Rail3,
+                    driver: Method::Hybrid,
+                    shown: &[Method::Dls, Method::Hybrid],
+                },
+                ..base
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytic::solve_branches;
+    use crate::kinematics::TwoLinkArm;
+
+    #[test]
+    fn every_lesson_parses_by_its_key_and_has_a_two_line_caption() {
+        for lesson in Lesson::ALL {
+            assert_eq!(crate::keys::parse::<Lesson>(lesson.key()), Ok(lesson));
+            assert!(lesson.caption().iter().all(|l| l.len() > 40), "{lesson}");
+        }
+        assert!(crate::keys::parse::<Lesson>("bogus").is_err());
+    }
+
+    #[test]
+    fn the_joints_region_target_is_where_the_branches_differ_more_than_the_averaging_one() {
+        // As the heads see them: the elbow is a raw angle at their output (up <= 0 <= down), so
+        // the branches' elbows differ by 2|q2|, most where the arm folds, and their average (a
+        // straight elbow) misses by the most there.
+        let arm = TwoLinkArm::default();
+        let spread = |lesson: Lesson| {
+            let t = lesson.scene().target * arm.reach();
+            let b = solve_branches(&arm, t);
+            assert!(b.unreachable.is_none(), "{lesson}: {t:?}");
+            ((b.up.elbow - b.down.elbow).abs(), arm.miss(b.average(), t))
+        };
+        let (near_base, far) = (spread(Lesson::JointsRegion), spread(Lesson::Averaging));
+        assert!(near_base.0 > 1.5 * far.0 && near_base.1 > 2.0 * far.1, "{near_base:?} vs {far:?}");
+    }
+
+    #[test]
+    fn each_plant_lesson_turns_on_its_own_knob_and_sweeps_it() {
+        let knob = |l: Lesson| {
+            let p = l.scene().plant;
+            [p.encoder > 0.0, p.backlash > 0.0, p.friction > 0.0, p.flex > 0.0]
+        };
+        assert_eq!(knob(Lesson::Noise), [true, false, false, false]);
+        assert_eq!(knob(Lesson::Backlash), [false, true, false, false]);
+        assert_eq!(knob(Lesson::Friction), [false, false, true, false]);
+        assert_eq!(knob(Lesson::Flex), [false, false, false, true]);
+        assert_eq!(Lesson::Backlash.scene().sweep, Channel::Backlash);
+        assert_eq!(Lesson::Flex.scene().sweep, Channel::Flex);
+        assert!(Lesson::Hybrid.scene().plant.mismatch);
+    }
+}
