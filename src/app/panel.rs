@@ -100,8 +100,7 @@ fn panel(
         &mut root,
         |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                lesson_section(ui, lessons.0.reborrow(), &mut lessons.1);
-                contents(ui, &mut lab, open.reborrow(), &mut chain, frame_secs);
+                contents(ui, &mut lab, open.reborrow(), &mut chain, (lessons.0.reborrow(), &mut lessons.1), frame_secs)
             });
         },
     );
@@ -146,6 +145,7 @@ fn contents(
     lab: &mut Sections,
     mut open: Mut<LabChoice>,
     chain: &mut ChainSections,
+    lessons: (Mut<ActiveLesson>, &mut MessageWriter<OpenLesson>),
     frame_secs: f32,
 ) {
     ui.heading("Elbow — learned IK lab");
@@ -161,6 +161,7 @@ fn contents(
         number(Some(ms), 1),
         number(fps, 0)
     ));
+    lesson_section(ui, lessons.0, lessons.1);
     arm_selector(ui, open.reborrow());
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();
