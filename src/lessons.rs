@@ -7,9 +7,10 @@
 
 use crate::atlas::Layer;
 use crate::chain::{ArmKind, Method};
+use crate::experiments::bishop::{BishopConfig, bishop_arm};
 use crate::experiments::degradation::Channel;
-use crate::kinematics::Point2;
-use crate::learned::HeadKind;
+use crate::kinematics::{Point2, TwoLinkArm};
+use crate::learned::{HeadKind, TrainConfig};
 use crate::lineup::SolverId;
 
 /// One lesson of the lab.
@@ -19,6 +20,8 @@ pub enum Lesson {
     Averaging,
     /// Near the base, where the two branches' joints differ most.
     JointsRegion,
+    /// Bishop 1994's arm and network size, the RMS tip error beside the report's.
+    Bishop1994,
     /// Encoder noise: who reports the misses it causes.
     Noise,
     /// Backlash: a dead zone the servo takes up.
@@ -40,7 +43,7 @@ pub enum Lesson {
 crate::keys::keyed!(Lesson, "lesson");
 
 /// The arm a scene opens on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SceneArm {
     /// The two-link lab, driven by a solver of the line-up.
     TwoLink {
@@ -48,6 +51,8 @@ pub enum SceneArm {
         driver: SolverId,
         /// Whether the envelope wraps the driver.
         envelope: bool,
+        /// The arm, when the lesson needs its own (else the arm the app opened on).
+        arm: Option<TwoLinkArm>,
     },
     /// A named chain, driven by one of its methods, with the methods drawn.
     Chain {
@@ -96,13 +101,17 @@ pub struct Scene {
     pub sweep: Channel,
     /// Whether the camera view (the arm as the encoders and the camera see it) is on.
     pub camera_view: bool,
+    /// How the heads train, when the lesson needs its own data and network size (else the
+    /// core's defaults); the head, arm and real arm are set per run.
+    pub training: Option<TrainConfig>,
 }
 
 impl Lesson {
     /// Every lesson, in the order the menu lists them.
-    pub const ALL: [Lesson; 10] = [
+    pub const ALL: [Lesson; 11] = [
         Lesson::Averaging,
         Lesson::JointsRegion,
+        Lesson::Bishop1994,
         Lesson::Noise,
         Lesson::Backlash,
         Lesson::Friction,
@@ -118,6 +127,7 @@ impl Lesson {
         match self {
             Lesson::Averaging => "averaging",
             Lesson::JointsRegion => "joints-region",
+            Lesson::Bishop1994 => "bishop1994",
             Lesson::Noise => "noise",
             Lesson::Backlash => "backlash",
             Lesson::Friction => "friction",
@@ -134,6 +144,7 @@ impl Lesson {
         match self {
             Lesson::Averaging => "The averaging trap: MSE vs MDN",
             Lesson::JointsRegion => "Where the branches differ most",
+            Lesson::Bishop1994 => "Bishop 1994: the MDN paper's arm",
             Lesson::Noise => "Encoder noise: who reports the misses",
             Lesson::Backlash => "Backlash: a dead zone the servo takes up",
             Lesson::Friction => "Friction: stiction in the joints",
@@ -155,6 +166,10 @@ impl Lesson {
             Lesson::JointsRegion => [
                 "Near the base the arm folds and the two branches' elbows are furthest apart (nearly +180° and -180°), so their average, a straight elbow, is furthest from both: the MSE miss is largest here.",
                 "Drag the target out towards the rim: the branches close in on each other, the average nears a solution, and the miss map fades.",
+            ],
+            Lesson::Bishop1994 => [
+                "The arm of the report that introduced the MDN: links 0.8 and 0.2, shoulder 0.3-1.2 rad, elbow within ±90°, 1,000 training points, 20 hidden units.",
+                "The panel shows the RMS tip error of our MSE net and MDN on the report's 1,000 test points, live as they train, beside the report's 0.0578 and 0.0053.",
             ],
             Lesson::Noise => [
                 "Encoder noise of 0.03 rad: the MDN misses more than 5 cm on part of the workspace and reports none of it (the silent map, yellow where every miss is silent).",
@@ -193,7 +208,7 @@ impl Lesson {
 
     /// The scene the lesson opens.
     pub fn scene(self) -> Scene {
-        let two_link = |driver: SolverId, envelope: bool| SceneArm::TwoLink { driver, envelope };
+        let two_link = |driver: SolverId, envelope: bool| SceneArm::TwoLink { driver, envelope, arm: None };
         let mse = SolverId::Learned(HeadKind::Mse);
         let mdn = SolverId::Learned(HeadKind::Mdn);
         let base = Scene {
@@ -203,11 +218,19 @@ impl Lesson {
             layer: Layer::Miss,
             sweep: Channel::Encoder,
             camera_view: false,
+            training: None,
         };
         let plant = |p: ScenePlant| Scene { plant: p, ..base };
         match self {
             Lesson::Averaging => Scene { arm: two_link(mse, false), layer: Layer::Branch, ..base },
             Lesson::JointsRegion => Scene { arm: two_link(mse, false), target: Point2::new(0.15, 0.1), ..base },
+            Lesson::Bishop1994 => Scene {
+                arm: SceneArm::TwoLink { driver: mdn, envelope: false, arm: Some(bishop_arm()) },
+                target: Point2::new(0.673, 0.627),
+                layer: Layer::Branch,
+                training: Some(BishopConfig::default().train_config(HeadKind::Mdn)),
+                ..base
+            },
             Lesson::Noise => Scene { layer: Layer::Silent, ..plant(ScenePlant { encoder: 0.03, ..ScenePlant::IDEAL }) },
             Lesson::Backlash => Scene {
                 arm: two_link(SolverId::Analytic, false),
@@ -258,7 +281,6 @@ impl Lesson {
 mod tests {
     use super::*;
     use crate::analytic::solve_branches;
-    use crate::kinematics::TwoLinkArm;
 
     #[test]
     fn every_lesson_parses_by_its_key_and_has_a_two_line_caption() {
@@ -298,5 +320,16 @@ mod tests {
         assert_eq!(Lesson::Backlash.scene().sweep, Channel::Backlash);
         assert_eq!(Lesson::Flex.scene().sweep, Channel::Flex);
         assert!(Lesson::Hybrid.scene().plant.mismatch);
+    }
+
+    #[test]
+    fn the_bishop_lesson_opens_on_the_reports_arm_with_both_branches_inside_its_limits() {
+        let scene = Lesson::Bishop1994.scene();
+        let SceneArm::TwoLink { arm: Some(arm), .. } = scene.arm else { panic!("its own arm") };
+        let t = scene.target * arm.reach();
+        assert_eq!(solve_branches(&arm, t).admissible, [true, true], "{t:?}");
+        let training = scene.training.expect("the report's nets");
+        assert_eq!((training.data_size, training.hidden, training.depth), (1000, 20, 1));
+        assert!(Lesson::ALL.iter().filter(|l| l.scene().training.is_some()).count() == 1);
     }
 }

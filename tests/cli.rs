@@ -560,3 +560,23 @@ fn a_lesson_is_for_the_app_and_names_its_arm() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--lesson is for the app"), "{err}");
 }
+
+#[test]
+fn bishop1994_prints_the_reports_figures_beside_ours_and_refuses_bad_sizes() {
+    let (code, out, err) = elbow(&["experiment", "bishop1994", "--steps", "1500", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    let paper: Vec<f64> = rows.iter().filter_map(|r| r["paper_rms"].as_f64()).collect();
+    assert_eq!(paper, [0.0578, 0.0053]);
+    let (code, out, _) = elbow(&["experiment", "bishop1994", "--steps", "1500"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("report's RMS") && out.contains("branch average"), "{out}");
+    for bad in [&["--hidden", "0"][..], &["--train", "5"], &["--test", "-1"], &["--steps", "1.5"]] {
+        let mut args = vec!["experiment", "bishop1994"];
+        args.extend_from_slice(bad);
+        let (code, _, err) = elbow(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}

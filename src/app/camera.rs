@@ -20,7 +20,9 @@ use elbow::Point2;
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(Startup, spawn_cameras).add_systems(
         Update,
-        (fit_span.run_if(resource_changed::<Lab>), fit_viewport, pointer).chain().in_set(AppSet::Input),
+        (fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)), fit_viewport, pointer)
+            .chain()
+            .in_set(AppSet::Input),
     );
 }
 

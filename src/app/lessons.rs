@@ -3,20 +3,23 @@
 //! ([`ActiveLesson`]) until another lesson opens or the user closes it.
 //!
 //! A lesson on another lab first switches the lab and applies its scene on the next frame, after
-//! the lab's switch has rebuilt its state (which would otherwise reset the target it sets).
+//! the lab's switch has rebuilt its state (which would otherwise reset the target it sets). A
+//! lesson on its own two-link arm (`bishop1994`) or with its own training data and nets makes
+//! that the nominal arm and retrains every head; the others come back to the arm the app opened
+//! on and the core's training defaults.
 
 use super::AppSet;
 use super::atlas::AtlasView;
 use super::chain::state::ChainView;
 use super::state::arm::{Lab, Nominal, PlantSettings};
 use super::state::solve::Driver;
+use super::state::train::{TrainCommand, TrainingParams};
 use super::state::view::{CameraView, Target};
 use super::sweep::{LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
-use elbow::Mismatch;
-use elbow::Pipeline;
 use elbow::lessons::{Lesson, Scene, SceneArm};
+use elbow::{Mismatch, Pipeline, TrainConfig, TwoLinkArm};
 
 /// Registers the lesson request, the caption's resource and the system that opens lessons.
 pub(crate) fn plugin(app: &mut App) {
@@ -35,7 +38,7 @@ pub(crate) struct ActiveLesson(pub(crate) Option<Lesson>);
 #[derive(SystemParam)]
 struct SceneState<'w> {
     lab: ResMut<'w, Lab>,
-    nominal: Res<'w, Nominal>,
+    nominal: ResMut<'w, Nominal>,
     driver: ResMut<'w, Driver>,
     plant: ResMut<'w, PlantSettings>,
     target: ResMut<'w, Target>,
@@ -43,6 +46,8 @@ struct SceneState<'w> {
     sweep: ResMut<'w, LiveSweep>,
     camera_view: ResMut<'w, CameraView>,
     chain_view: ResMut<'w, ChainView>,
+    params: ResMut<'w, TrainingParams>,
+    train: MessageWriter<'w, TrainCommand>,
 }
 
 /// Opens the latest requested lesson: switches the lab first when the scene is on another one,
@@ -51,8 +56,11 @@ fn open(
     mut requests: MessageReader<OpenLesson>,
     mut pending: Local<Option<Lesson>>,
     mut active: ResMut<ActiveLesson>,
+    mut home: Local<Option<TwoLinkArm>>,
     mut state: SceneState,
 ) {
+    // The arm the app opened on: lessons without an arm of their own come back to it.
+    let home = *home.get_or_insert(state.nominal.0);
     if let Some(&OpenLesson(lesson)) = requests.read().last() {
         *pending = Some(lesson);
     }
@@ -66,15 +74,24 @@ fn open(
         *state.lab = wanted;
         return;
     }
-    apply(&scene, &mut state);
+    apply(&scene, home, &mut state);
     *pending = None;
     active.0 = Some(lesson);
 }
 
-/// Sets every resource `scene` names; the lab is already the scene's.
-fn apply(scene: &Scene, s: &mut SceneState) {
+/// Sets every resource `scene` names; the lab is already the scene's. A scene on another
+/// two-link arm, or with other training data or nets, retrains every head for it.
+fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
     match scene.arm {
-        SceneArm::TwoLink { driver, envelope } => {
+        SceneArm::TwoLink { driver, envelope, arm } => {
+            let arm = arm.unwrap_or(home);
+            let training = TrainConfig { steps: s.params.config.steps, ..scene.training.unwrap_or_default() };
+            if s.nominal.0 != arm || s.params.config != training {
+                s.nominal.0 = arm;
+                s.params.config = training;
+                s.train.write(TrainCommand::Reset);
+                s.train.write(TrainCommand::Start);
+            }
             s.driver.0 = if envelope { Pipeline::enveloped(driver) } else { Pipeline::plain(driver) };
             let p = scene.plant;
             let mismatch = if p.mismatch { Mismatch::DEFAULT } else { Mismatch::NONE };

@@ -109,7 +109,12 @@ fn panel(
 }
 
 /// The lessons menu, and the open lesson's two-line caption with a button to close it.
-fn lesson_section(ui: &mut egui::Ui, mut active: Mut<ActiveLesson>, open: &mut MessageWriter<OpenLesson>) {
+fn lesson_section(
+    ui: &mut egui::Ui,
+    mut active: Mut<ActiveLesson>,
+    open: &mut MessageWriter<OpenLesson>,
+    models: &Models,
+) {
     ui.horizontal(|ui| {
         ui.label("Lesson:");
         let current = active.0.map_or("choose one…", |l| l.title());
@@ -126,6 +131,9 @@ fn lesson_section(ui: &mut egui::Ui, mut active: Mut<ActiveLesson>, open: &mut M
         for line in lesson.caption() {
             ui.label(egui::RichText::new(line).small());
         }
+        if lesson == elbow::lessons::Lesson::Bishop1994 {
+            bishop_readout(ui, models);
+        }
         ui.horizontal(|ui| {
             if ui.small_button("open again").clicked() {
                 open.write(OpenLesson(lesson));
@@ -134,6 +142,28 @@ fn lesson_section(ui: &mut egui::Ui, mut active: Mut<ActiveLesson>, open: &mut M
                 active.0 = None;
             }
         });
+    });
+}
+
+/// The bishop1994 lesson's numbers: the RMS tip error of the MSE and MDN heads on the report's
+/// test points, as they train, beside the report's.
+fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
+    use elbow::experiments::bishop::{BishopConfig, PAPER_MDN_RMS, PAPER_MSE_RMS, bishop_arm, rms_tip_error};
+    static TARGETS: std::sync::OnceLock<Vec<Point2>> = std::sync::OnceLock::new();
+    let targets = TARGETS.get_or_init(|| BishopConfig::default().test_targets());
+    egui::Grid::new("bishop").striped(true).show(ui, |ui| {
+        ui.label("RMS tip error");
+        ui.label("ours");
+        ui.label("the report");
+        ui.end_row();
+        for (head, paper) in [(HeadKind::Mse, PAPER_MSE_RMS), (HeadKind::Mdn, PAPER_MDN_RMS)] {
+            // A model of another arm (the lesson just opened, retraining) has no figure here yet.
+            let ours = models.0[head].as_ref().filter(|m| m.arm == bishop_arm()).map(|m| rms_tip_error(m, targets));
+            ui.label(head.to_string());
+            ui.label(metres(ours));
+            ui.label(metres(Some(paper)));
+            ui.end_row();
+        }
     });
 }
 
@@ -161,7 +191,7 @@ fn contents(
         number(Some(ms), 1),
         number(fps, 0)
     ));
-    lesson_section(ui, lessons.0, lessons.1);
+    lesson_section(ui, lessons.0, lessons.1, &lab.models);
     arm_selector(ui, open.reborrow());
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();

@@ -637,7 +637,10 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
     use super::sweep::LiveSweep;
     use elbow::lessons::{Lesson, SceneArm};
     let mut app = app();
+    // The core's training defaults, short: only a lesson with its own nets retrains.
+    app.world_mut().resource_mut::<TrainingParams>().config = TrainConfig { steps: 30, ..TrainConfig::default() };
     app.update();
+    let home = app.world().resource::<Nominal>().0;
     // The last one comes back from a chain to the two-link arm, whose switch resets the target.
     for lesson in Lesson::ALL.into_iter().chain([Lesson::JointsRegion]) {
         // Mess the state up first: every knob the lessons set, away from their values.
@@ -653,8 +656,16 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
         assert_eq!(world.resource::<ActiveLesson>().0, Some(lesson), "{lesson}");
         let scene = lesson.scene();
         match scene.arm {
-            SceneArm::TwoLink { driver, envelope } => {
+            SceneArm::TwoLink { driver, envelope, arm } => {
                 assert_eq!(*world.resource::<Lab>(), Lab::TwoLink, "{lesson}");
+                assert_eq!(world.resource::<Nominal>().0, arm.unwrap_or(home), "{lesson}");
+                let nets = world.resource::<TrainingParams>().config;
+                assert_eq!(nets, TrainConfig { steps: 30, ..scene.training.unwrap_or_default() }, "{lesson}");
+                if arm.is_some() {
+                    // Its own arm: every head retrains for it.
+                    let state = &world.resource::<Training>().0[HeadKind::Mdn].state;
+                    assert!(matches!(state, RunState::Running | RunState::Finished), "{lesson}: {state:?}");
+                }
                 assert_eq!(world.resource::<Driver>().0, Pipeline { solver: driver, envelope }, "{lesson}");
                 let plant = world.resource::<PlantSettings>();
                 let p = scene.plant;

@@ -1,6 +1,7 @@
-//! `elbow experiment averaging|degradation|randomization|chain`: arguments become the core's configurations; the
+//! `elbow experiment averaging|degradation|randomization|chain|bishop1994`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
+mod bishop;
 mod chain;
 pub(crate) use chain::{ChainLengths, print_chain_rows};
 mod degradation;
@@ -32,6 +33,11 @@ pub(crate) enum ExperimentCommand {
     /// Redundant chains (`--arm rail3` or `3r`): MSE, MDN, DLS, MDN-seeded DLS and the exact
     /// posterior sampler, scored by re-simulation error, posterior mismatch, success and time.
     Chain(Box<chain::ChainArgs>),
+    /// Bishop 1994's two-link set-up (the paper that introduced the MDN): our squared-error net
+    /// and MDN trained on its arm, ranges and network size, their RMS tip error beside the
+    /// report's.
+    #[command(name = "bishop1994")]
+    Bishop1994(bishop::BishopArgs),
 }
 
 /// `elbow experiment ...`.
@@ -85,6 +91,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
         ExperimentCommand::Degradation(a) => degradation::run(a),
         ExperimentCommand::Randomization(a) => randomization::run(a),
         ExperimentCommand::Chain(a) => chain::run(a),
+        ExperimentCommand::Bishop1994(a) => Ok(bishop::run(a)?),
     }
 }
 

@@ -2,6 +2,8 @@
 //! line (`elbow experiment ...`) only parses, calls and prints.
 //!
 //! - [`averaging`](mod@averaging): exercise 1, the averaging trap (MSE vs branch average vs MDN).
+//! - [`bishop`](mod@bishop): Bishop 1994's two-link set-up, the RMS tip error of our MSE net and
+//!   MDN beside the report's.
 //! - [`chain`](mod@chain): redundant chains benchmarked as Kruse et al. 2021 do (re-simulation
 //!   error, posterior mismatch against an exact sampler, success, limits, time) for MSE, MDN,
 //!   DLS, the MDN-seeded hybrid and the exact sampler.
@@ -11,11 +13,13 @@
 //!   inside and outside its ranges.
 
 pub mod averaging;
+pub mod bishop;
 pub mod chain;
 pub mod degradation;
 pub mod randomization;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
+pub use bishop::{BishopConfig, BishopReport, bishop1994};
 pub use chain::{ChainConfig, ChainReport, chain};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
 
