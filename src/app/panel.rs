@@ -21,6 +21,7 @@ use super::format::{
 };
 use super::keys::SHORTCUTS;
 use super::lessons::{ActiveLesson, OpenLesson};
+use elbow::explain::Explanation;
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
@@ -85,6 +86,7 @@ fn panel(
     mut open: ResMut<LabChoice>,
     mut chain: ChainSections,
     mut lessons: (ResMut<ActiveLesson>, MessageWriter<OpenLesson>),
+    mut why: Local<Option<Explanation>>,
 ) -> Result {
     // Smoothed frame time for the header.
     let dt = lab.time.delta_secs();
@@ -100,7 +102,15 @@ fn panel(
         &mut root,
         |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                contents(ui, &mut lab, open.reborrow(), &mut chain, (lessons.0.reborrow(), &mut lessons.1), frame_secs)
+                contents(
+                    ui,
+                    &mut lab,
+                    open.reborrow(),
+                    &mut chain,
+                    (lessons.0.reborrow(), &mut lessons.1),
+                    &mut why,
+                    frame_secs,
+                )
             });
         },
     );
@@ -145,6 +155,50 @@ fn lesson_section(
     });
 }
 
+/// "Why did it do that?": a button per head explains its answer for the current target from the
+/// arm's current pose ([`elbow::explain::explain`], as `elbow explain` does): the sentences, then
+/// each candidate with its weight, the branch it is near and its tip's miss.
+fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>, driver: Pipeline) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label("explain:");
+        for head in HeadKind::ALL {
+            let model = lab.models.0[head].as_ref();
+            let label = if driver.solver == SolverId::Learned(head) { format!("{head} (driver)") } else { head.to_string() };
+            if ui.add_enabled(model.is_some(), egui::Button::new(label)).clicked()
+                && let Some(model) = model
+            {
+                let arm = lab.nominal.0;
+                let data = elbow::TrainConfig { arm, ..lab.controls.params.config }.data_config().targets();
+                let envelope = Lineup::new(arm, Table::from_fn(|h| lab.models.get(h))).envelope;
+                let from = lab.sim.measured;
+                let mode = elbow::ElbowMode::of(from);
+                *why = Some(elbow::explain::explain(model, lab.target.pos, from, mode, &data, &envelope));
+            }
+        }
+    });
+    let Some(e) = why.as_ref() else {
+        ui.small("Pick a head: its raw outputs, the branch each candidate is near, the training data around the target and the envelope's decision, for the target as it is now.");
+        return;
+    };
+    ui.small(format!("{} head at ({:.2}, {:.2}) m:", e.head, e.target[0], e.target[1]));
+    for line in &e.summary {
+        ui.label(egui::RichText::new(format!("• {line}")).small());
+    }
+    egui::Grid::new("why-candidates").striped(true).show(ui, |ui| {
+        for h in ["candidate", "weight", "near", "tip miss"] {
+            ui.small(h);
+        }
+        ui.end_row();
+        for (i, c) in e.candidates.iter().enumerate() {
+            ui.small(format!("{}", i + 1));
+            ui.small(number(Some(c.weight), 2));
+            ui.small(c.near.label());
+            ui.small(metres(Some(c.fk_miss)));
+            ui.end_row();
+        }
+    });
+}
+
 /// The bishop1994 lesson's numbers: the RMS tip error of the MSE and MDN heads on the report's
 /// test points, as they train, beside the report's.
 fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
@@ -176,6 +230,7 @@ fn contents(
     mut open: Mut<LabChoice>,
     chain: &mut ChainSections,
     lessons: (Mut<ActiveLesson>, &mut MessageWriter<OpenLesson>),
+    why: &mut Option<Explanation>,
     frame_secs: f32,
 ) {
     ui.heading("Elbow — learned IK lab");
@@ -207,6 +262,9 @@ fn contents(
         .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim));
     ui.separator();
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
+    egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart")
+        .default_open(false)
+        .show(ui, |ui| why_section(ui, lab, why, driver));
     ui.separator();
     egui::CollapsingHeader::new("Live degradation: every solver vs the perturbation")
         .default_open(true)
