@@ -25,6 +25,7 @@ mod bench;
 mod experiment;
 mod figure;
 mod plot;
+mod replay;
 mod solve;
 mod train;
 
@@ -118,6 +119,9 @@ pub(crate) enum Command {
     Atlas(atlas::AtlasArgs),
     /// Measure solver, training and inference speed headlessly.
     Bench(bench::BenchArgs),
+    /// Re-run one record of a failure catalog (`experiment degradation --catalog`) and say
+    /// whether it reproduces bit for bit.
+    Replay(replay::ReplayArgs),
 }
 
 /// Why a command failed: the message for the user and the exit code.
@@ -215,6 +219,7 @@ pub(crate) fn run(command: &Command) -> Result<(), Failure> {
         Command::Experiment(e) => experiment::run(e),
         Command::Atlas(a) => Ok(atlas::run(a)?),
         Command::Bench(a) => Ok(bench::run(a)?),
+        Command::Replay(a) => replay::run(a),
     }?;
     Ok(flush_stdout()?)
 }
