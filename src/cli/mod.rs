@@ -1,4 +1,4 @@
-//! The headless command line: `solve`, `train`, `experiment`, `atlas`, `bench` and `explain`.
+//! The headless command line: `solve`, `train`, `experiment`, `atlas`, `bench`, `explain` and `replay`.
 //!
 //! A thin layer over the core library: it parses arguments into the core's plain configurations,
 //! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
@@ -26,6 +26,7 @@ mod experiment;
 mod explain;
 mod figure;
 mod plot;
+mod replay;
 mod solve;
 mod train;
 
@@ -141,6 +142,9 @@ pub(crate) enum Command {
     /// Why a learned head answers as it does for one target: its raw outputs, the branch each
     /// candidate is near, the training data around the target, and what the envelope would do.
     Explain(explain::ExplainArgs),
+    /// Re-run one record of a failure catalog (`experiment degradation --catalog`) and say
+    /// whether it reproduces bit for bit.
+    Replay(replay::ReplayArgs),
 }
 
 /// Why a command failed: the message for the user and the exit code.
@@ -239,6 +243,7 @@ pub(crate) fn run(command: &Command) -> Result<(), Failure> {
         Command::Atlas(a) => Ok(atlas::run(a)?),
         Command::Bench(a) => Ok(bench::run(a)?),
         Command::Explain(a) => Ok(explain::run(a)?),
+        Command::Replay(a) => replay::run(a),
     }?;
     Ok(flush_stdout()?)
 }

@@ -5,8 +5,9 @@ use crate::cli::plot;
 use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
+use elbow::experiments::degradation::catalog::to_json_lines;
 use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
-use elbow::experiments::degradation::{Progress, degradation_observed};
+use elbow::experiments::degradation::{Progress, degradation_catalogued};
 use elbow::experiments::{DegradationConfig, DegradationReport};
 use elbow::kinematics::{Mismatch, Pose, Region};
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
@@ -150,6 +151,16 @@ pub(crate) struct DegradationArgs {
     /// into FILE (`.svg` or `.png`).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
+    /// Also write the failure catalog to FILE as JSON Lines: one self-contained record per
+    /// silent failure, reported failure and false alarm of the plant protocol (the exercise
+    /// protocol is not catalogued), for `elbow replay FILE --index N`. Written atomically; not
+    /// with `--model` (a replay re-trains the heads).
+    #[arg(long, value_name = "FILE", conflicts_with = "models")]
+    catalog: Option<PathBuf>,
+    /// The most catalog records per pipeline, setting and target set for each pair of verdicts
+    /// (encoder check, camera check): the first ones in target order, 1 to 1000000.
+    #[arg(long, default_value_t = 3, value_parser = count::<1, 1_000_000>, requires = "catalog")]
+    catalog_cap: usize,
 }
 
 impl DegradationArgs {
@@ -205,8 +216,13 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
+    if let Some(path) = &a.catalog {
+        elbow::files::check_destination(path)
+            .map_err(|e| format!("cannot write the catalog to {}: {e}", path.display()))?;
+    }
     let bar = progress_bar(!a.quiet, 0, "settings", "training the heads".into());
-    let report = degradation_observed(&cfg, models, &|p| match (p, &bar) {
+    let cap = a.catalog.as_ref().map(|_| a.catalog_cap);
+    let progress = |p: Progress| match (p, &bar) {
         (_, None) => {}
         (Progress::Training, Some(bar)) => bar.set_prefix("training the heads"),
         (Progress::Evaluating { done, total }, Some(bar)) => {
@@ -214,11 +230,23 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         }
-    });
+    };
+    let run = degradation_catalogued(&cfg, models, &progress, cap);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let report = report?;
+    let (report, records) = run?;
+    if let Some(path) = &a.catalog {
+        let text = to_json_lines(&records).map_err(|e| format!("cannot write the catalog as JSON: {e}"))?;
+        elbow::files::write_atomic(path, text.as_bytes())
+            .map_err(|e| format!("cannot write the catalog to {}: {e}", path.display()))?;
+        crate::cli::note(format_args!(
+            "wrote {} failure record(s), {} bytes, to {}",
+            records.len(),
+            text.len(),
+            path.display()
+        ));
+    }
     // The numbers first: a figure that cannot be drawn or written does not lose them.
     match (a.json, a.csv) {
         (true, _) => print_json(&report)?,

@@ -410,9 +410,9 @@ impl OodKind {
 
 crate::keys::keyed!(OodKind, "OOD set");
 
-/// Which targets a cell covers. Serialised as its [`Split::key`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(into = "&'static str")]
+/// Which targets a cell covers. Serialised as its [`Split::key`] (and read back from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum Split {
     /// Held-out targets from the training distribution.
     In,
@@ -433,6 +433,18 @@ impl Split {
 impl From<Split> for &'static str {
     fn from(s: Split) -> Self {
         s.key()
+    }
+}
+
+impl TryFrom<String> for Split {
+    type Error = String;
+
+    /// `in`, or an OOD set's key.
+    fn try_from(s: String) -> Result<Self, String> {
+        if s == "in" {
+            return Ok(Split::In);
+        }
+        s.parse::<OodKind>().map(Split::Ood).map_err(|e| format!("split must be `in` or an OOD set: {e}"))
     }
 }
 

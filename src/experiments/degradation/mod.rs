@@ -7,8 +7,10 @@
 //! - [`protocol`]: the plant and exercise protocols and what each pipeline may report;
 //! - [`proposals`]: every head's answers for a target set, batched once and shared;
 //! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts;
-//!   [`verdict`]: a claim and the rule from its cases to its verdict.
+//!   [`verdict`]: a claim and the rule from its cases to its verdict;
+//! - [`catalog`]: every failure of a run as a self-contained record, and its replay.
 
+pub mod catalog;
 pub mod channels;
 pub mod claims;
 pub mod config;
@@ -17,6 +19,7 @@ pub mod protocol;
 pub mod report;
 pub mod verdict;
 
+pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, ReplayOutcome, replay};
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
 pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
 pub use report::{Cell, CheckRates, DegradationReport};
@@ -54,14 +57,26 @@ pub fn train_heads(
             if let Some(m) = &loaded[head] {
                 return Ok(m.clone());
             }
-            let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
-            let mut t = Trainer::new(cfg)?;
-            t.run(|_, _| {});
-            Ok(t.into_model())
+            train_head(head, arm, region, real, steps, seed)
         })
         .collect::<Result<_, ExperimentError>>()?;
     let mut models = models.into_iter();
     Ok(Table::from_fn(|_| models.next().expect("one model per head, in order")))
+}
+
+/// Trains one head as a degradation run does (a replay trains its head the same way).
+pub fn train_head(
+    head: HeadKind,
+    arm: TwoLinkArm,
+    region: Region,
+    real: RealArm,
+    steps: usize,
+    seed: u64,
+) -> Result<LearnedModel, ExperimentError> {
+    let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
+    let mut t = Trainer::new(cfg)?;
+    t.run(|_, _| {});
+    Ok(t.into_model())
 }
 
 /// Runs the experiment, training every head.
@@ -98,7 +113,24 @@ pub fn degradation_observed(
     models: Vec<LearnedModel>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<DegradationReport, ExperimentError> {
+    degradation_catalogued(cfg, models, progress, None).map(|(report, _)| report)
+}
+
+/// [`degradation_observed`], and with `catalog: Some(cap)` the failure catalog of the plant
+/// protocol: at most `cap` records per cell and pair of verdicts ([`catalog`]). A catalog is
+/// replayed by re-training the heads, so it cannot be made with heads loaded from model files.
+pub fn degradation_catalogued(
+    cfg: &DegradationConfig,
+    models: Vec<LearnedModel>,
+    progress: &(dyn Fn(Progress) + Sync),
+    catalog: Option<usize>,
+) -> Result<(DegradationReport, Vec<FailureRecord>), ExperimentError> {
     cfg.validate()?;
+    if catalog.is_some() && !models.is_empty() {
+        return Err(ExperimentError::Invalid(
+            "a failure catalog is replayed by re-training the heads, so it cannot be made with heads loaded from model files".into(),
+        ));
+    }
     let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
     for m in models {
         m.check_fits(&cfg.arm, Some(cfg.region)).map_err(ExperimentError::Invalid)?;
@@ -134,10 +166,10 @@ pub fn degradation_observed(
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = jobs.len();
     progress(Progress::Evaluating { done: 0, total });
-    let cells = jobs
+    let per_job: Vec<(Vec<Cell>, Vec<FailureRecord>)> = jobs
         .par_iter()
         .enumerate()
-        .flat_map_iter(|(j, &(protocol, setting, set))| {
+        .map(|(j, &(protocol, setting, set))| {
             let (split, targets): &(Split, Vec<Point2>) = &sets[set];
             let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
             let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
@@ -146,6 +178,8 @@ pub fn degradation_observed(
             let own = noisy.then(|| Proposals::new(&lineup, &seen));
             let (seen, proposals) =
                 if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
+            let mut records = Vec::new();
+            let source = catalog::Source { cfg, setting, split: *split, targets, seen, seed };
             let cells = pipes
                 .iter()
                 .map(|&pipe| {
@@ -165,14 +199,23 @@ pub fn degradation_observed(
                             seed,
                         ),
                     };
+                    if let (Some(cap), Protocol::Plant) = (catalog, protocol) {
+                        catalog::collect(&source, pipe, &outcome, cap, &mut records);
+                    }
                     Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
                 })
                 .collect::<Vec<_>>();
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(Progress::Evaluating { done: n, total });
-            cells
+            (cells, records)
         })
         .collect();
+    let mut cells = Vec::new();
+    let mut records = Vec::new();
+    for (c, r) in per_job {
+        cells.extend(c);
+        records.extend(r);
+    }
     let eval_seconds = t1.elapsed().as_secs_f64();
     // The configuration echoes the OOD sets that ran; the requested ones that came out empty
     // for this arm, region and OOD budget are named apart, never passed off as used.
@@ -195,5 +238,5 @@ pub fn degradation_observed(
         targets: sets.iter().map(|(s, t)| (*s, t.len())).collect(),
     };
     report.claims = claims::claims(&report);
-    Ok(report)
+    Ok((report, records))
 }

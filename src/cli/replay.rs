@@ -1,0 +1,106 @@
+//! `elbow replay FILE --index N`: reads one record of a failure catalog (from `elbow experiment
+//! degradation --catalog`), re-runs it headlessly with the core's [`replay`], prints the outcome
+//! and says whether it reproduced the record bit for bit (exit code 2 when it did not).
+
+use super::{Failure, print_json};
+use clap::Args;
+use elbow::experiments::degradation::catalog::parse_record;
+use elbow::experiments::degradation::{FailureRecord, ReplayOutcome, replay};
+use std::path::PathBuf;
+
+/// The largest catalog read, bytes.
+const MAX_CATALOG_BYTES: u64 = 4 << 30;
+
+/// Arguments of `elbow replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The catalog: JSON Lines from `elbow experiment degradation --catalog` (a JSON array of
+    /// records is read too).
+    file: PathBuf,
+    /// Which record, counted from 0.
+    #[arg(long, value_parser = super::count::<0, { usize::MAX }>)]
+    index: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The record and its replay, for `--json`.
+#[derive(serde::Serialize)]
+struct Replayed<'a> {
+    index: usize,
+    record: &'a FailureRecord,
+    replay: &'a ReplayOutcome,
+    identical: bool,
+}
+
+/// `elbow replay`.
+pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
+    let name = a.file.display();
+    let bytes = elbow::files::read_bounded(&a.file, MAX_CATALOG_BYTES)
+        .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
+    let record = parse_record(text, a.index).map_err(|e| format!("{name}: {e}"))?;
+    let out = replay(&record).map_err(|e| format!("cannot replay record {} of {name}: {e}", a.index))?;
+    if a.json {
+        print_json(&Replayed { index: a.index, record: &record, replay: &out, identical: out.identical() })?;
+    } else {
+        print_text(a.index, &record, &out)?;
+    }
+    if out.identical() {
+        Ok(())
+    } else {
+        super::flush_stdout()?;
+        Err(format!("record {} did not reproduce: {}", a.index, out.differences.join("; ")).into())
+    }
+}
+
+fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<(), String> {
+    let setting = match r.setting.channel {
+        None => "baseline (perfect arm)".to_string(),
+        Some(ch) => format!("{} {} {}", ch.key(), r.setting.level, ch.unit()),
+    };
+    outln!(
+        "record {index}: {} on {} ({}), {} targets #{}, {setting}, seed {}",
+        r.pipeline,
+        r.arm,
+        r.protocol,
+        r.split.key(),
+        r.index,
+        r.seed
+    );
+    outln!(
+        "  target ({}, {}), sensed ({}, {}); expected: tip within {} m of the target",
+        r.target.x,
+        r.target.y,
+        r.sensed.x,
+        r.sensed.y,
+        r.expected.tolerance
+    );
+    let h = r.happened;
+    outln!(
+        "  recorded: error {} m, reported {}, camera reported {}, verdict {}, camera verdict {}",
+        h.error,
+        h.reported,
+        h.camera_reported,
+        r.verdict.key(),
+        r.camera_verdict.key()
+    );
+    let h = out.happened;
+    outln!(
+        "  replayed: error {} m, reported {}, camera reported {}, verdict {}, camera verdict {}",
+        h.error,
+        h.reported,
+        h.camera_reported,
+        out.verdict.key(),
+        out.camera_verdict.key()
+    );
+    if out.identical() {
+        outln!("identical (tip error bit for bit, the same reports)");
+    } else {
+        for d in &out.differences {
+            outln!("DIFFERS: {d}");
+        }
+    }
+    Ok(())
+}
