@@ -300,7 +300,13 @@ fn summarize(e: &Explanation) -> Vec<String> {
             .candidates
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("component {} (weight {:.2}) near {}", i + 1, c.weight, c.near.label()))
+            .map(|(i, c)| match c.near {
+                // Out of reach no branch exists for a component to be near.
+                BranchClass::OutsideReported | BranchClass::OutsideSilent => {
+                    format!("component {} (weight {:.2})", i + 1, c.weight)
+                }
+                near => format!("component {} (weight {:.2}) near {}", i + 1, c.weight, near.label()),
+            })
             .collect();
         out.push(format!("Mixture: {}; the head sends the likeliest component's mean.", parts.join(", ")));
     }

@@ -21,7 +21,6 @@ use super::format::{
 };
 use super::keys::SHORTCUTS;
 use super::lessons::{ActiveLesson, OpenLesson};
-use elbow::explain::Explanation;
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
@@ -34,6 +33,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoints, VLine};
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
+use elbow::explain::Explanation;
 use elbow::learned::Output;
 use elbow::lineup::Family;
 use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
@@ -85,8 +85,8 @@ fn panel(
     mut lab: Sections,
     mut open: ResMut<LabChoice>,
     mut chain: ChainSections,
-    mut lessons: (ResMut<ActiveLesson>, MessageWriter<OpenLesson>),
-    mut why: Local<Option<Explanation>>,
+    // The lessons menu and the why section's latest explanation.
+    mut guide: (ResMut<ActiveLesson>, MessageWriter<OpenLesson>, Local<Option<Explanation>>),
 ) -> Result {
     // Smoothed frame time for the header.
     let dt = lab.time.delta_secs();
@@ -107,8 +107,8 @@ fn panel(
                     &mut lab,
                     open.reborrow(),
                     &mut chain,
-                    (lessons.0.reborrow(), &mut lessons.1),
-                    &mut why,
+                    (guide.0.reborrow(), &mut guide.1),
+                    &mut guide.2,
                     frame_secs,
                 )
             });
@@ -163,7 +163,8 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
         ui.label("explain:");
         for head in HeadKind::ALL {
             let model = lab.models.0[head].as_ref();
-            let label = if driver.solver == SolverId::Learned(head) { format!("{head} (driver)") } else { head.to_string() };
+            let label =
+                if driver.solver == SolverId::Learned(head) { format!("{head} (driver)") } else { head.to_string() };
             if ui.add_enabled(model.is_some(), egui::Button::new(label)).clicked()
                 && let Some(model) = model
             {
