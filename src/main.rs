@@ -53,14 +53,32 @@ fn main() -> ExitCode {
                 ExitCode::from(failure.code)
             }
         },
-        None => run_app(lab, cli.model, cli.lesson),
+        None => {
+            let explicit = cli.arm.is_some() || cli.lengths.is_some();
+            run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)))
+        }
     }
 }
 
 /// Opens the desktop app on `lab` once the display and the GPU driver it needs are known to be
 /// there; a GPU panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
-fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>, lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
+fn run_app(
+    lab: cli::AppArm,
+    models: Vec<std::path::PathBuf>,
+    lesson: Option<elbow::lessons::Lesson>,
+    view: Option<(std::path::PathBuf, bool)>,
+) -> ExitCode {
+    let lab = match &view {
+        None => lab,
+        Some((path, explicit)) => match app::lab_of_view(path, lab, *explicit) {
+            Ok(lab) => lab,
+            Err(problem) => {
+                report(&problem);
+                return ExitCode::from(2);
+            }
+        },
+    };
     if let Err(problem) = app::check_lab(&lab, &models) {
         report(&problem);
         return ExitCode::from(2);
@@ -85,11 +103,16 @@ fn run_app(lab: cli::AppArm, models: Vec<std::path::PathBuf>, lesson: Option<elb
             None => default_hook(info),
         }
     }));
-    app::run(lab, models, lesson)
+    app::run(lab, models, lesson, view.map(|(path, _)| path))
 }
 
 #[cfg(not(feature = "app"))]
-fn run_app(_lab: cli::AppArm, _models: Vec<std::path::PathBuf>, _lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
+fn run_app(
+    _lab: cli::AppArm,
+    _models: Vec<std::path::PathBuf>,
+    _lesson: Option<elbow::lessons::Lesson>,
+    _view: Option<(std::path::PathBuf, bool)>,
+) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)
 }

@@ -580,3 +580,29 @@ fn bishop1994_prints_the_reports_figures_beside_ours_and_refuses_bad_sizes() {
         assert_eq!(code, 2, "{bad:?}: {err}");
     }
 }
+
+#[test]
+fn a_view_file_is_checked_before_the_app_opens() {
+    let dir = std::env::temp_dir().join(format!("elbow-cli-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let missing = dir.join("missing.json");
+    let (code, _, err) = elbow(&["--view", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing.json"), "{err}");
+    let old = dir.join("old.json");
+    std::fs::write(&old, r#"{"format": "elbow-view", "version": 0}"#).expect("write");
+    let (code, _, err) = elbow(&["--view", old.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("version 0; this Elbow reads version 1"), "{err}");
+    let junk = dir.join("junk.json");
+    std::fs::write(&junk, "not json").expect("write");
+    let (code, _, err) = elbow(&["--view", junk.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not a view file"), "{err}");
+    let (code, _, err) = elbow(&["--view", "v.json", "solve", "1", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--view is for the app"), "{err}");
+    let (code, _, err) = elbow(&["--view", "v.json", "--lesson", "noise"]);
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@
 mod atlas;
 mod camera;
 mod chain;
+mod claims;
 mod draw;
 mod envelope;
 mod format;
@@ -29,6 +30,7 @@ mod labels;
 mod lessons;
 mod panel;
 mod plant;
+mod scene_file;
 mod screenshot;
 mod solvers;
 mod state;
@@ -66,8 +68,13 @@ pub(crate) enum AppSet {
 
 /// Opens the window and runs the lab on `lab` (`elbow --arm`, `--lengths`) until it closes,
 /// with the model files in `models` loaded in place of their heads' training, on `lesson` when
-/// one is given.
-pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>, lesson: Option<elbow::lessons::Lesson>) -> ExitCode {
+/// one is given, or on the view file `view`.
+pub(crate) fn run(
+    lab: AppArm,
+    models: Vec<std::path::PathBuf>,
+    lesson: Option<elbow::lessons::Lesson>,
+    view: Option<std::path::PathBuf>,
+) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
             "error: {problem}; the desktop app needs a graphical session (headless commands: `elbow --help`)"
@@ -102,10 +109,30 @@ pub(crate) fn run(lab: AppArm, models: Vec<std::path::PathBuf>, lesson: Option<e
     if let Some(lesson) = lesson {
         app.world_mut().write_message(lessons::OpenLesson(lesson));
     }
+    if let Some(path) = view {
+        app.world_mut().write_message(scene_file::LoadView(path));
+    }
     let exit = app.run();
     match exit {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(code) => ExitCode::from(code.get()),
+    }
+}
+
+/// The lab a view file opens on: its own two-link arm. With `--arm` or `--lengths` given
+/// (`explicit`), they must name that arm; `Err` is one sentence.
+pub(crate) fn lab_of_view(path: &std::path::Path, lab: AppArm, explicit: bool) -> Result<AppArm, String> {
+    let view = scene_file::ViewFile::read(path)?;
+    match lab {
+        AppArm::TwoLink(arm) if explicit && arm != view.arm => Err(format!(
+            "{} is a view of the arm `{}`, not of the `{arm}` that --arm or --lengths name; leave them out",
+            path.display(),
+            view.arm
+        )),
+        AppArm::Chain(_) if explicit => {
+            Err(format!("{} is a view of the two-link lab; leave out --arm and --lengths", path.display()))
+        }
+        _ => Ok(AppArm::TwoLink(view.arm)),
     }
 }
 
@@ -217,5 +244,7 @@ pub(crate) fn logic_plugin(app: &mut App) {
         keys::plugin,
         chain::logic_plugin,
         lessons::plugin,
+        claims::plugin,
+        scene_file::plugin,
     ));
 }

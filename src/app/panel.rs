@@ -16,11 +16,13 @@
 use super::atlas::AtlasView;
 use super::chain::keys::shortcuts as chain_shortcuts;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
+use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::format::{
     FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
 };
 use super::keys::SHORTCUTS;
 use super::lessons::{ActiveLesson, OpenLesson};
+use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
@@ -64,6 +66,7 @@ struct Sections<'w> {
     atlas: ResMut<'w, AtlasView>,
     hover: Res<'w, Hover>,
     sweep: ResMut<'w, LiveSweep>,
+    claims: Res<'w, ClaimsBoard>,
     camera_view: ResMut<'w, CameraView>,
     controls: TrainingControls<'w>,
 }
@@ -85,8 +88,7 @@ fn panel(
     mut lab: Sections,
     mut open: ResMut<LabChoice>,
     mut chain: ChainSections,
-    // The lessons menu and the why section's latest explanation.
-    mut guide: (ResMut<ActiveLesson>, MessageWriter<OpenLesson>, Local<Option<Explanation>>),
+    mut guide: Guides,
 ) -> Result {
     // Smoothed frame time for the header.
     let dt = lab.time.delta_secs();
@@ -101,21 +103,52 @@ fn panel(
     let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
         &mut root,
         |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                contents(
-                    ui,
-                    &mut lab,
-                    open.reborrow(),
-                    &mut chain,
-                    (guide.0.reborrow(), &mut guide.1),
-                    &mut guide.2,
-                    frame_secs,
-                )
-            });
+            egui::ScrollArea::vertical()
+                .show(ui, |ui| contents(ui, &mut lab, open.reborrow(), &mut chain, &mut guide, frame_secs));
         },
     );
     width.set_if_neq(PanelWidth(shown.response.rect.width()));
     Ok(())
+}
+
+/// What the guiding sections (lessons, why, view files) edit and send.
+#[derive(SystemParam)]
+struct Guides<'w, 's> {
+    active: ResMut<'w, ActiveLesson>,
+    open: MessageWriter<'w, OpenLesson>,
+    /// The why section's latest explanation.
+    why: Local<'s, Option<Explanation>>,
+    view_field: ResMut<'w, ViewFileField>,
+    save: MessageWriter<'w, SaveView>,
+    load: MessageWriter<'w, LoadView>,
+}
+
+/// A path field with "save view" and "load view", and what the last one said.
+fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
+    ui.horizontal(|ui| {
+        let mut path = guide.view_field.path.clone();
+        ui.add(egui::TextEdit::singleline(&mut path).hint_text("view.json").desired_width(180.0));
+        if path != guide.view_field.path {
+            guide.view_field.path = path;
+        }
+        let path = guide.view_field.path.trim().to_string();
+        if ui.add_enabled(!path.is_empty(), egui::Button::new("save view")).clicked() {
+            guide.save.write(SaveView(path.clone().into()));
+        }
+        if ui.add_enabled(!path.is_empty(), egui::Button::new("load view")).clicked() {
+            guide.load.write(LoadView(path.into()));
+        }
+    });
+    ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files; `elbow --view FILE` opens one.");
+    match &guide.view_field.outcome {
+        Some(Ok(done)) => {
+            ui.small(done);
+        }
+        Some(Err(why)) => {
+            ui.colored_label(color32(FLASH_COLOR), egui::RichText::new(why).small());
+        }
+        None => {}
+    }
 }
 
 /// The lessons menu, and the open lesson's two-line caption with a button to close it.
@@ -200,6 +233,39 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
     });
 }
 
+/// The claims board: each claim's verdict for the scene on screen (the run in
+/// [`super::claims`]), coloured, with the cases it holds for.
+fn claims_section(ui: &mut egui::Ui, board: &ClaimsBoard) {
+    use elbow::experiments::degradation::Verdict;
+    let Some((claims, scene)) = &board.latest else {
+        ui.small(board.note.as_deref().unwrap_or("judging the claims…"));
+        return;
+    };
+    ui.small(format!(
+        "{scene}: each knob swept from 0 to its slider, {BOARD_TARGETS} held-out and beyond-reach targets per setting, as `elbow experiment degradation` does ({:.0} ms{})",
+        board.compute_ms,
+        if board.busy { ", updating" } else { "" }
+    ));
+    for claim in claims.iter() {
+        let (colour, verdict) = match &claim.verdict {
+            Verdict::Holds => (egui::Color32::from_rgb(90, 200, 120), "HOLDS".to_string()),
+            Verdict::DoesNotHold => (egui::Color32::from_rgb(230, 90, 90), "DOES NOT HOLD".to_string()),
+            Verdict::HoldsOnlyFor(cases) => {
+                (egui::Color32::from_rgb(230, 180, 60), format!("only for {}", cases.join(", ")))
+            }
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.label(egui::RichText::new(claim.key).strong().small());
+            ui.label(egui::RichText::new(verdict).color(colour).small());
+        })
+        .response
+        .on_hover_text(&claim.statement);
+    }
+    if let Some(note) = &board.note {
+        ui.small(note);
+    }
+}
+
 /// The bishop1994 lesson's numbers: the RMS tip error of the MSE and MDN heads on the report's
 /// test points, as they train, beside the report's.
 fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
@@ -230,8 +296,7 @@ fn contents(
     lab: &mut Sections,
     mut open: Mut<LabChoice>,
     chain: &mut ChainSections,
-    lessons: (Mut<ActiveLesson>, &mut MessageWriter<OpenLesson>),
-    why: &mut Option<Explanation>,
+    guide: &mut Guides,
     frame_secs: f32,
 ) {
     ui.heading("Elbow — learned IK lab");
@@ -247,7 +312,7 @@ fn contents(
         number(Some(ms), 1),
         number(fps, 0)
     ));
-    lesson_section(ui, lessons.0, lessons.1, &lab.models);
+    lesson_section(ui, guide.active.reborrow(), &mut guide.open, &lab.models);
     arm_selector(ui, open.reborrow());
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();
@@ -265,8 +330,14 @@ fn contents(
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart")
         .default_open(false)
-        .show(ui, |ui| why_section(ui, lab, why, driver));
+        .show(ui, |ui| why_section(ui, lab, &mut guide.why, driver));
+    egui::CollapsingHeader::new("Save or restore this view")
+        .default_open(false)
+        .show(ui, |ui| view_file_section(ui, guide));
     ui.separator();
+    egui::CollapsingHeader::new("Claims board: the lab's claims, judged for this scene")
+        .default_open(false)
+        .show(ui, |ui| claims_section(ui, &lab.claims));
     egui::CollapsingHeader::new("Live degradation: every solver vs the perturbation")
         .default_open(true)
         .show(ui, |ui| sweep_section(ui, lab.sweep.reborrow(), &lab.plant));

@@ -692,3 +692,90 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
         }
     }
 }
+
+#[test]
+fn the_claims_board_judges_the_scene_on_screen_off_the_frame() {
+    use super::claims::{ClaimsBoard, config};
+    use elbow::experiments::degradation::{Channel, Verdict};
+    let mut app = app();
+    app.insert_resource(tiny_models());
+    *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings { flex: 0.05, ..PlantSettings::IDEAL };
+    let frames = frames_until(&mut app, "claims", |w| w.resource::<ClaimsBoard>().latest.is_some());
+    assert!(frames >= 3, "the board came {frames} frame(s) after it started: a frame waited for it");
+    let (claims, scene) = app.world().resource::<ClaimsBoard>().latest.clone().unwrap();
+    assert!(scene.contains("flex") && !scene.contains("encoder"), "{scene}");
+    let claim = |key: &str| claims.iter().find(|c| c.key == key).unwrap_or_else(|| panic!("{key}")).clone();
+    // Flex is invisible to the encoders and seen by the camera: the verdicts say so.
+    assert_eq!(claim("unseen-by-encoders-silent").verdict, Verdict::Holds);
+    assert_eq!(claim("classical-reports").case("flex").and_then(|c| c.passes), Some(false));
+    assert_eq!(claim("classical-reports-on-camera").case("flex").and_then(|c| c.passes), Some(true));
+    // A slider moves: the board judges the new scene.
+    app.world_mut().resource_mut::<PlantSettings>().noise_std = 0.03;
+    frames_until(&mut app, "claims with encoder noise", |w| {
+        w.resource::<ClaimsBoard>().latest.as_ref().is_some_and(|(_, s)| s.contains("encoder"))
+    });
+    let (cfg, _) = config(&app.world().resource::<PlantSettings>().clone(), app.world().resource::<Nominal>().0);
+    assert_eq!(cfg.levels.of(Channel::Encoder), [0.0, 0.03]);
+    assert_eq!(cfg.levels.of(Channel::Flex), [0.0, 0.05]);
+    assert_eq!(cfg.levels.of(Channel::Combined), [0.0, 1.0]);
+    assert_eq!(cfg.levels.of(Channel::Backlash), [0.0]);
+}
+
+#[test]
+fn a_saved_view_restores_the_scene_and_a_bad_one_changes_nothing() {
+    use super::scene_file::{LoadView, SaveView, ViewFileField};
+    use super::state::view::CameraView;
+    let dir = std::env::temp_dir().join(format!("elbow-view-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("view.json");
+    let mut app = app();
+    app.update();
+    let scene = PlantSettings { noise_std: 0.017, flex: 0.04, latency: 3, ..PlantSettings::IDEAL };
+    *app.world_mut().resource_mut::<PlantSettings>() = scene;
+    app.world_mut().resource_mut::<Driver>().0 = Pipeline::enveloped(SolverId::Learned(HeadKind::Mode));
+    app.world_mut().resource_mut::<AtlasView>().layer = Layer::Silent;
+    app.world_mut().resource_mut::<CameraView>().0 = true;
+    *app.world_mut().resource_mut::<Target>() = Target::at(Point2::new(-0.4, 1.1));
+    app.world_mut().write_message(SaveView(path.clone()));
+    app.update();
+    let outcome = app.world().resource::<ViewFileField>().outcome.clone();
+    assert!(matches!(outcome, Some(Ok(_))), "{outcome:?}");
+    // Mess everything up, then restore.
+    *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings::default();
+    app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Analytic);
+    app.world_mut().resource_mut::<AtlasView>().layer = Layer::Miss;
+    app.world_mut().resource_mut::<CameraView>().0 = false;
+    *app.world_mut().resource_mut::<Target>() = Target::at(Point2::new(1.0, 0.0));
+    app.world_mut().write_message(LoadView(path.clone()));
+    app.update();
+    let world = app.world();
+    assert_eq!(*world.resource::<PlantSettings>(), scene);
+    assert_eq!(world.resource::<Driver>().0, Pipeline::enveloped(SolverId::Learned(HeadKind::Mode)));
+    assert_eq!(world.resource::<AtlasView>().layer, Layer::Silent);
+    assert!(world.resource::<CameraView>().0);
+    assert!((world.resource::<Target>().pos - Point2::new(-0.4, 1.1)).norm() < 1e-12);
+    // An older version, another arm, and garbage: one sentence each, nothing changes.
+    let text = std::fs::read_to_string(&path).expect("saved");
+    let cases = [
+        ("old.json", text.replace("\"version\": 1", "\"version\": 0"), "version 0; this Elbow reads version 1"),
+        ("arm.json", text.replace("\"l1\": 1.0", "\"l1\": 1.5"), "is a view of the arm"),
+        ("junk.json", "{\"format\": \"elbow-view\"".to_string(), "is not a view file"),
+    ];
+    for (name, body, says) in cases {
+        let bad = dir.join(name);
+        std::fs::write(&bad, body).expect("write");
+        *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings::default();
+        app.world_mut().write_message(LoadView(bad));
+        app.update();
+        let outcome = app.world().resource::<ViewFileField>().outcome.clone();
+        assert!(matches!(&outcome, Some(Err(why)) if why.contains(says)), "{name}: {outcome:?}");
+        assert_eq!(*app.world().resource::<PlantSettings>(), PlantSettings::default(), "{name}");
+    }
+    // A save that cannot be written leaves nothing behind.
+    let nowhere = dir.join("missing-dir").join("view.json");
+    app.world_mut().write_message(SaveView(nowhere.clone()));
+    app.update();
+    assert!(matches!(app.world().resource::<ViewFileField>().outcome, Some(Err(_))));
+    assert!(!nowhere.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

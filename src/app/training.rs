@@ -261,7 +261,11 @@ fn load_models(
             Ok(m) => {
                 let head = m.kind;
                 workers.0[head] = None; // joins its training thread, if any
-                training.0[head] = HeadRun { state: RunState::Loaded(shown.clone()), ..HeadRun::default() };
+                training.0[head] = HeadRun {
+                    state: RunState::Loaded(shown.clone()),
+                    loaded_from: Some(path.clone()),
+                    ..HeadRun::default()
+                };
                 models.set(head, Some(m));
                 Ok(format!("{head} head loaded from {shown}"))
             }

@@ -57,6 +57,10 @@ pub(crate) struct Cli {
     /// envelope, hybrid (the two-link arm), manifold or seeds (the rail3 chain).
     #[arg(long, value_name = "NAME")]
     pub(crate) lesson: Option<elbow::lessons::Lesson>,
+    /// Open the app on a saved view (the panel's "save view"): its arm, target, driver, knobs,
+    /// layers and model files.
+    #[arg(long, value_name = "FILE", conflicts_with = "lesson")]
+    pub(crate) view: Option<std::path::PathBuf>,
 }
 
 /// The arm the app opens on.
@@ -113,6 +117,7 @@ impl Cli {
         match (&self.command, self.model.is_empty(), self.lengths.is_some(), self.arm.is_some()) {
             (None, ..) => None,
             (Some(_), ..) if self.lesson.is_some() => Some("--lesson is for the app; it goes without a command"),
+            (Some(_), ..) if self.view.is_some() => Some("--view is for the app; it goes without a command"),
             (Some(_), false, ..) => Some("--model before a command is for the app; experiments take their own --model"),
             (Some(_), true, true, _) => {
                 Some("--lengths before a command is for the app; commands take their own --lengths")

@@ -127,6 +127,8 @@ pub(crate) struct HeadRun {
     pub(crate) total: usize,
     /// `[step, mean loss]` per report, finite losses only.
     pub(crate) losses: Vec<[f64; 2]>,
+    /// The model file the head was loaded from, when it was (a view file lists them).
+    pub(crate) loaded_from: Option<std::path::PathBuf>,
 }
 
 impl HeadRun {

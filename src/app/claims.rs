@@ -1,0 +1,145 @@
+//! The claims board: every claim of the lab with its verdict for the scene on screen, computed
+//! off the frame by the same experiment and verdict code as `elbow experiment degradation`.
+//!
+//! The scene becomes a degradation run ([`config`]): each plant knob that is on (encoder noise,
+//! backlash, friction, flex, latency, the camera's noise, offset and frame period, the model
+//! mismatch) is a channel swept from 0 to its slider's value, all of them together are the
+//! combined channel, and beyond-reach targets are the out-of-distribution set. The board reruns
+//! when a knob moves and, while the heads train, at most every [`MODEL_REFRESH_SECS`].
+
+use super::AppSet;
+use super::job::Job;
+use super::state::arm::{Nominal, PlantSettings, two_link_lab};
+use super::state::train::Models;
+use super::sweep::{MODEL_REFRESH_SECS, SweepChannel};
+use bevy::prelude::*;
+use elbow::experiments::degradation::{ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
+use elbow::experiments::degradation_with;
+use elbow::{HeadKind, LearnedModel, Mismatch, TwoLinkArm};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Held-out targets per setting of the board's run: enough for stable rates within seconds.
+pub(crate) const BOARD_TARGETS: usize = 1000;
+
+/// Registers the board and its job.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<ClaimsBoard>()
+        .init_resource::<ClaimsJob>()
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
+}
+
+/// The latest verdicts and what they are of.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct ClaimsBoard {
+    /// The claims with their verdicts, and the scene they were computed for.
+    pub(crate) latest: Option<(Arc<Vec<Claim>>, String)>,
+    /// Wall time of the latest run, milliseconds.
+    pub(crate) compute_ms: f64,
+    /// A run is in progress.
+    pub(crate) busy: bool,
+    /// Why no run can start yet (a head without a model), or why the last one failed.
+    pub(crate) note: Option<String>,
+}
+
+/// What the verdicts are of: the nominal arm and the plant's knobs.
+type Key = (TwoLinkArm, PlantSettings);
+
+/// A finished run: the claims, the scene in words, the wall time in milliseconds.
+type Judged = (Vec<Claim>, String, f64);
+
+/// The run in progress.
+#[derive(Resource, Default)]
+pub(crate) struct ClaimsJob {
+    work: Job<Key, Result<Judged, String>>,
+    /// Models changed: rerun when the refresh interval has passed.
+    models_stale: bool,
+}
+
+/// The degradation run that judges the claims for the scene `plant` on `arm`, and the scene in
+/// words (the knobs that are on).
+pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConfig, String) {
+    let mut levels = ChannelLevels::baseline();
+    let mut on = Vec::new();
+    for channel in SweepChannel::ALL {
+        let Some(x) = channel.current(plant) else { continue };
+        // The camera's frame period is always some value while it runs; it is a knob like the
+        // others, judged from a frame every tick to the slider's rate.
+        let level = channel.level(x);
+        if level > 0.0 {
+            *levels.of_mut(channel.channel()) = vec![0.0, level];
+            on.push(format!("{} {}", channel.channel().key(), short(x)));
+        }
+    }
+    let mismatch = plant.mismatch();
+    if mismatch != Mismatch::NONE {
+        levels.mismatch = vec![0.0, 1.0];
+        on.push("mismatch".to_string());
+    }
+    if on.len() > 1 {
+        levels.combined = vec![0.0, 1.0];
+    }
+    let cfg = DegradationConfig {
+        arm,
+        protocol: Protocol::Plant,
+        levels,
+        mismatch,
+        ood: vec![OodKind::Beyond],
+        targets: BOARD_TARGETS,
+        envelope: elbow::EnvelopeConfig::for_arm(&arm),
+        ..DegradationConfig::default()
+    };
+    let scene = if on.is_empty() { "the perfect arm".to_string() } else { on.join(", ") };
+    (cfg, scene)
+}
+
+/// A slider value in a few digits.
+fn short(x: f64) -> String {
+    format!("{}", (x * 1e4).round() / 1e4)
+}
+
+/// Collects a finished run and starts a new one when the knobs or the models changed.
+fn schedule(
+    mut job: ResMut<ClaimsJob>,
+    mut board: ResMut<ClaimsBoard>,
+    models: Res<Models>,
+    plant: Res<PlantSettings>,
+    nominal: Res<Nominal>,
+) {
+    let key = (nominal.0, plant.sanitized());
+    match job.work.poll(&key) {
+        Some(Ok(Ok((claims, scene, ms)))) => {
+            board.latest = Some((Arc::new(claims), scene));
+            board.compute_ms = ms;
+            board.note = None;
+        }
+        Some(Ok(Err(why)) | Err(why)) => board.note = Some(why),
+        None => {}
+    }
+    job.work.want(&key);
+    if models.is_changed() {
+        job.models_stale = true;
+    }
+    let refresh_due = job.work.since_start().is_none_or(|t| t >= Duration::from_secs_f64(MODEL_REFRESH_SECS));
+    if job.models_stale && refresh_due {
+        job.work.invalidate();
+    }
+    if job.work.due() {
+        match HeadKind::ALL.iter().map(|&h| models.get(h).cloned()).collect::<Option<Vec<LearnedModel>>>() {
+            None => board.note = Some("waiting for every head's first model".into()),
+            Some(owned) => {
+                job.models_stale = false;
+                let (cfg, scene) = config(&plant, nominal.0);
+                job.work.start(key, move || {
+                    let t = Instant::now();
+                    let report = degradation_with(&cfg, owned).map_err(|e| e.to_string())?;
+                    Ok((report.claims, scene, t.elapsed().as_secs_f64() * 1e3))
+                });
+            }
+        }
+    }
+    let busy = job.work.busy();
+    if board.busy != busy {
+        board.busy = busy;
+    }
+}

@@ -1,0 +1,278 @@
+//! View files: the whole two-link scene (arm, target, driver, the plant's knobs, the atlas and
+//! sweep, the ghosts shown, the model files loaded) saved as JSON from the panel and restored
+//! from the panel or with `elbow --view FILE`.
+//!
+//! A file is written atomically (a failed write leaves the old file whole). One of another format
+//! version, or of another arm than the one open, is refused with one sentence and changes
+//! nothing; `elbow --view FILE` opens the app on the file's arm.
+
+use super::atlas::AtlasView;
+use super::state::arm::{Nominal, PlantSettings};
+use super::state::solve::{Driver, Shown};
+use super::state::train::{LoadModel, RunState, Training};
+use super::state::view::{CameraView, Target};
+use super::sweep::{LiveSweep, SweepChannel};
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use elbow::atlas::Layer;
+use elbow::{Pipeline, Point2, SolverId, TwoLinkArm};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The format tag of a view file.
+const FORMAT: &str = "elbow-view";
+/// The layout's version; bumped whenever it changes.
+const VERSION: u32 = 1;
+/// The largest view file read, bytes (a view is a few kilobytes).
+const MAX_BYTES: u64 = 1 << 20;
+
+/// Registers the save and load requests, the panel's path field, and the systems.
+pub(crate) fn plugin(app: &mut App) {
+    app.add_message::<SaveView>()
+        .add_message::<LoadView>()
+        .init_resource::<ViewFileField>()
+        .add_systems(Update, (save, load).chain().in_set(super::AppSet::Input));
+}
+
+/// Save the scene to this file.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub(crate) struct SaveView(pub(crate) PathBuf);
+
+/// Restore the scene from this file.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub(crate) struct LoadView(pub(crate) PathBuf);
+
+/// The panel's path field and what the last save or load said.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct ViewFileField {
+    /// The path typed in the panel.
+    pub(crate) path: String,
+    /// `Ok` with what was done, `Err` with why not.
+    pub(crate) outcome: Option<Result<String, String>>,
+}
+
+/// The plant's knobs as a file holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct PlantKnobs {
+    noise_std: f64,
+    backlash: f64,
+    lag: f64,
+    length_error: [f64; 2],
+    joint_offset: [f64; 2],
+    friction: f64,
+    flex: f64,
+    latency: u32,
+    camera_noise: f64,
+    camera_offset: [f64; 2],
+    camera_fps: f64,
+}
+
+impl From<PlantSettings> for PlantKnobs {
+    fn from(p: PlantSettings) -> Self {
+        Self {
+            noise_std: p.noise_std,
+            backlash: p.backlash,
+            lag: p.lag,
+            length_error: p.length_error,
+            joint_offset: p.joint_offset,
+            friction: p.friction,
+            flex: p.flex,
+            latency: p.latency,
+            camera_noise: p.camera_noise,
+            camera_offset: p.camera_offset,
+            camera_fps: p.camera_fps,
+        }
+    }
+}
+
+impl From<PlantKnobs> for PlantSettings {
+    fn from(k: PlantKnobs) -> Self {
+        PlantSettings {
+            noise_std: k.noise_std,
+            backlash: k.backlash,
+            lag: k.lag,
+            length_error: k.length_error,
+            joint_offset: k.joint_offset,
+            friction: k.friction,
+            flex: k.flex,
+            latency: k.latency,
+            camera_noise: k.camera_noise,
+            camera_offset: k.camera_offset,
+            camera_fps: k.camera_fps,
+        }
+        .sanitized()
+    }
+}
+
+/// What the atlas shows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct AtlasKnobs {
+    on: bool,
+    follow_driver: bool,
+    solver: SolverId,
+    layer: Layer,
+    resolution: usize,
+}
+
+/// The whole scene, as a view file holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ViewFile {
+    format: String,
+    version: u32,
+    /// The nominal arm the scene is of.
+    pub(crate) arm: TwoLinkArm,
+    target: [f64; 2],
+    driver: Pipeline,
+    plant: PlantKnobs,
+    atlas: AtlasKnobs,
+    sweep: String,
+    camera_view: bool,
+    /// The solvers whose ghosts are drawn.
+    shown: Vec<SolverId>,
+    /// Model files loaded in place of their heads' training.
+    models: Vec<PathBuf>,
+}
+
+impl ViewFile {
+    /// Reads and checks a view file: its format, its version, and finite values; `Err` is one
+    /// sentence naming the file.
+    pub(crate) fn read(path: &Path) -> Result<Self, String> {
+        let shown = path.display();
+        let bytes = elbow::files::read_bounded(path, MAX_BYTES).map_err(|e| format!("{shown}: {e}"))?;
+        // The format and version first, so an older file gets that sentence, not a field error.
+        let head: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not a view file (JSON: {e})"))?;
+        if head.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(format!("{shown} is not an Elbow view file (no \"format\": \"{FORMAT}\")"));
+        }
+        let version = head.get("version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(VERSION)) {
+            let found = version.map_or("no version".to_string(), |v| format!("version {v}"));
+            return Err(format!(
+                "{shown} is a view file of {found}; this Elbow reads version {VERSION} (save the view again)"
+            ));
+        }
+        let view: ViewFile = serde_json::from_value(head).map_err(|e| format!("{shown}: {e}"))?;
+        if !view.target.iter().all(|v| v.is_finite()) {
+            return Err(format!("{shown}: the target is not a finite point"));
+        }
+        if !SweepChannel::ALL.iter().any(|c| c.channel().key() == view.sweep) {
+            return Err(format!("{shown}: `{}` is no channel the live sweep has", view.sweep));
+        }
+        Ok(view)
+    }
+
+    /// Why this view cannot open on `arm`, if it cannot: one sentence.
+    pub(crate) fn check_arm(&self, arm: &TwoLinkArm, path: &Path) -> Result<(), String> {
+        if self.arm != *arm {
+            return Err(format!(
+                "{} is a view of the arm `{}`, and the app is open on `{arm}`; open it with `elbow --view {}`",
+                path.display(),
+                self.arm,
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The resources a view holds.
+#[derive(SystemParam)]
+struct Scene<'w> {
+    nominal: Res<'w, Nominal>,
+    target: ResMut<'w, Target>,
+    driver: ResMut<'w, Driver>,
+    plant: ResMut<'w, PlantSettings>,
+    atlas: ResMut<'w, AtlasView>,
+    sweep: ResMut<'w, LiveSweep>,
+    camera_view: ResMut<'w, CameraView>,
+    shown: ResMut<'w, Shown>,
+    training: Res<'w, Training>,
+}
+
+impl Scene<'_> {
+    /// The scene as a file holds it.
+    fn view(&self) -> ViewFile {
+        let a = &self.atlas;
+        let models = self
+            .training
+            .0
+            .iter()
+            .filter(|(_, run)| matches!(run.state, RunState::Loaded(_)))
+            .filter_map(|(_, run)| run.loaded_from.clone())
+            .collect();
+        ViewFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            arm: self.nominal.0,
+            target: [self.target.pos.x, self.target.pos.y],
+            driver: self.driver.0,
+            plant: PlantKnobs::from(self.plant.sanitized()),
+            atlas: AtlasKnobs {
+                on: a.on,
+                follow_driver: a.follow_driver,
+                solver: a.solver,
+                layer: a.layer,
+                resolution: a.resolution,
+            },
+            sweep: self.sweep.channel.channel().key().to_string(),
+            camera_view: self.camera_view.0,
+            shown: SolverId::ALL.into_iter().filter(|&id| self.shown.0[id]).collect(),
+            models,
+        }
+    }
+
+    /// Sets every resource `view` holds (its arm is the open one).
+    fn apply(&mut self, view: &ViewFile) {
+        *self.target = Target::at(Point2::new(view.target[0], view.target[1]));
+        self.driver.0 = view.driver;
+        *self.plant = view.plant.into();
+        let a = view.atlas;
+        self.atlas.on = a.on;
+        self.atlas.follow_driver = a.follow_driver;
+        self.atlas.solver = a.solver;
+        self.atlas.layer = a.layer;
+        self.atlas.resolution = a.resolution;
+        if let Some(c) = SweepChannel::ALL.into_iter().find(|c| c.channel().key() == view.sweep) {
+            self.sweep.channel = c;
+        }
+        self.camera_view.0 = view.camera_view;
+        for id in SolverId::ALL {
+            self.shown.0[id] = view.shown.contains(&id);
+        }
+    }
+}
+
+/// Writes the scene to each requested file.
+fn save(mut requests: MessageReader<SaveView>, scene: Scene, mut field: ResMut<ViewFileField>) {
+    for SaveView(path) in requests.read() {
+        let view = scene.view();
+        let outcome = serde_json::to_vec_pretty(&view)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| elbow::files::write_atomic(path, &bytes).map_err(|e| e.to_string()))
+            .map(|()| format!("view saved to {}", path.display()))
+            .map_err(|e| format!("{}: {e}", path.display()));
+        field.outcome = Some(outcome);
+    }
+}
+
+/// Restores the scene from each requested file; a file that fails its checks changes nothing.
+fn load(
+    mut requests: MessageReader<LoadView>,
+    mut scene: Scene,
+    mut field: ResMut<ViewFileField>,
+    mut models: MessageWriter<LoadModel>,
+) {
+    for LoadView(path) in requests.read() {
+        let outcome = ViewFile::read(path).and_then(|view| {
+            view.check_arm(&scene.nominal.0, path)?;
+            scene.apply(&view);
+            for model in &view.models {
+                models.write(LoadModel(model.clone()));
+            }
+            Ok(format!("view restored from {}", path.display()))
+        });
+        field.outcome = Some(outcome);
+    }
+}
