@@ -22,6 +22,7 @@ mod chain;
 mod claims;
 mod draw;
 mod envelope;
+mod export;
 mod format;
 mod heatmap;
 mod job;

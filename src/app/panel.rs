@@ -17,6 +17,7 @@ use super::atlas::AtlasView;
 use super::chain::keys::shortcuts as chain_shortcuts;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
+use super::export;
 use super::format::{
     FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
 };
@@ -29,10 +30,11 @@ use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
+use crate::cli::figure::Series;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use egui_plot::{HLine, Legend, Line, Plot, PlotPoints, VLine};
+use egui_plot::{Legend, Plot, VLine};
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
 use elbow::explain::Explanation;
@@ -465,25 +467,25 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
     };
     let now = swept.current(plant);
     let camera = swept.channel().camera_only();
-    let dashed = egui_plot::LineStyle::dashed_loose();
-    let line = |curve: &Curve, points: &[[f64; 2]], log: bool| {
-        let pts: Vec<[f64; 2]> =
-            points.iter().map(|p| [p[0], if log { p[1].max(1e-6).log10() } else { p[1] * 100.0 }]).collect();
-        let mut l =
-            Line::new(curve.pipeline.key(), PlotPoints::from(pts)).color(color32(solver_color(curve.pipeline.solver)));
-        if curve.pipeline.envelope {
-            l = l.style(dashed);
-        }
-        l
+    let series = |points: &dyn Fn(&Curve) -> &[[f64; 2]], log: bool| -> Vec<Series> {
+        curves
+            .iter()
+            .map(|c| {
+                let pts =
+                    points(c).iter().map(|p| [p[0], if log { p[1].max(1e-6).log10() } else { p[1] * 100.0 }]).collect();
+                export::series(c.pipeline.key(), solver_color(c.pipeline.solver), pts, c.pipeline.envelope)
+            })
+            .collect()
     };
+    let x_axis = format!("{} ({})", swept.channel().key(), swept.unit());
     ui.columns(2, |cols| {
         // The camera's own channels move no arm: their first plot is the camera check's false alarms.
-        let (first, log) = if camera {
-            (format!("camera check: false alarms (%) vs {} ({})", swept.channel().key(), swept.unit()), false)
+        let (first, y, left) = if camera {
+            ("camera check: false alarms (%)", "false alarms (%)", series(&|c| &c.false_alarm, false))
         } else {
-            (format!("mean tip error (log₁₀ m) vs {} ({})", swept.channel().key(), swept.unit()), true)
+            ("mean tip error (log₁₀ m)", "mean tip error (log10 m)", series(&|c| &c.error, true))
         };
-        cols[0].small(first);
+        cols[0].small(format!("{first} vs {x_axis}"));
         let mut plot =
             Plot::new("sweep-error").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false);
         if camera {
@@ -493,11 +495,12 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
             if let Some(now) = now {
                 plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
             }
-            for c in curves.iter() {
-                plot.line(line(c, if camera { &c.false_alarm } else { &c.error }, log));
-            }
+            export::lines(plot, &left);
         });
-        cols[1].small(if camera { "camera check: silent failures (%)" } else { "silent failures (%)" });
+        export::buttons(&mut cols[0], "sweep-left", &format!("{first} vs {x_axis}"), (&x_axis, y), &left);
+        let title = if camera { "camera check: silent failures (%)" } else { "silent failures (%)" };
+        cols[1].small(title);
+        let right = series(&|c| &c.silent, false);
         Plot::new("sweep-silent")
             .height(PLOT_HEIGHT)
             .allow_drag(false)
@@ -509,10 +512,9 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
                 if let Some(now) = now {
                     plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
                 }
-                for c in curves.iter() {
-                    plot.line(line(c, &c.silent, false));
-                }
+                export::lines(plot, &right);
             });
+        export::buttons(&mut cols[1], "sweep-right", &format!("{title} vs {x_axis}"), (&x_axis, title), &right);
     });
     ui.small(format!(
         "{} held-out targets per level, each channel alone from the perfect arm (as `elbow experiment degradation`); \
@@ -692,6 +694,18 @@ fn plots_section(
     tolerance: f64,
 ) {
     let width = ui.available_width();
+    let losses = |mixture: bool, value: &dyn Fn(f64) -> Option<f64>| -> Vec<Series> {
+        HeadKind::ALL
+            .into_iter()
+            .filter(|h| (h.spec().output == Output::Mixture) == mixture)
+            .map(|head| {
+                let points = training.head(head).losses.iter().filter_map(|p| value(p[1]).map(|v| [p[0], v])).collect();
+                export::series(head.spec().short, solver_color(SolverId::Learned(head)), points, false)
+            })
+            .collect()
+    };
+    let squared = losses(false, &|l| (l > 0.0).then(|| l.log10().clamp(-12.0, 6.0)));
+    let nll = losses(true, &|l| Some(l.clamp(-50.0, 50.0)));
     ui.columns(2, |cols| {
         cols[0].small("training loss (log₁₀), squared-error heads");
         Plot::new("loss")
@@ -700,35 +714,30 @@ fn plots_section(
             .allow_zoom(false)
             .allow_scroll(false)
             .legend(Legend::default())
-            .show(&mut cols[0], |plot| {
-                for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output != Output::Mixture) {
-                    let points: Vec<[f64; 2]> = training
-                        .head(head)
-                        .losses
-                        .iter()
-                        .filter(|p| p[1] > 0.0)
-                        .map(|p| [p[0], p[1].log10().clamp(-12.0, 6.0)])
-                        .collect();
-                    let color = solver_color(SolverId::Learned(head));
-                    plot.line(Line::new(head.spec().short, PlotPoints::from(points)).color(color32(color)));
-                }
-            });
+            .show(&mut cols[0], |plot| export::lines(plot, &squared));
+        export::buttons(&mut cols[0], "loss", "training loss, squared-error heads", ("step", "log10 loss"), &squared);
         cols[1].small("mixture negative log-likelihood");
-        Plot::new("nll").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
-            &mut cols[1],
-            |plot| {
-                for head in HeadKind::ALL.into_iter().filter(|h| h.spec().output == Output::Mixture) {
-                    let points: Vec<[f64; 2]> =
-                        training.head(head).losses.iter().map(|p| [p[0], p[1].clamp(-50.0, 50.0)]).collect();
-                    let color = color32(solver_color(SolverId::Learned(head)));
-                    plot.line(Line::new(head.spec().short, PlotPoints::from(points)).color(color));
-                }
-            },
-        );
+        Plot::new("nll")
+            .height(PLOT_HEIGHT)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .show(&mut cols[1], |plot| export::lines(plot, &nll));
+        export::buttons(&mut cols[1], "nll", "mixture negative log-likelihood", ("step", "NLL"), &nll);
     });
-    ui.small(format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {driver_name}"));
+    let title = format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {driver_name}");
+    ui.small(&title);
     let points: Vec<[f64; 2]> =
         history.0.iter().map(|p| [p[0] - now, p[1].max(1e-9).log10().clamp(-6.0, 1.0)]).collect();
+    let tip = vec![
+        export::series("plant", PLANT_COLOR, points, false),
+        export::series(
+            "envelope tolerance",
+            FLASH_COLOR,
+            vec![[-HISTORY_SECS, tolerance.log10()], [0.0, tolerance.log10()]],
+            true,
+        ),
+    ];
     Plot::new("tip")
         .height(PLOT_HEIGHT)
         .width(width)
@@ -740,10 +749,8 @@ fn plots_section(
         .include_y(-4.0)
         .include_y(0.0)
         .legend(Legend::default())
-        .show(ui, |plot| {
-            plot.hline(HLine::new("envelope tolerance", tolerance.log10()).color(color32(FLASH_COLOR.with_alpha(0.6))));
-            plot.line(Line::new("plant", PlotPoints::from(points)).color(color32(PLANT_COLOR)));
-        });
+        .show(ui, |plot| export::lines(plot, &tip));
+    export::buttons(ui, "tip", &title, ("seconds", "log10 tip error (m)"), &tip);
 }
 
 /// Intervention counts per reason (the checks that can fire for `driver` in `lineup`), and the

@@ -92,6 +92,76 @@ pub(crate) enum Canvas<'r, 'b> {
     Bitmap(&'r DrawingArea<BitMapBackend<'b>, Shift>),
 }
 
+/// One line of a [`line_chart`].
+#[cfg(feature = "app")]
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Series {
+    /// Its legend entry.
+    pub(crate) name: String,
+    /// Its colour, sRGB.
+    pub(crate) rgb: [u8; 3],
+    /// Its points `[x, y]`; non-finite ones are left out.
+    pub(crate) points: Vec<[f64; 2]>,
+    /// Drawn dashed (thinner) rather than solid.
+    pub(crate) dashed: bool,
+}
+
+/// A `title`d line chart of `series` against the axes `x` and `y`, written to `out` (an app
+/// plot exported as it is drawn). Empty or non-finite data gives an empty frame, never an error.
+#[cfg(feature = "app")]
+pub(crate) fn line_chart(out: &Output, title: &str, axes: (&str, &str), series: &[Series]) -> Result<(), String> {
+    fn paint<DB: DrawingBackend>(
+        root: &DrawingArea<DB, Shift>,
+        title: &str,
+        (x, y): (&str, &str),
+        series: &[Series],
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        root.fill(&WHITE)?;
+        let finite: Vec<(f64, f64)> = series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .map(|p| (p[0], p[1]))
+            .collect();
+        let span = |v: &mut dyn Iterator<Item = f64>| {
+            let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            if lo.is_finite() && hi > lo {
+                lo..hi
+            } else if lo.is_finite() {
+                lo - 1.0..lo + 1.0
+            } else {
+                0.0..1.0
+            }
+        };
+        let xs = span(&mut finite.iter().map(|p| p.0));
+        let ys = span(&mut finite.iter().map(|p| p.1));
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 18))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(xs, ys)?;
+        chart.configure_mesh().x_desc(x).y_desc(y).label_style((FONT, 13)).draw()?;
+        for s in series {
+            let [r, g, b] = s.rgb;
+            let style = RGBColor(r, g, b).stroke_width(if s.dashed { 1 } else { 2 });
+            let points = s.points.iter().filter(|p| p[0].is_finite() && p[1].is_finite()).map(|p| (p[0], p[1]));
+            chart
+                .draw_series(LineSeries::new(points, style))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+        }
+        if !series.is_empty() {
+            chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        }
+        Ok(())
+    }
+    out.render((900, 520), |canvas| match canvas {
+        Canvas::Svg(root) => paint(root, title, axes, series).map_err(|e| format!("cannot draw the figure: {e}")),
+        Canvas::Bitmap(root) => paint(root, title, axes, series).map_err(|e| format!("cannot draw the figure: {e}")),
+    })
+}
+
 /// Makes egui's bundled sans-serif font the figures' font (once per process).
 fn register_font() {
     static ONCE: Once = Once::new();

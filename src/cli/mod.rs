@@ -24,7 +24,7 @@ mod atlas;
 mod bench;
 mod experiment;
 mod explain;
-mod figure;
+pub(crate) mod figure;
 mod plot;
 mod replay;
 mod solve;

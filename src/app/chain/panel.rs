@@ -4,7 +4,8 @@
 //! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
 //! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
 
-use super::super::format::{color32, key_bar, method_color, metres, number, swatch};
+use super::super::export;
+use super::super::format::{key_bar, method_color, metres, number, swatch};
 use super::super::state::arm::Lab;
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
@@ -15,7 +16,7 @@ use super::state::{
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
-use egui_plot::{Line, Plot, PlotPoints};
+use egui_plot::Plot;
 use elbow::Point2;
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
@@ -267,6 +268,7 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
     if a.mmd_history.len() > 1 {
         let t0 = a.mmd_history.front().map_or(0.0, |p| p[0]);
         let pts: Vec<[f64; 2]> = a.mmd_history.iter().map(|p| [p[0] - t0, p[1]]).collect();
+        let mmd = vec![export::series("MMD", method_color(Method::Mdn), pts, false)];
         ui.small("MDN vs exact mismatch over the last minute (s)");
         Plot::new("chain-mmd")
             .height(PLOT_HEIGHT)
@@ -274,9 +276,8 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
             .allow_zoom(false)
             .allow_scroll(false)
             .include_y(0.0)
-            .show(ui, |plot| {
-                plot.line(Line::new("MMD", PlotPoints::from(pts)).color(color32(method_color(Method::Mdn))))
-            });
+            .show(ui, |plot| export::lines(plot, &mmd));
+        export::buttons(ui, "chain-mmd", "MDN vs exact posterior mismatch", ("seconds", "MMD"), &mmd);
     }
 }
 
@@ -313,18 +314,16 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
     let curve = |run: &NetRun| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
     if s.training.mse.losses.len() + s.training.mdn.losses.len() > 1 {
         ui.small("training loss by step (MSE: squared error; MDN: negative log-likelihood)");
-        Plot::new("chain-loss").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false).show(
-            ui,
-            |plot| {
-                plot.line(
-                    Line::new("MSE", PlotPoints::from(curve(&s.training.mse)))
-                        .color(color32(method_color(Method::Mse))),
-                );
-                plot.line(
-                    Line::new("MDN", PlotPoints::from(curve(&s.training.mdn)))
-                        .color(color32(method_color(Method::Mdn))),
-                );
-            },
-        );
+        let losses = vec![
+            export::series("MSE", method_color(Method::Mse), curve(&s.training.mse), false),
+            export::series("MDN", method_color(Method::Mdn), curve(&s.training.mdn), false),
+        ];
+        Plot::new("chain-loss")
+            .height(PLOT_HEIGHT)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .show(ui, |plot| export::lines(plot, &losses));
+        export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), &losses);
     }
 }
