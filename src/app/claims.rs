@@ -15,7 +15,7 @@ use super::sweep::{MODEL_REFRESH_SECS, SweepChannel};
 use bevy::prelude::*;
 use elbow::experiments::degradation::{ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
 use elbow::experiments::degradation_with;
-use elbow::{HeadKind, LearnedModel, Mismatch, TwoLinkArm};
+use elbow::{Mismatch, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -117,17 +117,12 @@ fn schedule(
         None => {}
     }
     job.work.want(&key);
-    if models.is_changed() {
-        job.models_stale = true;
-    }
-    let refresh_due = job.work.since_start().is_none_or(|t| t >= Duration::from_secs_f64(MODEL_REFRESH_SECS));
-    if job.models_stale && refresh_due {
-        job.work.invalidate();
-    }
+    let ClaimsJob { work, models_stale } = &mut *job;
+    work.refresh_for_models(models_stale, models.is_changed(), Duration::from_secs_f64(MODEL_REFRESH_SECS));
     if job.work.due() {
-        match HeadKind::ALL.iter().map(|&h| models.get(h).cloned()).collect::<Option<Vec<LearnedModel>>>() {
-            None => board.note = Some("waiting for every head's first model".into()),
-            Some(owned) => {
+        match models.every() {
+            Err(why) => board.note = Some(why),
+            Ok(owned) => {
                 job.models_stale = false;
                 let (cfg, scene) = config(&plant, nominal.0);
                 job.work.start(key, move || {

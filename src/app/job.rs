@@ -60,6 +60,17 @@ impl<K: PartialEq + Clone, T: Send + 'static> Job<K, T> {
         self.started.map(|t| t.elapsed())
     }
 
+    /// A job whose inputs include the heads' models, which change many times a second while they
+    /// train: `changed` (the models changed this frame) marks it stale, and it runs again once
+    /// `every` has passed since its latest start. `stale` is the caller's flag, cleared by
+    /// [`Job::start`]'s caller when the run starts.
+    pub(crate) fn refresh_for_models(&mut self, stale: &mut bool, changed: bool, every: Duration) {
+        *stale |= changed;
+        if *stale && self.since_start().is_none_or(|t| t >= every) {
+            self.invalidate();
+        }
+    }
+
     /// Starts `work` for `key` on a new thread; the caller checks [`Job::due`] first (a run in
     /// progress is left to finish on its own and its result dropped).
     pub(crate) fn start(&mut self, key: K, work: impl FnOnce() -> T + Send + 'static) {

@@ -21,7 +21,7 @@ use elbow::experiments::degradation::{
     Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
 };
 use elbow::plant::SO101_STICTION_BAND;
-use elbow::{HeadKind, LearnedModel, Pipeline, TwoLinkArm};
+use elbow::{Pipeline, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -275,17 +275,12 @@ fn schedule(
     if job.level.map(f64::to_bits) != Some(level.to_bits()) {
         job.work.invalidate();
     }
-    if models.is_changed() {
-        job.models_stale = true;
-    }
-    let refresh_due = job.work.since_start().is_none_or(|t| t >= Duration::from_secs_f64(MODEL_REFRESH_SECS));
-    if job.models_stale && refresh_due {
-        job.work.invalidate();
-    }
+    let SweepJob { work, models_stale, .. } = &mut *job;
+    work.refresh_for_models(models_stale, models.is_changed(), Duration::from_secs_f64(MODEL_REFRESH_SECS));
     if job.work.due() {
-        match HeadKind::ALL.iter().map(|&h| models.get(h).cloned()).collect::<Option<Vec<LearnedModel>>>() {
-            None => sweep.note = Some("waiting for every head's first model".into()),
-            Some(owned) => {
+        match models.every() {
+            Err(why) => sweep.note = Some(why),
+            Ok(owned) => {
                 job.level = Some(level);
                 job.models_stale = false;
                 let cfg = config(channel, &plant, nominal.0);

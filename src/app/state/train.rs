@@ -25,6 +25,16 @@ impl Models {
         self.0[head].as_ref()
     }
 
+    /// A copy of every head's model, in [`HeadKind::ALL`] order, or why not (a head without
+    /// one yet).
+    pub(crate) fn every(&self) -> Result<Vec<LearnedModel>, String> {
+        HeadKind::ALL
+            .iter()
+            .map(|&h| self.get(h).cloned())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| "waiting for every head's first model".to_string())
+    }
+
     /// Replaces the model of `head`.
     pub(crate) fn set(&mut self, head: HeadKind, model: Option<LearnedModel>) {
         self.0[head] = model;
