@@ -51,59 +51,6 @@ pub(crate) struct ViewFileField {
     pub(crate) outcome: Option<Result<String, String>>,
 }
 
-/// The plant's knobs as a file holds them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-struct PlantKnobs {
-    noise_std: f64,
-    backlash: f64,
-    lag: f64,
-    length_error: [f64; 2],
-    joint_offset: [f64; 2],
-    friction: f64,
-    flex: f64,
-    latency: u32,
-    camera_noise: f64,
-    camera_offset: [f64; 2],
-    camera_fps: f64,
-}
-
-impl From<PlantSettings> for PlantKnobs {
-    fn from(p: PlantSettings) -> Self {
-        Self {
-            noise_std: p.noise_std,
-            backlash: p.backlash,
-            lag: p.lag,
-            length_error: p.length_error,
-            joint_offset: p.joint_offset,
-            friction: p.friction,
-            flex: p.flex,
-            latency: p.latency,
-            camera_noise: p.camera_noise,
-            camera_offset: p.camera_offset,
-            camera_fps: p.camera_fps,
-        }
-    }
-}
-
-impl From<PlantKnobs> for PlantSettings {
-    fn from(k: PlantKnobs) -> Self {
-        PlantSettings {
-            noise_std: k.noise_std,
-            backlash: k.backlash,
-            lag: k.lag,
-            length_error: k.length_error,
-            joint_offset: k.joint_offset,
-            friction: k.friction,
-            flex: k.flex,
-            latency: k.latency,
-            camera_noise: k.camera_noise,
-            camera_offset: k.camera_offset,
-            camera_fps: k.camera_fps,
-        }
-        .sanitized()
-    }
-}
-
 /// What the atlas shows.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 struct AtlasKnobs {
@@ -124,7 +71,7 @@ pub(crate) struct ViewFile {
     pub(crate) arm: TwoLinkArm,
     target: [f64; 2],
     driver: Pipeline,
-    plant: PlantKnobs,
+    plant: PlantSettings,
     atlas: AtlasKnobs,
     sweep: String,
     camera_view: bool,
@@ -208,7 +155,7 @@ impl Scene<'_> {
             arm: self.nominal.0,
             target: [self.target.pos.x, self.target.pos.y],
             driver: self.driver.0,
-            plant: PlantKnobs::from(self.plant.sanitized()),
+            plant: self.plant.sanitized(),
             atlas: AtlasKnobs {
                 on: a.on,
                 follow_driver: a.follow_driver,
@@ -227,7 +174,7 @@ impl Scene<'_> {
     fn apply(&mut self, view: &ViewFile) {
         *self.target = Target::at(Point2::new(view.target[0], view.target[1]));
         self.driver.0 = view.driver;
-        *self.plant = view.plant.into();
+        *self.plant = view.plant.sanitized();
         let a = view.atlas;
         self.atlas.on = a.on;
         self.atlas.follow_driver = a.follow_driver;

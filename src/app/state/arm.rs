@@ -67,8 +67,9 @@ pub(crate) fn default_target(arm: &TwoLinkArm) -> Point2 {
     DEFAULT_TARGET * (radius / d)
 }
 
-/// The plant knobs the panel exposes. Every value is clamped to its range before use.
-#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+/// The plant knobs the panel exposes (a view file holds them as they are). Every value is
+/// clamped to its range before use.
+#[derive(Resource, Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PlantSettings {
     /// Encoder noise standard deviation, radians.
     pub(crate) noise_std: f64,
