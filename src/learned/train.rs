@@ -4,8 +4,8 @@
 //! What a run is made of does not depend on the arm it is for: [`Fit`] holds the network's shape
 //! and the minibatch schedule, checks them against the lab's limits ([`super::limits`]),
 //! estimates memory and work, and gives each step's learning rate (a cosine decay to
-//! [`LR_FLOOR`] of the peak); [`Fitter`] runs it (Adam on an [`Mlp`] under any [`Loss`], the
-//! caller filling each minibatch) and stops a run that diverges; [`start_mixture`] starts a
+//! [`LR_FLOOR`] of the peak); [`Fitter`] runs it (Adam on any [`Trainable`] model: an [`Mlp`] under
+//! any [`Loss`], or a normalizing flow; the caller fills each minibatch) and stops a run that diverges; [`start_mixture`] starts a
 //! mixture density network with its components apart. The two-link [`Trainer`] and the chain's
 //! nets ([`crate::chain::nets`]) are both built on these three.
 //!
@@ -20,7 +20,7 @@ use super::limits::{
 };
 use super::model::LearnedModel;
 use crate::kinematics::{ElbowMode, Mismatch, RealArm, Region, SampleMode, TwoLinkArm};
-use crate::nn::{Activation, Adam, Gradients, Loss, MdnNll, MixtureLayout, Mlp, Mse, Scratch};
+use crate::nn::{Activation, Adam, Loss, MdnNll, MixtureLayout, Mlp, MlpWork, Mse, Trainable};
 use crate::rng::{Stream, rng};
 use nalgebra::DMatrix;
 use rand::RngExt;
@@ -276,31 +276,35 @@ impl Fit {
     }
 }
 
-/// One training run in progress, whatever it fits: Adam on a network under a loss, each
-/// minibatch filled by the caller, the learning rate on [`Fit::lr_at`]'s schedule.
-pub struct Fitter {
+/// One training run in progress, whatever it fits: Adam on any [`Trainable`] model (an [`Mlp`]
+/// under a [`Loss`], a normalizing flow), each minibatch filled by the caller, the learning rate
+/// on [`Fit::lr_at`]'s schedule.
+pub struct Fitter<M: Trainable = Mlp> {
     fit: Fit,
-    loss: Box<dyn Loss>,
     adam: Adam,
-    scratch: Scratch,
-    grads: Gradients,
+    work: M::Work,
     x: DMatrix<f32>,
     y: DMatrix<f32>,
-    d_out: DMatrix<f32>,
     step: usize,
 }
 
-impl Fitter {
+impl Fitter<Mlp> {
     /// A run of `fit` on `net` under `loss`, whose targets have `target_dims` values per sample.
     pub fn new(fit: Fit, net: &Mlp, loss: Box<dyn Loss>, target_dims: usize) -> Self {
+        Self::with_work(fit, MlpWork::new(net, loss), target_dims)
+    }
+}
+
+impl<M: Trainable> Fitter<M> {
+    /// A run of `fit` with the model's training buffers `work` (made for the model it will
+    /// step); `fit.inputs` values per sample go in, `target_dims` are fitted.
+    pub fn with_work(fit: Fit, work: M::Work, target_dims: usize) -> Self {
+        let lengths: Vec<usize> = M::gradients(&work).iter().map(|g| g.len()).collect();
         Self {
-            loss,
-            adam: Adam::new(net, fit.lr),
-            scratch: Scratch::default(),
-            grads: net.zero_gradients(),
+            adam: Adam::for_lengths(lengths, fit.lr),
+            work,
             x: DMatrix::zeros(fit.inputs, fit.batch),
             y: DMatrix::zeros(target_dims, fit.batch),
-            d_out: DMatrix::zeros(fit.outputs, fit.batch),
             fit,
             step: 0,
         }
@@ -328,13 +332,11 @@ impl Fitter {
 
     /// One minibatch update of `net`: `fill(x, y)` writes the batch's inputs and targets, one
     /// sample per column; returns the batch's loss.
-    pub fn step(&mut self, net: &mut Mlp, fill: impl FnOnce(&mut DMatrix<f32>, &mut DMatrix<f32>)) -> f32 {
+    pub fn step(&mut self, net: &mut M, fill: impl FnOnce(&mut DMatrix<f32>, &mut DMatrix<f32>)) -> f32 {
         fill(&mut self.x, &mut self.y);
         self.adam.lr = self.current_lr();
-        let out = net.forward(&self.x, &mut self.scratch);
-        let loss = self.loss.loss_and_grad(out, &self.y, &mut self.d_out);
-        net.backward(&self.x, &self.d_out, &mut self.scratch, &mut self.grads);
-        self.adam.step(net, &self.grads);
+        let loss = net.loss_and_grads(&mut self.work, &self.x, &self.y);
+        self.adam.step_slices(net.parameters_mut(), M::gradients(&self.work));
         self.step += 1;
         loss
     }
@@ -344,7 +346,7 @@ impl Fitter {
     /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`].
     pub fn run(
         &mut self,
-        net: &mut Mlp,
+        net: &mut M,
         fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
         mut progress: impl FnMut(usize, f32) -> bool,
     ) -> Result<(), TrainError> {
@@ -355,9 +357,9 @@ impl Fitter {
     /// so a caller can keep snapshots of it (the app's fan sharpening as it trains).
     pub fn run_watched(
         &mut self,
-        net: &mut Mlp,
+        net: &mut M,
         mut fill: impl FnMut(&mut DMatrix<f32>, &mut DMatrix<f32>),
-        mut progress: impl FnMut(usize, f32, &Mlp) -> bool,
+        mut progress: impl FnMut(usize, f32, &M) -> bool,
     ) -> Result<(), TrainError> {
         while self.step < self.fit.steps {
             let loss = self.step(net, &mut fill);

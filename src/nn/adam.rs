@@ -25,8 +25,13 @@ pub struct Adam {
 impl Adam {
     /// Fresh state for `net` with learning rate `lr` and the usual betas (0.9, 0.999).
     pub fn new(net: &Mlp, lr: f32) -> Self {
-        let zeros: Vec<Vec<f32>> =
-            net.layers.iter().flat_map(|l| [vec![0.0; l.w.len()], vec![0.0; l.b.len()]]).collect();
+        Self::for_lengths(net.layers.iter().flat_map(|l| [l.w.len(), l.b.len()]), lr)
+    }
+
+    /// Fresh state for parameter slices of these `lengths` (any model's, in the order its
+    /// gradients come), with learning rate `lr`.
+    pub fn for_lengths(lengths: impl IntoIterator<Item = usize>, lr: f32) -> Self {
+        let zeros: Vec<Vec<f32>> = lengths.into_iter().map(|n| vec![0.0; n]).collect();
         Self { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, clip_norm: 10.0, m: zeros.clone(), v: zeros, t: 0 }
     }
 
@@ -40,13 +45,20 @@ impl Adam {
     /// # Panics
     /// If `grads` or this state is not shaped like `net`.
     pub fn step(&mut self, net: &mut Mlp, grads: &Gradients) -> bool {
-        let slices = grads.slices();
-        let params = net.parameters_mut();
+        self.step_slices(net.parameters_mut(), grads.slices())
+    }
+
+    /// One update of the parameter slices `params` from the gradient slices `slices` (same
+    /// order and lengths as this state). Non-finite gradients skip the step and return false.
+    ///
+    /// # Panics
+    /// If the slices are not shaped like this state.
+    pub fn step_slices(&mut self, params: Vec<&mut [f32]>, slices: Vec<&[f32]>) -> bool {
         assert!(
             params.len() == slices.len()
                 && self.m.len() == slices.len()
                 && params.iter().zip(&slices).zip(&self.m).all(|((p, g), m)| p.len() == g.len() && m.len() == g.len()),
-            "Adam::step: gradients or state not shaped like the network"
+            "Adam::step: gradients or state not shaped like the parameters"
         );
         let norm_sq = sum_of_squares(&slices);
         if !norm_sq.is_finite() {

@@ -127,6 +127,31 @@ impl Mlp {
     /// buffers, and `delta_below = act'(input) ⊙ (Wᵀ · delta)` with the activation derivative
     /// fused into the product's epilogue.
     pub fn backward(&self, x: &DMatrix<f32>, d_out: &DMatrix<f32>, scratch: &mut Scratch, grads: &mut Gradients) {
+        self.backward_into(x, d_out, scratch, grads, None);
+    }
+
+    /// [`Mlp::backward`] that also writes `dL/dx` (`inputs x batch`) into `d_x`: what a network
+    /// feeding this one (a normalizing flow's conditioning net, a coupling's own input) needs.
+    pub fn backward_with_input(
+        &self,
+        x: &DMatrix<f32>,
+        d_out: &DMatrix<f32>,
+        scratch: &mut Scratch,
+        grads: &mut Gradients,
+        d_x: &mut DMatrix<f32>,
+    ) {
+        assert_eq!(d_x.shape(), x.shape(), "backward: d_x shape");
+        self.backward_into(x, d_out, scratch, grads, Some(d_x.as_mut_slice()));
+    }
+
+    fn backward_into(
+        &self,
+        x: &DMatrix<f32>,
+        d_out: &DMatrix<f32>,
+        scratch: &mut Scratch,
+        grads: &mut Gradients,
+        d_x: Option<&mut [f32]>,
+    ) {
         let n = self.layers.len();
         let batch = x.ncols();
         assert_eq!(d_out.shape(), (self.outputs(), batch), "backward: d_out shape");
@@ -176,6 +201,25 @@ impl Mlp {
                 };
                 kernels::gemm(&dx, lower[i - 1].as_mut_slice());
             }
+        }
+        if let Some(d_x) = d_x {
+            // dL/dx = W₀ᵀ · delta₀: the network's input has no activation.
+            let (out, inp) = (self.layers[0].outputs(), self.layers[0].inputs());
+            let delta = if n == 1 && top_is_linear { d_out.as_slice() } else { deltas[0].as_slice() };
+            let dx = Gemm {
+                m: inp,
+                n: batch,
+                k: out,
+                a: self.layers[0].w.as_slice(),
+                a_i: out,
+                a_k: 1,
+                b: delta,
+                b_k: 1,
+                b_j: out,
+                ldc: inp,
+                epilogue: Epilogue::Plain,
+            };
+            kernels::gemm(&dx, d_x);
         }
     }
 

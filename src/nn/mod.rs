@@ -18,16 +18,20 @@
 pub mod activation;
 pub mod adam;
 pub mod dense;
+pub mod flow;
 pub mod full_mdn;
 #[cfg(test)]
 pub(crate) mod gradcheck;
 pub mod kernels;
 pub mod loss;
 pub mod mlp;
+pub mod trainable;
 
 pub use activation::Activation;
 pub use adam::Adam;
 pub use dense::Dense;
+pub use flow::{Flow, FlowShape, FlowWork};
 pub use full_mdn::{FullComponent, FullMdn};
 pub use loss::{Loss, MdnComponent, MdnNll, MixtureLayout, Mse};
 pub use mlp::{BATCH_CHUNK, BatchScratch, Gradients, Mlp, Scratch};
+pub use trainable::{MlpWork, Trainable};
