@@ -196,8 +196,8 @@ impl Lesson {
                 "Where the correction is trusted it beats the closed form on this arm; outside it, the hybrid is exactly the analytic answer, never nothing.",
             ],
             Lesson::Manifold => [
-                "On rail3 every reachable target has a whole curve of answers. The MDN's fan (samples) is drawn over the exact posterior's.",
-                "Drag the target: where the fans agree the MDN learnt the manifold; where they part, it has not.",
+                "On rail3 every reachable target has a whole sheet of answers. The MDN's fan and the flow's (samples) are drawn over the exact posterior's.",
+                "Drag the target: where a fan agrees with the exact one its net learnt the manifold; the flow's arms land on the target, the MDN's scatter around it.",
             ],
             Lesson::Seeds => [
                 "The hybrid seeds DLS with the MDN's samples; plain DLS starts from the prior. Both are drawn, with their success and iteration counts.",
@@ -262,7 +262,11 @@ impl Lesson {
                 ..plant(ScenePlant { mismatch: true, ..ScenePlant::IDEAL })
             },
             Lesson::Manifold => Scene {
-                arm: SceneArm::Chain { arm: ArmKind::Rail3, driver: Method::Mdn, shown: &[Method::Mdn, Method::Exact] },
+                arm: SceneArm::Chain {
+                    arm: ArmKind::Rail3,
+                    driver: Method::Mdn,
+                    shown: &[Method::Mdn, Method::Flow, Method::Exact],
+                },
                 ..base
             },
             Lesson::Seeds => Scene {

@@ -22,13 +22,13 @@ fn json_has_one_row_per_method_with_the_issues_fields() {
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let rows = v["rows"].as_array().unwrap();
         let keys: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
-        assert_eq!(keys, ["mse", "mdn", "dls", "hybrid", "exact"], "{arm}");
+        assert_eq!(keys, ["mse", "mdn", "flow", "dls", "hybrid", "exact"], "{arm}");
         for r in rows {
             for field in ["resim_error", "posterior_mmd", "success_rate", "seconds_per_solution"] {
                 assert!(r[field].as_f64().is_some_and(f64::is_finite), "{arm} {field}: {r}");
             }
         }
-        let exact = &rows[4];
+        let exact = &rows[5];
         // The sampler's guarantee: every reference pool reaches an effective sample size of the
         // ESS factor times the samples drawn (400 x 30), on every target. The factor is large
         // so that the target lies several proposal rounds out (one round alone gives an ESS of
@@ -44,11 +44,23 @@ fn json_has_one_row_per_method_with_the_issues_fields() {
 fn plot_draws_the_fans_and_lengths_build_an_arm() {
     let path = std::env::temp_dir().join(format!("elbow-chain-{}.png", std::process::id()));
     let p = path.to_str().unwrap();
-    let mut args = vec!["experiment", "chain", "--lengths", "1,0.7,0.5,0.3", "--methods", "mdn,hybrid", "--plot", p];
+    let mut args = vec![
+        "experiment",
+        "chain",
+        "--lengths",
+        "1,0.7,0.5,0.3",
+        "--methods",
+        "flow,hybrid",
+        "--seeds",
+        "flow",
+        "--plot",
+        p,
+    ];
     args.extend(SMALL);
     let (code, out, err) = elbow(&args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("lengths 1,0.7,0.5,0.3") && out.contains("hybrid") && !out.contains("\nmse"), "{out}");
+    assert!(out.contains("\nflow ") && !out.contains("MDN with"), "the flow seeds the hybrid, no MDN trains: {out}");
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
     std::fs::remove_file(&path).ok();
@@ -70,6 +82,12 @@ fn bad_input_gets_one_plain_sentence_and_exit_code_2() {
         (vec!["--tolerance", "-1"], "tolerance must be"),
         (vec!["--ess-factor", "0.5"], "ESS factor"),
         (vec!["--covariance", "spherical"], "covariance must be one of full, diagonal"),
+        (vec!["--seeds", "dls"], "seed source must be one of mdn, flow"),
+        (vec!["--blocks", "0"], "from 1 to 64"),
+        (vec!["--blocks", "65"], "from 1 to 64"),
+        (vec!["--flow-hidden", "0"], "from 1 to 4096"),
+        (vec!["--flow-depth", "9"], "from 1 to 8"),
+        (vec!["--flow-activation", "gelu"], "activation must be one of"),
         (vec!["--targets", "100000", "--samples", "20000"], "kernel evaluations"),
         (vec!["--plot", "/no/such/dir/fan.png"], "--plot"),
         (vec!["--plot", "fan.jpg"], ".png or .svg"),

@@ -35,6 +35,7 @@ pub(crate) fn method_color(m: Method) -> Color {
     match m {
         Method::Mse => solver_color(SolverId::Learned(HeadKind::Mse)),
         Method::Mdn => solver_color(SolverId::Learned(HeadKind::Mdn)),
+        Method::Flow => Color::srgb(1.0, 0.62, 0.2),
         Method::Dls => solver_color(SolverId::Iterative),
         Method::Hybrid => solver_color(SolverId::Learned(HeadKind::Residual)),
         Method::Exact => solver_color(SolverId::ElbowDown),

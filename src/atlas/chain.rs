@@ -250,10 +250,8 @@ pub fn chain_atlas(
     let method = cfg.layer.method();
     // A method without its net is refused before any cell, with the core's own error.
     let no_net = SolveError::NoNet(method);
-    match crate::chain::solve::net_needed(method) {
-        Some(crate::chain::nets::NetKind::Mse) if nets.mse.is_none() => return Err(no_net.into()),
-        Some(crate::chain::nets::NetKind::Mdn) if nets.mdn.is_none() => return Err(no_net.into()),
-        _ => {}
+    if crate::chain::solve::net_needed(method, cfg.settings.seeds).is_some_and(|k| nets.get(k).is_none()) {
+        return Err(no_net.into());
     }
     let n = cfg.resolution;
     let extent = cfg.extent();
@@ -329,7 +327,7 @@ mod tests {
         let cfg = NetConfig { hidden: 32, depth: 2, components: 6, steps: 800, batch: 256, ..NetConfig::default() };
         let mse = ChainNet::train(&arm, NetKind::Mse, &cfg, |_, _| true).unwrap();
         let mdn = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, _| true).unwrap();
-        let nets = Nets { mse: Some(&mse), mdn: Some(&mdn) };
+        let nets = Nets::of([&mse, &mdn]);
         let mut maps: Vec<ChainAtlas> =
             ChainLayer::ALL.iter().map(|&l| chain_atlas(&small(&arm, l), nets, &|_, _| true).unwrap()).collect();
         let rail3 = chain_atlas(&small(&ArmKind::Rail3.arm(), ChainLayer::ExactSpread), nets, &|_, _| true).unwrap();

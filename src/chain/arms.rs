@@ -34,9 +34,11 @@ pub enum Method {
     Mse,
     /// A mixture density network over the joint coordinates, sampled.
     Mdn,
+    /// A conditional normalizing flow over the joint coordinates, sampled.
+    Flow,
     /// Damped least squares from random prior starts, restarting until converged.
     Dls,
-    /// MDN samples as seeds, finished by a few DLS iterations.
+    /// Samples of the MDN (or the flow) as seeds, finished by a few DLS iterations.
     Hybrid,
     /// The exact posterior sampler (the reference).
     Exact,
@@ -44,13 +46,14 @@ pub enum Method {
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 5] = [Method::Mse, Method::Mdn, Method::Dls, Method::Hybrid, Method::Exact];
+    pub const ALL: [Method; 6] = [Method::Mse, Method::Mdn, Method::Flow, Method::Dls, Method::Hybrid, Method::Exact];
 
     /// The key on the command line and in JSON.
     pub const fn key(self) -> &'static str {
         match self {
             Method::Mse => "mse",
             Method::Mdn => "mdn",
+            Method::Flow => "flow",
             Method::Dls => "dls",
             Method::Hybrid => "hybrid",
             Method::Exact => "exact",
@@ -59,7 +62,7 @@ impl Method {
 
     /// True when the method needs a trained network.
     pub const fn learned(self) -> bool {
-        matches!(self, Method::Mse | Method::Mdn | Method::Hybrid)
+        matches!(self, Method::Mse | Method::Mdn | Method::Flow | Method::Hybrid)
     }
 }
 
@@ -269,6 +272,6 @@ mod tests {
         for m in Method::ALL {
             assert_eq!(m.key().parse::<Method>().unwrap(), m);
         }
-        assert!("mlp".parse::<Method>().unwrap_err().contains("mse, mdn, dls, hybrid, exact"));
+        assert!("mlp".parse::<Method>().unwrap_err().contains("mse, mdn, flow, dls, hybrid, exact"));
     }
 }

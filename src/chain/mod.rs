@@ -44,4 +44,4 @@ pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
 pub use model::{ChainModel, ModelFile};
 pub use sampler::{ExactSampler, PosteriorSamples};
-pub use solve::{Effort, Nets, SolveError, SolveSettings};
+pub use solve::{Effort, NetSet, Nets, Seeds, SolveError, SolveSettings};

@@ -1,4 +1,4 @@
-//! Chain model files: the squared-error and mixture nets of one chain arm, saved by
+//! Chain model files: the squared-error, mixture and flow nets of one chain arm, saved by
 //! `elbow train --arm` and loaded back by every `--model FILE` (and the app).
 //!
 //! A file is JSON with a format tag and a version, like a two-link head's
@@ -10,7 +10,7 @@
 use super::arm::Prior;
 use super::arms::ChainArm;
 use super::nets::{ChainNet, NetConfig, NetKind};
-use super::solve::Nets;
+use super::solve::{NetSet, Nets};
 use crate::learned::model::{
     CHAIN_FORMAT, chain_model_description, field_err, format_tag, parse_model, read_model_bytes, save_json,
 };
@@ -38,17 +38,39 @@ pub struct ChainModel {
     pub mse: Option<ChainNet>,
     /// The mixture density network, if trained.
     pub mdn: Option<ChainNet>,
+    /// The normalizing flow, if trained (files written before the flow have none).
+    #[serde(default)]
+    pub flow: Option<ChainNet>,
 }
 
 impl ChainModel {
     /// A model of these nets for `arm`.
-    pub fn new(arm: ChainArm, net: NetConfig, mse: Option<ChainNet>, mdn: Option<ChainNet>) -> Self {
-        Self { format: FORMAT.into(), version: VERSION, arm, net, mse, mdn }
+    pub fn new(arm: ChainArm, net: NetConfig, mut nets: NetSet) -> Self {
+        let (mse, mdn, flow) = (nets.take(NetKind::Mse), nets.take(NetKind::Mdn), nets.take(NetKind::Flow));
+        Self { format: FORMAT.into(), version: VERSION, arm, net, mse, mdn, flow }
+    }
+
+    /// The net of `kind`, if the file holds one.
+    pub fn net(&self, kind: NetKind) -> Option<&ChainNet> {
+        match kind {
+            NetKind::Mse => self.mse.as_ref(),
+            NetKind::Mdn => self.mdn.as_ref(),
+            NetKind::Flow => self.flow.as_ref(),
+        }
     }
 
     /// The nets, as the solving code takes them.
     pub fn nets(&self) -> Nets<'_> {
-        Nets { mse: self.mse.as_ref(), mdn: self.mdn.as_ref() }
+        Nets::of(NetKind::ALL.iter().filter_map(|&k| self.net(k)))
+    }
+
+    /// The nets, owned.
+    pub fn into_nets(self) -> NetSet {
+        let mut set = NetSet::default();
+        for (kind, net) in [(NetKind::Mse, self.mse), (NetKind::Mdn, self.mdn), (NetKind::Flow, self.flow)] {
+            set.set(kind, net);
+        }
+        set
     }
 
     /// What the file holds, for messages: `a chain model for rail3`.
@@ -91,13 +113,13 @@ impl ChainModel {
         {
             return field_err("arm", format!("claims to be {kind} but differs from it"));
         }
-        if self.mse.is_none() && self.mdn.is_none() {
-            return field_err("mse", "the file holds no net (neither mse nor mdn)");
+        if NetKind::ALL.iter().all(|&k| self.net(k).is_none()) {
+            return field_err("mse", "the file holds no net (none of mse, mdn, flow)");
         }
         let coords = arm.coords();
-        for (field, kind, net) in [("mse", NetKind::Mse, &self.mse), ("mdn", NetKind::Mdn, &self.mdn)] {
-            if let Some(net) = net {
-                net.validate(kind, coords, field)?;
+        for kind in NetKind::ALL {
+            if let Some(net) = self.net(kind) {
+                net.validate(kind, coords, kind.key())?;
             }
         }
         Ok(())
@@ -164,9 +186,13 @@ mod tests {
     use crate::chain::ArmKind;
 
     fn tiny(arm: &ChainArm) -> ChainModel {
-        let cfg = NetConfig { hidden: 8, depth: 1, components: 2, steps: 5, batch: 16, ..NetConfig::default() };
-        let train = |kind| ChainNet::train(arm, kind, &cfg, |_, _| true).unwrap();
-        ChainModel::new(arm.clone(), cfg, Some(train(NetKind::Mse)), Some(train(NetKind::Mdn)))
+        let mut cfg = NetConfig { hidden: 8, depth: 1, components: 2, steps: 5, batch: 16, ..NetConfig::default() };
+        cfg.flow = crate::chain::nets::FlowSettings { blocks: 2, hidden: 8, features: 4, cond_hidden: 8, ..cfg.flow };
+        let mut nets = NetSet::default();
+        for kind in NetKind::ALL {
+            nets.set(kind, Some(ChainNet::train(arm, kind, &cfg, |_, _| true).unwrap()));
+        }
+        ChainModel::new(arm.clone(), cfg, nets)
     }
 
     fn temp(name: &str) -> std::path::PathBuf {
@@ -198,8 +224,11 @@ mod tests {
         let write = |v: &serde_json::Value| std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
         let good = serde_json::to_value(&m).unwrap();
         type Break = fn(&mut serde_json::Value);
-        let cases: [(Break, &str); 7] = [
+        let cases: [(Break, &str); 10] = [
             (|v| v["version"] = 7.into(), "version"),
+            (|v| v["flow"]["flow"]["shape"]["dims"] = 4.into(), "flow.flow.shape"),
+            (|v| v["flow"]["flow"]["blocks"][1]["mix"][0] = 2.0.into(), "flow.flow"),
+            (|v| v["mdn"] = v["flow"].clone(), "mdn.kind"),
             (|v| v["mse"]["kind"] = "Mdn".into(), "mse.kind"),
             (|v| v["mdn"]["output"][0][1] = (-1.0).into(), "mdn.output"),
             (|v| v["mse"]["net"]["layers"] = serde_json::json!([]), "mse.net.layers"),
@@ -209,6 +238,7 @@ mod tests {
                 |v| {
                     v["mse"] = serde_json::Value::Null;
                     v["mdn"] = serde_json::Value::Null;
+                    v["flow"] = serde_json::Value::Null;
                 },
                 "no net",
             ),

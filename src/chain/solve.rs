@@ -1,16 +1,16 @@
 //! Every chain method's answers for one target: the one implementation behind `experiment
 //! chain`, `elbow solve --arm`, the atlas's chain layers and the app's fans and drivers.
 //!
-//! - [`Method::Mse`], [`Method::Mdn`]: `n` draws of the net (copies of the one answer for the
-//!   squared-error net);
+//! - [`Method::Mse`], [`Method::Mdn`], [`Method::Flow`]: `n` draws of the net (copies of the one
+//!   answer for the squared-error net);
 //! - [`Method::Dls`]: damped least squares from prior draws, restarting until converged;
-//! - [`Method::Hybrid`]: MDN draws as seeds, each finished by a few DLS iterations, falling back
-//!   to prior starts when no seed converges;
+//! - [`Method::Hybrid`]: draws of the MDN or the flow ([`Seeds`]) as seeds, each finished by a
+//!   few DLS iterations, falling back to prior starts when no seed converges;
 //! - [`Method::Exact`]: the exact posterior sampler.
 
 use super::arms::{ChainArm, Method};
 use super::dls::{ChainDls, DlsOutcome};
-use super::nets::{ChainNet, Component, draw};
+use super::nets::{ChainNet, Drawer, NetKind};
 use super::sampler::ExactSampler;
 use crate::kinematics::Point2;
 use rand::Rng;
@@ -31,7 +31,44 @@ pub struct SolveSettings {
     pub hybrid_seeds: u32,
     /// The exact sampler's effective sample size, as a multiple of the samples drawn.
     pub ess_factor: f64,
+    /// The net whose draws seed the hybrid.
+    #[serde(default)]
+    pub seeds: Seeds,
 }
+
+/// Where the hybrid's seeds come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Seeds {
+    /// Draws of the mixture density network.
+    #[default]
+    Mdn,
+    /// Draws of the normalizing flow.
+    Flow,
+}
+
+impl Seeds {
+    /// Both sources, default first.
+    pub const ALL: [Seeds; 2] = [Seeds::Mdn, Seeds::Flow];
+
+    /// The key on the command line and in JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Seeds::Mdn => "mdn",
+            Seeds::Flow => "flow",
+        }
+    }
+
+    /// The net that draws them.
+    pub const fn net(self) -> NetKind {
+        match self {
+            Seeds::Mdn => NetKind::Mdn,
+            Seeds::Flow => NetKind::Flow,
+        }
+    }
+}
+
+crate::keys::keyed!(Seeds, "seed source", serde);
 
 impl Default for SolveSettings {
     /// The chain experiment's defaults.
@@ -43,6 +80,7 @@ impl Default for SolveSettings {
             hybrid_iterations: 8,
             hybrid_seeds: 4,
             ess_factor: 20.0,
+            seeds: Seeds::Mdn,
         }
     }
 }
@@ -75,13 +113,60 @@ impl SolveSettings {
     }
 }
 
-/// The trained nets a set of methods may use (a method without its net is refused).
+/// The trained nets a set of methods may use, by kind (a method without its net is refused).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Nets<'a> {
-    /// The squared-error net.
-    pub mse: Option<&'a ChainNet>,
-    /// The mixture density network (the MDN and the hybrid's seeds).
-    pub mdn: Option<&'a ChainNet>,
+    by_kind: [Option<&'a ChainNet>; NetKind::ALL.len()],
+}
+
+impl<'a> Nets<'a> {
+    /// These nets, each under its own kind (a later net of a kind replaces an earlier one).
+    pub fn of(nets: impl IntoIterator<Item = &'a ChainNet>) -> Self {
+        let mut by_kind = [None; NetKind::ALL.len()];
+        for net in nets {
+            by_kind[net.kind.index()] = Some(net);
+        }
+        Self { by_kind }
+    }
+
+    /// The net of `kind`, if given.
+    pub fn get(&self, kind: NetKind) -> Option<&'a ChainNet> {
+        self.by_kind[kind.index()]
+    }
+}
+
+/// Trained nets, owned, by kind: what a run trained or a model file holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetSet {
+    by_kind: [Option<ChainNet>; NetKind::ALL.len()],
+}
+
+impl NetSet {
+    /// The net of `kind`, if there is one.
+    pub fn get(&self, kind: NetKind) -> Option<&ChainNet> {
+        self.by_kind[kind.index()].as_ref()
+    }
+
+    /// Puts `net` in the place of `kind` (the net must be of that kind), or empties it.
+    pub fn set(&mut self, kind: NetKind, net: Option<ChainNet>) {
+        debug_assert!(net.as_ref().is_none_or(|n| n.kind == kind), "a {kind} net expected");
+        self.by_kind[kind.index()] = net;
+    }
+
+    /// Takes the net of `kind` out.
+    pub fn take(&mut self, kind: NetKind) -> Option<ChainNet> {
+        self.by_kind[kind.index()].take()
+    }
+
+    /// The nets, as the solving code takes them.
+    pub fn nets(&self) -> Nets<'_> {
+        Nets::of(self.by_kind.iter().flatten())
+    }
+
+    /// True when no net is there.
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.iter().all(Option::is_none)
+    }
 }
 
 /// What producing a set of solutions cost, and how good the exact sampler's pool was.
@@ -112,12 +197,13 @@ pub enum SolveError {
     NoNet(Method),
 }
 
-/// The net `method` needs, if any.
-pub fn net_needed(method: Method) -> Option<super::nets::NetKind> {
-    use super::nets::NetKind;
+/// The net `method` needs, if any, with the hybrid seeded from `seeds`.
+pub fn net_needed(method: Method, seeds: Seeds) -> Option<NetKind> {
     match method {
         Method::Mse => Some(NetKind::Mse),
-        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
+        Method::Mdn => Some(NetKind::Mdn),
+        Method::Flow => Some(NetKind::Flow),
+        Method::Hybrid => Some(seeds.net()),
         Method::Dls | Method::Exact => None,
     }
 }
@@ -138,22 +224,24 @@ pub fn solutions<R: Rng + ?Sized>(
     let d = arm.coords();
     out.clear();
     let mut effort = Effort::default();
-    let no_net = SolveError::NoNet(method);
-    match method {
-        Method::Mse => nets.mse.ok_or(no_net)?.sample(target, n, rng, out),
-        Method::Mdn => nets.mdn.ok_or(no_net)?.sample(target, n, rng, out),
-        Method::Dls => {
+    let net = match net_needed(method, settings.seeds) {
+        Some(kind) => Some(nets.get(kind).ok_or(SolveError::NoNet(method))?),
+        None => None,
+    };
+    match (method, net) {
+        (Method::Mse | Method::Mdn | Method::Flow, Some(net)) => net.sample(target, n, rng, out),
+        (Method::Dls, _) => {
             let dls = dls(arm, settings);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
                 effort.add(dls.from_prior(x, target, &arm.prior, settings.dls_starts, rng));
             }
         }
-        Method::Hybrid => {
-            let comps: Vec<Component> = nets.mdn.ok_or(no_net)?.mixture_for(target);
+        (Method::Hybrid, Some(net)) => {
+            let mut seeds = net.drawer(target);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
-                let (seeded, fallback) = hybrid(arm, settings, &comps, target, x, rng);
+                let (seeded, fallback) = hybrid(arm, settings, &mut seeds, target, x, rng);
                 effort.add(seeded);
                 if let Some(f) = fallback {
                     effort.add(f);
@@ -161,13 +249,14 @@ pub fn solutions<R: Rng + ?Sized>(
                 }
             }
         }
-        Method::Exact => {
+        (Method::Exact, _) => {
             let mut sampler = ExactSampler::new(arm);
             sampler.ess_factor = settings.ess_factor;
             let s = sampler.sample(target, n, rng);
             *out = s.x;
             effort.ess = Some(s.ess);
         }
+        (Method::Mse | Method::Mdn | Method::Flow | Method::Hybrid, None) => unreachable!("the net was looked up"),
     }
     Ok(effort)
 }
@@ -177,18 +266,18 @@ fn dls<'a>(arm: &'a ChainArm, settings: &SolveSettings) -> ChainDls<'a> {
     ChainDls { max_iterations: settings.dls_iterations, tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }
 }
 
-/// One hybrid solution into `x`: up to `hybrid_seeds` draws of the mixture `comps`, each
-/// finished by `hybrid_iterations` DLS iterations; when none converges, DLS from prior starts.
-/// Returns the seeded run's outcome and the fallback's, if it ran.
+/// One hybrid solution into `x`: up to `hybrid_seeds` draws of `seeds` (a net's posterior for
+/// `target`), each finished by `hybrid_iterations` DLS iterations; when none converges, DLS
+/// from prior starts. Returns the seeded run's outcome and the fallback's, if it ran.
 pub fn hybrid<R: Rng + ?Sized>(
     arm: &ChainArm,
     settings: &SolveSettings,
-    comps: &[Component],
+    seeds: &mut Drawer<'_>,
     target: Point2,
     x: &mut [f64],
     rng: &mut R,
 ) -> (DlsOutcome, Option<DlsOutcome>) {
-    hybrid_from(arm, settings, target, x, rng, |rng, x| draw(comps, rng, x))
+    hybrid_from(arm, settings, target, x, rng, |rng, x| seeds.draw(rng, x))
 }
 
 /// [`hybrid`] with the seeds from `seed(rng, x)` (the app seeds from the MDN's samples nearest
@@ -223,7 +312,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut out = Vec::new();
         let target = Point2::new(1.2, 0.5);
-        for m in [Method::Mse, Method::Mdn, Method::Hybrid] {
+        for m in [Method::Mse, Method::Mdn, Method::Flow, Method::Hybrid] {
             let e = solutions(&arm, Nets::default(), &SolveSettings::default(), m, target, 4, &mut rng, &mut out);
             assert_eq!(e, Err(SolveError::NoNet(m)));
         }

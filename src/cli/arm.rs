@@ -131,7 +131,7 @@ pub(crate) fn chain_nets(
     cfg.validate().map_err(|e| e.to_string())?;
     let learned: Vec<String> = methods.iter().filter(|m| m.learned()).map(|m| m.to_string()).collect();
     if learned.is_empty() {
-        return Ok(ChainModel::new(arm.clone(), cfg.net, None, None));
+        return Ok(ChainModel::new(arm.clone(), cfg.net, Default::default()));
     }
     let key = arm.kind.map_or_else(|| "--lengths ...".to_string(), |k| format!("--arm {k}"));
     super::note(format_args!(
@@ -145,5 +145,5 @@ pub(crate) fn chain_nets(
         })
     });
     let nets = trained?;
-    Ok(ChainModel::new(arm.clone(), cfg.net, nets.mse, nets.mdn))
+    Ok(ChainModel::new(arm.clone(), cfg.net, nets.nets))
 }

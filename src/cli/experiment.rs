@@ -3,7 +3,7 @@
 
 mod bishop;
 mod chain;
-pub(crate) use chain::{ChainLengths, print_chain_rows};
+pub(crate) use chain::{ChainLengths, print_budget, print_chain_rows};
 mod degradation;
 mod randomization;
 

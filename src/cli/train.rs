@@ -4,7 +4,7 @@
 //! experiment's evaluation), and saves a chain model.
 
 use super::arm::cli_net_defaults;
-use super::experiment::print_chain_rows;
+use super::experiment::{print_budget, print_chain_rows};
 use super::{AppArm, ArmChoice, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
 use elbow::chain::nets::{NetConfig, NetKind};
@@ -131,12 +131,13 @@ impl TrainArgs {
         ];
         if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
             return Err(format!(
-                "{flag} is for the two-link arm; on {} `train` fits the squared-error and mixture nets on prior draws",
+                "{flag} is for the two-link arm; on {} `train` fits the squared-error net, the mixture net and the flow on prior draws",
                 arm.name
             ));
         }
         let mut cfg = ChainConfig::new(arm.clone());
-        cfg.methods = [Method::Mse, Method::Mdn].into_iter().filter(|m| arm.methods().contains(m)).collect();
+        cfg.methods =
+            [Method::Mse, Method::Mdn, Method::Flow].into_iter().filter(|m| arm.methods().contains(m)).collect();
         let base = cli_net_defaults();
         cfg.net = NetConfig {
             steps: self.steps,
@@ -261,7 +262,8 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
 /// held-out figures (its evaluation), and the chain model saved.
 fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
     let cfg = args.chain_config(arm)?;
-    let kinds: Vec<NetKind> = cfg.methods.iter().filter_map(|&m| elbow::chain::solve::net_needed(m)).collect();
+    let kinds: Vec<NetKind> =
+        cfg.methods.iter().filter_map(|&m| elbow::chain::solve::net_needed(m, cfg.solve.seeds)).collect();
     if let Some(path) = &args.out {
         let size: f64 = kinds.iter().map(|&k| cfg.net.model_file_estimate(k, arm.coords())).sum();
         check_out(path, size)?;
@@ -274,14 +276,15 @@ fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
         };
         let nets = train_nets(&cfg, &progress)?;
         let train_seconds = started.elapsed().as_secs_f64();
-        let report = evaluate(&cfg, nets.nets(), train_seconds, &progress)?;
+        let mut report = evaluate(&cfg, nets.nets(), train_seconds, &progress)?;
+        nets.time(&mut report);
         Ok::<_, elbow::experiments::ExperimentError>((nets, report))
     });
     if signals::interrupted() {
         return Err(Failure { message: "interrupted; nothing was saved".into(), code: super::INTERRUPTED_EXIT });
     }
     let (nets, report) = report?;
-    let model = ChainModel::new(arm.clone(), cfg.net, nets.mse, nets.mdn);
+    let model = ChainModel::new(arm.clone(), cfg.net, nets.nets);
     if let Some(path) = &args.out {
         model.save(path).map_err(|e| e.to_string())?;
     }
@@ -289,12 +292,11 @@ fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
         return Ok(print_json(&report)?);
     }
     outln!(
-        "{}: squared-error and {}-component mixture nets, {} steps each, trained side by side in {:.1} s",
+        "{}: squared-error net, mixture net and normalizing flow trained side by side in {:.1} s",
         arm.name,
-        cfg.net.components,
-        cfg.net.steps,
         report.train_seconds
     );
+    print_budget(&report)?;
     outln!(
         "held-out: {} targets y* = f(x), x from the prior, {} samples each, scored against the exact posterior in {:.1} s",
         report.targets,

@@ -257,15 +257,7 @@ impl Fit {
     /// Refuses a run whose estimated memory (the network's, plus `data_bytes` for a training set)
     /// or work exceeds [`MAX_TRAIN_BYTES`] or [`MAX_TRAIN_FLOPS`], before anything is allocated.
     pub fn check_budget(&self, data_bytes: f64) -> Result<(), TrainError> {
-        let bytes = self.memory_estimate() + data_bytes;
-        if bytes > MAX_TRAIN_BYTES {
-            return Err(TrainError::TooLarge { unit: "bytes of memory", estimate: bytes, limit: MAX_TRAIN_BYTES });
-        }
-        let flops = self.work_estimate();
-        if flops > MAX_TRAIN_FLOPS {
-            return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
-        }
-        Ok(())
+        check_budget(self.memory_estimate() + data_bytes, self.work_estimate())
     }
 
     /// The learning rate of step `step` (counted from 0): a cosine decay from the peak to
@@ -274,6 +266,18 @@ impl Fit {
         let t = (step as f32 / self.steps.max(1) as f32).min(1.0);
         self.lr * (LR_FLOOR + (1.0 - LR_FLOOR) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
     }
+}
+
+/// Refuses a run whose estimated memory `bytes` or work `flops` exceeds [`MAX_TRAIN_BYTES`] or
+/// [`MAX_TRAIN_FLOPS`], before anything is allocated (any model's estimates).
+pub fn check_budget(bytes: f64, flops: f64) -> Result<(), TrainError> {
+    if bytes > MAX_TRAIN_BYTES {
+        return Err(TrainError::TooLarge { unit: "bytes of memory", estimate: bytes, limit: MAX_TRAIN_BYTES });
+    }
+    if flops > MAX_TRAIN_FLOPS {
+        return Err(TrainError::TooLarge { unit: "FLOP of work", estimate: flops, limit: MAX_TRAIN_FLOPS });
+    }
+    Ok(())
 }
 
 /// One training run in progress, whatever it fits: Adam on any [`Trainable`] model (an [`Mlp`]

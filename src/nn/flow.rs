@@ -23,7 +23,8 @@
 use super::activation::Activation;
 use super::mlp::{BatchScratch, Gradients, Mlp, Scratch};
 use super::trainable::Trainable;
-use crate::simd::math::{fast_exp, fast_tanh};
+use crate::simd::Simd;
+use crate::simd::math::{exp, fast_exp, fast_tanh, tanh};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -53,6 +54,8 @@ pub struct FlowShape {
     pub features: usize,
     /// Soft clamp of every log-scale.
     pub clamp: f32,
+    /// The hidden layers' activation, in the coupling and conditioning networks.
+    pub activation: Activation,
 }
 
 impl FlowShape {
@@ -135,15 +138,18 @@ impl Flow {
     /// starts at zero, so the untrained flow is the identity (`x` distributed as `z`).
     ///
     /// # Panics
-    /// If a width is zero or `dims` is not in 2..=16 (a programming error: callers validate
-    /// shapes first).
+    /// If a width or the depth is zero or `dims` is not in 2..=16 (a programming error: callers
+    /// validate shapes first).
     pub fn new<R: Rng + ?Sized>(shape: FlowShape, rng: &mut R) -> Self {
-        assert!((2..=16).contains(&shape.dims) && shape.blocks >= 1 && shape.clamp > 0.0, "bad flow shape {shape:?}");
-        let cond = Mlp::new(&shape.cond_sizes(), Activation::Tanh, rng);
+        assert!(
+            (2..=16).contains(&shape.dims) && shape.blocks >= 1 && shape.depth >= 1 && shape.clamp > 0.0,
+            "bad flow shape {shape:?}"
+        );
+        let cond = Mlp::new(&shape.cond_sizes(), shape.activation, rng);
         let blocks = (0..shape.blocks)
             .map(|_| {
                 let mix = random_rotation(shape.dims, rng);
-                let mut net = Mlp::new(&shape.coupling_sizes(), Activation::Tanh, rng);
+                let mut net = Mlp::new(&shape.coupling_sizes(), shape.activation, rng);
                 let last = net.layers.last_mut().expect("at least one layer");
                 last.w.fill(0.0);
                 last.b.fill(0.0);
@@ -185,20 +191,21 @@ impl Flow {
     pub fn condition(&self, y: &[f32]) -> Conditioned {
         let features = self.cond.forward_one(y);
         let split = self.shape.split();
-        let nets = self
+        let (trunks, heads) = self
             .blocks
             .iter()
             .map(|b| {
-                let mut net = b.net.clone();
-                let first = &mut net.layers[0];
+                let mut trunk = b.net.clone();
+                let head = trunk.layers.pop().expect("a coupling has a hidden layer");
+                let first = &mut trunk.layers[0];
                 // W [a; c] + b = W_a a + (W_c c + b): the features become part of the bias.
                 let folded = &first.b + first.w.columns(split, self.shape.features) * &features;
                 first.w = first.w.columns(0, split).into_owned();
                 first.b = folded;
-                net
+                (trunk, head)
             })
-            .collect();
-        Conditioned { shape: self.shape, mix: self.blocks.iter().map(|b| b.mix.clone()).collect(), nets }
+            .unzip();
+        Conditioned { shape: self.shape, mix: self.blocks.iter().map(|b| b.mix.clone()).collect(), trunks, heads }
     }
 
     /// `n` samples for condition `y` appended to `out` (`dims` values each).
@@ -214,7 +221,14 @@ impl Flow {
 pub struct FlowScratch {
     batch: BatchScratch,
     inputs: Vec<f32>,
+    hidden: Vec<f32>,
+    /// The last layer's outputs, sample by sample.
+    head: Vec<f32>,
+    /// Per moved coordinate, every sample's clamped log-scale (`n` values a row), then per
+    /// moved coordinate every sample's shift.
     outputs: Vec<f32>,
+    /// The log-scales' exponentials, laid out like their rows of `outputs`.
+    factors: Vec<f32>,
 }
 
 /// A flow with one condition's features folded into its blocks (see [`Flow::condition`]).
@@ -222,28 +236,42 @@ pub struct FlowScratch {
 pub struct Conditioned {
     shape: FlowShape,
     mix: Vec<Vec<f64>>,
-    nets: Vec<Mlp>,
+    /// Each coupling network but its last layer, the features folded into the first.
+    trunks: Vec<Mlp>,
+    /// Each coupling network's last (linear) layer.
+    heads: Vec<super::dense::Dense>,
 }
 
 impl Conditioned {
     /// Runs block `k`'s network on the kept coordinates of the `n` samples in `xs` (their
-    /// first `split` values); leaves each sample's clamped log-scales and shifts in
-    /// `scratch.outputs` (`2 · moved` values per sample: the scales' exponentials, then shifts).
+    /// first `split` values). Leaves, one row of `n` values per moved coordinate, the clamped
+    /// log-scales and then the shifts in `scratch.outputs`, and the scales' exponentials in
+    /// `scratch.factors`.
+    ///
     fn coupling(&self, k: usize, xs: &[f64], scratch: &mut FlowScratch) {
         let (d, split, m) = (self.shape.dims, self.shape.split(), self.shape.moved());
         let n = xs.len() / d;
+        let (trunk, head) = (&self.trunks[k], &self.heads[k]);
         scratch.inputs.clear();
         for x in xs.chunks_exact(d) {
             scratch.inputs.extend(x[..split].iter().map(|&v| v as f32));
         }
+        let width = trunk.outputs();
+        scratch.hidden.resize(n * width, 0.0);
+        trunk.forward_batch(&scratch.inputs, &mut scratch.hidden, &mut scratch.batch);
+        // The head's own product (a few rows of outputs), then each output row gathered, so
+        // the clamp runs on whole vectors.
+        scratch.head.resize(n * 2 * m, 0.0);
+        head.forward_slices(&scratch.hidden, n, &mut scratch.head);
         scratch.outputs.resize(n * 2 * m, 0.0);
-        self.nets[k].forward_batch(&scratch.inputs, &mut scratch.outputs, &mut scratch.batch);
-        let clamp = self.shape.clamp;
-        for out in scratch.outputs.chunks_exact_mut(2 * m) {
-            for s in &mut out[..m] {
-                *s = clamp * fast_tanh(*s / clamp);
+        for (j, out) in scratch.head.chunks_exact(2 * m).enumerate() {
+            for (r, &v) in out.iter().enumerate() {
+                scratch.outputs[r * n + j] = v;
             }
         }
+        scratch.factors.resize(n * m, 0.0);
+        // SAFETY: the two slices have the same length, `n · moved`.
+        unsafe { clamp_exp(&mut scratch.outputs[..n * m], &mut scratch.factors, self.shape.clamp) };
     }
 
     /// `x → z` in place for the samples in `xs` (`dims` values each), adding each one's
@@ -254,16 +282,17 @@ impl Conditioned {
     pub fn forward(&self, xs: &mut [f64], log_det: &mut [f64], scratch: &mut FlowScratch) {
         let (d, split, m) = (self.shape.dims, self.shape.split(), self.shape.moved());
         assert!(xs.len().is_multiple_of(d) && log_det.len() == xs.len() / d, "Conditioned::forward: lengths");
-        for k in 0..self.nets.len() {
+        for k in 0..self.trunks.len() {
             for x in xs.chunks_exact_mut(d) {
                 rotate(&self.mix[k], x, false);
             }
             self.coupling(k, xs, scratch);
-            for ((x, out), ld) in xs.chunks_exact_mut(d).zip(scratch.outputs.chunks_exact(2 * m)).zip(&mut *log_det) {
+            let (n, FlowScratch { outputs, factors, .. }) = (log_det.len(), &*scratch);
+            for (j, (x, ld)) in xs.chunks_exact_mut(d).zip(&mut *log_det).enumerate() {
                 for i in 0..m {
-                    let s = out[i];
-                    x[split + i] = x[split + i] * f64::from(fast_exp(s)) + f64::from(out[m + i]);
-                    *ld += f64::from(s);
+                    let shift = f64::from(outputs[(m + i) * n + j]);
+                    x[split + i] = x[split + i] * f64::from(factors[i * n + j]) + shift;
+                    *ld += f64::from(outputs[i * n + j]);
                 }
             }
         }
@@ -277,11 +306,13 @@ impl Conditioned {
     pub fn inverse(&self, xs: &mut [f64], scratch: &mut FlowScratch) {
         let (d, split, m) = (self.shape.dims, self.shape.split(), self.shape.moved());
         assert!(xs.len().is_multiple_of(d), "Conditioned::inverse: lengths");
-        for k in (0..self.nets.len()).rev() {
+        for k in (0..self.trunks.len()).rev() {
             self.coupling(k, xs, scratch);
-            for (x, out) in xs.chunks_exact_mut(d).zip(scratch.outputs.chunks_exact(2 * m)) {
+            let (n, FlowScratch { outputs, factors, .. }) = (xs.len() / d, &*scratch);
+            for (j, x) in xs.chunks_exact_mut(d).enumerate() {
                 for i in 0..m {
-                    x[split + i] = (x[split + i] - f64::from(out[m + i])) / f64::from(fast_exp(out[i]));
+                    let shift = f64::from(outputs[(m + i) * n + j]);
+                    x[split + i] = (x[split + i] - shift) / f64::from(factors[i * n + j]);
                 }
                 rotate(&self.mix[k], x, true);
             }
@@ -298,6 +329,28 @@ impl Conditioned {
             .zip(log_det)
             .map(|(z, ld)| -0.5 * z.iter().map(|v| v * v).sum::<f64>() - d as f64 * HALF_LN_TAU + ld)
             .collect()
+    }
+}
+
+crate::simd::dispatch!(unsafe fn clamp_exp(s: &mut [f32], e: &mut [f32], clamp: f32) => generic clamp_exp_body);
+
+/// `s ← clamp · tanh(s / clamp)` and `e ← exp(s)`, a vector at a time.
+///
+/// # Safety
+/// The CPU runs `V`'s instruction set; `e` is as long as `s`.
+#[inline(always)]
+unsafe fn clamp_exp_body<V: Simd>(s: &mut [f32], e: &mut [f32], clamp: f32) {
+    let mut i = 0;
+    // SAFETY: loads and stores stay inside the equal-length slices; vector arithmetic only.
+    unsafe {
+        let (c, inv) = (V::splat(clamp), V::splat(1.0 / clamp));
+        while i < s.len() {
+            let n = V::LANES.min(s.len() - i);
+            let v = c.mul(tanh(V::load_partial(s.as_ptr().add(i), n).mul(inv)));
+            v.store_partial(s.as_mut_ptr().add(i), n);
+            exp(v).store_partial(e.as_mut_ptr().add(i), n);
+            i += n;
+        }
     }
 }
 
@@ -482,6 +535,7 @@ mod tests {
             cond_depth: 1,
             features: 3,
             clamp: 2.0,
+            activation: Activation::Tanh,
         }
     }
 

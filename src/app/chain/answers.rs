@@ -1,8 +1,8 @@
-//! Every frame on a chain: the squared-error answer, the MDN's fan, a few DLS and hybrid
-//! answers (timed, so the panel compares the hybrid with DLS from prior starts), the driver's
-//! answer walked along the manifold by the self-motion slider, and the exact posterior's fan,
-//! which is computed off the frame (a background [`Job`]) with the MDN fan's posterior mismatch
-//! against it. Then the simulated chain follows the command.
+//! Every frame on a chain: the squared-error answer, the MDN's and the flow's fans, a few DLS
+//! and hybrid answers (timed, so the panel compares the hybrid with DLS from prior starts), the
+//! driver's answer walked along the manifold by the self-motion slider, and the exact
+//! posterior's fan, which is computed off the frame (a background [`Job`]) with the learned
+//! fans' posterior mismatch against it. Then the simulated chain follows the command.
 
 use super::super::AppSet;
 use super::super::job::Job;
@@ -12,7 +12,7 @@ use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::chain::mmd::{Kernel, mmd_unbiased};
-use elbow::chain::nets::ChainNet;
+use elbow::chain::nets::{ChainNet, NetKind};
 use elbow::chain::sampler::spread;
 use elbow::chain::solve::{self, SolveSettings, hybrid_from};
 use elbow::chain::{ChainArm, ChainDls, ExactSampler, Method, Nets, manifold};
@@ -38,46 +38,50 @@ const LAG: f64 = 0.06;
 const FAN_SEED: u64 = 0x00FA_4A11;
 
 /// What an exact fan is computed for: the target (bit for bit), the fan size, the arm and the
-/// MDN snapshot whose mismatch it measures.
+/// snapshot of the nets whose mismatch it measures.
 #[derive(Debug, Clone, PartialEq)]
 struct ExactKey {
     target: [u64; 2],
     fan: usize,
     arm: String,
-    mdn: u64,
+    nets: u64,
 }
 
 /// The background job of the exact fan.
 #[derive(Resource, Default)]
 struct ExactJob(Job<ExactKey, ExactFan>);
 
-/// `n` MDN draws for `target`, the same draws every frame.
-fn mdn_fan(net: &ChainNet, target: Point2, n: usize, out: &mut Vec<f64>) {
+/// `n` draws of a net (the MDN, the flow) for `target`, the same draws every frame.
+fn fan(net: &ChainNet, target: Point2, n: usize, out: &mut Vec<f64>) {
     out.clear();
     net.sample(target, n, &mut ChaCha8Rng::seed_from_u64(FAN_SEED), out);
 }
 
-/// The exact fan for `target`, and the MDN fan's mismatch against it.
-fn exact_fan(arm: &ChainArm, mdn: Option<&ChainNet>, target: Point2, n: usize) -> ExactFan {
+/// The mean tip miss of the answers in `set`, metres (none for an empty set).
+fn mean_miss(arm: &ChainArm, set: &[f64], target: Point2) -> Option<f64> {
+    let misses: Vec<f64> = set.chunks_exact(arm.coords()).map(|x| (arm.chain.tip(x) - target).norm()).collect();
+    (!misses.is_empty()).then(|| misses.iter().sum::<f64>() / misses.len() as f64)
+}
+
+/// The exact fan for `target`, and the MDN's and the flow's fans' mismatch against it.
+fn exact_fan(arm: &ChainArm, mdn: Option<&ChainNet>, flow: Option<&ChainNet>, target: Point2, n: usize) -> ExactFan {
     let t = Instant::now();
     let mut sampler = ExactSampler::new(arm);
     sampler.ess_factor = SolveSettings::default().ess_factor;
     let s = sampler.sample(target, n, &mut ChaCha8Rng::seed_from_u64(FAN_SEED));
     let seconds = t.elapsed().as_secs_f64();
     let d = arm.coords();
-    let mmd = mdn.filter(|_| !s.x.is_empty()).map(|net| {
-        let mut fan = Vec::new();
-        mdn_fan(net, target, n, &mut fan);
-        mmd_unbiased(&fan, &s.x, d, &Kernel::default())
-    });
-    ExactFan {
-        target: Some(target),
-        spread: spread(&s.x, d),
-        x: s.x,
-        ess: s.ess,
-        seconds,
-        mmd: mmd.filter(|m| m.is_finite()),
-    }
+    let mmd = |net: Option<&ChainNet>| {
+        net.filter(|_| !s.x.is_empty())
+            .map(|net| {
+                let mut set = Vec::new();
+                fan(net, target, n, &mut set);
+                mmd_unbiased(&set, &s.x, d, &Kernel::default())
+            })
+            .filter(|m| m.is_finite())
+    };
+    let (mmd, flow_mmd) = (mmd(mdn), mmd(flow));
+    ExactFan { target: Some(target), spread: spread(&s.x, d), x: s.x, ess: s.ess, seconds, mmd, flow_mmd }
 }
 
 /// The index of the answer in `set` (`d` values each) nearest `x`.
@@ -105,6 +109,7 @@ fn drive_answer(
         Method::Mse => answers.mse.clone(),
         // The fan's draw nearest the pose: a controller keeps to one mode rather than jumping.
         Method::Mdn => nearest(&answers.mdn, d, x).map(|i| answers.mdn[i * d..(i + 1) * d].to_vec()),
+        Method::Flow => nearest(&answers.flow, d, x).map(|i| answers.flow[i * d..(i + 1) * d].to_vec()),
         Method::Dls => {
             let mut out = x.to_vec();
             ChainDls { tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }.refine(
@@ -173,17 +178,19 @@ fn answer(
     let target = target.pos;
     *frame += 1;
     let answers = &mut *answers;
-    answers.mse = nets.mse.as_ref().map(|net| {
+    answers.mse = nets.get(NetKind::Mse).map(|net| {
         let mut x = vec![0.0; d];
         net.answer(target, &mut x);
         x
     });
-    match nets.mdn.as_ref() {
-        Some(net) => mdn_fan(net, target, view.fan(), &mut answers.mdn),
-        None => answers.mdn.clear(),
+    for (kind, set) in [(NetKind::Mdn, &mut answers.mdn), (NetKind::Flow, &mut answers.flow)] {
+        match nets.get(kind) {
+            Some(net) => fan(net, target, view.fan(), set),
+            None => set.clear(),
+        }
     }
-    let misses: Vec<f64> = answers.mdn.chunks_exact(d).map(|x| (arm.chain.tip(x) - target).norm()).collect();
-    answers.mdn_resim = (!misses.is_empty()).then(|| misses.iter().sum::<f64>() / misses.len() as f64);
+    answers.mdn_resim = mean_miss(arm, &answers.mdn, target);
+    answers.flow_resim = mean_miss(arm, &answers.flow, target);
 
     let mut rng = ChaCha8Rng::seed_from_u64(*frame);
     let mut buf = Vec::new();
@@ -216,27 +223,30 @@ fn answer(
     }
     answers.command = command.filter(|x| x.iter().all(|v| v.is_finite()));
 
-    // The exact fan: off the frame, for the current target and MDN snapshot.
+    // The exact fan: off the frame, for the current target and the nets' snapshot.
     let key = ExactKey {
         target: [target.x.to_bits(), target.y.to_bits()],
         fan: view.fan(),
         arm: arm.name.clone(),
-        mdn: nets.generation,
+        nets: nets.generation,
     };
     if let Some(Ok(fan)) = job.0.poll(&key) {
-        if let Some(m) = fan.mmd {
-            let now = time.elapsed_secs_f64();
-            answers.mmd_history.push_back([now, m]);
-            while answers.mmd_history.front().is_some_and(|p| p[0] < now - MMD_HISTORY_SECS) {
-                answers.mmd_history.pop_front();
+        let now = time.elapsed_secs_f64();
+        for (mmd, history) in [(fan.mmd, &mut answers.mmd_history), (fan.flow_mmd, &mut answers.flow_mmd_history)] {
+            if let Some(m) = mmd {
+                history.push_back([now, m]);
+            }
+            while history.front().is_some_and(|p| p[0] < now - MMD_HISTORY_SECS) {
+                history.pop_front();
             }
         }
         answers.exact = fan;
     }
     job.0.want(&key);
     if job.0.due() {
-        let (arm, mdn, n) = (arm.clone(), nets.mdn.clone(), view.fan());
-        job.0.start(key, move || exact_fan(&arm, mdn.as_ref(), target, n));
+        let (arm, n) = (arm.clone(), view.fan());
+        let (mdn, flow) = (nets.get(NetKind::Mdn).cloned(), nets.get(NetKind::Flow).cloned());
+        job.0.start(key, move || exact_fan(&arm, mdn.as_ref(), flow.as_ref(), target, n));
     }
     answers.exact_busy = job.0.busy();
 }

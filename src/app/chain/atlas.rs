@@ -10,7 +10,7 @@ use super::state::ChainNets;
 use bevy::prelude::*;
 use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
 use elbow::chain::nets::ChainNet;
-use elbow::chain::{Nets, solve::net_needed};
+use elbow::chain::{Nets, Seeds, solve::net_needed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -82,11 +82,8 @@ fn schedule(lab: Res<Lab>, nets: Res<ChainNets>, mut view: ResMut<ChainAtlasView
         return;
     }
     let layer = view.layer;
-    let kind = net_needed(layer.method());
-    let net: Option<ChainNet> = kind.and_then(|k| match k {
-        elbow::chain::nets::NetKind::Mse => nets.mse.clone(),
-        elbow::chain::nets::NetKind::Mdn => nets.mdn.clone(),
-    });
+    let kind = net_needed(layer.method(), Seeds::Mdn);
+    let net: Option<ChainNet> = kind.and_then(|k| nets.get(k).cloned());
     if kind.is_some() && net.is_none() {
         view.note = Some(format!("waits for the {} net to train", layer.method()));
         return;
@@ -114,15 +111,9 @@ fn schedule(lab: Res<Lab>, nets: Res<ChainNets>, mut view: ResMut<ChainAtlasView
     job.job.want(&key);
     if job.job.due() {
         let cfg = ChainAtlasConfig::new(arm.clone(), layer);
-        let (mse, mdn) = match kind {
-            Some(elbow::chain::nets::NetKind::Mse) => (net, None),
-            _ => (None, net),
-        };
         job.key = Some(key.clone());
         job.started = Some(Instant::now());
-        job.job.start(key, move || {
-            chain_atlas(&cfg, Nets { mse: mse.as_ref(), mdn: mdn.as_ref() }, &|_, _| true).map_err(|e| e.to_string())
-        });
+        job.job.start(key, move || chain_atlas(&cfg, Nets::of(net.as_ref()), &|_, _| true).map_err(|e| e.to_string()));
     }
     view.busy = job.job.busy();
 }

@@ -153,7 +153,7 @@ fn draw(
     }
 
     // Fans first (faint), then the few iterative answers, then the squared-error arm on top.
-    for (m, set) in [(Method::Exact, &answers.exact.x), (Method::Mdn, &answers.mdn)] {
+    for (m, set) in [(Method::Exact, &answers.exact.x), (Method::Mdn, &answers.mdn), (Method::Flow, &answers.flow)] {
         if view.shows(m) {
             let color = method_color(m).with_alpha(fan_alpha(set.len() / d.max(1)));
             for x in set.chunks_exact(d) {

@@ -82,7 +82,7 @@ fn keys(
                 atlas.layer = ChainLayer::ALL[(i + 1) % ChainLayer::ALL.len()];
             }
             ChainShortcut::Training => {
-                let running = [&training.mse, &training.mdn].iter().any(|r| r.state == RunPhase::Running);
+                let running = training.runs.iter().any(|r| r.state == RunPhase::Running);
                 train.write(if running { ChainTrainCommand::Stop } else { ChainTrainCommand::Start });
             }
         }

@@ -33,13 +33,14 @@ struct KeptNets(HashMap<String, (ChainNets, ChainTraining)>);
 pub(crate) fn preload(app: &mut App, model: ChainModel, path: &std::path::Path) {
     let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
     let mut training = ChainTraining { config: model.net, ..ChainTraining::default() };
-    for (kind, net) in [(NetKind::Mse, &model.mse), (NetKind::Mdn, &model.mdn)] {
-        if net.is_some() {
+    for kind in NetKind::ALL {
+        if model.net(kind).is_some() {
             training.run_mut(kind).state = RunPhase::Loaded(file.clone());
         }
     }
-    let nets = ChainNets { mse: model.mse, mdn: model.mdn, generation: 1 };
-    app.world_mut().get_resource_or_insert_with(KeptNets::default).0.insert(model.arm.name, (nets, training));
+    let name = model.arm.name.clone();
+    let nets = ChainNets { set: model.into_nets(), generation: 1 };
+    app.world_mut().get_resource_or_insert_with(KeptNets::default).0.insert(name, (nets, training));
 }
 
 /// Where a chain starts on `target`: of 64 prior draws finished by DLS, the converged answer
@@ -93,7 +94,7 @@ fn switch(
     if let Some(old) = last.take() {
         workers.stop_all();
         let mut runs = training.clone();
-        for run in [&mut runs.mse, &mut runs.mdn] {
+        for run in &mut runs.runs {
             if run.state == RunPhase::Running {
                 run.state = RunPhase::Failed("stopped when the arm changed".into());
             }

@@ -20,6 +20,7 @@ use egui_plot::Plot;
 use elbow::Point2;
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
+use elbow::chain::nets::NetKind;
 use elbow::chain::{ArmKind, ChainArm, Method};
 
 /// Height of the chain's small plots, logical pixels.
@@ -227,17 +228,23 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
                     }
                     None => "training…".into(),
                 },
-                Method::Mdn => match a.mdn_resim {
-                    Some(r) => format!(
-                        "{} draws, mean tip miss {}; mismatch vs exact {}",
-                        a.mdn.len() / arm.coords().max(1),
-                        metres(Some(r)),
-                        number(a.exact.mmd, 4)
-                    ),
-                    None => "training…".into(),
-                },
+                Method::Mdn | Method::Flow => {
+                    let (set, resim, mmd) = match m {
+                        Method::Mdn => (&a.mdn, a.mdn_resim, a.exact.mmd),
+                        _ => (&a.flow, a.flow_resim, a.exact.flow_mmd),
+                    };
+                    match resim {
+                        Some(r) => format!(
+                            "{} draws, mean tip miss {}; mismatch vs exact {}",
+                            set.len() / arm.coords().max(1),
+                            metres(Some(r)),
+                            number(mmd, 4)
+                        ),
+                        None => "training…".into(),
+                    }
+                }
                 Method::Dls => iter(&a.dls_stats),
-                Method::Hybrid if s.nets.mdn.is_none() => "waits for the MDN".into(),
+                Method::Hybrid if s.nets.get(NetKind::Mdn).is_none() => "waits for the MDN".into(),
                 Method::Hybrid => format!(
                     "{}, {} % fell back",
                     iter(&a.hybrid_stats),
@@ -263,13 +270,18 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
         }
     });
     ui.small(format!(
-        "DLS and hybrid: {PER_FRAME} fresh solutions a frame, averaged. Mismatch: the MMD of the MDN's fan against the exact one (0 when they match; the CLI's `experiment chain` measures it over 1,000 targets)."
+        "DLS and hybrid: {PER_FRAME} fresh solutions a frame, averaged. Mismatch: the MMD of a learned fan against the exact one (0 when they match; the CLI's `experiment chain` measures it over 1,000 targets)."
     ));
-    if a.mmd_history.len() > 1 {
-        let t0 = a.mmd_history.front().map_or(0.0, |p| p[0]);
-        let pts: Vec<[f64; 2]> = a.mmd_history.iter().map(|p| [p[0] - t0, p[1]]).collect();
-        let mmd = vec![export::series("MMD", method_color(Method::Mdn), pts, false)];
-        ui.small("MDN vs exact mismatch over the last minute (s)");
+    if a.mmd_history.len() + a.flow_mmd_history.len() > 1 {
+        let t0 = a.mmd_history.iter().chain(&a.flow_mmd_history).map(|p| p[0]).fold(f64::INFINITY, f64::min);
+        let pts = |h: &std::collections::VecDeque<[f64; 2]>| -> Vec<[f64; 2]> {
+            h.iter().map(|p| [p[0] - t0, p[1]]).collect()
+        };
+        let mmd = vec![
+            export::series("MDN", method_color(Method::Mdn), pts(&a.mmd_history), false),
+            export::series("flow", method_color(Method::Flow), pts(&a.flow_mmd_history), false),
+        ];
+        ui.small("MDN and flow vs exact mismatch over the last minute (s)");
         Plot::new("chain-mmd")
             .height(PLOT_HEIGHT)
             .allow_drag(false)
@@ -277,7 +289,25 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
             .allow_scroll(false)
             .include_y(0.0)
             .show(ui, |plot| export::lines(plot, &mmd));
-        export::buttons(ui, "chain-mmd", "MDN vs exact posterior mismatch", ("seconds", "MMD"), &mmd);
+        export::buttons(ui, "chain-mmd", "learned fans vs exact posterior mismatch", ("seconds", "MMD"), &mmd);
+    }
+}
+
+/// A net's name in the panel.
+fn net_label(kind: NetKind) -> &'static str {
+    match kind {
+        NetKind::Mse => "MSE net",
+        NetKind::Mdn => "MDN",
+        NetKind::Flow => "flow",
+    }
+}
+
+/// The method that samples a net.
+fn net_method(kind: NetKind) -> Method {
+    match kind {
+        NetKind::Mse => Method::Mse,
+        NetKind::Mdn => Method::Mdn,
+        NetKind::Flow => Method::Flow,
     }
 }
 
@@ -296,8 +326,9 @@ fn run_line(ui: &mut egui::Ui, name: &str, run: &NetRun) {
 
 /// The nets' training: progress, loss curves, and starting again.
 fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
-    run_line(ui, "MSE net", &s.training.mse);
-    run_line(ui, "MDN", &s.training.mdn);
+    for kind in NetKind::ALL {
+        run_line(ui, net_label(kind), s.training.run(kind));
+    }
     let mut steps = s.training.config.steps;
     ui.horizontal(|ui| {
         ui.add(egui::DragValue::new(&mut steps).range(100..=100_000).speed(100).prefix("steps "));
@@ -312,12 +343,12 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
         s.training.config.steps = steps;
     }
     let curve = |run: &NetRun| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
-    if s.training.mse.losses.len() + s.training.mdn.losses.len() > 1 {
-        ui.small("training loss by step (MSE: squared error; MDN: negative log-likelihood)");
-        let losses = vec![
-            export::series("MSE", method_color(Method::Mse), curve(&s.training.mse), false),
-            export::series("MDN", method_color(Method::Mdn), curve(&s.training.mdn), false),
-        ];
+    if s.training.runs.iter().map(|r| r.losses.len()).sum::<usize>() > 1 {
+        ui.small("training loss by step (MSE: squared error; MDN and flow: negative log-likelihood)");
+        let losses: Vec<_> = NetKind::ALL
+            .iter()
+            .map(|&k| export::series(net_label(k), method_color(net_method(k)), curve(s.training.run(k)), false))
+            .collect();
         Plot::new("chain-loss")
             .height(PLOT_HEIGHT)
             .allow_drag(false)

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use elbow::Point2;
 use elbow::chain::manifold::Walk;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-use elbow::chain::{Method, Nets};
+use elbow::chain::{Method, NetSet, Nets};
 use std::collections::VecDeque;
 
 /// Registers the chain lab's resources and its training message.
@@ -40,6 +40,7 @@ pub(crate) fn method_label(m: Method) -> &'static str {
     match m {
         Method::Mse => "MSE net",
         Method::Mdn => "MDN fan",
+        Method::Flow => "flow fan",
         Method::Dls => "DLS, prior starts",
         Method::Hybrid => "hybrid: MDN seed + DLS",
         Method::Exact => "exact posterior",
@@ -51,7 +52,7 @@ pub(crate) fn method_label(m: Method) -> &'static str {
 pub(crate) struct ChainView {
     /// Which method's answer the chain follows.
     pub(crate) driver: Method,
-    /// Samples per fan (MDN and exact).
+    /// Samples per fan (MDN, flow and exact).
     pub(crate) fan: usize,
     /// Which methods are drawn, by [`Method::ALL`] position.
     pub(crate) shown: [bool; Method::ALL.len()],
@@ -62,7 +63,7 @@ pub(crate) struct ChainView {
 
 impl Default for ChainView {
     fn default() -> Self {
-        let shown = Method::ALL.map(|m| matches!(m, Method::Mse | Method::Mdn | Method::Exact));
+        let shown = Method::ALL.map(|m| matches!(m, Method::Mse | Method::Mdn | Method::Flow | Method::Exact));
         Self { driver: Method::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0 }
     }
 }
@@ -89,30 +90,30 @@ impl ChainView {
     }
 }
 
-/// The latest snapshot of each net, and a counter that moves when either changes.
+/// The latest snapshot of each net, and a counter that moves when any changes.
 #[derive(Resource, Debug, Clone, Default)]
 pub(crate) struct ChainNets {
-    /// The squared-error net.
-    pub(crate) mse: Option<ChainNet>,
-    /// The mixture density network.
-    pub(crate) mdn: Option<ChainNet>,
+    /// The nets, by kind.
+    pub(crate) set: NetSet,
     /// Bumped on every new snapshot.
     pub(crate) generation: u64,
 }
 
 impl ChainNets {
+    /// The net of `kind`, if trained (or training).
+    pub(crate) fn get(&self, kind: NetKind) -> Option<&ChainNet> {
+        self.set.get(kind)
+    }
+
     /// Replaces the net of `kind`.
     pub(crate) fn set(&mut self, kind: NetKind, net: Option<ChainNet>) {
-        match kind {
-            NetKind::Mse => self.mse = net,
-            NetKind::Mdn => self.mdn = net,
-        }
+        self.set.set(kind, net);
         self.generation += 1;
     }
 
     /// The nets as the core's solvers take them.
     pub(crate) fn nets(&self) -> Nets<'_> {
-        Nets { mse: self.mse.as_ref(), mdn: self.mdn.as_ref() }
+        self.set.nets()
     }
 }
 
@@ -160,7 +161,7 @@ impl IterStats {
 }
 
 /// The exact posterior's fan for one target, computed off the frame, and the posterior mismatch
-/// of the MDN's fan against it.
+/// of the MDN's and the flow's fans against it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ExactFan {
     /// The target it was drawn for.
@@ -173,6 +174,8 @@ pub(crate) struct ExactFan {
     pub(crate) seconds: f64,
     /// The MDN fan's posterior mismatch (MMD) against it, when an MDN was there.
     pub(crate) mmd: Option<f64>,
+    /// The flow fan's posterior mismatch against it, when a flow was there.
+    pub(crate) flow_mmd: Option<f64>,
     /// Root of the trace of its covariance.
     pub(crate) spread: f64,
 }
@@ -189,6 +192,10 @@ pub(crate) struct ChainAnswers {
     pub(crate) mdn: Vec<f64>,
     /// Mean tip miss of the MDN's fan (its re-simulation error), metres.
     pub(crate) mdn_resim: Option<f64>,
+    /// The flow's fan.
+    pub(crate) flow: Vec<f64>,
+    /// Mean tip miss of the flow's fan, metres.
+    pub(crate) flow_resim: Option<f64>,
     /// The latest exact fan (for the current target or, while a new one is computed, the last).
     pub(crate) exact: ExactFan,
     /// A new exact fan is being computed.
@@ -210,6 +217,8 @@ pub(crate) struct ChainAnswers {
     pub(crate) walk: Option<Walk>,
     /// `[seconds since start, MMD]` of each exact fan that came with an MDN fan.
     pub(crate) mmd_history: VecDeque<[f64; 2]>,
+    /// The same for the flow's fan.
+    pub(crate) flow_mmd_history: VecDeque<[f64; 2]>,
 }
 
 /// The simulated chain: its coordinates follow the command with a first-order lag.
@@ -248,13 +257,11 @@ pub(crate) enum RunPhase {
     Failed(String),
 }
 
-/// Both nets' training runs and the settings of the next run.
+/// Every net's training run and the settings of the next run.
 #[derive(Resource, Debug, Clone, PartialEq)]
 pub(crate) struct ChainTraining {
-    /// The squared-error net's run.
-    pub(crate) mse: NetRun,
-    /// The MDN's run.
-    pub(crate) mdn: NetRun,
+    /// The runs, by [`NetKind::ALL`] position.
+    pub(crate) runs: [NetRun; NetKind::ALL.len()],
     /// The configuration of the next run (the experiment's, by default).
     pub(crate) config: NetConfig,
     /// Start training when a chain lab opens without nets.
@@ -263,25 +270,27 @@ pub(crate) struct ChainTraining {
 
 impl Default for ChainTraining {
     fn default() -> Self {
-        Self { mse: NetRun::default(), mdn: NetRun::default(), config: NetConfig::default(), autostart: true }
+        Self { runs: Default::default(), config: NetConfig::default(), autostart: true }
     }
 }
 
 impl ChainTraining {
     /// The run of `kind`.
+    pub(crate) fn run(&self, kind: NetKind) -> &NetRun {
+        &self.runs[kind.index()]
+    }
+
+    /// The run of `kind`, to change.
     pub(crate) fn run_mut(&mut self, kind: NetKind) -> &mut NetRun {
-        match kind {
-            NetKind::Mse => &mut self.mse,
-            NetKind::Mdn => &mut self.mdn,
-        }
+        &mut self.runs[kind.index()]
     }
 }
 
 /// What the panel (or a test) asks of chain training.
 #[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ChainTrainCommand {
-    /// Train both nets afresh with [`ChainTraining::config`].
+    /// Train every net afresh with [`ChainTraining::config`].
     Start,
-    /// Stop both runs, keeping the nets as they stand.
+    /// Stop every run, keeping the nets as they stand.
     Stop,
 }

@@ -38,11 +38,12 @@ fn net(arm: &ChainArm, kind: NetKind, steps: usize, full_size: bool) -> ChainNet
     ChainNet::train(arm, kind, &cfg, |_, _| true).expect("a small run trains")
 }
 
-/// Puts both nets in place.
+/// Puts every net in place.
 fn give_nets(app: &mut App, arm: &ChainArm, steps: usize, full_size: bool) {
     let mut nets = app.world_mut().resource_mut::<ChainNets>();
-    nets.set(NetKind::Mse, Some(net(arm, NetKind::Mse, steps, full_size)));
-    nets.set(NetKind::Mdn, Some(net(arm, NetKind::Mdn, steps, full_size)));
+    for kind in NetKind::ALL {
+        nets.set(kind, Some(net(arm, kind, steps, full_size)));
+    }
 }
 
 /// Runs frames 5 ms apart until `done` holds; returns how many it took (fails after a minute:
@@ -89,13 +90,14 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     let generation = app.world().resource::<ChainNets>().generation;
     *app.world_mut().resource_mut::<Lab>() = Lab::Chain(ArmKind::ThreeR.arm());
     app.update();
-    assert!(app.world().resource::<ChainNets>().mdn.is_none(), "3r has no nets yet");
+    assert!(app.world().resource::<ChainNets>().get(NetKind::Mdn).is_none(), "3r has no nets yet");
     assert_eq!(app.world().resource::<ChainPlant>().x.len(), 3);
     assert!(app.world().resource::<ChainAnswers>().mdn.is_empty());
     *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3);
     app.update();
     let nets = app.world().resource::<ChainNets>();
-    assert!(nets.mdn.is_some() && nets.mse.is_some() && nets.generation == generation, "rail3's nets are back");
+    assert!(NetKind::ALL.iter().all(|&k| nets.get(k).is_some()), "rail3's nets are back");
+    assert_eq!(nets.generation, generation);
 
     *app.world_mut().resource_mut::<Lab>() = Lab::TwoLink;
     app.update();
@@ -114,6 +116,8 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
     app.update();
     let answers = app.world().resource::<ChainAnswers>();
     assert_eq!(answers.mdn.len(), 37 * 4, "the MDN fan");
+    assert_eq!(answers.flow.len(), 37 * 4, "the flow's fan");
+    assert!(answers.flow_resim.is_some_and(|r| r.is_finite()));
     assert!(answers.exact_busy, "the exact fan is being drawn");
     assert!(answers.mse.as_ref().is_some_and(|x| x.len() == 4));
     // Frames go on while the exact fan is drawn: a frame that waited would bring it at once.
@@ -127,6 +131,7 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
         assert!((arm.chain.tip(x) - CHAIN_TARGET).norm() < 1e-6, "an exact sample solves the target");
     }
     assert!(answers.exact.mmd.is_some_and(|m| m.is_finite()), "the MDN fan's mismatch against it");
+    assert!(answers.exact.flow_mmd.is_some_and(|m| m.is_finite()), "the flow fan's mismatch against it");
     assert!(answers.exact.spread > 0.1, "rail3's posterior at (1.5, 0) is a spread, not a point");
     // A target out of reach: no exact samples, said so.
     app.world_mut().resource_mut::<Target>().pos = Point2::new(5.0, 0.0);
@@ -191,6 +196,12 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
         app.update();
     }
     assert!(plant_miss(&app, &arm) > 0.05);
+    // Driving by the flow: the command is the draw of its fan nearest the pose.
+    app.world_mut().resource_mut::<ChainView>().driver = Method::Flow;
+    app.update();
+    let answers = app.world().resource::<ChainAnswers>();
+    let command = answers.command.as_ref().expect("the flow commands the chain");
+    assert!(answers.flow.chunks_exact(3).any(|x| x == &command[..]), "the command is one of the flow's draws");
 }
 
 /// Frame time of the logic with the heaviest chain load (a 200-draw MDN fan of the default net

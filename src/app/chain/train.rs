@@ -8,7 +8,7 @@ use super::super::state::arm::Lab;
 use super::state::{ChainNets, ChainTrainCommand, ChainTraining, RunPhase};
 use bevy::prelude::*;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-use elbow::chain::{ChainArm, solve::net_needed};
+use elbow::chain::{ChainArm, Seeds, solve::net_needed};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
@@ -28,7 +28,7 @@ const CHUNK: usize = 20;
 /// Least time between two snapshots of a net.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(400);
 /// The nets the chain lab trains.
-pub(crate) const KINDS: [NetKind; 2] = [NetKind::Mse, NetKind::Mdn];
+pub(crate) const KINDS: [NetKind; 3] = NetKind::ALL;
 
 /// Messages from a worker.
 enum Report {
@@ -103,29 +103,25 @@ fn work(arm: &ChainArm, kind: NetKind, cfg: &NetConfig, stop: &AtomicBool, tx: &
 /// The live workers, one slot per net.
 #[derive(Resource, Default)]
 pub(crate) struct NetWorkers {
-    mse: Option<NetWorker>,
-    mdn: Option<NetWorker>,
+    slots: [Option<NetWorker>; NetKind::ALL.len()],
 }
 
 impl NetWorkers {
     fn slot(&mut self, kind: NetKind) -> &mut Option<NetWorker> {
-        match kind {
-            NetKind::Mse => &mut self.mse,
-            NetKind::Mdn => &mut self.mdn,
-        }
+        &mut self.slots[kind.index()]
     }
 
     /// Stops and joins every worker.
     pub(crate) fn stop_all(&mut self) {
-        self.mse = None;
-        self.mdn = None;
+        self.slots = Default::default();
     }
 
-    /// Starts both nets afresh for `arm` (the nets only the arm's methods need).
+    /// Starts every net afresh for `arm` (the nets the arm's methods need, the hybrid seeded
+    /// by the MDN as the app runs it).
     pub(crate) fn start(&mut self, arm: &ChainArm, training: &mut ChainTraining) {
         self.stop_all();
         for kind in KINDS {
-            let wanted = arm.methods().iter().any(|&m| net_needed(m) == Some(kind));
+            let wanted = arm.methods().iter().any(|&m| net_needed(m, Seeds::Mdn) == Some(kind));
             let cfg = training.config;
             let run = training.run_mut(kind);
             *run = Default::default();

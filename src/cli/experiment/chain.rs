@@ -5,13 +5,14 @@
 use crate::cli::figure::{Canvas, FONT, Output};
 use crate::cli::{Failure, INTERRUPTED_EXIT, count, print_json, signals};
 use clap::Args;
-use elbow::chain::nets::Covariance;
-use elbow::chain::{ArmKind, ChainArm, Method};
+use elbow::chain::nets::{Covariance, MAX_BLOCKS};
+use elbow::chain::{ArmKind, ChainArm, Method, Seeds};
 use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
-use elbow::learned::limits::MAX_COMPONENTS;
+use elbow::learned::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
+use elbow::nn::Activation;
 use elbow::stats::Summary;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -67,7 +68,8 @@ pub(crate) struct ChainArgs {
     /// joints ±150°, uniform prior) instead of `--arm`.
     #[arg(long, value_name = "L1,L2,L3,...", allow_hyphen_values = true)]
     lengths: Option<ChainLengths>,
-    /// The methods, comma-separated, from `mse`, `mdn`, `dls`, `hybrid` and `exact` (default: all).
+    /// The methods, comma-separated, from `mse`, `mdn`, `flow`, `dls`, `hybrid` and `exact`
+    /// (default: all).
     #[arg(long)]
     methods: Option<Methods>,
     /// Test targets `y* = f(x)`, `x` from the prior, 1 to 100000.
@@ -89,6 +91,24 @@ pub(crate) struct ChainArgs {
     /// The MDN components' covariance: `full` or `diagonal`.
     #[arg(long, default_value_t = defaults().net.covariance)]
     covariance: Covariance,
+    /// Where the hybrid's seeds come from: `mdn` or `flow`.
+    #[arg(long, default_value_t = defaults().solve.seeds)]
+    seeds: Seeds,
+    /// Coupling blocks of the normalizing flow, 1 to 64.
+    #[arg(long, default_value_t = defaults().net.flow.blocks, value_parser = count::<1, MAX_BLOCKS>,
+          allow_hyphen_values = true)]
+    blocks: usize,
+    /// Width of each flow coupling's hidden layers, 1 to 4096.
+    #[arg(long, default_value_t = defaults().net.flow.hidden, value_parser = count::<1, MAX_HIDDEN>,
+          allow_hyphen_values = true)]
+    flow_hidden: usize,
+    /// Hidden layers of each flow coupling, 1 to 8.
+    #[arg(long, default_value_t = defaults().net.flow.depth, value_parser = count::<1, MAX_DEPTH>,
+          allow_hyphen_values = true)]
+    flow_depth: usize,
+    /// The flow networks' hidden activation: `tanh` or `relu`.
+    #[arg(long, default_value_t = defaults().net.flow.activation)]
+    flow_activation: Activation,
     /// Success radius in metres.
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
@@ -128,6 +148,11 @@ impl ChainArgs {
         cfg.net.covariance = self.covariance;
         cfg.tolerance = self.tolerance;
         cfg.solve.ess_factor = self.ess_factor;
+        cfg.solve.seeds = self.seeds;
+        cfg.net.flow.blocks = self.blocks;
+        cfg.net.flow.hidden = self.flow_hidden;
+        cfg.net.flow.depth = self.flow_depth;
+        cfg.net.flow.activation = self.flow_activation;
         cfg.seed = self.seed;
         cfg.net.seed = self.seed;
         cfg.validate().map_err(|e| e.to_string())?;
@@ -172,13 +197,8 @@ fn print_table(r: &ChainReport) -> Result<(), String> {
         r.samples
     );
     let widths: Vec<String> = r.kernel.widths.iter().map(|h| h.to_string()).collect();
-    outln!(
-        "(nets trained in {:.1} s: MDN with {} {} components; evaluated in {:.1} s)",
-        r.train_seconds,
-        r.net.components,
-        r.net.covariance,
-        r.eval_seconds
-    );
+    outln!("(nets trained side by side in {:.1} s; evaluated in {:.1} s)", r.train_seconds, r.eval_seconds);
+    print_budget(r)?;
     outln!(
         "posterior mismatch: unbiased MMD² against {} exact samples, kernel sum of h²/(h² + |x - x'|²), h = {}",
         r.samples,
@@ -205,6 +225,36 @@ fn print_table(r: &ChainReport) -> Result<(), String> {
         r.tolerance
     );
     outln!("s/solution over the whole run, s/2000: 2,000 solutions of y* = (1.5, 0) on one core (best of three)");
+    Ok(())
+}
+
+/// One line per trained net: what it is and what its training cost.
+pub(crate) fn print_budget(r: &ChainReport) -> Result<(), String> {
+    let n = &r.net;
+    for b in &r.budget {
+        let what = match b.net.as_str() {
+            "mse" => format!("squared-error MLP, {} hidden layers of {}", n.depth, n.hidden),
+            "mdn" => format!(
+                "MDN, {} {} components on {} hidden layers of {}",
+                n.components, n.covariance, n.depth, n.hidden
+            ),
+            _ => format!(
+                "normalizing flow, {} coupling blocks of {} {} layers of {}, conditioned through {} layers of {}",
+                n.flow.blocks, n.flow.depth, n.flow.activation, n.flow.hidden, n.depth, n.flow.cond_hidden
+            ),
+        };
+        let seconds = b.seconds.map_or_else(String::new, |s| format!(", {s:.1} s"));
+        outln!(
+            "  {:<5} {what}: {} parameters, {} steps of {} prior pairs{seconds}",
+            b.net,
+            b.parameters,
+            b.steps,
+            b.batch
+        );
+    }
+    if r.rows.iter().any(|row| row.method == elbow::chain::Method::Hybrid) {
+        outln!("  the hybrid's seeds: {} draws", r.seeds);
+    }
     Ok(())
 }
 
@@ -271,6 +321,7 @@ fn colour(m: Method) -> RGBColor {
     match m {
         Method::Mse => RGBColor(214, 39, 40),
         Method::Mdn => RGBColor(148, 103, 189),
+        Method::Flow => RGBColor(255, 127, 14),
         Method::Dls => RGBColor(31, 119, 180),
         Method::Hybrid => RGBColor(44, 160, 44),
         Method::Exact => RGBColor(40, 40, 40),

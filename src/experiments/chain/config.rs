@@ -93,8 +93,8 @@ impl ChainConfig {
                 "this run would need about {pairs:.1e} kernel evaluations (the limit is {MAX_KERNEL_PAIRS:.0e}); use fewer targets or samples"
             ));
         }
-        for kind in [NetKind::Mse, NetKind::Mdn] {
-            if self.methods.iter().any(|m| net_of(*m) == Some(kind)) {
+        for kind in NetKind::ALL {
+            if self.methods.iter().any(|&m| net_of(self, m) == Some(kind)) {
                 self.net.validate(kind, self.arm.coords())?;
             }
         }
@@ -114,7 +114,8 @@ impl ChainConfig {
     }
 }
 
-/// Which net a method needs ([`crate::chain::solve::net_needed`]).
-pub(super) fn net_of(m: Method) -> Option<NetKind> {
-    crate::chain::solve::net_needed(m)
+/// Which net a method of the run needs ([`crate::chain::solve::net_needed`], with the run's
+/// seed source).
+pub(super) fn net_of(cfg: &ChainConfig, m: Method) -> Option<NetKind> {
+    crate::chain::solve::net_needed(m, cfg.solve.seeds)
 }

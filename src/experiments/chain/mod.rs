@@ -25,5 +25,5 @@ pub mod report;
 mod run;
 
 pub use config::{ChainConfig, MAX_KERNEL_PAIRS, MAX_SAMPLES, MAX_TARGETS};
-pub use report::{ChainReport, Demo, MethodRow};
+pub use report::{ChainReport, Demo, MethodRow, NetBudget};
 pub use run::{DEMO_TARGET, Progress, TIMED_SOLUTIONS, TrainedNets, chain, chain_observed, evaluate, train_nets};

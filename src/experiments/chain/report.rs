@@ -1,7 +1,7 @@
 //! What a chain run returns: one row per method, each figure summarised over the targets.
 
 use crate::chain::nets::NetConfig;
-use crate::chain::{Kernel, Method};
+use crate::chain::{Kernel, Method, Seeds};
 use crate::stats::{Summary, json_f64, json_numbers};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,23 @@ pub struct MethodRow {
     pub mmd_floor: Option<f64>,
 }
 
+/// What training one net of the run cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetBudget {
+    /// The net's key (`mse`, `mdn`, `flow`).
+    pub net: String,
+    /// Its weights and biases.
+    pub parameters: usize,
+    /// Minibatch updates.
+    pub steps: usize,
+    /// Prior pairs per minibatch.
+    pub batch: usize,
+    /// Wall seconds of its training (the nets train side by side, a thread each); absent for
+    /// nets loaded from a file.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
+    pub seconds: Option<f64>,
+}
+
 /// The samples of each method at the demo target, for the figure.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Demo {
@@ -71,6 +88,11 @@ pub struct ChainReport {
     pub kernel: Kernel,
     /// The network settings.
     pub net: NetConfig,
+    /// Where the hybrid's seeds came from.
+    #[serde(default)]
+    pub seeds: Seeds,
+    /// What each net's training cost.
+    pub budget: Vec<NetBudget>,
     /// One row per method.
     pub rows: Vec<MethodRow>,
     /// The exact-vs-exact posterior mismatch per target (the floor under every mismatch).
