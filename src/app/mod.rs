@@ -176,7 +176,7 @@ fn chain_model(
     match elbow::chain::model::ModelFile::load(path).map_err(|e| e.to_string())? {
         elbow::chain::model::ModelFile::Chain(m) => {
             m.check_fits(arm).map_err(|e| format!("{shown}: {e}"))?;
-            Ok(Some(m))
+            Ok(Some(*m))
         }
         other => Err(format!("{shown}: it is {}, and the app is open on the chain {}", other.describe(), arm.name)),
     }

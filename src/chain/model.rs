@@ -135,7 +135,7 @@ impl ChainModel {
     /// what it is.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         match ModelFile::load(path)? {
-            ModelFile::Chain(m) => Ok(m),
+            ModelFile::Chain(m) => Ok(*m),
             other => Err(ModelError::OtherKind {
                 path: path.display().to_string(),
                 found: other.describe(),
@@ -148,10 +148,10 @@ impl ChainModel {
 /// A model file of either kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelFile {
-    /// A two-link head (`elbow train`).
-    TwoLink(LearnedModel),
-    /// The nets of a chain (`elbow train --arm 3r|rail3`).
-    Chain(ChainModel),
+    /// A two-link head (`elbow train`; boxed like the chain's).
+    TwoLink(Box<LearnedModel>),
+    /// The nets of a chain (`elbow train --arm 3r|rail3`; boxed: three networks).
+    Chain(Box<ChainModel>),
 }
 
 impl ModelFile {
@@ -164,9 +164,9 @@ impl ModelFile {
     /// Parses and validates the `bytes` of a model file read from `path`, by its format tag.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, ModelError> {
         if format_tag(bytes).as_deref() == Some(FORMAT) {
-            parse_model(path, bytes, ChainModel::validate).map(Self::Chain)
+            parse_model(path, bytes, ChainModel::validate).map(|m| Self::Chain(Box::new(m)))
         } else {
-            parse_model(path, bytes, LearnedModel::validate).map(Self::TwoLink)
+            parse_model(path, bytes, LearnedModel::validate).map(|m| Self::TwoLink(Box::new(m)))
         }
     }
 

@@ -304,8 +304,8 @@ pub enum Body {
     },
     /// A conditional normalizing flow over the standardised coordinates.
     Flow {
-        /// The flow.
-        flow: Flow,
+        /// The flow (boxed: it is several networks).
+        flow: Box<Flow>,
     },
 }
 
@@ -430,9 +430,9 @@ impl ChainNet {
                     fill_batch(arm, &input, &output, &mut rng, &mut x, xb, yb)
                 };
                 Fitter::with_work(fit, work, d).run_watched(&mut flow, fill, |step, loss, flow| {
-                    progress(step, loss, &|| net_of(Body::Flow { flow: flow.clone() }))
+                    progress(step, loss, &|| net_of(Body::Flow { flow: Box::new(flow.clone()) }))
                 })?;
-                Ok(net_of(Body::Flow { flow }))
+                Ok(net_of(Body::Flow { flow: Box::new(flow) }))
             }
         }
     }

@@ -67,7 +67,7 @@ pub(crate) fn cli_net_defaults() -> NetConfig {
 pub(crate) fn load_chain_model(path: &Path, arm: &ChainArm) -> Result<ChainModel, String> {
     let shown = path.display();
     match ModelFile::load(path).map_err(|e| e.to_string())? {
-        ModelFile::Chain(m) if m.arm == *arm => Ok(m),
+        ModelFile::Chain(m) if m.arm == *arm => Ok(*m),
         other => Err(format!("{shown} is {}; this command runs on {}", other.describe(), arm.name)),
     }
 }
@@ -75,7 +75,7 @@ pub(crate) fn load_chain_model(path: &Path, arm: &ChainArm) -> Result<ChainModel
 /// The two-link model at `path`: a chain model is refused with one sentence saying what it is.
 pub(crate) fn load_two_link_model(path: &Path, arm: &TwoLinkArm) -> Result<LearnedModel, String> {
     match ModelFile::load(path).map_err(|e| e.to_string())? {
-        ModelFile::TwoLink(m) => Ok(m),
+        ModelFile::TwoLink(m) => Ok(*m),
         other => {
             Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm)))
         }
