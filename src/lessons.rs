@@ -197,7 +197,7 @@ impl Lesson {
             ],
             Lesson::Manifold => [
                 "On rail3 every reachable target has a whole sheet of answers. The MDN's fan and the flow's (samples) are drawn over the exact posterior's.",
-                "Drag the target: where a fan agrees with the exact one its net learnt the manifold; the flow's arms land on the target, the MDN's scatter around it.",
+                "Drag the target: where a fan agrees with the exact one its net learnt the manifold; the panel gives each fan's tip miss and mismatch.",
             ],
             Lesson::Seeds => [
                 "The hybrid seeds DLS with the MDN's samples; plain DLS starts from the prior. Both are drawn, with their success and iteration counts.",

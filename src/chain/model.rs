@@ -213,6 +213,15 @@ mod tests {
         // The two-link reader says what the file is.
         let e = LearnedModel::load(&path).unwrap_err().to_string();
         assert!(e.contains("is a chain model for rail3") && e.contains("two-link model is needed"), "{e}");
+        // A file written before the flow (no `flow` field, no flow settings) loads with the nets
+        // it has.
+        let mut old = serde_json::to_value(&m).unwrap();
+        old.as_object_mut().unwrap().remove("flow");
+        old["net"].as_object_mut().unwrap().remove("flow");
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let back = ChainModel::load(&path).unwrap();
+        assert!(back.flow.is_none() && back.mse == m.mse && back.mdn == m.mdn);
+        assert_eq!(back.nets().get(NetKind::Flow).map(|n| n.kind), None);
         std::fs::remove_file(&path).ok();
     }
 

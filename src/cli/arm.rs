@@ -57,7 +57,7 @@ pub(crate) fn two_link_name(arm: &TwoLinkArm) -> String {
 
 /// The network settings of the command line's chain nets (`elbow train --arm`, and the nets
 /// `solve` and `atlas` train when no `--model` is given): smaller than the chain experiment's,
-/// so both nets train in seconds.
+/// so every net trains in seconds.
 pub(crate) fn cli_net_defaults() -> NetConfig {
     NetConfig { hidden: 64, depth: 3, components: 8, steps: 2000, batch: 256, ..NetConfig::default() }
 }

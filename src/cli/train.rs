@@ -119,7 +119,7 @@ impl TrainArgs {
         })
     }
 
-    /// The chain run these arguments describe on `arm`: both nets, evaluated like the chain
+    /// The chain run these arguments describe on `arm`: every net, evaluated like the chain
     /// experiment on held-out targets.
     fn chain_config(&self, arm: &ChainArm) -> Result<ChainConfig, String> {
         let two_link_only = [
@@ -258,7 +258,7 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `elbow train` on a chain: both nets side by side (the chain experiment's training), their
+/// `elbow train` on a chain: every net side by side (the chain experiment's training), their
 /// held-out figures (its evaluation), and the chain model saved.
 fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
     let cfg = args.chain_config(arm)?;

@@ -1,6 +1,6 @@
 //! Keyboard shortcuts on a chain ([`shortcuts`]): a number key per driver of the arm's methods,
 //! in the registry's order, **A** the atlas on/off, **L** its next layer, **Space** stops
-//! training when a net is training and otherwise trains both afresh. Keys typed into an egui
+//! training when a net is training and otherwise trains every net afresh. Keys typed into an egui
 //! field stay with egui.
 
 use super::super::AppSet;
@@ -27,7 +27,7 @@ pub(crate) enum ChainShortcut {
     Atlas,
     /// The atlas's next layer.
     Layer,
-    /// Stop training if a net is training, else train both afresh.
+    /// Stop training if a net is training, else train every net afresh.
     Training,
 }
 

@@ -26,7 +26,7 @@ pub const TIMED_SOLUTIONS: usize = 2000;
 /// Where a run stands, for a progress display; the callback returns false to stop the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
-    /// `done` of `total` training steps (both nets together).
+    /// `done` of `total` training steps (every net together).
     Training {
         /// Steps done.
         done: usize,
