@@ -150,7 +150,7 @@ impl Mlp {
         d_out: &DMatrix<f32>,
         scratch: &mut Scratch,
         grads: &mut Gradients,
-        d_x: Option<&mut [f32]>,
+        mut d_x: Option<&mut [f32]>,
     ) {
         let n = self.layers.len();
         let batch = x.ncols();
@@ -185,41 +185,13 @@ impl Mlp {
             kernels::gemm(&dw, grads.w[i].as_mut_slice());
             kernels::row_sums(delta, out, grads.b[i].as_mut_slice());
             if i > 0 {
-                // dL/d(input) = act'(input) ⊙ (Wᵀ · delta), reading W transposed.
-                let dx = Gemm {
-                    m: inp,
-                    n: batch,
-                    k: out,
-                    a: layer.w.as_slice(),
-                    a_i: out,
-                    a_k: 1,
-                    b: delta,
-                    b_k: 1,
-                    b_j: out,
-                    ldc: inp,
-                    epilogue: Epilogue::ActGrad(input, self.layers[i - 1].activation),
-                };
-                kernels::gemm(&dx, lower[i - 1].as_mut_slice());
+                // dL/d(input) = act'(input) ⊙ (Wᵀ · delta).
+                let epilogue = Epilogue::ActGrad(input, self.layers[i - 1].activation);
+                input_gradient(layer, delta, batch, epilogue, lower[i - 1].as_mut_slice());
+            } else if let Some(d_x) = d_x.as_deref_mut() {
+                // dL/dx = Wᵀ · delta: the network's input has no activation.
+                input_gradient(layer, delta, batch, Epilogue::Plain, d_x);
             }
-        }
-        if let Some(d_x) = d_x {
-            // dL/dx = W₀ᵀ · delta₀: the network's input has no activation.
-            let (out, inp) = (self.layers[0].outputs(), self.layers[0].inputs());
-            let delta = if n == 1 && top_is_linear { d_out.as_slice() } else { deltas[0].as_slice() };
-            let dx = Gemm {
-                m: inp,
-                n: batch,
-                k: out,
-                a: self.layers[0].w.as_slice(),
-                a_i: out,
-                a_k: 1,
-                b: delta,
-                b_k: 1,
-                b_j: out,
-                ldc: inp,
-                epilogue: Epilogue::Plain,
-            };
-            kernels::gemm(&dx, d_x);
         }
     }
 
@@ -294,6 +266,26 @@ impl Mlp {
     pub fn parameters_mut(&mut self) -> Vec<&mut [f32]> {
         self.layers.iter_mut().flat_map(|l| [l.w.as_mut_slice(), l.b.as_mut_slice()]).collect()
     }
+}
+
+/// `epilogue(Wᵀ · delta)` of `layer` for `batch` samples into `out` (`inputs x batch`), reading
+/// `W` transposed: the gradient with respect to the layer's input.
+fn input_gradient(layer: &Dense, delta: &[f32], batch: usize, epilogue: Epilogue<'_>, out: &mut [f32]) {
+    let (o, i) = (layer.outputs(), layer.inputs());
+    let g = Gemm {
+        m: i,
+        n: batch,
+        k: o,
+        a: layer.w.as_slice(),
+        a_i: o,
+        a_k: 1,
+        b: delta,
+        b_k: 1,
+        b_j: o,
+        ldc: i,
+        epilogue,
+    };
+    kernels::gemm(&g, out);
 }
 
 impl Gradients {
