@@ -74,6 +74,10 @@ pub enum Stream {
     },
     /// One row of a chain atlas (index: the row).
     ChainAtlas,
+    /// Training episodes of a feedback head (its plants, targets and history).
+    FeedbackData,
+    /// The episodes a feedback head is evaluated on (index: the plant set).
+    FeedbackEpisodes,
 }
 
 impl Stream {
@@ -103,6 +107,8 @@ impl Stream {
             Stream::Bench => (21, 0),
             Stream::ChainSolve { slot } => (22, slot),
             Stream::ChainAtlas => (23, 0),
+            Stream::FeedbackData => (24, 0),
+            Stream::FeedbackEpisodes => (25, 0),
         }
     }
 }
@@ -155,6 +161,8 @@ mod tests {
             ChainDemoExact,
             Bench,
             ChainAtlas,
+            FeedbackData,
+            FeedbackEpisodes,
         ];
         for slot in [0, 1, 256] {
             all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }, ChainSolve { slot }]);

@@ -16,6 +16,7 @@ pub mod averaging;
 pub mod bishop;
 pub mod chain;
 pub mod degradation;
+pub mod feedback;
 pub mod randomization;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};

@@ -36,6 +36,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::ExperimentError;
+use super::feedback::{FeedbackConfig, FeedbackReport};
 
 /// Where every evaluation (and every data-collection move) starts from rest.
 pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
@@ -151,6 +152,8 @@ pub struct RandomizationConfig {
     pub camera: Camera,
     /// Seed of the plants and targets.
     pub seed: u64,
+    /// The feedback head's episodes ([`super::feedback`]).
+    pub feedback: FeedbackConfig,
 }
 
 impl Default for RandomizationConfig {
@@ -165,6 +168,7 @@ impl Default for RandomizationConfig {
             tolerance: 0.01,
             camera: Camera::default(),
             seed: 0,
+            feedback: FeedbackConfig::default(),
         }
     }
 }
@@ -237,6 +241,8 @@ pub struct RandomizationReport {
     pub rows: Vec<Row>,
     /// The claims and their verdicts.
     pub claims: Vec<Claim>,
+    /// The feedback head against the open-loop and classical pipelines, over episodes.
+    pub feedback: FeedbackReport,
 }
 
 impl RandomizationReport {
@@ -247,7 +253,7 @@ impl RandomizationReport {
 }
 
 /// Where the tip of `plant` comes to rest when `command` is sent from rest at [`START`].
-fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
+pub(crate) fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
     let mut plant = Plant::new(*cfg, START);
     plant.command(command);
     plant.settle();
@@ -424,7 +430,8 @@ pub fn randomization(
         train_cfg.head = head;
         train_cfg.validate()?;
     }
-    let total = 2 * cfg.heads.len() + 3 * pipelines;
+    cfg.feedback.validate()?;
+    let total = 2 * cfg.heads.len() + 3 * pipelines + 3;
     let mut done = 0;
     // The heads trained each way, by training: [nominal, randomized].
     let mut trained: [Table<HeadKind, Option<LearnedModel>>; 2] = Default::default();
@@ -490,7 +497,32 @@ pub fn randomization(
             }
         }
     }
-    let mut report = RandomizationReport { config: cfg.clone(), randomized_samples, rows, claims: Vec::new() };
+    let feedback = feedback_comparison(cfg, &mut || progress(done, total))?;
+    let mut report =
+        RandomizationReport { config: cfg.clone(), randomized_samples, rows, claims: Vec::new(), feedback };
+    report.claims = claims(&report);
+    Ok(report)
+}
+
+/// The feedback head trained nominal and randomized, then every feedback pipeline over episodes
+/// on the nominal plant and on plants inside and outside the ranges.
+fn feedback_comparison(
+    cfg: &RandomizationConfig,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<FeedbackReport, ExperimentError> {
+    use super::feedback::{claims, episode_sets, evaluate, train_feedback_head};
+    let fc = cfg.feedback;
+    let tc = cfg.train;
+    let (nominal, _) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, cfg.camera, keep_going)?;
+    let (randomized, samples) = train_feedback_head(&tc, &fc, &cfg.randomized, cfg.camera, keep_going)?;
+    let sets =
+        [(PlantSet::Nominal, &Ranges::NOMINAL), (PlantSet::Inside, &cfg.randomized), (PlantSet::Outside, &cfg.outside)];
+    let (plants, episodes) = episode_sets(&tc.arm, tc.region, &fc, cfg.plants, sets, cfg.camera, cfg.seed);
+    let rows = evaluate(&tc.arm, &fc, cfg.tolerance, &plants, &episodes, [&nominal, &randomized]);
+    if !keep_going() {
+        return Err(ExperimentError::Cancelled);
+    }
+    let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new() };
     report.claims = claims(&report);
     Ok(report)
 }
@@ -498,7 +530,7 @@ pub fn randomization(
 /// The first `n` of `targets` that lie clear of the workspace's rims by 15 % of the reach, so
 /// that every drawn plant (whose links may be up to 18 % longer or shorter) reaches them and a
 /// miss is the pipeline's, not the geometry's.
-fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Point2> {
+pub(crate) fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Point2> {
     let margin = 0.15 * arm.reach();
     targets
         .into_iter()

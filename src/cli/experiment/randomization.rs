@@ -5,7 +5,8 @@ mod plot;
 
 use crate::cli::{Failure, count, print_json};
 use clap::Args;
-use elbow::experiments::randomization::{RandomizationConfig, RandomizationReport, Ranges, randomization};
+use elbow::experiments::feedback::{FeedbackConfig, FeedbackPipeline};
+use elbow::experiments::randomization::{PlantSet, RandomizationConfig, RandomizationReport, Ranges, randomization};
 use elbow::learned::{HeadKind, MAX_STEPS};
 
 fn defaults() -> RandomizationConfig {
@@ -100,6 +101,16 @@ pub(crate) struct RandomizationArgs {
     /// A move landing further than this from its target failed, metres.
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
+    /// Moves per episode on one plant for the feedback head, 2 to 50.
+    #[arg(long, default_value_t = defaults().feedback.moves, value_parser = count::<2, 50>, allow_hyphen_values = true)]
+    moves: usize,
+    /// Past moves the feedback head sees, 1 to 8.
+    #[arg(long, default_value_t = defaults().feedback.history, value_parser = count::<1, 8>, allow_hyphen_values = true)]
+    history: usize,
+    /// The feedback head's training episodes, 10 to 100000.
+    #[arg(long, default_value_t = defaults().feedback.episodes, value_parser = count::<10, 100_000>,
+          allow_hyphen_values = true)]
+    episodes: usize,
     /// Seed of data, initialisation, plants and targets.
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
@@ -142,6 +153,7 @@ impl RandomizationArgs {
             targets: self.targets,
             tolerance: self.tolerance,
             seed: self.seed,
+            feedback: FeedbackConfig { moves: self.moves, history: self.history, episodes: self.episodes },
             ..d
         }
     }
@@ -208,11 +220,50 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
         );
     }
     outln!("\nThe claims, with the numbers and a verdict computed from them:");
-    for claim in &r.claims {
+    print_claims(&r.claims)?;
+    print_feedback(r)?;
+    Ok(())
+}
+
+fn print_claims(claims: &[elbow::experiments::degradation::verdict::Claim]) -> Result<(), Failure> {
+    for claim in claims {
         outln!("\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
         for line in &claim.evidence {
             outln!("    {line}");
         }
     }
     Ok(())
+}
+
+/// The feedback comparison: error per move index of an episode, per pipeline and plant set,
+/// and its four claims.
+fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
+    let f = &r.feedback;
+    outln!(
+        "\nA learned head that sees its own feedback: {} moves per episode on one plant, the last {} of them seen, {} training moves on randomized plants ({} episodes)",
+        f.config.moves,
+        f.config.history,
+        f.samples,
+        f.config.episodes
+    );
+    outln!(
+        "mean tip error (mm) by move in the episode (move 1 has no feedback yet); 'later' is the mean over moves 2 on"
+    );
+    let header: String = (1..=f.config.moves).map(|m| format!("{:>8}", format!("move {m}"))).collect();
+    outln!("{:<26} {:<8}{header} {:>8} {:>9}", "pipeline", "plants", "later", "success");
+    for set in [PlantSet::Nominal, PlantSet::Inside, PlantSet::Outside] {
+        for p in FeedbackPipeline::ALL {
+            let Some(row) = f.row(p, set) else { continue };
+            let cells: String = row.per_move.iter().map(|v| format!("{:>8.1}", v * 1e3)).collect();
+            outln!(
+                "{:<26} {:<8}{cells} {:>8.1} {:>8.1}%",
+                p.key(),
+                format!("{set:?}").to_lowercase(),
+                row.after_first * 1e3,
+                row.success_rate * 100.0
+            );
+        }
+    }
+    outln!("\nThe feedback head's claims:");
+    print_claims(&f.claims)
 }

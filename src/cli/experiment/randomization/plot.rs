@@ -2,11 +2,14 @@
 //! per plant set (the nominal plant, plants inside the randomized ranges, plants outside them),
 //! one bar per solver and training (the closed form; each head trained nominally, lighter, and
 //! with randomization, full colour), in four panels: mean tip error, success rate, and the share
-//! of failed moves the encoder check and the camera check catch.
+//! of failed moves the encoder check and the camera check catch. Below them, the feedback
+//! comparison: mean tip error against the move's index in an episode, one line per pipeline,
+//! inside the ranges and outside them.
 //!
 //! The file format, the font and the atomic write come from [`crate::cli::figure`].
 
 use crate::cli::figure::{Canvas, FONT, Output};
+use elbow::experiments::feedback::FeedbackPipeline;
 use elbow::experiments::randomization::{PlantSet, RandomizationReport, Row, Training};
 use elbow::lineup::SolverId;
 use plotters::coord::Shift;
@@ -33,7 +36,7 @@ const SETS: [(PlantSet, &str); 3] = [
 /// Draws `r` into `out`.
 pub(crate) fn draw(r: &RandomizationReport, out: &Output) -> Result<(), String> {
     let fail = |e: &dyn std::fmt::Display| format!("--plot {}: {e}", out.path.display());
-    out.render((WIDTH, HEADER + 2 * PANEL), |canvas| match canvas {
+    out.render((WIDTH, HEADER + 3 * PANEL), |canvas| match canvas {
         Canvas::Svg(root) => paint(r, root).map_err(|e| fail(&e)),
         Canvas::Bitmap(root) => paint(r, root).map_err(|e| fail(&e)),
     })
@@ -107,7 +110,8 @@ fn paint<DB: DrawingBackend>(r: &RandomizationReport, root: &Area<DB>) -> DrawRe
             Some(100.0),
         ),
     ];
-    for (area, (name, value, top)) in body.split_evenly((2, 2)).iter().zip(metrics) {
+    let (bars_area, feedback_area) = body.split_vertically(2 * PANEL);
+    for (area, (name, value, top)) in bars_area.split_evenly((2, 2)).iter().zip(metrics) {
         let values = |set: PlantSet| -> Vec<f64> {
             bars.iter().map(|&(solver, training)| r.row(solver, training, set).map_or(f64::NAN, value)).collect()
         };
@@ -152,5 +156,73 @@ fn paint<DB: DrawingBackend>(r: &RandomizationReport, root: &Area<DB>) -> DrawRe
             }
         }
     }
+    for (area, (set, name)) in feedback_area.split_evenly((1, 2)).iter().zip([
+        (PlantSet::Inside, "feedback: mean tip error (mm) by move in an episode, inside the ranges"),
+        (PlantSet::Outside, "feedback: mean tip error (mm) by move in an episode, outside the ranges"),
+    ]) {
+        paint_feedback(r, set, name, area)?;
+    }
+    Ok(())
+}
+
+/// Colour of a feedback pipeline's line.
+fn feedback_colour(p: FeedbackPipeline) -> RGBColor {
+    match p {
+        FeedbackPipeline::Analytic => RGBColor(90, 90, 90),
+        FeedbackPipeline::AnalyticFeedback => RGBColor(31, 119, 180),
+        FeedbackPipeline::HeadNominal => RGBColor(240, 170, 120),
+        FeedbackPipeline::HeadRandomized => RGBColor(214, 39, 40),
+        FeedbackPipeline::HeadNoHistory => RGBColor(148, 103, 189),
+    }
+}
+
+/// One panel of the feedback comparison: error against move index, a line per pipeline.
+fn paint_feedback<DB: DrawingBackend>(
+    r: &RandomizationReport,
+    set: PlantSet,
+    name: &str,
+    area: &Area<DB>,
+) -> DrawResult<DB> {
+    let rows: Vec<_> = r.feedback.rows.iter().filter(|row| row.plants == set).collect();
+    let moves = r.feedback.config.moves;
+    let highest =
+        rows.iter().flat_map(|row| row.per_move.iter()).filter(|v| v.is_finite()).fold(0.0, |a, &b| f64::max(a, b));
+    let top = (highest * 1e3 * 1.15).clamp(1e-3, 1e12);
+    let mut chart = ChartBuilder::on(area)
+        .caption(name, (FONT, 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.5..moves as f64 + 0.5, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_labels(moves)
+        .x_label_formatter(&|x| format!("{:.0}", x))
+        .x_desc("move (1: no history yet)")
+        .y_labels(6)
+        .light_line_style(WHITE)
+        .label_style((FONT, 13))
+        .draw()?;
+    for row in rows {
+        let colour = feedback_colour(row.pipeline);
+        let points: Vec<(f64, f64)> = row
+            .per_move
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(m, v)| ((m + 1) as f64, v * 1e3))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .label(row.pipeline.key())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 12))
+        .position(SeriesLabelPosition::LowerLeft)
+        .draw()?;
     Ok(())
 }

@@ -1,0 +1,558 @@
+//! Domain randomization where it can work: a learned head that sees its own feedback.
+//!
+//! An open-loop map from target to joints cannot learn a random-sign model mismatch: averaged
+//! over the drawn plants it is zero. Peng et al. 2018 made dynamics randomization work with a
+//! policy that *remembers*: its recent observations let it infer the plant it is on. This is that
+//! idea on the two-link arm, kept small: the **feedback head** takes the target and a short
+//! window of what the plant reported after its last moves (each move's command and where the
+//! camera saw the tip, relative to where the nominal model puts the tip for that command), and
+//! answers a correction to the nominal closed form (elbow-down).
+//!
+//! It is an [`Mlp`] under squared error, trained by the lab's one [`Fitter`] (whose gradients are
+//! checked by finite differences in [`crate::nn`]), on **episodes**: consecutive moves on one
+//! plant drawn from the ranges (from rest at [`super::randomization::START`] each time, so a move's landing depends on
+//! its command alone). A training move's label is the correction that reaches its target on its
+//! plant ([`command_reaching`]); its history is what the camera saw after the episode's earlier
+//! moves, each sent as a blend of the nominal answer and that move's reaching command (the
+//! commands a head sends, from none adapted to fully adapted).
+//!
+//! Evaluation runs episodes of the same length on held-out plants (the nominal plant, plants
+//! inside the randomized ranges, plants outside them) and reports the error **per move index**:
+//! the first move has no history, so adaptation shows as the error falling along the episode.
+//! Beside the head: the closed form open loop, the closed form with a classical feedback
+//! correction (the camera's last offset taken back to the joints through one step of the
+//! nominal Jacobian's inverse), the head trained on the nominal plant only, and the randomized
+//! head with its history blanked (the ablation that shows what the history is worth).
+
+use super::ExperimentError;
+use super::degradation::verdict::{Claim, claim};
+use super::randomization::{PlantSet, Ranges, clear_of_the_rim, command_reaching, landing};
+use crate::analytic::solve_branches;
+use crate::kinematics::{ElbowMode, Point2, Pose, Region, SampleMode, TwoLinkArm};
+use crate::learned::TrainConfig;
+use crate::learned::train::{Fit, Fitter};
+use crate::nn::{Activation, Mlp, Mse};
+use crate::plant::{Camera, PlantConfig};
+use crate::rng::{Stream, rng};
+use crate::stats::{Summary, json_numbers};
+use nalgebra::DMatrix;
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// Values per history slot: a presence flag, the command (two angles) and the camera's offset
+/// from the nominal tip (two coordinates).
+const SLOT: usize = 5;
+/// Corrections are fitted in tenths of a radian.
+const OUTPUT_SCALE: f64 = 10.0;
+/// Offsets are fed in units of 5 cm.
+const OFFSET_SCALE: f64 = 20.0;
+
+/// How the feedback head is trained and evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FeedbackConfig {
+    /// Moves per episode on one plant (training and evaluation).
+    pub moves: usize,
+    /// Past moves the head sees.
+    pub history: usize,
+    /// Training episodes.
+    pub episodes: usize,
+}
+
+impl Default for FeedbackConfig {
+    fn default() -> Self {
+        Self { moves: 6, history: 2, episodes: 2_000 }
+    }
+}
+
+impl FeedbackConfig {
+    /// Checks the settings, naming the first bad one.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |s: String| Err(ExperimentError::Invalid(s));
+        if !(2..=50).contains(&self.moves) {
+            return bad(format!("moves per episode must be a whole number from 2 to 50, got {}", self.moves));
+        }
+        if !(1..=8).contains(&self.history) {
+            return bad(format!("the history must be a whole number of moves from 1 to 8, got {}", self.history));
+        }
+        if !(10..=100_000).contains(&self.episodes) {
+            return bad(format!("training episodes must be a whole number from 10 to 100000, got {}", self.episodes));
+        }
+        Ok(())
+    }
+}
+
+/// What the plant reported after one move.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observation {
+    /// The command sent.
+    pub command: Pose,
+    /// Where the camera saw the tip, less where the nominal model puts it for the command.
+    pub offset: Point2,
+}
+
+/// The last moves' observations on one plant, newest first, at most `capacity`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct History {
+    capacity: usize,
+    seen: Vec<Observation>,
+}
+
+impl History {
+    /// An empty history of `capacity` moves.
+    pub fn new(capacity: usize) -> Self {
+        Self { capacity, seen: Vec::with_capacity(capacity) }
+    }
+
+    /// Adds the newest observation, dropping the oldest beyond the capacity.
+    pub fn push(&mut self, o: Observation) {
+        self.seen.insert(0, o);
+        self.seen.truncate(self.capacity);
+    }
+
+    /// The observations, newest first.
+    pub fn seen(&self) -> &[Observation] {
+        &self.seen
+    }
+}
+
+/// The feedback head: target and history in, a correction to the nominal elbow-down answer out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedbackHead {
+    /// The network.
+    pub net: Mlp,
+    /// The nominal arm.
+    pub arm: TwoLinkArm,
+    /// History slots it reads.
+    pub history: usize,
+    /// False: the history input is blanked (the ablation).
+    pub sees_history: bool,
+}
+
+impl FeedbackHead {
+    /// Network inputs for `history` slots.
+    pub fn inputs(history: usize) -> usize {
+        2 + SLOT * history
+    }
+
+    /// The network's input for `target` after `history` (`out` holds [`FeedbackHead::inputs`]).
+    fn features(arm: &TwoLinkArm, target: Point2, history: &[Observation], slots: usize, out: &mut [f32]) {
+        out.fill(0.0);
+        let reach = arm.reach();
+        out[0] = (target.x / reach) as f32;
+        out[1] = (target.y / reach) as f32;
+        for (k, o) in history.iter().take(slots).enumerate() {
+            let s = &mut out[2 + SLOT * k..2 + SLOT * (k + 1)];
+            s[0] = 1.0;
+            s[1] = (o.command.shoulder / std::f64::consts::PI) as f32;
+            s[2] = (o.command.elbow / std::f64::consts::PI) as f32;
+            s[3] = (o.offset.x * OFFSET_SCALE) as f32;
+            s[4] = (o.offset.y * OFFSET_SCALE) as f32;
+        }
+    }
+
+    /// The command for `target` after `history`.
+    pub fn command(&self, target: Point2, history: &History) -> Pose {
+        let mut x = vec![0f32; Self::inputs(self.history)];
+        let seen = if self.sees_history { history.seen() } else { &[] };
+        Self::features(&self.arm, target, seen, self.history, &mut x);
+        let out = self.net.forward_one(&x);
+        let nominal = nominal_answer(&self.arm, target);
+        Pose::new(nominal.shoulder + f64::from(out[0]) / OUTPUT_SCALE, nominal.elbow + f64::from(out[1]) / OUTPUT_SCALE)
+    }
+}
+
+/// The nominal closed form's elbow-down answer (the branch every pipeline here answers on).
+fn nominal_answer(arm: &TwoLinkArm, target: Point2) -> Pose {
+    solve_branches(arm, target).pose(ElbowMode::Down)
+}
+
+/// Sends `command` from rest to the plant of `cfg`: the tip's true miss of `target` and what
+/// the camera reported (none without a frame).
+fn observe(arm: &TwoLinkArm, cfg: &PlantConfig, command: Pose, target: Point2) -> (f64, Option<Observation>) {
+    let plant = landing(cfg, command);
+    let obs = plant.camera().map(|f| Observation { command, offset: f.tip - arm.tip(command) });
+    ((plant.tip() - target).norm(), obs)
+}
+
+/// `n` targets clear of the rims, drawn uniformly over the area.
+fn targets(arm: &TwoLinkArm, region: Region, n: usize, rng: &mut ChaCha8Rng) -> Vec<Point2> {
+    clear_of_the_rim(arm, arm.sample_targets(rng, 4 * n + 16, SampleMode::UniformArea, region), n)
+}
+
+/// Training samples (features, scaled correction) from episodes on plants drawn from `ranges`.
+fn episodes_data(tc: &TrainConfig, fc: &FeedbackConfig, ranges: &Ranges, camera: Camera) -> (Vec<f32>, Vec<f32>) {
+    let arm = tc.arm;
+    let mut rng = rng(tc.seed, Stream::FeedbackData, 0);
+    let width = FeedbackHead::inputs(fc.history);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    let mut x = vec![0f32; width];
+    for _ in 0..fc.episodes {
+        let plant = ranges.draw(&arm, camera, &mut rng);
+        let mut history = History::new(fc.history);
+        for target in targets(&arm, tc.region, fc.moves, &mut rng) {
+            let nominal = nominal_answer(&arm, target);
+            let Some(reaching) = command_reaching(&arm, &plant, target, ElbowMode::Down) else { continue };
+            let label = reaching.wrapped_difference(nominal);
+            FeedbackHead::features(&arm, target, history.seen(), fc.history, &mut x);
+            xs.extend_from_slice(&x);
+            ys.extend([(label.shoulder * OUTPUT_SCALE) as f32, (label.elbow * OUTPUT_SCALE) as f32]);
+            let u: f64 = rng.random();
+            let sent = Pose::new(nominal.shoulder + u * label.shoulder, nominal.elbow + u * label.elbow);
+            if let (_, Some(o)) = observe(&arm, &plant, sent, target) {
+                history.push(o);
+            }
+        }
+    }
+    (xs, ys)
+}
+
+/// Trains a feedback head on episodes on plants from `ranges`; `keep_going` is asked after every
+/// step. Returns the head and its number of training samples.
+pub fn train_feedback_head(
+    tc: &TrainConfig,
+    fc: &FeedbackConfig,
+    ranges: &Ranges,
+    camera: Camera,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<(FeedbackHead, usize), ExperimentError> {
+    fc.validate()?;
+    let (xs, ys) = episodes_data(tc, fc, ranges, camera);
+    let width = FeedbackHead::inputs(fc.history);
+    let n = ys.len() / 2;
+    if n < 16 {
+        return Err(ExperimentError::Invalid(format!(
+            "only {n} moves of the feedback head's training episodes reached their targets; narrow the ranges"
+        )));
+    }
+    let fit = Fit {
+        inputs: width,
+        outputs: 2,
+        hidden: tc.hidden,
+        depth: tc.depth,
+        steps: tc.steps,
+        batch: tc.batch,
+        lr: tc.lr,
+    };
+    fit.check_settings(None, 1.0, 1.0)?;
+    fit.check_budget(4.0 * (xs.len() + ys.len()) as f64)?;
+    let mut rng = rng(tc.seed, Stream::FeedbackData, 1);
+    let mut net = Mlp::new(&fit.layer_sizes(), Activation::Tanh, &mut rng);
+    let mut fitter = Fitter::new(fit, &net, Box::new(Mse), 2);
+    let fill = |xb: &mut DMatrix<f32>, yb: &mut DMatrix<f32>| {
+        for j in 0..xb.ncols() {
+            let i = rng.random_range(0..n);
+            xb.column_mut(j).copy_from_slice(&xs[i * width..(i + 1) * width]);
+            yb.column_mut(j).copy_from_slice(&ys[2 * i..2 * i + 2]);
+        }
+    };
+    fitter.run(&mut net, fill, |_, _| keep_going()).map_err(|e| match e {
+        crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
+        e => e.into(),
+    })?;
+    Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n))
+}
+
+/// A pipeline of the feedback comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
+pub enum FeedbackPipeline {
+    /// The nominal closed form, open loop.
+    Analytic,
+    /// The nominal closed form corrected by the camera's last offset through one Jacobian step.
+    AnalyticFeedback,
+    /// The feedback head trained on the nominal plant only.
+    HeadNominal,
+    /// The feedback head trained with domain randomization.
+    HeadRandomized,
+    /// The randomized feedback head with its history blanked.
+    HeadNoHistory,
+}
+
+impl FeedbackPipeline {
+    /// Every pipeline, in table order.
+    pub const ALL: [FeedbackPipeline; 5] = [
+        FeedbackPipeline::Analytic,
+        FeedbackPipeline::AnalyticFeedback,
+        FeedbackPipeline::HeadNominal,
+        FeedbackPipeline::HeadRandomized,
+        FeedbackPipeline::HeadNoHistory,
+    ];
+
+    /// The key in tables and JSON.
+    pub const fn key(self) -> &'static str {
+        match self {
+            FeedbackPipeline::Analytic => "analytic",
+            FeedbackPipeline::AnalyticFeedback => "analytic+feedback",
+            FeedbackPipeline::HeadNominal => "feedback-head-nominal",
+            FeedbackPipeline::HeadRandomized => "feedback-head-randomized",
+            FeedbackPipeline::HeadNoHistory => "feedback-head-no-history",
+        }
+    }
+}
+
+crate::keys::keyed!(FeedbackPipeline, "feedback pipeline");
+
+impl From<FeedbackPipeline> for String {
+    fn from(p: FeedbackPipeline) -> String {
+        p.key().to_string()
+    }
+}
+
+/// The classical feedback correction: the camera's last offset taken back to the joints through
+/// one step of the nominal Jacobian's inverse at the command that produced it (an estimate of
+/// the joints' offsets), and taken off the nominal answer (the nominal answer alone before any
+/// feedback, or where the Jacobian is singular).
+pub fn classical_feedback(arm: &TwoLinkArm, target: Point2, history: &History) -> Pose {
+    let q = nominal_answer(arm, target);
+    let Some(last) = history.seen().first() else { return q };
+    match arm.jacobian(last.command).try_inverse() {
+        Some(inv) => {
+            let step = inv * last.offset;
+            Pose::new(q.shoulder - step.x, q.elbow - step.y)
+        }
+        None => q,
+    }
+}
+
+/// One pipeline on one set of plants, over whole episodes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FeedbackRow {
+    /// The pipeline.
+    pub pipeline: FeedbackPipeline,
+    /// Which plants.
+    pub plants: PlantSet,
+    /// Mean true tip error at each move index of an episode, metres.
+    #[serde(serialize_with = "json_numbers")]
+    pub per_move: Vec<f64>,
+    /// True tip error over every move.
+    pub error: Summary,
+    /// Mean true tip error over the moves after the first (those with feedback), metres.
+    #[serde(serialize_with = "json_numbers")]
+    pub after_first: f64,
+    /// Share of moves within the tolerance.
+    #[serde(serialize_with = "json_numbers")]
+    pub success_rate: f64,
+}
+
+/// What the feedback comparison measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FeedbackReport {
+    /// Its settings.
+    pub config: FeedbackConfig,
+    /// Training samples (moves) of the randomized feedback head.
+    pub samples: usize,
+    /// One row per pipeline and plant set.
+    pub rows: Vec<FeedbackRow>,
+    /// The four claims about the feedback head, with their verdicts.
+    pub claims: Vec<Claim>,
+}
+
+impl FeedbackReport {
+    /// The row of `pipeline` on `plants`.
+    pub fn row(&self, pipeline: FeedbackPipeline, plants: PlantSet) -> Option<&FeedbackRow> {
+        self.rows.iter().find(|r| r.pipeline == pipeline && r.plants == plants)
+    }
+}
+
+/// Runs every pipeline over episodes on each set of `plants` (one episode per plant, `moves`
+/// targets each) with the two trained heads.
+pub(super) fn evaluate(
+    arm: &TwoLinkArm,
+    fc: &FeedbackConfig,
+    tolerance: f64,
+    sets: &[(PlantSet, Vec<PlantConfig>)],
+    episodes: &[Vec<Point2>],
+    heads: [&FeedbackHead; 2],
+) -> Vec<FeedbackRow> {
+    let [nominal, randomized] = heads;
+    let blind = FeedbackHead { sees_history: false, ..randomized.clone() };
+    let mut rows = Vec::new();
+    for (set, plants) in sets {
+        for pipeline in FeedbackPipeline::ALL {
+            let mut per_move = vec![Vec::new(); fc.moves];
+            for (plant, targets) in plants.iter().zip(episodes.iter().cycle()) {
+                let mut history = History::new(fc.history);
+                for (m, &target) in targets.iter().enumerate().take(fc.moves) {
+                    let command = match pipeline {
+                        FeedbackPipeline::Analytic => nominal_answer(arm, target),
+                        FeedbackPipeline::AnalyticFeedback => classical_feedback(arm, target, &history),
+                        FeedbackPipeline::HeadNominal => nominal.command(target, &history),
+                        FeedbackPipeline::HeadRandomized => randomized.command(target, &history),
+                        FeedbackPipeline::HeadNoHistory => blind.command(target, &history),
+                    };
+                    let (error, obs) = observe(arm, plant, command, target);
+                    per_move[m].push(if error.is_finite() { error } else { f64::INFINITY });
+                    if let Some(o) = obs {
+                        history.push(o);
+                    }
+                }
+            }
+            let all: Vec<f64> = per_move.iter().flatten().copied().collect();
+            let later: Vec<f64> = per_move.iter().skip(1).flatten().copied().collect();
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+            rows.push(FeedbackRow {
+                pipeline,
+                plants: *set,
+                per_move: per_move.iter().map(|v| mean(v)).collect(),
+                error: Summary::of(&all),
+                after_first: mean(&later),
+                success_rate: all.iter().filter(|&&e| e <= tolerance).count() as f64 / all.len().max(1) as f64,
+            });
+        }
+    }
+    rows
+}
+
+/// A gap under this (metres) is too small to judge whether randomization closes it.
+const SMALLEST_GAP: f64 = 1e-3;
+
+/// The four claims about the feedback head, computed from its rows by rules fixed in advance:
+/// the randomization experiment's three (its gap halved inside and outside the ranges, measured
+/// from the nominal-trained head on the nominal plant; failures reported), and whether the
+/// randomized head beats the classical feedback correction on the moves that have feedback.
+pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
+    use FeedbackPipeline as P;
+    let mean = |p: P, set: PlantSet| report.row(p, set).map_or(f64::NAN, |r| r.error.mean);
+    let sim = mean(P::HeadNominal, PlantSet::Nominal);
+    let mut out = Vec::new();
+    for (set, key, statement) in [
+        (
+            PlantSet::Inside,
+            "feedback-closes-the-gap-inside",
+            "Randomized training at least halves the feedback head's gap inside its ranges",
+        ),
+        (
+            PlantSet::Outside,
+            "feedback-closes-the-gap-outside",
+            "Randomized training at least halves the feedback head's gap outside its ranges",
+        ),
+    ] {
+        let before = mean(P::HeadNominal, set) - sim;
+        let after = mean(P::HeadRandomized, set) - sim;
+        let passes = (before >= SMALLEST_GAP).then_some(after <= 0.5 * before);
+        let numbers = format!("gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3);
+        out.push(claim(key, statement, vec![("feedback head".into(), passes, numbers)]));
+    }
+    let mut cases = Vec::new();
+    for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
+        if let Some(r) = report.row(P::HeadRandomized, set) {
+            let failed = 1.0 - r.success_rate;
+            // The head answers a pose and nothing else: every failed move is silent.
+            let passes = (failed > 1e-9).then_some(false);
+            cases.push((name.to_string(), passes, format!("{:.1} % of moves failed, 0 % reported", failed * 100.0)));
+        }
+    }
+    out.push(claim("feedback-reports-failure", "The randomized feedback head reports its failed moves", cases));
+    let mut cases = Vec::new();
+    for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
+        let (head, classical) = (report.row(P::HeadRandomized, set), report.row(P::AnalyticFeedback, set));
+        if let (Some(h), Some(c)) = (head, classical) {
+            let passes = Some(h.after_first < c.after_first);
+            let numbers = format!(
+                "after the first move: head {:.1} mm, classical correction {:.1} mm",
+                h.after_first * 1e3,
+                c.after_first * 1e3
+            );
+            cases.push((name.to_string(), passes, numbers));
+        }
+    }
+    out.push(claim(
+        "feedback-beats-classical",
+        "The randomized feedback head beats the classical feedback correction once it has feedback",
+        cases,
+    ));
+    out
+}
+
+/// The episodes' plants and targets for the sets of a randomization run: `plants` per set (the
+/// nominal plant's copies differ only in their camera noise), each with its own targets.
+pub(super) fn episode_sets(
+    arm: &TwoLinkArm,
+    region: Region,
+    fc: &FeedbackConfig,
+    plants: usize,
+    sets: [(PlantSet, &Ranges); 3],
+    camera: Camera,
+    seed: u64,
+) -> (Vec<(PlantSet, Vec<PlantConfig>)>, Vec<Vec<Point2>>) {
+    let mut rng = rng(seed, Stream::FeedbackEpisodes, 0);
+    let drawn = sets
+        .iter()
+        .map(|&(set, ranges)| (set, (0..plants).map(|_| ranges.draw(arm, camera, &mut rng)).collect()))
+        .collect();
+    let episodes = (0..plants).map(|_| targets(arm, region, fc.moves, &mut rng)).collect();
+    (drawn, episodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::randomization::Ranges;
+
+    /// A small run: heads trained nominal and randomized, episodes on plants inside the ranges.
+    fn small() -> (FeedbackReport, FeedbackConfig) {
+        let fc = FeedbackConfig { moves: 5, history: 2, episodes: 600 };
+        let tc = TrainConfig { steps: 1500, hidden: 32, depth: 2, ..TrainConfig::default() };
+        let camera = Camera::default();
+        let never_stop = &mut || true;
+        let (nominal, _) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, camera, never_stop).unwrap();
+        let (randomized, samples) = train_feedback_head(&tc, &fc, &Ranges::TRAINING, camera, never_stop).unwrap();
+        let sets = [
+            (PlantSet::Nominal, &Ranges::NOMINAL),
+            (PlantSet::Inside, &Ranges::TRAINING),
+            (PlantSet::Outside, &Ranges::OUTSIDE),
+        ];
+        let (plants, episodes) = episode_sets(&tc.arm, tc.region, &fc, 30, sets, camera, 7);
+        let rows = evaluate(&tc.arm, &fc, 0.01, &plants, &episodes, [&nominal, &randomized]);
+        let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new() };
+        report.claims = claims(&report);
+        (report, fc)
+    }
+
+    #[test]
+    fn the_feedback_heads_error_falls_over_the_episode_and_not_without_its_history() {
+        let (r, fc) = small();
+        let row = |p| r.row(p, PlantSet::Inside).unwrap();
+        let head = &row(FeedbackPipeline::HeadRandomized).per_move;
+        let blind = &row(FeedbackPipeline::HeadNoHistory).per_move;
+        let last = fc.moves - 1;
+        // With its history the head adapts: after the first move its error drops well below the
+        // first move's (which had nothing to go on) ...
+        assert!(head[last] < 0.6 * head[0] && head[1] < 0.8 * head[0], "with history: {head:?}");
+        // ... and below what the same net does with the history blanked.
+        assert!(head[last] < 0.6 * blind[last], "with {head:?} vs without {blind:?}");
+        // Without it, nothing falls: every move is a first move.
+        assert!(blind[last] > 0.8 * blind[0], "without history: {blind:?}");
+        // The open-loop closed form does not adapt either; the classical correction does.
+        let analytic = &row(FeedbackPipeline::Analytic).per_move;
+        let classical = &row(FeedbackPipeline::AnalyticFeedback).per_move;
+        assert!((classical[0] - analytic[0]).abs() < 1e-12, "no feedback before the first move");
+        assert!(classical[last] < 0.8 * analytic[last], "{classical:?} vs {analytic:?}");
+        // Four claims, each with its numbers; the head never reports a failure.
+        let keys: Vec<&str> = r.claims.iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "feedback-closes-the-gap-inside",
+                "feedback-closes-the-gap-outside",
+                "feedback-reports-failure",
+                "feedback-beats-classical"
+            ]
+        );
+        assert_eq!(r.claims[2].verdict, crate::experiments::degradation::verdict::Verdict::DoesNotHold);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        for fc in [
+            FeedbackConfig { moves: 1, ..FeedbackConfig::default() },
+            FeedbackConfig { history: 0, ..FeedbackConfig::default() },
+            FeedbackConfig { episodes: 5, ..FeedbackConfig::default() },
+        ] {
+            assert!(fc.validate().is_err(), "{fc:?}");
+        }
+    }
+}
