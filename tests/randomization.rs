@@ -2,6 +2,7 @@
 //! learnable gap), its verdicts, and its command line.
 
 use elbow::experiments::degradation::Verdict;
+use elbow::experiments::feedback::FeedbackPipeline;
 use elbow::experiments::randomization::{PlantSet, RandomizationConfig, Ranges, Training, randomization};
 use elbow::learned::{HeadKind, TrainConfig};
 use elbow::lineup::SolverId;
@@ -67,6 +68,13 @@ fn a_symmetric_mismatch_is_not_learnable_on_average() {
         r(Training::Randomized),
         r(Training::Nominal)
     );
+    // A head that sees its own feedback can: after one move the camera's offset tells it which
+    // plant it is on, and its error falls; the same net with its history blanked does not adapt.
+    let f = |p| &report.feedback.row(p, PlantSet::Inside).unwrap().per_move;
+    let (head, blind) = (f(FeedbackPipeline::HeadRandomized), f(FeedbackPipeline::HeadNoHistory));
+    let later = |v: &Vec<f64>| v[1..].iter().sum::<f64>() / (v.len() - 1) as f64;
+    assert!(later(head) < 0.5 * head[0], "with history: {head:?}");
+    assert!(later(blind) > 0.8 * blind[0], "without: {blind:?}");
 }
 
 #[test]
@@ -85,7 +93,24 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
     let solvers: Vec<&str> = rows[..5].iter().map(|r| r["solver"].as_str().unwrap()).collect();
     assert_eq!(solvers, ["elbow-down", "mdn", "mdn", "residual", "residual"], "solvers by their keys");
     assert_eq!(v["claims"][2]["verdict"], "does-not-hold");
+    let feedback = v["feedback"]["rows"].as_array().unwrap();
+    assert_eq!(feedback.len(), 3 * 5, "five feedback pipelines on 3 plant sets");
+    assert_eq!(feedback[1]["pipeline"], "analytic+feedback");
+    assert_eq!(feedback[0]["per_move"].as_array().unwrap().len(), 6, "one mean per move of an episode");
+    let keys: Vec<&str> =
+        v["feedback"]["claims"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.last(), Some(&"feedback-beats-classical"));
+    assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+    let (code, table, _) = run(&[&small[..], &["--moves", "3"]].concat());
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("sees its own feedback") && table.contains("move 3") && !table.contains("move 4"),
+        "{table}"
+    );
     for (flag, value, needle) in [
+        ("--moves", "1", "from 2 to 50"),
+        ("--history", "9", "from 1 to 8"),
+        ("--episodes", "5", "from 10 to 100000"),
         ("--flex", "0.1,0", "0 <= LO <= HI"),
         ("--friction", "a,b", "not a finite number"),
         ("--plants", "0", "plants"),
