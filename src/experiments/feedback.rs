@@ -40,9 +40,10 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-/// Values per history slot: a presence flag, the command (two angles) and the camera's offset
-/// from the nominal tip (two coordinates).
-const SLOT: usize = 5;
+/// Values per history slot: a presence flag, the command (two angles), the camera's offset from
+/// the nominal tip (two coordinates) and that offset taken back to the joints through the
+/// nominal Jacobian at the command (two angles: the joint error that would explain it).
+const SLOT: usize = 7;
 /// Corrections are fitted in tenths of a radian.
 const OUTPUT_SCALE: f64 = 10.0;
 /// Offsets are fed in units of 5 cm.
@@ -148,6 +149,11 @@ impl FeedbackHead {
             s[2] = (o.command.elbow / std::f64::consts::PI) as f32;
             s[3] = (o.offset.x * OFFSET_SCALE) as f32;
             s[4] = (o.offset.y * OFFSET_SCALE) as f32;
+            if let Some(inv) = arm.jacobian(o.command).try_inverse() {
+                let joints = inv * o.offset;
+                s[5] = (joints.x * OUTPUT_SCALE).clamp(-10.0, 10.0) as f32;
+                s[6] = (joints.y * OUTPUT_SCALE).clamp(-10.0, 10.0) as f32;
+            }
         }
     }
 
