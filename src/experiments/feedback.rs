@@ -367,7 +367,7 @@ pub(super) fn evaluate(
     arm: &TwoLinkArm,
     fc: &FeedbackConfig,
     tolerance: f64,
-    sets: &[(PlantSet, Vec<PlantConfig>)],
+    sets: &[PlantSetPlants],
     episodes: &[Vec<Point2>],
     heads: [&FeedbackHead; 2],
 ) -> Vec<FeedbackRow> {
@@ -471,6 +471,9 @@ pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
     out
 }
 
+/// A plant set and its drawn plants.
+pub(super) type PlantSetPlants = (PlantSet, Vec<PlantConfig>);
+
 /// The episodes' plants and targets for the sets of a randomization run: `plants` per set (the
 /// nominal plant's copies differ only in their camera noise), each with its own targets.
 pub(super) fn episode_sets(
@@ -481,7 +484,7 @@ pub(super) fn episode_sets(
     sets: [(PlantSet, &Ranges); 3],
     camera: Camera,
     seed: u64,
-) -> (Vec<(PlantSet, Vec<PlantConfig>)>, Vec<Vec<Point2>>) {
+) -> (Vec<PlantSetPlants>, Vec<Vec<Point2>>) {
     let mut rng = rng(seed, Stream::FeedbackEpisodes, 0);
     let drawn = sets
         .iter()
