@@ -10,7 +10,7 @@
 //!
 //! It is an [`Mlp`] under squared error, trained by the lab's one [`Fitter`] (whose gradients are
 //! checked by finite differences in [`crate::nn`]), on **episodes**: consecutive moves on one
-//! plant drawn from the ranges (from rest at [`super::randomization::START`] each time, so a move's landing depends on
+//! plant drawn from the ranges (from rest at [`super::plants::START`] each time, so a move's landing depends on
 //! its command alone). A training move's label is the correction that reaches its target on its
 //! plant ([`command_reaching`]); its history is what the camera saw after the episode's earlier
 //! moves, each sent as a blend of the nominal answer and that move's reaching command (the
@@ -26,7 +26,7 @@
 
 use super::ExperimentError;
 use super::degradation::verdict::{Claim, claim};
-use super::randomization::{PlantSet, Ranges, clear_of_the_rim, command_reaching, landing};
+use super::plants::{PlantSet, Ranges, clear_of_the_rim, command_reaching, landing};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, Region, SampleMode, TwoLinkArm};
 use crate::learned::TrainConfig;
@@ -497,7 +497,6 @@ pub(super) fn episode_sets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::randomization::Ranges;
 
     /// A small run: heads trained nominal and randomized, episodes on plants inside the ranges.
     fn small() -> (FeedbackReport, FeedbackConfig) {

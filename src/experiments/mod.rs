@@ -17,6 +17,7 @@ pub mod bishop;
 pub mod chain;
 pub mod degradation;
 pub mod feedback;
+pub mod plants;
 pub mod randomization;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};

@@ -24,109 +24,22 @@
 
 use super::degradation::verdict::{Claim, claim};
 use crate::analytic::solve_branches;
-use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
+use crate::kinematics::{ElbowMode, Point2, RealArm};
 use crate::learned::data::{Dataset, Sample};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
 use crate::lineup::{Lineup, SolverId, Table};
-use crate::plant::{Camera, Plant, PlantConfig, SO101_STICTION_BAND};
+use crate::plant::{Camera, PlantConfig};
 use crate::rng::{Stream, rng};
 use crate::stats::{Summary, json_numbers};
-use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::ExperimentError;
 use super::feedback::{FeedbackConfig, FeedbackReport};
-
-/// Where every evaluation (and every data-collection move) starts from rest.
-pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
+pub use super::plants::{MAX_ANGLE, MAX_MISMATCH, PlantSet, Ranges, START, command_reaching};
+use super::plants::{clear_of_the_rim, landing};
 
 /// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
 pub const MAX_EVALUATIONS: usize = 20_000_000;
-
-/// The largest mismatch a range may reach, as a multiple of [`Mismatch::DEFAULT`]: link lengths
-/// up to 60 % off and joint offsets up to half a radian; beyond about 16 a drawn link would have
-/// no length at all.
-pub const MAX_MISMATCH: f64 = 10.0;
-
-/// The largest flex, stiction band or backlash a range may reach, radians (as
-/// [`PlantConfig::sanitized`] caps the flex).
-pub const MAX_ANGLE: f64 = std::f64::consts::FRAC_PI_4;
-
-/// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Ranges {
-    /// Size of the model mismatch as a multiple of [`Mismatch::DEFAULT`]; each of its four
-    /// parts (two link-length errors, two joint offsets) gets its own size and a random sign.
-    pub mismatch: [f64; 2],
-    /// Flex: droop of the stretched-out arm, radians (see [`PlantConfig::flex`]).
-    pub flex: [f64; 2],
-    /// Stiction band of each joint, radians (see [`PlantConfig::friction`]).
-    pub friction: [f64; 2],
-    /// Backlash half-width, radians.
-    pub backlash: [f64; 2],
-}
-
-impl Ranges {
-    /// The randomized training ranges: mismatch up to 1.5 times the default gap, a droop up to
-    /// 20 mrad, friction up to three times the SO-101's stiction band, backlash up to 10 mrad.
-    pub const TRAINING: Ranges = Ranges {
-        mismatch: [0.0, 1.5],
-        flex: [0.0, 0.02],
-        friction: [0.0, 3.0 * SO101_STICTION_BAND],
-        backlash: [0.0, 0.01],
-    };
-
-    /// Plants outside the training ranges on every channel (up to twice as far again).
-    pub const OUTSIDE: Ranges = Ranges {
-        mismatch: [1.5, 3.0],
-        flex: [0.02, 0.04],
-        friction: [3.0 * SO101_STICTION_BAND, 6.0 * SO101_STICTION_BAND],
-        backlash: [0.01, 0.02],
-    };
-
-    /// Only the nominal plant.
-    pub const NOMINAL: Ranges = Ranges { mismatch: [0.0; 2], flex: [0.0; 2], friction: [0.0; 2], backlash: [0.0; 2] };
-
-    fn check(&self, name: &str) -> Result<(), ExperimentError> {
-        for (channel, [lo, hi], max, unit) in [
-            ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
-            ("flex", self.flex, MAX_ANGLE, " rad"),
-            ("friction", self.friction, MAX_ANGLE, " rad"),
-            ("backlash", self.backlash, MAX_ANGLE, " rad"),
-        ] {
-            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
-                return Err(ExperimentError::Invalid(format!(
-                    "the {name} {channel} range must have 0 <= low <= high <= {max:.3}{unit}, got [{lo:?}, {hi:?}]"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// One plant drawn from these ranges (the camera as given, the seed from `rng`).
-    pub fn draw(&self, arm: &TwoLinkArm, camera: Camera, rng: &mut ChaCha8Rng) -> PlantConfig {
-        fn pick(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {
-            if hi > lo { rng.random_range(lo..=hi) } else { lo }
-        }
-        let d = Mismatch::DEFAULT;
-        let mut part = |v: f64| v * pick(rng, self.mismatch) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
-        let mismatch = Mismatch {
-            length_error: [part(d.length_error[0]), part(d.length_error[1])],
-            joint_offsets: Pose::new(part(d.joint_offsets.shoulder), part(d.joint_offsets.elbow)),
-        };
-        let real = RealArm::with_mismatch(arm, mismatch).unwrap_or_else(|_| RealArm::ideal(*arm));
-        PlantConfig {
-            real,
-            flex: pick(rng, self.flex),
-            friction: pick(rng, self.friction),
-            backlash: pick(rng, self.backlash),
-            camera,
-            seed: rng.random(),
-            ..PlantConfig::ideal(*arm)
-        }
-    }
-}
 
 /// What the experiment runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -185,18 +98,6 @@ pub enum Training {
     Randomized,
 }
 
-/// Which plants a row was measured on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlantSet {
-    /// The nominal plant (the simulator itself).
-    Nominal,
-    /// Plants drawn from the randomized training ranges.
-    Inside,
-    /// Plants drawn from ranges beyond them.
-    Outside,
-}
-
 /// One solver on one set of plants.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -250,33 +151,6 @@ impl RandomizationReport {
     pub fn row(&self, solver: SolverId, training: Training, plants: PlantSet) -> Option<&Row> {
         self.rows.iter().find(|r| r.solver == solver && r.training == training && r.plants == plants)
     }
-}
-
-/// Where the tip of `plant` comes to rest when `command` is sent from rest at [`START`].
-pub(crate) fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
-    let mut plant = Plant::new(*cfg, START);
-    plant.command(command);
-    plant.settle();
-    plant
-}
-
-/// The command that brings the tip of `cfg`'s plant onto `target` from [`START`] on the `mode`
-/// branch: Newton steps on the true tip, from the nominal closed-form answer. `None` when the
-/// steps do not reach it within 0.1 mm (near the rim, or a branch the drawn plant lacks).
-pub fn command_reaching(arm: &TwoLinkArm, cfg: &PlantConfig, target: Point2, mode: ElbowMode) -> Option<Pose> {
-    let mut q = solve_branches(arm, target).pose(mode);
-    for _ in 0..12 {
-        let miss = target - landing(cfg, q).tip();
-        if miss.norm() < 1e-4 {
-            return Some(q);
-        }
-        let step = arm.jacobian(q).try_inverse()? * miss;
-        q = Pose::new(q.shoulder + step.x.clamp(-0.2, 0.2), q.elbow + step.y.clamp(-0.2, 0.2));
-        if !q.is_finite() {
-            return None;
-        }
-    }
-    None
 }
 
 /// Training samples for `head` on plants drawn from `ranges`: each target's answers are the
@@ -527,18 +401,6 @@ fn feedback_comparison(
     Ok(report)
 }
 
-/// The first `n` of `targets` that lie clear of the workspace's rims by 15 % of the reach, so
-/// that every drawn plant (whose links may be up to 18 % longer or shorter) reaches them and a
-/// miss is the pipeline's, not the geometry's.
-pub(crate) fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize) -> Vec<Point2> {
-    let margin = 0.15 * arm.reach();
-    targets
-        .into_iter()
-        .filter(|t| t.norm() > arm.inner_radius() + margin && t.norm() < arm.reach() - margin)
-        .take(n)
-        .collect()
-}
-
 /// A gap under this (metres) is too small to judge whether randomization closes it.
 const SMALLEST_GAP: f64 = 1e-3;
 
@@ -612,7 +474,9 @@ pub fn claims(report: &RandomizationReport) -> Vec<Claim> {
 mod tests {
     use super::super::degradation::verdict::Verdict;
     use super::*;
+    use crate::kinematics::{Mismatch, TwoLinkArm};
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn the_command_found_reaches_the_target_on_its_plant() {
