@@ -26,7 +26,7 @@
 
 use super::ExperimentError;
 use super::degradation::verdict::{Claim, claim};
-use super::plants::{PlantSet, Ranges, clear_of_the_rim, command_reaching, landing};
+use super::plants::{PlantSet, Ranges, clear_of_the_rim, command_reaching, gap_halved, landing};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, Region, SampleMode, TwoLinkArm};
 use crate::learned::TrainConfig;
@@ -410,9 +410,6 @@ pub(super) fn evaluate(
     rows
 }
 
-/// A gap under this (metres) is too small to judge whether randomization closes it.
-const SMALLEST_GAP: f64 = 1e-3;
-
 /// The four claims about the feedback head, computed from its rows by rules fixed in advance:
 /// the randomization experiment's three (its gap halved inside and outside the ranges, measured
 /// from the nominal-trained head on the nominal plant; failures reported), and whether the
@@ -436,7 +433,7 @@ pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
     ] {
         let before = mean(P::HeadNominal, set) - sim;
         let after = mean(P::HeadRandomized, set) - sim;
-        let passes = (before >= SMALLEST_GAP).then_some(after <= 0.5 * before);
+        let passes = gap_halved(before, after);
         let numbers = format!("gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3);
         out.push(claim(key, statement, vec![("feedback head".into(), passes, numbers)]));
     }

@@ -149,3 +149,12 @@ pub(crate) fn clear_of_the_rim(arm: &TwoLinkArm, targets: Vec<Point2>, n: usize)
         .take(n)
         .collect()
 }
+
+/// A gap under this (metres) is too small to judge whether randomization closes it.
+const SMALLEST_GAP: f64 = 1e-3;
+
+/// Whether randomization at least halved a gap of `before` metres to `after` (the rule of every
+/// "closes the gap" claim); `None` when the gap was too small to judge.
+pub(crate) fn gap_halved(before: f64, after: f64) -> Option<bool> {
+    (before >= SMALLEST_GAP).then_some(after <= 0.5 * before)
+}

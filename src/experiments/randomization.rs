@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::ExperimentError;
 use super::feedback::{FeedbackConfig, FeedbackReport};
 pub use super::plants::{MAX_ANGLE, MAX_MISMATCH, PlantSet, Ranges, START, command_reaching};
-use super::plants::{clear_of_the_rim, landing};
+use super::plants::{clear_of_the_rim, gap_halved, landing};
 
 /// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
 pub const MAX_EVALUATIONS: usize = 20_000_000;
@@ -401,9 +401,6 @@ fn feedback_comparison(
     Ok(report)
 }
 
-/// A gap under this (metres) is too small to judge whether randomization closes it.
-const SMALLEST_GAP: f64 = 1e-3;
-
 /// The claims, computed from the rows by rules fixed in advance.
 ///
 /// A head's gap on a set of plants is its mean error there less the nominal-trained head's mean
@@ -437,7 +434,7 @@ pub fn claims(report: &RandomizationReport) -> Vec<Claim> {
                 let sim = mean(head, Training::Nominal, PlantSet::Nominal);
                 let before = mean(head, Training::Nominal, set) - sim;
                 let after = mean(head, Training::Randomized, set) - sim;
-                let passes = (before >= SMALLEST_GAP).then_some(after <= 0.5 * before);
+                let passes = gap_halved(before, after);
                 let numbers = format!("gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3);
                 (head.key().to_string(), passes, numbers)
             })
