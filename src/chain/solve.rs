@@ -224,21 +224,19 @@ pub fn solutions<R: Rng + ?Sized>(
     let d = arm.coords();
     out.clear();
     let mut effort = Effort::default();
-    let net = match net_needed(method, settings.seeds) {
-        Some(kind) => Some(nets.get(kind).ok_or(SolveError::NoNet(method))?),
-        None => None,
-    };
-    match (method, net) {
-        (Method::Mse | Method::Mdn | Method::Flow, Some(net)) => net.sample(target, n, rng, out),
-        (Method::Dls, _) => {
+    // The net a learned method samples or seeds from; refused when it was not given.
+    let net = || net_needed(method, settings.seeds).and_then(|k| nets.get(k)).ok_or(SolveError::NoNet(method));
+    match method {
+        Method::Mse | Method::Mdn | Method::Flow => net()?.sample(target, n, rng, out),
+        Method::Dls => {
             let dls = dls(arm, settings);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
                 effort.add(dls.from_prior(x, target, &arm.prior, settings.dls_starts, rng));
             }
         }
-        (Method::Hybrid, Some(net)) => {
-            let mut seeds = net.drawer(target);
+        Method::Hybrid => {
+            let mut seeds = net()?.drawer(target);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
                 let (seeded, fallback) = hybrid(arm, settings, &mut seeds, target, x, rng);
@@ -249,14 +247,13 @@ pub fn solutions<R: Rng + ?Sized>(
                 }
             }
         }
-        (Method::Exact, _) => {
+        Method::Exact => {
             let mut sampler = ExactSampler::new(arm);
             sampler.ess_factor = settings.ess_factor;
             let s = sampler.sample(target, n, rng);
             *out = s.x;
             effort.ess = Some(s.ess);
         }
-        (Method::Mse | Method::Mdn | Method::Flow | Method::Hybrid, None) => unreachable!("the net was looked up"),
     }
     Ok(effort)
 }

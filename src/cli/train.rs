@@ -7,7 +7,7 @@ use super::arm::cli_net_defaults;
 use super::experiment::{print_budget, print_chain_rows};
 use super::{AppArm, ArmChoice, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
-use elbow::chain::nets::{NetConfig, NetKind};
+use elbow::chain::nets::NetConfig;
 use elbow::chain::{ChainArm, ChainModel, Method};
 use elbow::experiments::chain::{ChainConfig, MAX_SAMPLES, Progress, evaluate, train_nets};
 use elbow::kinematics::Region;
@@ -262,10 +262,8 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
 /// held-out figures (its evaluation), and the chain model saved.
 fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
     let cfg = args.chain_config(arm)?;
-    let kinds: Vec<NetKind> =
-        cfg.methods.iter().filter_map(|&m| elbow::chain::solve::net_needed(m, cfg.solve.seeds)).collect();
     if let Some(path) = &args.out {
-        let size: f64 = kinds.iter().map(|&k| cfg.net.model_file_estimate(k, arm.coords())).sum();
+        let size: f64 = cfg.nets().iter().map(|&k| cfg.net.model_file_estimate(k, arm.coords())).sum();
         check_out(path, size)?;
     }
     let started = std::time::Instant::now();

@@ -252,10 +252,7 @@ pub fn train_feedback_head(
             yb.column_mut(j).copy_from_slice(&ys[2 * i..2 * i + 2]);
         }
     };
-    fitter.run(&mut net, fill, |_, _| keep_going()).map_err(|e| match e {
-        crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
-        e => e.into(),
-    })?;
+    fitter.run(&mut net, fill, |_, _| keep_going()).map_err(ExperimentError::of_training)?;
     Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n))
 }
 

@@ -44,3 +44,14 @@ pub enum ExperimentError {
     #[error("interrupted; nothing was written")]
     Cancelled,
 }
+
+impl ExperimentError {
+    /// A training error of a run the caller can stop: the stop it asked for becomes
+    /// [`ExperimentError::Cancelled`], anything else stays a training error.
+    pub fn of_training(e: crate::learned::TrainError) -> Self {
+        match e {
+            crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
+            e => e.into(),
+        }
+    }
+}

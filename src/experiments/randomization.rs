@@ -204,10 +204,7 @@ fn train(
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<LearnedModel, ExperimentError> {
     let mut trainer = Trainer::with_data(tc, data)?;
-    trainer.run_checked(|_, _| keep_going()).map_err(|e| match e {
-        crate::learned::TrainError::Cancelled { .. } => ExperimentError::Cancelled,
-        e => e.into(),
-    })?;
+    trainer.run_checked(|_, _| keep_going()).map_err(ExperimentError::of_training)?;
     Ok(trainer.into_model())
 }
 

@@ -93,12 +93,16 @@ impl ChainConfig {
                 "this run would need about {pairs:.1e} kernel evaluations (the limit is {MAX_KERNEL_PAIRS:.0e}); use fewer targets or samples"
             ));
         }
-        for kind in NetKind::ALL {
-            if self.methods.iter().any(|&m| net_of(self, m) == Some(kind)) {
-                self.net.validate(kind, self.arm.coords())?;
-            }
+        for kind in self.nets() {
+            self.net.validate(kind, self.arm.coords())?;
         }
         Ok(())
+    }
+
+    /// The nets the run's methods need (the hybrid's by its seed source), in [`NetKind::ALL`]
+    /// order.
+    pub fn nets(&self) -> Vec<NetKind> {
+        NetKind::ALL.into_iter().filter(|&k| self.methods.iter().any(|&m| net_of(self, m) == Some(k))).collect()
     }
 
     /// The settings of the iterative methods and the exact sampler.

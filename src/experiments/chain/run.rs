@@ -177,9 +177,9 @@ pub fn evaluate(
             }
         })
         .collect();
-    let budget = NetKind::ALL
+    let budget = cfg
+        .nets()
         .into_iter()
-        .filter(|&k| cfg.methods.iter().any(|&m| net_of(cfg, m) == Some(k)))
         .filter_map(|k| nets.get(k))
         .map(|net| NetBudget {
             net: net.kind.key().into(),
@@ -214,8 +214,7 @@ pub fn train_nets(
     cfg: &ChainConfig,
     progress: &(dyn Fn(Progress) -> bool + Sync),
 ) -> Result<TrainedNets, ExperimentError> {
-    let kinds: Vec<NetKind> =
-        NetKind::ALL.into_iter().filter(|&k| cfg.methods.iter().any(|&m| net_of(cfg, m) == Some(k))).collect();
+    let kinds = cfg.nets();
     let total = kinds.len() * cfg.net.steps;
     let done = std::sync::atomic::AtomicUsize::new(0);
     let trained: Vec<(ChainNet, f64)> = kinds
