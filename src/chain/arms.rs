@@ -77,6 +77,8 @@ pub enum ArmKind {
     ThreeR,
     /// The rail-and-three-joints benchmark arm of Ardizzone et al. 2019 / Kruse et al. 2021.
     Rail3,
+    /// The SO-101 arm's three pitch joints in a vertical plane ([`super::so101`]).
+    So101,
 }
 
 /// What a named arm is and what applies to it.
@@ -105,7 +107,7 @@ pub const RAIL3_SIGMAS: [f64; 4] = [0.25, 0.5, 0.5, 0.5];
 
 impl ArmKind {
     /// Every named arm, default first.
-    pub const ALL: [ArmKind; 3] = [ArmKind::TwoR, ArmKind::ThreeR, ArmKind::Rail3];
+    pub const ALL: [ArmKind; 4] = [ArmKind::TwoR, ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101];
 
     /// What this arm is.
     pub const fn spec(self) -> ArmSpec {
@@ -126,6 +128,12 @@ impl ArmKind {
             ArmKind::Rail3 => ArmSpec {
                 key: "rail3",
                 about: "rail along y and links 0.5, 0.5, 1.0 m, prior N(0, diag(0.25, 0.5, 0.5, 0.5)^2) (Kruse et al. 2021)",
+                methods: CHAIN_METHODS,
+                closed_form: false,
+            },
+            ArmKind::So101 => ArmSpec {
+                key: "so101",
+                about: "the SO-101's shoulder lift, elbow flex and wrist flex (links 116, 135, 160 mm, MuJoCo Menagerie's ranges), uniform prior",
                 methods: CHAIN_METHODS,
                 closed_form: false,
             },
@@ -157,6 +165,11 @@ impl ArmKind {
                 let chain = Chain::new(Some(travel), links).expect("valid chain");
                 let marginals = RAIL3_SIGMAS.map(|sigma| Marginal::Gaussian { mean: 0.0, sigma }).to_vec();
                 let prior = Prior::new(marginals, &chain).expect("valid prior");
+                (chain, prior)
+            }
+            ArmKind::So101 => {
+                let chain = super::so101::chain().expect("valid chain");
+                let prior = Prior::uniform(&chain);
                 (chain, prior)
             }
         };
@@ -252,10 +265,10 @@ mod tests {
         }
         assert_eq!("RAIL3".parse::<ArmKind>().unwrap(), ArmKind::Rail3);
         let e = "4r".parse::<ArmKind>().unwrap_err();
-        assert!(e.contains("2r, 3r, rail3") && e.contains("`4r`"), "{e}");
+        assert!(e.contains("2r, 3r, rail3, so101") && e.contains("`4r`"), "{e}");
         assert_eq!(ArmKind::Rail3.arm().coords(), 4);
         assert!(ArmKind::TwoR.arm().methods().is_empty());
-        assert_eq!(ChainArm::experiment_arms(), "3r, rail3");
+        assert_eq!(ChainArm::experiment_arms(), "3r, rail3, so101");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use super::ExperimentError;
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
-use crate::plant::{Camera, Plant, PlantConfig, SO101_STICTION_BAND};
+use crate::plant::dynamics::Servo;
+use crate::plant::{Camera, Plant, PlantConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -20,9 +21,15 @@ pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 /// no length at all.
 pub const MAX_MISMATCH: f64 = 10.0;
 
-/// The largest flex, stiction band or backlash a range may reach, radians (as
-/// [`PlantConfig::sanitized`] caps the flex).
+/// The largest flex or backlash a range may reach, radians (as [`PlantConfig::sanitized`] caps
+/// them).
 pub const MAX_ANGLE: f64 = std::f64::consts::FRAC_PI_4;
+
+/// The largest friction loss a range may reach, N m: the servo's torque limit.
+pub const MAX_FRICTION: f64 = Servo::STS3215.torque_limit;
+
+/// The SO-101 servo's own friction loss, N m ([`Servo::STS3215`]).
+const SO101_FRICTION: f64 = Servo::STS3215.frictionloss;
 
 /// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -32,7 +39,7 @@ pub struct Ranges {
     pub mismatch: [f64; 2],
     /// Flex: droop of the stretched-out arm, radians (see [`PlantConfig::flex`]).
     pub flex: [f64; 2],
-    /// Stiction band of each joint, radians (see [`PlantConfig::friction`]).
+    /// Friction loss of each joint, N m (see [`Servo::frictionloss`]).
     pub friction: [f64; 2],
     /// Backlash half-width, radians.
     pub backlash: [f64; 2],
@@ -40,11 +47,11 @@ pub struct Ranges {
 
 impl Ranges {
     /// The randomized training ranges: mismatch up to 1.5 times the default gap, a droop up to
-    /// 20 mrad, friction up to three times the SO-101's stiction band, backlash up to 10 mrad.
+    /// 20 mrad, friction up to three times the SO-101 servo's friction loss, backlash up to 10 mrad.
     pub const TRAINING: Ranges = Ranges {
         mismatch: [0.0, 1.5],
         flex: [0.0, 0.02],
-        friction: [0.0, 3.0 * SO101_STICTION_BAND],
+        friction: [0.0, 3.0 * SO101_FRICTION],
         backlash: [0.0, 0.01],
     };
 
@@ -52,7 +59,7 @@ impl Ranges {
     pub const OUTSIDE: Ranges = Ranges {
         mismatch: [1.5, 3.0],
         flex: [0.02, 0.04],
-        friction: [3.0 * SO101_STICTION_BAND, 6.0 * SO101_STICTION_BAND],
+        friction: [3.0 * SO101_FRICTION, 6.0 * SO101_FRICTION],
         backlash: [0.01, 0.02],
     };
 
@@ -63,7 +70,7 @@ impl Ranges {
         for (channel, [lo, hi], max, unit) in [
             ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
             ("flex", self.flex, MAX_ANGLE, " rad"),
-            ("friction", self.friction, MAX_ANGLE, " rad"),
+            ("friction", self.friction, MAX_FRICTION, " N m"),
             ("backlash", self.backlash, MAX_ANGLE, " rad"),
         ] {
             if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
@@ -87,14 +94,15 @@ impl Ranges {
             joint_offsets: Pose::new(part(d.joint_offsets.shoulder), part(d.joint_offsets.elbow)),
         };
         let real = RealArm::with_mismatch(arm, mismatch).unwrap_or_else(|_| RealArm::ideal(*arm));
+        let ideal = PlantConfig::ideal(*arm);
         PlantConfig {
             real,
             flex: pick(rng, self.flex),
-            friction: pick(rng, self.friction),
+            servo: Servo { frictionloss: pick(rng, self.friction), ..ideal.servo },
             backlash: pick(rng, self.backlash),
             camera,
             seed: rng.random(),
-            ..PlantConfig::ideal(*arm)
+            ..ideal
         }
     }
 }

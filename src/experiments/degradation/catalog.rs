@@ -371,7 +371,7 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         &targets[..=n],
         &seen[..=n],
         &proposals,
-        cfg.ticks,
+        cfg.corrections,
         cfg.tolerance,
         cfg.post_move_check,
         record.seed,

@@ -12,7 +12,8 @@
 
 use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
-use crate::plant::{Camera, MAX_FPS, SO101_STICTION_BAND};
+use crate::plant::{Camera, MAX_FPS, MAX_LATENCY_MS};
+use crate::plant::dynamics::Servo;
 use crate::rng::{Stream, rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -32,12 +33,12 @@ pub enum Channel {
     /// Model mismatch: the real arm's link-length errors and joint offsets, as a multiple of
     /// the configured mismatch.
     Mismatch,
-    /// Joint friction: the stiction band of each joint, as a multiple of the SO-101 arm's
-    /// ([`SO101_STICTION_BAND`], 2.9 mrad).
+    /// Joint friction: the Coulomb friction loss of each joint, N m (the SO-101's STS3215 has
+    /// 0.052 N m against a position gain of 998 N m/rad).
     Friction,
     /// Link flex: the droop of the stretched-out arm under gravity, radians.
     Flex,
-    /// Control latency: ticks a command waits before it takes effect (whole numbers).
+    /// Control latency: milliseconds a goal takes to reach the servos.
     Latency,
     /// Camera pixel noise: standard deviation of the tip's image position, pixels of 1 mm.
     CameraNoise,
@@ -91,8 +92,8 @@ impl Channel {
             Channel::Encoder | Channel::Actuator | Channel::Backlash | Channel::Flex => "rad",
             Channel::Target | Channel::CameraOffset => "m",
             Channel::Mismatch => "x mismatch",
-            Channel::Friction => "x SO-101 band",
-            Channel::Latency => "ticks",
+            Channel::Friction => "N m",
+            Channel::Latency => "ms",
             Channel::CameraNoise => "px",
             Channel::CameraPeriod => "s",
             Channel::Combined => "x max",
@@ -108,9 +109,9 @@ impl Channel {
     /// why, in words.
     fn largest(self) -> Option<(f64, &'static str)> {
         match self {
-            Channel::Friction => Some((MAX_FRICTION, "100 times the SO-101 band")),
+            Channel::Friction => Some((MAX_FRICTION, "2.94 N m (the servo's torque limit)")),
             Channel::Flex => Some((std::f64::consts::FRAC_PI_4, "pi/4 rad (45 degrees)")),
-            Channel::Latency => Some((MAX_LATENCY_TICKS as f64, "100 ticks")),
+            Channel::Latency => Some((MAX_LATENCY_MS, "10000 ms")),
             Channel::CameraNoise => Some((crate::plant::MAX_PIXEL_NOISE, "1e6 pixels")),
             Channel::CameraOffset => Some((crate::plant::MAX_CAMERA_OFFSET, "1000 m")),
             Channel::CameraPeriod => Some((MAX_CAMERA_PERIOD, "3600 s")),
@@ -119,7 +120,7 @@ impl Channel {
     }
 
     /// Checks one level of this channel: finite, at least 0, within [`Channel::largest`], a
-    /// whole number of ticks for the latency, and a camera period of 0 or at least 1/[`MAX_FPS`].
+    /// and a camera period of 0 or at least 1/[`MAX_FPS`].
     pub fn check_level(self, level: f64) -> Result<(), String> {
         if !(level.is_finite() && level >= 0.0) {
             return Err(format!("{} levels must be finite numbers >= 0, got {level}", self.key()));
@@ -128,9 +129,6 @@ impl Channel {
             && level > top
         {
             return Err(format!("{} levels must be at most {words}, got {level}", self.key()));
-        }
-        if self == Channel::Latency && level.fract() != 0.0 {
-            return Err(format!("latency levels must be whole numbers of ticks, got {level}"));
         }
         if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS {
             return Err(format!(
@@ -141,10 +139,8 @@ impl Channel {
     }
 }
 
-/// The most friction accepted, as a multiple of [`SO101_STICTION_BAND`].
-pub const MAX_FRICTION: f64 = 100.0;
-/// The most latency accepted, ticks.
-pub const MAX_LATENCY_TICKS: u32 = 100;
+/// The most friction loss accepted, N m: the servo's torque limit (beyond it nothing moves).
+pub const MAX_FRICTION: f64 = Servo::STS3215.torque_limit;
 /// The slowest camera accepted, seconds between frames.
 pub const MAX_CAMERA_PERIOD: f64 = 3600.0;
 /// Metres per pixel of the degradation run's camera.
@@ -167,11 +163,11 @@ pub struct ChannelLevels {
     pub target: Vec<f64>,
     /// Mismatch, as multiples of the configured mismatch.
     pub mismatch: Vec<f64>,
-    /// Stiction band, as multiples of [`SO101_STICTION_BAND`].
+    /// Friction loss of each joint, N m.
     pub friction: Vec<f64>,
     /// Droop of the stretched-out arm, radians.
     pub flex: Vec<f64>,
-    /// Control latency, whole ticks.
+    /// Control latency, milliseconds.
     pub latency: Vec<f64>,
     /// Camera pixel noise, pixels of [`METRES_PER_PIXEL`].
     pub camera_noise: Vec<f64>,
@@ -191,9 +187,9 @@ impl Default for ChannelLevels {
             backlash: vec![0.0, 0.01, 0.02, 0.05],
             target: vec![0.0, 0.01, 0.02, 0.05],
             mismatch: vec![0.0, 0.5, 1.0, 2.0],
-            friction: vec![0.0, 2.0, 5.0, 10.0],
+            friction: vec![0.0, 0.1, 0.25, 0.5],
             flex: vec![0.0, 0.01, 0.02, 0.05],
-            latency: vec![0.0, 1.0, 2.0, 4.0],
+            latency: vec![0.0, 33.0, 67.0, 133.0],
             camera_noise: vec![0.0, 5.0, 20.0, 50.0],
             camera_offset: vec![0.0, 0.01, 0.03, 0.1],
             camera_period: vec![0.0, 0.5, 1.0, 2.0],
@@ -270,11 +266,11 @@ pub struct Perturbation {
     pub target: f64,
     /// Mismatch multiple.
     pub mismatch: f64,
-    /// Stiction band, multiples of [`SO101_STICTION_BAND`].
+    /// Friction loss of each joint, N m.
     pub friction: f64,
     /// Droop of the stretched-out arm, radians.
     pub flex: f64,
-    /// Control latency, ticks (a whole number; a combined fraction is rounded).
+    /// Control latency, milliseconds.
     pub latency: f64,
     /// Camera pixel noise, pixels.
     pub camera_noise: f64,
@@ -302,7 +298,7 @@ impl Perturbation {
             Channel::Mismatch => self.mismatch = value,
             Channel::Friction => self.friction = value,
             Channel::Flex => self.flex = value,
-            Channel::Latency => self.latency = value.round(),
+            Channel::Latency => self.latency = value,
             Channel::CameraNoise => self.camera_noise = value,
             Channel::CameraOffset => self.camera_offset = value,
             Channel::CameraPeriod => self.camera_period = value,
@@ -310,15 +306,6 @@ impl Perturbation {
         }
     }
 
-    /// The stiction band, radians.
-    pub fn friction_band(&self) -> f64 {
-        self.friction * SO101_STICTION_BAND
-    }
-
-    /// The latency in ticks.
-    pub fn latency_ticks(&self) -> u32 {
-        self.latency.round().clamp(0.0, f64::from(MAX_LATENCY_TICKS)) as u32
-    }
 
     /// The camera of this setting: [`METRES_PER_PIXEL`], the pixel noise, the offset along x,
     /// and the frame period (0: the fastest camera, [`MAX_FPS`], a frame at every tick).
@@ -513,16 +500,14 @@ mod tests {
                 backlash: 0.025,
                 target: 0.025,
                 mismatch: 1.0,
-                friction: 5.0,
+                friction: 0.25,
                 flex: 0.025,
-                latency: 2.0,
+                latency: 66.5,
                 camera_noise: 25.0,
                 camera_offset: 0.05,
                 camera_period: 1.0,
             }
         );
-        let quarter = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.25).unwrap();
-        assert_eq!(quarter.perturbation.latency, 1.0, "a combined latency is a whole number of ticks");
     }
 
     #[test]

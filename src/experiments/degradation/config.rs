@@ -66,8 +66,10 @@ pub struct DegradationConfig {
     pub ood_fraction: f64,
     /// A tip error above this (metres) counts as a miss; the post-move check uses it too.
     pub tolerance: f64,
-    /// Joint-servo ticks per target in the plant protocol (1: open loop).
-    pub ticks: usize,
+    /// Outer corrections per target in the plant protocol after the servos settle on the
+    /// solver's goal (0: the plain goal). Each waits until its goal has arrived and the arm has
+    /// settled, then sends `goal + (setpoint − measured)`.
+    pub corrections: usize,
     /// Plant protocol: classical and enveloped pipelines read the encoders after the move and
     /// report a failure when the FK of the measured joints misses the target.
     pub post_move_check: bool,
@@ -95,7 +97,7 @@ impl Default for DegradationConfig {
             targets: 10_000,
             ood_fraction: 0.2,
             tolerance: 0.05,
-            ticks: 3,
+            corrections: 0,
             post_move_check: true,
             train_steps: 4000,
             region: Region::Annulus,
@@ -110,8 +112,8 @@ impl Default for DegradationConfig {
 pub const MAX_LEVELS: usize = 16;
 /// Most targets per setting.
 pub const MAX_TARGETS: usize = 1_000_000;
-/// Most plant ticks (or exercise solves) one solver may be asked for in a run.
-pub const MAX_TICKS_PER_SOLVER: u64 = 10_000_000;
+/// Most moves (plant moves, corrections included, or exercise solves) one solver may be asked for in a run.
+pub const MAX_TICKS_PER_SOLVER: u64 = 2_000_000;
 /// Most training steps per head.
 pub const MAX_TRAIN_STEPS: usize = 10_000_000;
 
@@ -142,7 +144,7 @@ pub enum ConfigError {
     },
     /// The run would ask a solver for more work than a run may.
     #[error(
-        "the run would take {ticks} plant ticks per solver ({settings} settings x {targets} targets x {per_target} each), above the limit of {MAX_TICKS_PER_SOLVER}; use fewer targets, levels or ticks"
+        "the run would take {ticks} moves per solver ({settings} settings x {targets} targets x {per_target} each), above the limit of {MAX_TICKS_PER_SOLVER}; use fewer targets, levels or corrections"
     )]
     TooMuchWork {
         /// Ticks (or solves) per solver.
@@ -171,7 +173,7 @@ impl DegradationConfig {
     }
 
     /// Checks every field, with an error naming the first bad one; also refuses runs above
-    /// [`MAX_TICKS_PER_SOLVER`] plant ticks (or exercise solves) per solver.
+    /// [`MAX_TICKS_PER_SOLVER`] moves per solver.
     pub fn validate(&self) -> Result<(), ConfigError> {
         for ch in Channel::ALL {
             let levels = self.levels.of(ch);
@@ -186,10 +188,7 @@ impl DegradationConfig {
         for &fraction in &self.levels.combined {
             for ch in Channel::ALL.into_iter().filter(|&c| c != Channel::Combined) {
                 let top = self.levels.of(ch).iter().copied().fold(0.0, f64::max);
-                let mut level = fraction * top;
-                if ch == Channel::Latency {
-                    level = level.round();
-                }
+                let level = fraction * top;
                 ch.check_level(level).map_err(|e| ConfigError::Level(format!("combined x{fraction}: {e}")))?;
             }
         }
@@ -199,7 +198,7 @@ impl DegradationConfig {
         range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
         range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
         range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
-        range("ticks", "1..=100", (1..=100).contains(&self.ticks), self.ticks.to_string())?;
+        range("corrections", "0..=10", self.corrections <= 10, self.corrections.to_string())?;
         range(
             "train steps",
             "1..=10000000",
@@ -227,7 +226,7 @@ impl DegradationConfig {
         let targets = self.targets + self.ood_targets();
         let mut work = [(0usize, 0usize); 2];
         if self.protocol.runs_plant() {
-            work[0] = (super::channels::settings(&self.levels, &Channel::ALL).len(), self.ticks + 1);
+            work[0] = (super::channels::settings(&self.levels, &Channel::ALL).len(), self.corrections + 1);
         }
         if self.protocol.runs_exercise() {
             work[1] = (super::channels::settings(&self.levels, &super::channels::EXERCISE_CHANNELS).len(), 1);

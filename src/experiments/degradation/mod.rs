@@ -193,7 +193,7 @@ pub fn degradation_catalogued(
                             targets,
                             seen,
                             proposals,
-                            cfg.ticks,
+                            cfg.corrections,
                             cfg.tolerance,
                             cfg.post_move_check,
                             seed,

@@ -15,12 +15,14 @@
 //!
 //! **Plant protocol**, per pipeline, setting and target set: the plant carries over from target to
 //! target. For each target the pipeline is asked once, warm-started from the encoder reading, for
-//! the sensed target (the true one plus target noise); its answer becomes the joint setpoint. A
-//! joint servo runs `ticks` ticks, each a tick of the plant (friction, flex and latency act; the
-//! control period between targets is shared evenly among them): command (plus actuator noise),
-//! step, read the encoders, `command += setpoint - measured`. Under latency the move then goes on
-//! until the last command has left the delay line. The tip error is measured on the real arm
-//! against the true target.
+//! the sensed target (the true one plus target noise); its answer (plus actuator noise) is sent
+//! once as the servos' goal, and the servos close their own loop, as a position-servoed arm does.
+//! The move ends when the goal has arrived (after the latency) and the arm has settled
+//! ([`Plant::settle`]). With `corrections` > 0 an outer loop follows, one that waits for its
+//! command to take effect: each correction sends `goal + (setpoint − measured)` and settles again.
+//! (An outer loop that corrects every tick without waiting winds up under latency: it sends the
+//! whole move again before the encoders show the first one.) The tip error is measured on the
+//! real arm against the true target.
 //!
 //! **Two post-move checks.** Each checking pipeline's outcome is counted twice: once with the
 //! encoder check above, once with a camera check instead, which compares the camera's newest
@@ -39,6 +41,7 @@ use super::proposals::Proposals;
 use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Answer, Family, Lineup, Pipeline};
+use crate::plant::dynamics::Servo;
 use crate::plant::{Frame, Plant, PlantConfig};
 use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
@@ -126,26 +129,25 @@ pub fn plant_run(
     targets: &[Point2],
     seen: &[Point2],
     proposals: &Proposals,
-    ticks: usize,
+    corrections: usize,
     tolerance: f64,
     post_move_check: bool,
     seed: u64,
 ) -> Outcome {
     let p = setting.perturbation;
+    let ideal = PlantConfig::ideal(real.arm);
     let cfg = PlantConfig {
         real,
         backlash: p.backlash,
         noise_std: p.encoder,
         seed,
-        friction: p.friction_band(),
+        servo: Servo { frictionloss: p.friction, ..ideal.servo },
         flex: p.flex,
-        latency: p.latency_ticks(),
+        latency_ms: p.latency,
         camera: p.camera(),
-        ..PlantConfig::ideal(real.arm)
+        ..ideal
     };
     let mut plant = Plant::new(cfg, START);
-    let ticks = ticks.max(1);
-    let dt = lineup.envelope.config.control_period / ticks as f64;
     let mut rng = rng(seed, Stream::Actuator, 0);
     let actuator = Jitter::new(p.actuator);
     let check = post_move_check && checks_after_move(pipeline);
@@ -160,22 +162,15 @@ pub fn plant_run(
             out.log.record(verdict);
         }
         let setpoint = answer.solution.pose;
-        let mut command = setpoint;
-        let mut moved_at = f64::INFINITY;
-        for tick in 0..ticks {
-            if tick > 0 {
-                command = command + setpoint.wrapped_difference(plant.measure());
+        // A frame confirms the move only if taken after the goal was sent.
+        let moved_at = plant.time();
+        let mut goal = setpoint;
+        for correction in 0..=corrections {
+            if correction > 0 {
+                goal = goal + setpoint.wrapped_difference(plant.measure());
             }
-            plant.command(command + actuator.pose(&mut rng));
-            plant.step(dt);
-            if tick == 0 {
-                moved_at = plant.time();
-            }
-        }
-        // The move ends when its last command has taken effect: under latency the servo's
-        // corrections are still in the delay line after its ticks.
-        while plant.in_flight() > 0 {
-            plant.step(dt);
+            plant.command(goal + actuator.pose(&mut rng));
+            plant.settle();
         }
         // Every pipeline reads the encoders once more, so all share one noise stream.
         let after = plant.measure();

@@ -1,0 +1,575 @@
+//! Rigid-body dynamics of a planar serial arm driven by position servos, in MuJoCo's terms.
+//!
+//! The arm is a chain of hinges about `z` in the `x-y` plane (gravity, when on, along `−y`). Hinge
+//! `k` sits on the previous body's `x` axis at [`Dof::at`] and carries the body after it: its
+//! mass, its centre of mass in its own frame and its rotational inertia about that centre. Each
+//! hinge has an armature (the rotor's reflected inertia, added to the mass matrix's diagonal),
+//! viscous damping, a Coulomb friction loss, an optional range (a hard stop: backlash is a hinge
+//! of range `±b` behind the servo, as the SO-101's MuJoCo model describes it) and an optional
+//! position servo with MuJoCo's `position` actuator semantics:
+//! `torque = clamp(kp (goal − q) − kv q̇, ±limit)`.
+//!
+//! One step of `dt` seconds is MuJoCo's `implicitfast` scheme: the velocity-dependent forces
+//! (damping, the servo's `kv` where it is not saturated) are taken implicitly,
+//! `(M + dt D) Δv = dt f`, the position explicitly after the velocity (semi-implicit Euler). Then
+//! the friction losses and the hinge stops act as impulses found by projected Gauss-Seidel on the
+//! same effective mass: a friction impulse is bounded by `loss · dt` and holds a joint still
+//! outright (true stiction, where MuJoCo's soft constraint lets it creep), a stop's impulse only
+//! pushes. The mass matrix and the bias forces (Coriolis, centrifugal, gravity) come from the
+//! recursive Newton-Euler algorithm. Every operation is plain `f64` arithmetic in a fixed order:
+//! a run is reproducible bit for bit.
+
+/// The most degrees of freedom a model may have (servo hinges and backlash hinges together).
+pub const MAX_DOF: usize = 8;
+
+/// Standard gravity, m/s².
+pub const GRAVITY: f64 = 9.81;
+
+/// Projected Gauss-Seidel sweeps per step for the friction and stop impulses.
+const PGS_SWEEPS: usize = 12;
+
+/// The mass properties of one body, in its own frame (`x` along the link).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Inertia {
+    /// Mass, kg.
+    pub mass: f64,
+    /// Centre of mass in the body frame, metres.
+    pub com: [f64; 2],
+    /// Rotational inertia about the centre of mass (about `z`), kg m².
+    pub inertia: f64,
+}
+
+impl Inertia {
+    /// A massless body (the output flange between a servo and its backlash hinge).
+    pub const NONE: Inertia = Inertia { mass: 0.0, com: [0.0, 0.0], inertia: 0.0 };
+
+    /// A uniform rod of `mass` kg and `length` m along `x`.
+    pub fn rod(mass: f64, length: f64) -> Self {
+        Self { mass, com: [length / 2.0, 0.0], inertia: mass * length * length / 12.0 }
+    }
+}
+
+/// A position servo and the joint it drives, in MuJoCo's units.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Servo {
+    /// Position gain, N m/rad.
+    pub kp: f64,
+    /// Velocity gain of the actuator, N m s/rad.
+    pub kv: f64,
+    /// Largest torque the servo gives, N m.
+    pub torque_limit: f64,
+    /// Viscous damping of the joint, N m s/rad.
+    pub damping: f64,
+    /// Armature (reflected rotor inertia), kg m².
+    pub armature: f64,
+    /// Coulomb friction loss of the joint, N m.
+    pub frictionloss: f64,
+}
+
+impl Servo {
+    /// The Feetech STS3215 of the SO-101 arm, as MuJoCo Menagerie models it
+    /// (`robotstudio_so101/so101.xml`, class `sts3215`, commit 191a7ba).
+    pub const STS3215: Servo =
+        Servo { kp: 998.22, kv: 2.731, torque_limit: 2.94, damping: 0.60, armature: 0.028, frictionloss: 0.052 };
+
+    /// Checks every field, naming the first bad one: gains and the torque limit positive and
+    /// finite, damping, armature and friction loss finite and not negative.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [("kp", self.kp, "N m/rad"), ("torque limit", self.torque_limit, "N m")];
+        for (name, v, unit) in positive {
+            if !(v.is_finite() && v > 0.0 && v <= MAX_GAIN) {
+                return Err(format!("the servo's {name} must be a number in (0, {MAX_GAIN:e}] {unit}, got {v}"));
+            }
+        }
+        let non_negative = [
+            ("kv", self.kv, "N m s/rad"),
+            ("damping", self.damping, "N m s/rad"),
+            ("armature", self.armature, "kg m^2"),
+            ("friction loss", self.frictionloss, "N m"),
+        ];
+        for (name, v, unit) in non_negative {
+            if !(v.is_finite() && (0.0..=MAX_GAIN).contains(&v)) {
+                return Err(format!("the servo's {name} must be a number from 0 to {MAX_GAIN:e} {unit}, got {v}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The largest gain, torque, damping, armature or friction accepted.
+pub const MAX_GAIN: f64 = 1e6;
+
+/// The backlash hinge of MuJoCo Menagerie's SO-101 model (class `backlash`): its damping,
+/// N m s/rad, and armature, kg m².
+pub const PLAY_DAMPING: f64 = 0.01;
+/// See [`PLAY_DAMPING`].
+pub const PLAY_ARMATURE: f64 = 0.01;
+
+/// One hinge of the model and the body it carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dof {
+    /// Where the hinge sits on the previous body's `x` axis, metres (0 for the first hinge).
+    pub at: f64,
+    /// The body's angle at `q = 0`, relative to the previous body, radians.
+    pub offset: f64,
+    /// The body after the hinge.
+    pub body: Inertia,
+    /// Armature, kg m².
+    pub armature: f64,
+    /// Viscous damping, N m s/rad.
+    pub damping: f64,
+    /// Coulomb friction loss, N m.
+    pub frictionloss: f64,
+    /// The servo's `(kp, kv, torque limit)`, if the hinge is actuated.
+    pub actuator: Option<(f64, f64, f64)>,
+    /// The hinge's range `(min, max)`, if it has hard stops.
+    pub range: Option<(f64, f64)>,
+}
+
+/// A planar serial arm: hinges in order from the base, and gravity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Multibody {
+    dofs: Vec<Dof>,
+    /// Gravity along `−y`, m/s² (0: the arm lies in a horizontal plane).
+    pub gravity: f64,
+}
+
+/// Positions and velocities of every hinge.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct State {
+    /// Hinge angles, radians.
+    pub q: [f64; MAX_DOF],
+    /// Hinge speeds, rad/s.
+    pub v: [f64; MAX_DOF],
+}
+
+impl State {
+    /// At rest with every hinge at `q` (missing ones at 0).
+    pub fn at_rest(q: &[f64]) -> Self {
+        let mut s = State { q: [0.0; MAX_DOF], v: [0.0; MAX_DOF] };
+        s.q[..q.len()].copy_from_slice(q);
+        s
+    }
+}
+
+type Vector = [f64; MAX_DOF];
+type Matrix = [[f64; MAX_DOF]; MAX_DOF];
+
+fn cross(a: [f64; 2], b: [f64; 2]) -> f64 {
+    a[0] * b[1] - a[1] * b[0]
+}
+
+/// What one step did besides moving: whether every frictional hinge ended it stuck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepInfo {
+    /// True when the step left every hinge at zero speed held by friction or a stop with room to
+    /// spare, and no servo saturated: the arm is at rest and will stay so until a goal changes.
+    pub at_rest: bool,
+}
+
+impl Multibody {
+    /// A model of these hinges, at most [`MAX_DOF`].
+    ///
+    /// # Panics
+    /// With no hinge or more than [`MAX_DOF`] (a model is built by the plant from checked
+    /// parameters, never from user input directly).
+    pub fn new(dofs: Vec<Dof>, gravity: f64) -> Self {
+        assert!(!dofs.is_empty() && dofs.len() <= MAX_DOF, "1 to {MAX_DOF} hinges, got {}", dofs.len());
+        Self { dofs, gravity }
+    }
+
+    /// Number of hinges.
+    pub fn len(&self) -> usize {
+        self.dofs.len()
+    }
+
+    /// Always false: a model has at least one hinge.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The hinges.
+    pub fn dofs(&self) -> &[Dof] {
+        &self.dofs
+    }
+
+    /// The absolute angle of each body and the position of each hinge, plus the end of the last
+    /// body's `x` axis at `tip` metres along it.
+    pub fn frames(&self, q: &[f64], tip: f64) -> (Vector, [[f64; 2]; MAX_DOF + 1]) {
+        let mut phi = [0.0; MAX_DOF];
+        let mut p = [[0.0; 2]; MAX_DOF + 1];
+        let mut angle = 0.0;
+        let mut at = [0.0, 0.0];
+        for (k, d) in self.dofs.iter().enumerate() {
+            if k > 0 {
+                at = [at[0] + d.at * f64::cos(angle), at[1] + d.at * f64::sin(angle)];
+            }
+            angle += q[k] + d.offset;
+            phi[k] = angle;
+            p[k] = at;
+        }
+        let n = self.dofs.len();
+        p[n] = [at[0] + tip * f64::cos(angle), at[1] + tip * f64::sin(angle)];
+        (phi, p)
+    }
+
+    /// Inverse dynamics by recursive Newton-Euler: the hinge torques that give accelerations `a`
+    /// at angles `q` and speeds `v` under gravity `g` (no armature, damping or friction).
+    fn rnea(&self, q: &[f64], v: &[f64], a: &[f64], g: f64) -> Vector {
+        let n = self.dofs.len();
+        let (phi, p) = self.frames(q, 0.0);
+        let mut alpha = [0.0; MAX_DOF];
+        // Linear accelerations of each hinge point and of each centre of mass (gravity enters as
+        // an upward acceleration of the base).
+        let mut acc_p = [[0.0; 2]; MAX_DOF];
+        let mut acc_c = [[0.0; 2]; MAX_DOF];
+        let mut r_c = [[0.0; 2]; MAX_DOF];
+        let (mut w, mut al) = (0.0, 0.0);
+        let mut ap = [0.0, g];
+        for k in 0..n {
+            if k > 0 {
+                let r = [p[k][0] - p[k - 1][0], p[k][1] - p[k - 1][1]];
+                ap = [ap[0] - al * r[1] - w * w * r[0], ap[1] + al * r[0] - w * w * r[1]];
+            }
+            w += v[k];
+            al += a[k];
+            alpha[k] = al;
+            acc_p[k] = ap;
+            let com = self.dofs[k].body.com;
+            let (c, s) = (f64::cos(phi[k]), f64::sin(phi[k]));
+            let rc = [c * com[0] - s * com[1], s * com[0] + c * com[1]];
+            r_c[k] = rc;
+            acc_c[k] = [ap[0] - al * rc[1] - w * w * rc[0], ap[1] + al * rc[0] - w * w * rc[1]];
+        }
+        let mut tau = [0.0; MAX_DOF];
+        let mut force = [0.0, 0.0];
+        let mut moment = 0.0;
+        for k in (0..n).rev() {
+            let b = self.dofs[k].body;
+            let f = [b.mass * acc_c[k][0], b.mass * acc_c[k][1]];
+            // The moment about hinge k: the body's own, then what the outer bodies pass on
+            // through hinge k+1.
+            let lever = if k + 1 < n { [p[k + 1][0] - p[k][0], p[k + 1][1] - p[k][1]] } else { [0.0, 0.0] };
+            moment += b.inertia * alpha[k] + cross(r_c[k], f) + cross(lever, force);
+            force = [force[0] + f[0], force[1] + f[1]];
+            tau[k] = moment;
+        }
+        tau
+    }
+
+    /// The joint-space mass matrix at `q`, armature included.
+    pub fn mass_matrix(&self, q: &[f64]) -> Matrix {
+        let n = self.dofs.len();
+        let zero = [0.0; MAX_DOF];
+        let mut m = [[0.0; MAX_DOF]; MAX_DOF];
+        for j in 0..n {
+            let mut e = [0.0; MAX_DOF];
+            e[j] = 1.0;
+            let col = self.rnea(q, &zero, &e, 0.0);
+            for i in 0..n {
+                m[i][j] = col[i];
+            }
+            m[j][j] += self.dofs[j].armature;
+        }
+        // Symmetric by construction; average away rounding so the Cholesky factor sees one matrix.
+        for i in 0..n {
+            for j in 0..i {
+                let s = 0.5 * (m[i][j] + m[j][i]);
+                m[i][j] = s;
+                m[j][i] = s;
+            }
+        }
+        m
+    }
+
+    /// Coriolis, centrifugal and gravity torques at `q`, `v`.
+    pub fn bias(&self, q: &[f64], v: &[f64]) -> Vector {
+        self.rnea(q, v, &[0.0; MAX_DOF], self.gravity)
+    }
+
+    /// The servo torque of each hinge for `goals` (0 where unactuated), clamped, and the
+    /// actuator's velocity gain where the servo is not saturated (0 where it is).
+    pub fn servo_torques(&self, s: &State, goals: &[f64]) -> (Vector, Vector, bool) {
+        let mut tau = [0.0; MAX_DOF];
+        let mut kv_eff = [0.0; MAX_DOF];
+        let mut saturated = false;
+        for (k, d) in self.dofs.iter().enumerate() {
+            if let Some((kp, kv, limit)) = d.actuator {
+                let u = kp * (goals[k] - s.q[k]) - kv * s.v[k];
+                if u.abs() > limit {
+                    tau[k] = limit.copysign(u);
+                    saturated = true;
+                } else {
+                    tau[k] = u;
+                    kv_eff[k] = kv;
+                }
+            }
+        }
+        (tau, kv_eff, saturated)
+    }
+
+    /// One step of `dt` seconds toward `goals` (one per hinge; unactuated hinges ignore theirs).
+    pub fn step(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
+        let n = self.dofs.len();
+        let (servo, kv_eff, saturated) = self.servo_torques(s, goals);
+        let bias = self.bias(&s.q, &s.v);
+        let mut a = self.mass_matrix(&s.q);
+        let mut f = [0.0; MAX_DOF];
+        for k in 0..n {
+            let d = &self.dofs[k];
+            f[k] = servo[k] - d.damping * s.v[k] - bias[k];
+            a[k][k] += dt * (d.damping + kv_eff[k]);
+        }
+        let chol = cholesky(&a, n);
+        let dv = chol_solve(&chol, &f, n);
+        let mut v = [0.0; MAX_DOF];
+        for k in 0..n {
+            v[k] = s.v[k] + dt * dv[k];
+        }
+        // Impulses: friction (bounded both ways) and stops (one way), on W = A^-1.
+        let mut impulse = [0.0; MAX_DOF];
+        // Each hinge's constraint for this step, decided once: its impulse bounds and the speed
+        // it aims at. A stop about to be passed pushes (one way) to land exactly on it; else a
+        // friction loss resists (both ways, up to loss · dt) and aims at rest.
+        let mut rows: [Option<(f64, f64, f64)>; MAX_DOF] = [None; MAX_DOF];
+        for k in 0..n {
+            let d = &self.dofs[k];
+            let next = s.q[k] + dt * v[k];
+            rows[k] = match d.range {
+                Some((lo, _)) if next < lo => Some((0.0, f64::INFINITY, (lo - s.q[k]) / dt)),
+                Some((_, hi)) if next > hi => Some((f64::NEG_INFINITY, 0.0, (hi - s.q[k]) / dt)),
+                _ if d.frictionloss > 0.0 => Some((-d.frictionloss * dt, d.frictionloss * dt, 0.0)),
+                _ => None,
+            };
+        }
+        let any = rows[..n].iter().any(Option::is_some);
+        // Stuck: every hinge held by friction with room to spare, none at a stop.
+        let mut stuck = any;
+        if any {
+            let w = chol_inverse(&chol, n);
+            for _ in 0..PGS_SWEEPS {
+                for k in 0..n {
+                    let Some((lo_imp, hi_imp, target)) = rows[k] else { continue };
+                    let old = impulse[k];
+                    let new = (old + (target - v[k]) / w[k][k]).clamp(lo_imp, hi_imp);
+                    let delta = new - old;
+                    if delta != 0.0 {
+                        impulse[k] = new;
+                        for i in 0..n {
+                            v[i] += w[i][k] * delta;
+                        }
+                    }
+                }
+            }
+            for k in 0..n {
+                stuck &= match rows[k] {
+                    Some((lo_imp, hi_imp, 0.0)) if lo_imp < 0.0 && hi_imp.is_finite() => {
+                        impulse[k].abs() < 0.999 * hi_imp && v[k].abs() < 1e-9
+                    }
+                    _ => false,
+                };
+            }
+        }
+        if stuck {
+            // Held: no creep at all, so a resting arm stays put bit for bit.
+            v[..n].iter_mut().for_each(|v| *v = 0.0);
+        }
+        for k in 0..n {
+            s.v[k] = v[k];
+            s.q[k] += dt * v[k];
+        }
+        StepInfo { at_rest: stuck && !saturated }
+    }
+
+    /// Total mechanical energy (kinetic plus gravitational), J; for tests.
+    pub fn energy(&self, s: &State) -> f64 {
+        let n = self.dofs.len();
+        let m = self.mass_matrix(&s.q);
+        let mut kinetic = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                kinetic += 0.5 * s.v[i] * m[i][j] * s.v[j];
+            }
+        }
+        let (phi, p) = self.frames(&s.q, 0.0);
+        let mut potential = 0.0;
+        for k in 0..n {
+            let b = self.dofs[k].body;
+            let y = p[k][1] + f64::sin(phi[k]) * b.com[0] + f64::cos(phi[k]) * b.com[1];
+            potential += b.mass * self.gravity * y;
+        }
+        kinetic + potential
+    }
+}
+
+/// Lower Cholesky factor of the symmetric positive definite `a` (its first `n` rows).
+fn cholesky(a: &Matrix, n: usize) -> Matrix {
+    let mut l = [[0.0; MAX_DOF]; MAX_DOF];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut sum = a[i][j];
+            for k in 0..j {
+                sum -= l[i][k] * l[j][k];
+            }
+            if i == j {
+                // The mass matrix plus armature is positive definite; the floor only keeps a
+                // degenerate model (massless, no armature) finite.
+                l[i][i] = sum.max(1e-300).sqrt();
+            } else {
+                l[i][j] = sum / l[j][j];
+            }
+        }
+    }
+    l
+}
+
+fn chol_solve(l: &Matrix, b: &Vector, n: usize) -> Vector {
+    let mut y = [0.0; MAX_DOF];
+    for i in 0..n {
+        let mut sum = b[i];
+        for k in 0..i {
+            sum -= l[i][k] * y[k];
+        }
+        y[i] = sum / l[i][i];
+    }
+    let mut x = [0.0; MAX_DOF];
+    for i in (0..n).rev() {
+        let mut sum = y[i];
+        for k in i + 1..n {
+            sum -= l[k][i] * x[k];
+        }
+        x[i] = sum / l[i][i];
+    }
+    x
+}
+
+fn chol_inverse(l: &Matrix, n: usize) -> Matrix {
+    let mut inv = [[0.0; MAX_DOF]; MAX_DOF];
+    for j in 0..n {
+        let mut e = [0.0; MAX_DOF];
+        e[j] = 1.0;
+        let col = chol_solve(l, &e, n);
+        for i in 0..n {
+            inv[i][j] = col[i];
+        }
+    }
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_link(gravity: f64, servo: Option<Servo>) -> Multibody {
+        let dof = |at: f64| Dof {
+            at,
+            offset: 0.0,
+            body: Inertia::rod(0.05, 1.0),
+            armature: servo.map_or(0.0, |s| s.armature),
+            damping: servo.map_or(0.0, |s| s.damping),
+            frictionloss: servo.map_or(0.0, |s| s.frictionloss),
+            actuator: servo.map(|s| (s.kp, s.kv, s.torque_limit)),
+            range: None,
+        };
+        Multibody::new(vec![dof(0.0), dof(1.0)], gravity)
+    }
+
+    #[test]
+    fn mass_matrix_matches_the_two_link_closed_form() {
+        let mb = two_link(0.0, None);
+        let (m, l, lc, i) = (0.05, 1.0, 0.5, 0.05 / 12.0);
+        for q2 in [0.0, 0.7, 2.0, -1.3] {
+            let mm = mb.mass_matrix(&[0.3, q2]);
+            let m11 = i + m * lc * lc + i + m * (l * l + lc * lc + 2.0 * l * lc * q2.cos());
+            let m12 = i + m * (lc * lc + l * lc * q2.cos());
+            let m22 = i + m * lc * lc;
+            assert!((mm[0][0] - m11).abs() < 1e-14, "{} {m11}", mm[0][0]);
+            assert!((mm[0][1] - m12).abs() < 1e-14 && (mm[1][0] - m12).abs() < 1e-14);
+            assert!((mm[1][1] - m22).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn gravity_torque_of_a_stretched_arm() {
+        let mb = two_link(GRAVITY, None);
+        let g = mb.bias(&[0.0, 0.0], &[0.0, 0.0]);
+        // Shoulder carries both rods (centres at 0.5 and 1.5 m), the elbow the outer one.
+        assert!((g[0] - 0.05 * GRAVITY * (0.5 + 1.5)).abs() < 1e-12, "{g:?}");
+        assert!((g[1] - 0.05 * GRAVITY * 0.5).abs() < 1e-12);
+        let up = mb.bias(&[std::f64::consts::FRAC_PI_2, 0.0], &[0.0, 0.0]);
+        assert!(up[0].abs() < 1e-12 && up[1].abs() < 1e-12, "pointing up no torque: {up:?}");
+    }
+
+    #[test]
+    fn a_free_pendulum_keeps_its_energy() {
+        // No servo, no damping: the energy of a swinging double pendulum drifts only by the
+        // integrator's error, which shrinks with the step.
+        let mb = two_link(GRAVITY, None);
+        let drift = |dt: f64| {
+            let mut s = State::at_rest(&[0.3, 0.5]);
+            let e0 = mb.energy(&s);
+            let mut worst: f64 = 0.0;
+            for _ in 0..(1.0 / dt) as usize {
+                mb.step(&mut s, &[0.0; 2], dt);
+                worst = worst.max((mb.energy(&s) - e0).abs());
+            }
+            worst
+        };
+        let (coarse, fine) = (drift(1e-3), drift(1e-4));
+        assert!(fine < 2e-3 && fine < coarse / 5.0, "{coarse} {fine}");
+    }
+
+    #[test]
+    fn a_servo_holds_its_goal_and_friction_sticks() {
+        let mb = two_link(0.0, Some(Servo::STS3215));
+        let mut s = State::at_rest(&[0.0, 1.5]);
+        let mut rest = false;
+        for _ in 0..2000 {
+            rest = mb.step(&mut s, &[0.5, 1.5], 1e-3).at_rest;
+        }
+        assert!(rest, "settled and held by friction");
+        // It stops short by at most the friction loss over the gain.
+        let short = Servo::STS3215.frictionloss / Servo::STS3215.kp;
+        assert!((s.q[0] - 0.5).abs() <= short * 1.0001, "{}", s.q[0] - 0.5);
+        let before = s;
+        mb.step(&mut s, &[0.5, 1.5], 1e-3);
+        assert_eq!(before, s, "at rest it stays put, bit for bit");
+    }
+
+    #[test]
+    fn a_stop_holds_a_hinge_in_its_range() {
+        // A servo hinge, then a free play hinge of ±0.01 rad carrying the link.
+        let servo = Servo::STS3215;
+        let dofs = vec![
+            Dof {
+                at: 0.0,
+                offset: 0.0,
+                body: Inertia::NONE,
+                armature: servo.armature,
+                damping: servo.damping,
+                frictionloss: 0.0,
+                actuator: Some((servo.kp, servo.kv, servo.torque_limit)),
+                range: None,
+            },
+            Dof {
+                at: 0.0,
+                offset: 0.0,
+                body: Inertia::rod(0.05, 1.0),
+                armature: PLAY_ARMATURE,
+                damping: PLAY_DAMPING,
+                frictionloss: 0.0,
+                actuator: None,
+                range: Some((-0.01, 0.01)),
+            },
+        ];
+        let mb = Multibody::new(dofs, 0.0);
+        let mut s = State::at_rest(&[0.0, 0.0]);
+        let mut widest: f64 = 0.0;
+        for _ in 0..3000 {
+            mb.step(&mut s, &[0.5, 0.0], 2e-4);
+            widest = widest.max(s.q[1].abs());
+        }
+        assert!(widest <= 0.01 + 1e-9, "the play stays within its stops: {widest}");
+        assert!(widest > 0.009, "accelerating, the link lags against a stop: {widest}");
+    }
+}

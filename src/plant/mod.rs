@@ -1,0 +1,853 @@
+//! The simulated "real" arm that sits between a controller and the world.
+//!
+//! The arm moves by rigid-body dynamics ([`dynamics`]): each joint is driven by a position servo
+//! that closes its own loop on its own encoder, as the SO-101's Feetech STS3215 servos,
+//! Dynamixels and industrial drives do. The host sends *goals*; a goal reaches the servo
+//! [`PlantConfig::latency_ms`] milliseconds after it is sent (the control latency). The servo's
+//! torque, `kp (goal − q) − kv q̇` clamped to its limit, meets the links' inertia, the rotor's
+//! armature, viscous damping, Coulomb friction that really sticks, gravity when the arm hangs in
+//! a vertical plane, and backlash as real free play: a hinge of range ±[`PlantConfig::backlash`]
+//! between each servo's output and its link. So the arm swings, rings, saturates, sags and stops
+//! short. Every parameter comes from the SO-101's model in MuJoCo Menagerie, and the traces are
+//! checked against MuJoCo itself (`tests/plant_vs_mujoco.rs`).
+//!
+//! Beyond the joints, the links flex (the arm droops under gravity by [`PlantConfig::flex`] at
+//! full stretch, a static compliance of the links) and the real arm differs from the nominal model
+//! ([`RealArm`]: other link lengths, joint offsets the encoders cannot see).
+//!
+//! Two sensors watch it. The encoders read each servo's output shaft, with Gaussian noise: they
+//! see where the servo stopped (friction's stop-short, gravity's sag) but neither the free play
+//! beyond it, nor flex, nor the mismatch. An external [`Camera`] sees the tip itself, with pixel
+//! noise, a calibration offset and a frame rate. Every random draw comes from the plant's own
+//! seeded generators (one per sensor, so adding a camera leaves the encoder noise stream
+//! unchanged), and time advances in fixed sub-steps of [`SUBSTEP`] seconds whatever the caller's
+//! step: the same goals at the same times give the same arm, bit for bit.
+
+pub mod dynamics;
+
+use std::collections::VecDeque;
+
+use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
+use crate::rng::{Stream, rng};
+use dynamics::{Dof, Inertia, MAX_DOF, Multibody, PLAY_ARMATURE, PLAY_DAMPING, Servo, State};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+
+/// The fixed sub-step of the dynamics, seconds.
+pub const SUBSTEP: f64 = 1e-3;
+
+/// The largest latency accepted, milliseconds (ten seconds).
+pub const MAX_LATENCY_MS: f64 = 10_000.0;
+
+/// The heaviest link accepted, kg.
+pub const MAX_LINK_MASS: f64 = 1e3;
+
+/// The widest free play accepted, radians (an eighth of a turn).
+pub const MAX_BACKLASH: f64 = std::f64::consts::FRAC_PI_4;
+
+/// The largest encoder noise accepted, radians.
+pub const MAX_ENCODER_NOISE: f64 = std::f64::consts::PI;
+
+/// Mass of each link of the two-link arm, kg: a 1 m carbon-fibre tube of about 20 mm weighs
+/// about 50 g, light enough for the SO-101's servos to swing it.
+pub const TWO_LINK_MASS: f64 = 0.05;
+
+/// The arm counts as settled once every servo has turned slower than this, rad/s, for
+/// [`SETTLE_WINDOW`] seconds (a residual ring of about 10 µrad).
+pub const SETTLE_SPEED: f64 = 1e-3;
+/// See [`SETTLE_SPEED`], seconds.
+pub const SETTLE_WINDOW: f64 = 0.02;
+
+/// The longest [`Plant::settle`] waits, seconds of plant time.
+pub const SETTLE_TIMEOUT: f64 = 10.0;
+
+/// An external camera that observes the tip.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Camera {
+    /// Standard deviation of the tip's image position, pixels.
+    pub pixel_noise: f64,
+    /// Metres per pixel at the arm's plane.
+    pub metres_per_pixel: f64,
+    /// Calibration error: the camera reports every point shifted by this much, metres.
+    pub offset: Point2,
+    /// Frames per second (a frame holds between captures); 0 or less turns the camera off.
+    pub fps: f64,
+}
+
+impl Default for Camera {
+    /// A 1 mm-per-pixel camera at 30 frames per second with half a pixel of noise and a perfect
+    /// calibration.
+    fn default() -> Self {
+        Self { pixel_noise: 0.5, metres_per_pixel: 1e-3, offset: Point2::zeros(), fps: 30.0 }
+    }
+}
+
+impl Camera {
+    /// No camera.
+    pub const OFF: Camera =
+        Camera { pixel_noise: 0.0, metres_per_pixel: 1e-3, offset: Point2::new(0.0, 0.0), fps: 0.0 };
+
+    /// True when the camera takes frames.
+    pub fn is_on(&self) -> bool {
+        self.fps > 0.0
+    }
+
+    /// Standard deviation of a reported tip coordinate, metres.
+    pub fn noise_metres(&self) -> f64 {
+        self.pixel_noise * self.metres_per_pixel
+    }
+
+    /// Checks every field, naming the first bad one: pixel noise from 0 to [`MAX_PIXEL_NOISE`]
+    /// pixels, metres per pixel in `(0, `[`MAX_METRES_PER_PIXEL`]`]`, an offset within
+    /// ±[`MAX_CAMERA_OFFSET`] metres, and a frame rate from 0 (off) to [`MAX_FPS`].
+    pub fn validate(&self) -> Result<(), String> {
+        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v <= hi;
+        if !within(self.pixel_noise, 0.0, MAX_PIXEL_NOISE) {
+            return Err(format!(
+                "the camera's pixel noise must be a number from 0 to {MAX_PIXEL_NOISE:e} pixels, got {}",
+                self.pixel_noise
+            ));
+        }
+        if !(within(self.metres_per_pixel, 0.0, MAX_METRES_PER_PIXEL) && self.metres_per_pixel > 0.0) {
+            return Err(format!(
+                "the camera's metres per pixel must be a number in (0, {MAX_METRES_PER_PIXEL}], got {}",
+                self.metres_per_pixel
+            ));
+        }
+        if !(within(self.offset.x.abs(), 0.0, MAX_CAMERA_OFFSET) && within(self.offset.y.abs(), 0.0, MAX_CAMERA_OFFSET))
+        {
+            return Err(format!(
+                "the camera's offset must lie within ±{MAX_CAMERA_OFFSET} m on each axis, got ({}, {})",
+                self.offset.x, self.offset.y
+            ));
+        }
+        if !within(self.fps, 0.0, MAX_FPS) {
+            return Err(format!(
+                "the camera's frame rate must be a number from 0 (off) to {MAX_FPS:e} per second, got {}",
+                self.fps
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every field made usable: a non-finite or negative value becomes 0 (a rate of 0 turns the
+    /// camera off), and each is capped at its largest accepted value, so a configuration that
+    /// skipped [`Camera::validate`] can neither hang the frame schedule nor overflow the noise.
+    fn sanitized(mut self) -> Self {
+        let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
+        self.pixel_noise = clean(self.pixel_noise, MAX_PIXEL_NOISE);
+        self.metres_per_pixel = clean(self.metres_per_pixel, MAX_METRES_PER_PIXEL);
+        self.fps = clean(self.fps, MAX_FPS);
+        let offset = |v: f64| if v.is_finite() { v.clamp(-MAX_CAMERA_OFFSET, MAX_CAMERA_OFFSET) } else { 0.0 };
+        self.offset = Point2::new(offset(self.offset.x), offset(self.offset.y));
+        self
+    }
+}
+
+/// The fastest camera accepted, frames per second.
+pub const MAX_FPS: f64 = 1e4;
+/// The largest pixel noise accepted, pixels.
+pub const MAX_PIXEL_NOISE: f64 = 1e6;
+/// The coarsest camera accepted, metres per pixel.
+pub const MAX_METRES_PER_PIXEL: f64 = 1e3;
+/// The largest calibration offset accepted on each axis, metres.
+pub const MAX_CAMERA_OFFSET: f64 = 1e3;
+
+/// One camera frame: where the camera saw the tip, and when.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frame {
+    /// The tip as the camera reports it (noise and calibration offset included), metres.
+    pub tip: Point2,
+    /// Plant time of the capture, seconds.
+    pub time: f64,
+}
+
+/// Parameters of the simulated arm, every one in physical units.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlantConfig {
+    /// The true geometry and the joint offsets (the sim-to-real gap).
+    pub real: RealArm,
+    /// Backlash: half-width of the free play between each servo and its link, radians.
+    pub backlash: f64,
+    /// Standard deviation of the encoder noise, radians.
+    pub noise_std: f64,
+    /// Seed of the noise.
+    pub seed: u64,
+    /// The servo of every joint ([`Servo::STS3215`] by default); its friction loss is the
+    /// friction channel.
+    #[serde(default = "frictionless_sts3215")]
+    pub servo: Servo,
+    /// Mass of each link (uniform rods), kg.
+    #[serde(default = "two_link_masses")]
+    pub link_mass: [f64; 2],
+    /// True when the arm hangs in a vertical plane (gravity along −y); false: a horizontal table.
+    #[serde(default)]
+    pub gravity: bool,
+    /// Link flex: how far the shoulder droops, radians, with the arm stretched out horizontally
+    /// (the worst case). Each joint and the link beyond it bend by the gravity torque of what lies
+    /// beyond (uniform links), over a stiffness chosen so that the elbow droops as far as the
+    /// shoulder in that pose. A static compliance of the links, beyond the encoders.
+    #[serde(default)]
+    pub flex: f64,
+    /// Control latency: a goal reaches the servos this many milliseconds after it is sent.
+    #[serde(default)]
+    pub latency_ms: f64,
+    /// The external camera ([`Camera::OFF`] for none).
+    #[serde(default = "camera_off")]
+    pub camera: Camera,
+}
+
+fn camera_off() -> Camera {
+    Camera::OFF
+}
+
+fn frictionless_sts3215() -> Servo {
+    Servo { frictionloss: 0.0, ..Servo::STS3215 }
+}
+
+fn two_link_masses() -> [f64; 2] {
+    [TWO_LINK_MASS; 2]
+}
+
+impl PlantConfig {
+    /// The nominal arm on the SO-101's servos without friction, in a horizontal plane: no
+    /// backlash, noise, flex, latency or mismatch, and no camera. It still has inertia: a goal
+    /// takes time to reach.
+    pub fn ideal(arm: TwoLinkArm) -> Self {
+        Self {
+            real: RealArm::ideal(arm),
+            backlash: 0.0,
+            noise_std: 0.0,
+            seed: 0,
+            servo: frictionless_sts3215(),
+            link_mass: two_link_masses(),
+            gravity: false,
+            flex: 0.0,
+            latency_ms: 0.0,
+            camera: Camera::OFF,
+        }
+    }
+
+    /// Checks every quantity a user sets, naming the first bad one in its unit: the servo
+    /// ([`Servo::validate`]), link masses in `(0, `[`MAX_LINK_MASS`]`]` kg, backlash from 0 to
+    /// [`MAX_BACKLASH`] rad, encoder noise from 0 to pi rad, flex from 0 to pi/4 rad, latency
+    /// from 0 to [`MAX_LATENCY_MS`] ms, and the camera.
+    pub fn validate(&self) -> Result<(), String> {
+        self.servo.validate()?;
+        for (i, &m) in self.link_mass.iter().enumerate() {
+            if !(m.is_finite() && m > 0.0 && m <= MAX_LINK_MASS) {
+                return Err(format!("link {} mass must be a number in (0, {MAX_LINK_MASS}] kg, got {m}", i + 1));
+            }
+        }
+        let within = |name: &str, v: f64, hi: f64, unit: &str| {
+            if v.is_finite() && (0.0..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("the {name} must be a number from 0 to {} {unit}, got {v}", crate::stats::fmt_num(hi)))
+            }
+        };
+        within("backlash", self.backlash, MAX_BACKLASH, "rad")?;
+        within("encoder noise", self.noise_std, MAX_ENCODER_NOISE, "rad")?;
+        within("flex", self.flex, std::f64::consts::FRAC_PI_4, "rad")?;
+        within("latency", self.latency_ms, MAX_LATENCY_MS, "ms")?;
+        self.camera.validate()
+    }
+
+    /// The same configuration with every parameter made sane: each value outside its range (see
+    /// [`PlantConfig::validate`]) is brought to the nearest one in range, a non-finite one to
+    /// its nominal value, and the camera's settings are cleaned likewise. The app calls this on
+    /// whatever a slider or file gives; the CLI refuses bad values instead.
+    pub fn sanitized(mut self) -> Self {
+        let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
+        self.backlash = clean(self.backlash, MAX_BACKLASH);
+        self.noise_std = clean(self.noise_std, MAX_ENCODER_NOISE);
+        self.flex = clean(self.flex, std::f64::consts::FRAC_PI_4);
+        self.latency_ms = clean(self.latency_ms, MAX_LATENCY_MS);
+        let nominal = Servo::STS3215;
+        let positive = |v: f64, nominal: f64| if v.is_finite() && v > 0.0 { v.min(dynamics::MAX_GAIN) } else { nominal };
+        self.servo = Servo {
+            kp: positive(self.servo.kp, nominal.kp),
+            torque_limit: positive(self.servo.torque_limit, nominal.torque_limit),
+            kv: clean(self.servo.kv, dynamics::MAX_GAIN),
+            damping: clean(self.servo.damping, dynamics::MAX_GAIN),
+            armature: clean(self.servo.armature, dynamics::MAX_GAIN),
+            frictionloss: clean(self.servo.frictionloss, dynamics::MAX_GAIN),
+        };
+        self.link_mass = self.link_mass.map(|m| positive(m, TWO_LINK_MASS).min(MAX_LINK_MASS));
+        self.camera = self.camera.sanitized();
+        self
+    }
+
+    /// Latency, seconds.
+    pub fn latency(&self) -> f64 {
+        self.latency_ms * 1e-3
+    }
+
+    /// The rigid-body model of the real arm: per joint a servo hinge, then (with backlash) a
+    /// free-play hinge of Menagerie's `backlash` class carrying the link; the indices of the
+    /// servo hinges.
+    pub fn model(&self) -> (Multibody, [usize; 2]) {
+        let arm = &self.real.arm;
+        let lengths = [arm.l1(), arm.l2()];
+        let offsets = [self.real.joint_offsets.shoulder, self.real.joint_offsets.elbow];
+        let bodies = [0, 1].map(|k| Inertia::rod(self.link_mass[k], lengths[k]));
+        let (model, servos) = serial_model(&lengths, &bodies, &offsets, &self.servo, self.backlash, self.gravity);
+        (model, [servos[0], servos[1]])
+    }
+}
+
+/// A serial arm of links `lengths` with mass properties `bodies`, each joint's zero at `offsets`,
+/// every joint on `servo`, with free play of ±`backlash` rad behind each servo (none at 0), in a
+/// vertical plane when `gravity`; and the index of each servo hinge.
+pub fn serial_model(
+    lengths: &[f64],
+    bodies: &[Inertia],
+    offsets: &[f64],
+    servo: &Servo,
+    backlash: f64,
+    gravity: bool,
+) -> (Multibody, Vec<usize>) {
+    let mut dofs = Vec::with_capacity(2 * lengths.len());
+    let mut servos = Vec::with_capacity(lengths.len());
+    let play = backlash > 0.0;
+    for k in 0..lengths.len() {
+        servos.push(dofs.len());
+        let at = if k == 0 { 0.0 } else { lengths[k - 1] };
+        dofs.push(Dof {
+            at,
+            offset: offsets[k],
+            body: if play { Inertia::NONE } else { bodies[k] },
+            armature: servo.armature,
+            damping: servo.damping,
+            frictionloss: servo.frictionloss,
+            actuator: Some((servo.kp, servo.kv, servo.torque_limit)),
+            range: None,
+        });
+        if play {
+            dofs.push(Dof {
+                at: 0.0,
+                offset: 0.0,
+                body: bodies[k],
+                armature: PLAY_ARMATURE,
+                damping: PLAY_DAMPING,
+                frictionloss: 0.0,
+                actuator: None,
+                range: Some((-backlash, backlash)),
+            });
+        }
+    }
+    (Multibody::new(dofs, if gravity { dynamics::GRAVITY } else { 0.0 }), servos)
+}
+
+/// The simulated arm's state.
+#[derive(Debug, Clone)]
+pub struct Plant {
+    cfg: PlantConfig,
+    model: Multibody,
+    servos: [usize; 2],
+    state: State,
+    goals: [f64; MAX_DOF],
+    noise: Option<Normal<f64>>,
+    rng: ChaCha8Rng,
+    camera_rng: ChaCha8Rng,
+    /// Goals sent but not yet at the servos, oldest first, with the plant time each arrives.
+    pending: VecDeque<(f64, Pose)>,
+    /// Sub-steps taken so far (plant time is `ticks · SUBSTEP`).
+    ticks: u64,
+    /// Time asked of [`Plant::step`] not yet simulated (less than one sub-step).
+    carry: f64,
+    /// How long every servo has turned slower than [`SETTLE_SPEED`], seconds.
+    quiet: f64,
+    /// True when the last sub-step left the arm held still by friction (nothing changes until a
+    /// goal does).
+    resting: bool,
+    next_frame: f64,
+    frame: Option<Frame>,
+}
+
+/// The first frame time after `now` on the schedule `next, next + period, ...`, in one step
+/// (a loop adding `period` would never end once `period` is below the float spacing of `now`),
+/// and always later than `now`.
+fn next_frame_time(next: f64, now: f64, period: f64) -> f64 {
+    if !(period.is_finite() && period > 0.0 && next.is_finite() && now.is_finite()) {
+        return f64::INFINITY;
+    }
+    let due = if next > now { next } else { next + (((now - next) / period).floor() + 1.0) * period };
+    if due > now { due } else { now.next_up() }
+}
+
+
+impl Plant {
+    /// A plant at rest in `pose` with its goals there (under gravity it then sags).
+    pub fn new(cfg: PlantConfig, pose: Pose) -> Self {
+        let cfg = cfg.sanitized();
+        let pose = crate::solver::sane_seed(pose);
+        let (model, servos) = cfg.model();
+        let mut plant = Self {
+            cfg,
+            model,
+            servos,
+            state: State::at_rest(&[]),
+            goals: [0.0; MAX_DOF],
+            noise: None,
+            rng: rng(cfg.seed, Stream::Plant, 0),
+            camera_rng: rng(cfg.seed, Stream::Camera, 0),
+            pending: VecDeque::new(),
+            ticks: 0,
+            carry: 0.0,
+            quiet: 0.0,
+            resting: false,
+            next_frame: 0.0,
+            frame: None,
+        };
+        plant.state.q[servos[0]] = pose.shoulder;
+        plant.state.q[servos[1]] = pose.elbow;
+        plant.goals = plant.state.q;
+        plant.set_config(cfg);
+        plant.capture_due_frame();
+        plant
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &PlantConfig {
+        &self.cfg
+    }
+
+    /// Changes the parameters, keeping the servos where they are, their speeds, the goals and
+    /// the noise streams. The free play, when its width changes, starts again centred.
+    pub fn set_config(&mut self, cfg: PlantConfig) {
+        let cfg = cfg.sanitized();
+        self.noise = (cfg.noise_std > 0.0).then(|| Normal::new(0.0, cfg.noise_std).expect("finite std"));
+        if cfg.camera != self.cfg.camera {
+            self.frame = None;
+            self.next_frame = self.time();
+        }
+        if cfg != self.cfg {
+            let (model, servos) = cfg.model();
+            if servos != self.servos || model.len() != self.model.len() {
+                let old = self.state;
+                let mut state = State::at_rest(&[]);
+                let mut goals = [0.0; MAX_DOF];
+                for (new, was) in servos.iter().zip(self.servos) {
+                    state.q[*new] = old.q[was];
+                    state.v[*new] = old.v[was];
+                    goals[*new] = self.goals[was];
+                }
+                self.state = state;
+                self.goals = goals;
+                self.servos = servos;
+            }
+            self.model = model;
+            self.resting = false;
+        }
+        self.cfg = cfg;
+    }
+
+    /// Sends a goal; non-finite angles are ignored (the previous goal stays). It reaches the
+    /// servos [`PlantConfig::latency_ms`] after now.
+    pub fn command(&mut self, pose: Pose) {
+        if pose.is_finite() {
+            let due = self.time() + self.cfg.latency();
+            // A goal sent later never arrives earlier: one sent after a shorter latency was set
+            // replaces those still waiting to arrive after it.
+            while self.pending.back().is_some_and(|&(d, _)| d >= due) {
+                self.pending.pop_back();
+            }
+            self.pending.push_back((due, pose));
+        }
+    }
+
+    /// The goal at the servos (the newest one out of the delay line).
+    pub fn commanded(&self) -> Pose {
+        Pose::new(self.goals[self.servos[0]], self.goals[self.servos[1]])
+    }
+
+    /// Goals still in the delay line.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Every goal whose time has come reaches the servos, unwrapped onto each servo's side of
+    /// the circle so that a goal across ±π turns the short way.
+    fn deliver_due(&mut self) {
+        let now = self.time();
+        while let Some(&(due, pose)) = self.pending.front() {
+            if due > now + 0.5 * SUBSTEP {
+                break;
+            }
+            self.pending.pop_front();
+            let [s, e] = self.servos;
+            let unwrap = |c: f64, q: f64| q + crate::kinematics::wrap_angle(c - q);
+            self.goals[s] = unwrap(pose.shoulder, self.state.q[s]);
+            self.goals[e] = unwrap(pose.elbow, self.state.q[e]);
+            self.resting = false;
+        }
+    }
+
+    /// One sub-step of [`SUBSTEP`] seconds.
+    fn substep(&mut self) {
+        self.deliver_due();
+        // At rest under friction the step would change nothing, bit for bit: skip the dynamics.
+        if !self.resting {
+            let info = self.model.step(&mut self.state, &self.goals, SUBSTEP);
+            self.resting = info.at_rest;
+        }
+        self.ticks += 1;
+        let fastest = self.servos.iter().map(|&k| self.state.v[k].abs()).fold(0.0, f64::max);
+        self.quiet = if fastest < SETTLE_SPEED { self.quiet + SUBSTEP } else { 0.0 };
+        self.capture_due_frame();
+    }
+
+    /// Advances the plant by `dt` seconds (negative or non-finite: not at all) in sub-steps of
+    /// [`SUBSTEP`]; a remainder shorter than a sub-step waits for the next call.
+    pub fn step(&mut self, dt: f64) {
+        let dt = if dt.is_finite() { dt.clamp(0.0, SETTLE_TIMEOUT * 1e3) } else { 0.0 };
+        self.carry += dt;
+        // The tolerance keeps `step(0.001)` a whole sub-step despite rounding in the carry.
+        while self.carry >= SUBSTEP * (1.0 - 1e-9) {
+            self.substep();
+            self.carry -= SUBSTEP;
+        }
+        self.carry = self.carry.max(0.0);
+    }
+
+    /// True when every servo has turned slower than [`SETTLE_SPEED`] for [`SETTLE_WINDOW`], or
+    /// friction holds the arm still.
+    pub fn is_settled(&self) -> bool {
+        self.resting || self.quiet >= SETTLE_WINDOW - 0.5 * SUBSTEP
+    }
+
+    /// Runs until every goal in flight has arrived and the arm has settled
+    /// ([`Plant::is_settled`]), at most [`SETTLE_TIMEOUT`] seconds (the camera keeps its own
+    /// schedule meanwhile). Returns the time it took, seconds.
+    pub fn settle(&mut self) -> f64 {
+        let start = self.ticks;
+        let most = (SETTLE_TIMEOUT / SUBSTEP) as u64;
+        loop {
+            self.substep();
+            if (self.pending.is_empty() && self.is_settled()) || self.ticks - start >= most {
+                break;
+            }
+        }
+        self.carry = 0.0;
+        (self.ticks - start) as f64 * SUBSTEP
+    }
+
+    fn capture_due_frame(&mut self) {
+        let cam = self.cfg.camera;
+        let now = self.time();
+        if !cam.is_on() || now < self.next_frame {
+            return;
+        }
+        let sd = cam.noise_metres();
+        let tip = self.tip();
+        let noise = match Normal::new(0.0, sd) {
+            Ok(n) if sd > 0.0 => Point2::new(n.sample(&mut self.camera_rng), n.sample(&mut self.camera_rng)),
+            _ => Point2::zeros(),
+        };
+        self.frame = Some(Frame { tip: tip + cam.offset + noise, time: now });
+        self.next_frame = next_frame_time(self.next_frame, now, 1.0 / cam.fps);
+    }
+
+    /// What the encoders read: each servo's output angle (in the command frame) plus noise.
+    pub fn measure(&mut self) -> Pose {
+        let q = self.link_pose();
+        match &self.noise {
+            None => q,
+            Some(n) => Pose::new(q.shoulder + n.sample(&mut self.rng), q.elbow + n.sample(&mut self.rng)),
+        }
+    }
+
+    /// The camera's latest frame of the tip (`None` without a camera).
+    pub fn camera(&self) -> Option<Frame> {
+        self.frame
+    }
+
+    /// Each servo's output angle in the command frame, without noise (what a perfect encoder
+    /// would read).
+    pub fn link_pose(&self) -> Pose {
+        Pose::new(self.state.q[self.servos[0]], self.state.q[self.servos[1]])
+    }
+
+    /// Each servo's speed, rad/s.
+    pub fn speeds(&self) -> Pose {
+        Pose::new(self.state.v[self.servos[0]], self.state.v[self.servos[1]])
+    }
+
+    /// Plant time, seconds.
+    pub fn time(&self) -> f64 {
+        self.ticks as f64 * SUBSTEP
+    }
+
+    /// The real links' absolute angles: the servos' angles, the free play, the joint offsets,
+    /// and the droop.
+    pub fn actual_pose(&self) -> Pose {
+        let real = &self.cfg.real;
+        let (s, e) = (self.servos[0], self.servos[1]);
+        // The play hinge, when there is one, follows its servo hinge.
+        let play = |k: usize| if self.model.len() > 2 { self.state.q[k + 1] } else { 0.0 };
+        let joints = Pose::new(self.state.q[s] + play(s), self.state.q[e] + play(e));
+        let rigid = real.actual(joints);
+        // The droop depends on the drooped pose: a few fixed-point steps (a contraction for any
+        // flex up to pi/4).
+        let mut pose = rigid;
+        for _ in 0..4 {
+            pose = rigid + droop(self.cfg.flex, real.arm.l1(), real.arm.l2(), pose);
+        }
+        pose
+    }
+
+    /// Where the real tip is.
+    pub fn tip(&self) -> Point2 {
+        self.cfg.real.arm.tip(self.actual_pose())
+    }
+
+    /// Base, elbow and tip of the real arm, for drawing.
+    pub fn joints(&self) -> [Point2; 3] {
+        self.cfg.real.arm.joints(self.actual_pose())
+    }
+}
+
+/// How far each joint droops, radians, for a `flex` setting (see [`PlantConfig::flex`]) with the
+/// arm in pose `q` (shoulder from +x, elbow relative to the upper arm) and links `l1` and `l2`.
+///
+/// Gravity pulls along −y. The elbow carries the forearm (a uniform rod, torque ∝ `l2² cos θ₂ / 2`),
+/// the shoulder both links; each torque over its stiffness gives the droop, normalised so both
+/// joints droop by `flex` with the arm stretched out along +x.
+pub fn droop(flex: f64, l1: f64, l2: f64, q: Pose) -> Pose {
+    if flex == 0.0 {
+        return Pose::new(0.0, 0.0);
+    }
+    let (c1, c12) = (q.shoulder.cos(), (q.shoulder + q.elbow).cos());
+    // Torques, up to the common factor (mass per metre · g): forearm about the elbow; both
+    // links about the shoulder.
+    let elbow = l2 * l2 / 2.0 * c12;
+    let shoulder = l1 * l1 / 2.0 * c1 + l2 * (l1 * c1 + l2 / 2.0 * c12);
+    let shoulder_horizontal = l1 * l1 / 2.0 + l2 * (l1 + l2 / 2.0);
+    let elbow_horizontal = l2 * l2 / 2.0;
+    Pose::new(-flex * shoulder / shoulder_horizontal, -flex * elbow / elbow_horizontal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settled(cfg: PlantConfig, from: Pose, goal: Pose) -> Plant {
+        let mut p = Plant::new(cfg, from);
+        p.command(goal);
+        p.settle();
+        p
+    }
+
+    #[test]
+    fn a_goal_is_reached_in_time_not_at_once() {
+        let arm = TwoLinkArm::default();
+        let goal = Pose::new(0.5, 1.0);
+        let mut p = Plant::new(PlantConfig::ideal(arm), Pose::default());
+        p.command(goal);
+        p.step(0.02);
+        assert!(p.link_pose().max_joint_distance(goal) > 0.3, "inertia: 20 ms in it has barely moved");
+        let took = p.settle();
+        assert!(took > 0.2 && took < 3.0, "{took}");
+        assert!((p.tip() - arm.tip(goal)).norm() < 1e-4, "{}", (p.tip() - arm.tip(goal)).norm());
+    }
+
+    #[test]
+    fn stepping_in_pieces_is_stepping_at_once() {
+        let cfg = PlantConfig { noise_std: 0.01, seed: 4, ..PlantConfig::ideal(TwoLinkArm::default()) };
+        let (mut a, mut b) = (Plant::new(cfg, Pose::default()), Plant::new(cfg, Pose::default()));
+        a.command(Pose::new(1.0, -0.5));
+        b.command(Pose::new(1.0, -0.5));
+        a.step(0.25);
+        for _ in 0..100 {
+            b.step(0.0025);
+        }
+        assert_eq!(a.link_pose(), b.link_pose());
+        assert_eq!(a.time(), b.time());
+        assert_eq!(a.measure(), b.measure());
+    }
+
+    #[test]
+    fn friction_stops_short_and_holds_bit_for_bit() {
+        let servo = Servo { frictionloss: 0.5, ..Servo::STS3215 };
+        let cfg = PlantConfig { servo, ..PlantConfig::ideal(TwoLinkArm::default()) };
+        let goal = Pose::new(0.3, 1.0);
+        let mut p = settled(cfg, Pose::new(0.0, 1.0), goal);
+        let short = p.link_pose().max_joint_distance(goal);
+        assert!(short <= servo.frictionloss / servo.kp * 1.0001, "at most loss / kp short: {short}");
+        assert!(short > 0.05 * servo.frictionloss / servo.kp, "and really short: {short}");
+        let (before, time) = (p.link_pose(), p.time());
+        p.step(1.0);
+        assert_eq!(p.link_pose(), before, "stuck: no creep");
+        assert!(p.time() > time);
+        // Without friction it gets there.
+        let free = settled(PlantConfig::ideal(TwoLinkArm::default()), Pose::new(0.0, 1.0), goal);
+        assert!(free.link_pose().max_joint_distance(goal) < 1e-4 * short.max(1e-3) * 1e3);
+    }
+
+    #[test]
+    fn gravity_sags_by_its_torque_over_the_gain_and_the_encoders_see_it() {
+        let cfg = PlantConfig { gravity: true, ..PlantConfig::ideal(TwoLinkArm::default()) };
+        let mut p = Plant::new(cfg, Pose::default());
+        p.settle();
+        let m = TWO_LINK_MASS * dynamics::GRAVITY;
+        let (kp, q) = (Servo::STS3215.kp, p.measure());
+        // Stretched out: the shoulder holds both rods, the elbow the outer one (small angles).
+        assert!((q.shoulder + m * 2.0 / kp).abs() < 0.1 * m * 2.0 / kp, "{q:?}");
+        assert!(q.elbow < 0.0 && p.tip().y < 0.0, "the tip sags: {q:?}");
+        let off = PlantConfig::ideal(TwoLinkArm::default());
+        let mut flat = Plant::new(off, Pose::default());
+        flat.settle();
+        assert_eq!(flat.measure(), Pose::default(), "in a horizontal plane nothing sags");
+    }
+
+    #[test]
+    fn backlash_is_free_play_the_encoders_cannot_see() {
+        let arm = TwoLinkArm::default();
+        let b = 0.02;
+        // Hanging in a vertical plane, stretched out: each link rests on its stop, below.
+        let cfg = PlantConfig { backlash: b, gravity: true, ..PlantConfig::ideal(arm) };
+        let mut p = Plant::new(cfg, Pose::default());
+        p.settle();
+        let seen = arm.tip(p.measure());
+        let drop = seen.y - p.tip().y;
+        // The shoulder's play drops the tip by about 2 b, the elbow's by b more.
+        assert!((drop - 3.0 * b).abs() < 0.2 * b, "{drop}");
+        let actual = p.actual_pose();
+        assert!((actual.shoulder - p.link_pose().shoulder + b).abs() < 1e-3, "{actual:?}");
+        // On a table the link is left wherever the move put it, within the play.
+        let flat = settled(PlantConfig { backlash: b, ..PlantConfig::ideal(arm) }, Pose::default(), Pose::new(0.6, 0.4));
+        let gap = flat.actual_pose() - flat.link_pose();
+        assert!(gap.shoulder.abs() <= b + 1e-6 && gap.elbow.abs() <= b + 1e-6, "{gap:?}");
+    }
+
+    #[test]
+    fn latency_delays_goals_by_milliseconds() {
+        let cfg = PlantConfig { latency_ms: 30.0, ..PlantConfig::ideal(TwoLinkArm::default()) };
+        let mut p = Plant::new(cfg, Pose::default());
+        p.command(Pose::new(0.4, 0.0));
+        p.step(0.029);
+        assert_eq!(p.link_pose(), Pose::default(), "still in the delay line");
+        assert_eq!((p.in_flight(), p.commanded()), (1, Pose::default()));
+        p.step(0.003);
+        assert_eq!(p.commanded(), Pose::new(0.4, 0.0));
+        assert!(p.link_pose().shoulder > 0.0, "moving");
+        p.settle();
+        assert!((p.link_pose().shoulder - 0.4).abs() < 1e-4);
+    }
+
+    #[test]
+    fn flex_droops_most_stretched_out_and_the_encoders_cannot_see_it() {
+        let arm = TwoLinkArm::default();
+        let cfg = PlantConfig { flex: 0.02, ..PlantConfig::ideal(arm) };
+        let sag = |pose: Pose| {
+            let mut p = Plant::new(cfg, pose);
+            p.settle();
+            let seen = arm.tip(p.measure());
+            assert_eq!(p.measure(), pose, "the encoders read the joint, not the bent link");
+            (p.tip() - seen).norm()
+        };
+        let stretched = sag(Pose::new(0.0, 0.0));
+        let up = sag(Pose::new(std::f64::consts::FRAC_PI_2, 0.0));
+        let folded = sag(Pose::new(0.0, 2.5));
+        let want = 0.02 * (arm.l1() + 2.0 * arm.l2());
+        assert!((stretched - want).abs() < 0.1 * want, "{stretched} vs {want}");
+        assert!(up < 1e-3 * stretched, "pointing up nothing bends: {up}");
+        assert!(folded < stretched && folded > up, "folded in between: {folded}");
+    }
+
+    #[test]
+    fn mismatch_moves_the_real_tip_and_bad_input_is_ignored() {
+        let arm = TwoLinkArm::default();
+        let real = RealArm::mismatched(&arm, [0.1, 0.0], Pose::new(0.0, 0.0)).unwrap();
+        let mut p = Plant::new(PlantConfig { real, ..PlantConfig::ideal(arm) }, Pose::default());
+        assert!((p.tip().x - 2.1).abs() < 1e-12);
+        p.command(Pose::new(f64::NAN, 0.0));
+        p.set_config(PlantConfig { backlash: f64::NAN, noise_std: -1.0, latency_ms: f64::INFINITY, ..*p.config() });
+        p.settle();
+        p.step(f64::NAN);
+        assert!(p.tip().x.is_finite() && p.config().backlash == 0.0 && p.config().noise_std == 0.0);
+        assert_eq!(p.config().latency_ms, 0.0);
+    }
+
+    #[test]
+    fn validation_names_the_quantity_and_its_unit() {
+        let ok = PlantConfig::ideal(TwoLinkArm::default());
+        assert!(ok.validate().is_ok());
+        let cases = [
+            (PlantConfig { link_mass: [-1.0, 0.05], ..ok }, "link 1 mass"),
+            (PlantConfig { servo: Servo { kp: 0.0, ..ok.servo }, ..ok }, "kp"),
+            (PlantConfig { latency_ms: f64::NAN, ..ok }, "latency"),
+            (PlantConfig { latency_ms: 3.15e10, ..ok }, "ms"),
+            (PlantConfig { backlash: 3.2, ..ok }, "backlash"),
+        ];
+        for (cfg, words) in cases {
+            let e = cfg.validate().unwrap_err();
+            assert!(e.contains(words), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_camera_sees_what_the_encoders_cannot() {
+        let arm = TwoLinkArm::default();
+        let real = RealArm::with_mismatch(&arm, crate::kinematics::Mismatch::DEFAULT).unwrap();
+        let camera = Camera { pixel_noise: 0.5, metres_per_pixel: 1e-3, offset: Point2::new(0.002, 0.0), fps: 10.0 };
+        let cfg = PlantConfig { real, flex: 0.02, camera, seed: 3, ..PlantConfig::ideal(arm) };
+        let mut p = Plant::new(cfg, Pose::new(0.3, 0.6));
+        p.settle();
+        let truth = p.tip();
+        let by_encoders = (arm.tip(p.measure()) - truth).norm();
+        let frame = p.camera().expect("a frame");
+        let by_camera = (frame.tip - truth).norm();
+        assert!(by_encoders > 0.05, "flex and mismatch hide from the encoders: {by_encoders}");
+        assert!(by_camera < 0.002 + 4.0 * 0.5e-3, "the camera sees the tip: {by_camera}");
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            p.step(0.01);
+            times.push(p.camera().unwrap().time);
+        }
+        times.dedup();
+        assert!((5..=6).contains(&times.len()), "10 fps for half a second: {times:?}");
+        let mut blind = Plant::new(PlantConfig { camera: Camera::OFF, ..cfg }, Pose::default());
+        blind.step(0.1);
+        assert!(blind.camera().is_none());
+    }
+
+    #[test]
+    fn a_camera_faster_than_the_clock_neither_hangs_nor_panics() {
+        let arm = TwoLinkArm::default();
+        for camera in [
+            Camera { fps: 1e300, ..Camera::default() },
+            Camera { pixel_noise: 1e300, metres_per_pixel: 1e300, ..Camera::default() },
+            Camera { pixel_noise: f64::MAX, metres_per_pixel: f64::MAX, fps: f64::MAX, ..Camera::default() },
+        ] {
+            assert!(camera.validate().is_err(), "{camera:?}");
+            let mut p = Plant::new(PlantConfig { camera, ..PlantConfig::ideal(arm) }, Pose::new(0.3, 0.6));
+            for _ in 0..100 {
+                p.step(1e-3);
+            }
+            p.settle();
+            let f = p.camera().expect("a frame");
+            assert!(f.tip.x.is_finite() && f.tip.y.is_finite() && f.time.is_finite(), "{camera:?}: {f:?}");
+        }
+        assert_eq!(next_frame_time(0.0, 1e6, 1e-13), 1e6f64.next_up());
+        assert_eq!(next_frame_time(0.0, 1.0, 0.3), 1.2);
+        assert_eq!(next_frame_time(2.0, 1.0, 0.3), 2.0);
+        assert_eq!(next_frame_time(0.0, 1.0, 0.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn old_files_load_with_the_new_channels_at_their_defaults() {
+        let mut json = serde_json::to_value(PlantConfig::ideal(TwoLinkArm::default())).unwrap();
+        for key in ["servo", "link_mass", "gravity", "flex", "latency_ms", "camera"] {
+            json.as_object_mut().unwrap().remove(key);
+        }
+        // Fields of the kinematic plant (a lag, a stiction band, latency in ticks) are ignored.
+        json["lag"] = 0.06.into();
+        json["latency"] = 3.into();
+        let old: PlantConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(old, PlantConfig::ideal(TwoLinkArm::default()));
+    }
+}
