@@ -72,7 +72,7 @@ pub struct ScenePlant {
     pub encoder: f64,
     /// Backlash half-width, radians.
     pub backlash: f64,
-    /// Stiction band, radians.
+    /// Coulomb friction loss of each joint, N m.
     pub friction: f64,
     /// Link flex (the stretched-out droop), radians.
     pub flex: f64,
@@ -176,12 +176,12 @@ impl Lesson {
                 "The live plots sweep the noise: analytic and DLS check the move on the same noisy encoders, so they raise false alarms too. Turn on the envelope to see what it catches.",
             ],
             Lesson::Backlash => [
-                "Backlash of 0.05 rad: each joint can sit anywhere in its dead zone, but the servo reads the encoders and pushes through it.",
-                "The live plots show almost no error rise in the closed loop; the silent map shows where an arm left resting in the play would miss.",
+                "Backlash of 0.05 rad: free play between each servo and its link; the encoders read the servo, so wherever the move leaves a link in its play is invisible to them.",
+                "The silent map shows where an arm resting at the edge of its play misses by more than the tolerance; the encoder check passes every such miss.",
             ],
             Lesson::Friction => [
-                "Stiction of 0.02 rad (about seven times the SO-101 arm's): a joint at rest moves only when the command is beyond the band, then stops short of it.",
-                "The servo's later ticks push past the band, so the closed loop keeps its error under a millimetre; watch the live plot stay flat as the slider rises.",
+                "A friction loss of 0.5 N m per joint, ten times the SO-101 servo's: a joint sticks once the servo's pull falls below it, at most loss / gain = 0.5 mrad short.",
+                "Against a gain of 998 N m/rad that is about a millimetre at the tip: the live plot rises by that much as the slider goes up, no more.",
             ],
             Lesson::Flex => [
                 "Flex of 0.05 rad: the arm droops under gravity while the encoders read the commanded joints, so every encoder check passes a miss.",
@@ -242,7 +242,7 @@ impl Lesson {
                 arm: two_link(SolverId::Analytic, false),
                 layer: Layer::Silent,
                 sweep: Channel::Friction,
-                ..plant(ScenePlant { friction: 0.02, ..ScenePlant::IDEAL })
+                ..plant(ScenePlant { friction: 0.5, ..ScenePlant::IDEAL })
             },
             Lesson::Flex => Scene {
                 arm: two_link(SolverId::Analytic, false),

@@ -341,7 +341,7 @@ fn negative_values_parse_and_errors_are_clear() {
         (vec!["train", "--steps", "-5"], "from 1 to"),
         (vec!["train", "--lr", "-1"], "(0, 1)"),
         (vec!["atlas", "--out", "a.png", "--resolution", "-3"], "from 2 to"),
-        (vec!["experiment", "degradation", "--ticks", "-1"], "from 1 to"),
+        (vec!["experiment", "degradation", "--corrections", "-1"], "from 0 to"),
     ] {
         let flag = args[args.len() - 2];
         let value = args[args.len() - 1];

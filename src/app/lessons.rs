@@ -98,7 +98,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
             *s.plant = PlantSettings {
                 noise_std: p.encoder,
                 backlash: p.backlash,
-                friction: p.friction,
+                frictionloss: p.friction,
                 flex: p.flex,
                 length_error: mismatch.length_error,
                 joint_offset: [mismatch.joint_offsets.shoulder, mismatch.joint_offsets.elbow],

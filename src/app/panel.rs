@@ -361,7 +361,7 @@ fn contents(
     egui::CollapsingHeader::new("Target")
         .default_open(false)
         .show(ui, |ui| target_section(ui, lab.target.reborrow(), home));
-    egui::CollapsingHeader::new("Plant: lag and model mismatch")
+    egui::CollapsingHeader::new("Plant: model mismatch")
         .default_open(false)
         .show(ui, |ui| plant_section(ui, lab.plant.reborrow()));
     egui::CollapsingHeader::new("Training")
@@ -793,10 +793,9 @@ fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
     target.set_if_neq(t);
 }
 
-/// Lag and mismatch of the plant (noise and backlash sit at the top), and the presets.
+/// The mismatch of the plant (noise and backlash sit at the top), and the presets.
 fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
     let mut s = *plant;
-    ui.add(egui::Slider::new(&mut s.lag, range::LAG).text("motor lag (s)"));
     ui.add(egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"));
     ui.add(egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"));
     ui.add(egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"));
@@ -817,12 +816,14 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
 /// camera, and the camera view that shows what the encoders cannot see.
 fn gap_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, mut view: Mut<CameraView>, sim: &Sim) {
     let mut s = *plant;
-    let so101 = elbow::plant::SO101_STICTION_BAND;
-    ui.add(egui::Slider::new(&mut s.friction, range::FRICTION).text("stiction band (rad)")).on_hover_text(format!(
-        "an SO-101 joint's is {so101:.4} rad: a joint moves only once its command is this far away"
+    let servo = elbow::plant::dynamics::Servo::STS3215;
+    ui.add(egui::Slider::new(&mut s.frictionloss, range::FRICTION).text("friction loss (N m)")).on_hover_text(format!(
+        "Coulomb friction at each joint; the SO-101's servo has {} N m against a gain of {} N m/rad, so it stops at most loss / gain short",
+        servo.frictionloss, servo.kp
     ));
     ui.add(egui::Slider::new(&mut s.flex, range::FLEX).text("flex: droop stretched out (rad)"));
-    ui.add(egui::Slider::new(&mut s.latency, range::LATENCY).text("latency (frames)"));
+    ui.add(egui::Slider::new(&mut s.latency_ms, range::LATENCY).text("latency (ms)"))
+        .on_hover_text("how long a goal takes to reach the servos; the servos still close their own loop, so it costs tracking, not the final pose");
     ui.add(egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"));
     ui.add(egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"));
     ui.add(egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"));

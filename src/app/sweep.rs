@@ -20,7 +20,6 @@ use bevy::prelude::*;
 use elbow::experiments::degradation::{
     Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
 };
-use elbow::plant::SO101_STICTION_BAND;
 use elbow::{Pipeline, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,11 +48,11 @@ pub(crate) enum SweepChannel {
     Encoder,
     /// Backlash.
     Backlash,
-    /// Joint friction (the slider's stiction band, radians).
+    /// Joint friction loss, N m.
     Friction,
     /// Link flex.
     Flex,
-    /// Control latency, ticks.
+    /// Control latency, milliseconds.
     Latency,
     /// The camera's pixel noise.
     CameraNoise,
@@ -109,29 +108,21 @@ impl SweepChannel {
             SweepChannel::Backlash => range::BACKLASH,
             SweepChannel::Friction => range::FRICTION,
             SweepChannel::Flex => range::FLEX,
-            SweepChannel::Latency => 0.0..=f64::from(*range::LATENCY.end()),
+            SweepChannel::Latency => range::LATENCY,
             SweepChannel::CameraNoise => range::CAMERA_NOISE,
             SweepChannel::CameraOffset => 0.0..=range::CAMERA_OFFSET.end().hypot(*range::CAMERA_OFFSET.end()),
             SweepChannel::CameraPeriod => 0.0..=SLOWEST_FRAME,
         }
     }
 
-    /// The core's level for `x` in the slider's units (friction in multiples of the SO-101 band,
-    /// latency in whole ticks).
+    /// The core's level for `x` in the slider's units (the same units on both sides).
     pub(crate) fn level(self, x: f64) -> f64 {
-        match self {
-            SweepChannel::Friction => x / SO101_STICTION_BAND,
-            SweepChannel::Latency => x.round(),
-            _ => x,
-        }
+        x
     }
 
     /// The slider's units for the core's `level`.
     pub(crate) fn x(self, level: f64) -> f64 {
-        match self {
-            SweepChannel::Friction => level * SO101_STICTION_BAND,
-            _ => level,
-        }
+        level
     }
 
     /// The slider's current value, in the swept units (`None`: the camera is off, so no frame
@@ -141,9 +132,9 @@ impl SweepChannel {
         Some(match self {
             SweepChannel::Encoder => s.noise_std,
             SweepChannel::Backlash => s.backlash,
-            SweepChannel::Friction => s.friction,
+            SweepChannel::Friction => s.frictionloss,
             SweepChannel::Flex => s.flex,
-            SweepChannel::Latency => f64::from(s.latency),
+            SweepChannel::Latency => s.latency_ms,
             SweepChannel::CameraNoise => s.camera_noise,
             SweepChannel::CameraOffset => s.camera_offset[0].hypot(s.camera_offset[1]),
             SweepChannel::CameraPeriod => {

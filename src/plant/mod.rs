@@ -365,6 +365,10 @@ pub struct Plant {
     resting: bool,
     next_frame: f64,
     frame: Option<Frame>,
+    /// A camera at least as fast as the sub-steps owes a frame of the current sub-step: taken
+    /// when [`Plant::step`] or [`Plant::settle`] returns (nothing can look in between), not at
+    /// every sub-step.
+    frame_owed: bool,
 }
 
 /// The first frame time after `now` on the schedule `next, next + period, ...`, in one step
@@ -401,12 +405,14 @@ impl Plant {
             resting: false,
             next_frame: 0.0,
             frame: None,
+            frame_owed: false,
         };
         plant.state.q[servos[0]] = pose.shoulder;
         plant.state.q[servos[1]] = pose.elbow;
         plant.goals = plant.state.q;
         plant.set_config(cfg);
         plant.capture_due_frame();
+        plant.pay_frame();
         plant
     }
 
@@ -511,6 +517,7 @@ impl Plant {
             self.carry -= SUBSTEP;
         }
         self.carry = self.carry.max(0.0);
+        self.pay_frame();
     }
 
     /// True when every servo has turned slower than [`SETTLE_SPEED`] for [`SETTLE_WINDOW`], or
@@ -532,6 +539,7 @@ impl Plant {
             }
         }
         self.carry = 0.0;
+        self.pay_frame();
         (self.ticks - start) as f64 * SUBSTEP
     }
 
@@ -541,6 +549,17 @@ impl Plant {
         if !cam.is_on() || now < self.next_frame {
             return;
         }
+        if cam.fps * SUBSTEP >= 1.0 {
+            self.frame_owed = true;
+            return;
+        }
+        self.take_frame();
+    }
+
+    /// The camera's frame of the tip as it is now.
+    fn take_frame(&mut self) {
+        let cam = self.cfg.camera;
+        let now = self.time();
         let sd = cam.noise_metres();
         let tip = self.tip();
         let noise = match Normal::new(0.0, sd) {
@@ -549,6 +568,14 @@ impl Plant {
         };
         self.frame = Some(Frame { tip: tip + cam.offset + noise, time: now });
         self.next_frame = next_frame_time(self.next_frame, now, 1.0 / cam.fps);
+    }
+
+    /// Takes the frame a continuous camera owes (see `frame_owed`).
+    fn pay_frame(&mut self) {
+        if self.frame_owed {
+            self.frame_owed = false;
+            self.take_frame();
+        }
     }
 
     /// What the encoders read: each servo's output angle (in the command frame) plus noise.

@@ -70,24 +70,22 @@ pub(crate) fn default_target(arm: &TwoLinkArm) -> Point2 {
 /// The plant knobs the panel exposes (a view file holds them as they are). Every value is
 /// clamped to its range before use.
 #[derive(Resource, Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct PlantSettings {
     /// Encoder noise standard deviation, radians.
     pub(crate) noise_std: f64,
     /// Backlash half-width, radians.
     pub(crate) backlash: f64,
-    /// Motor time constant, seconds.
-    pub(crate) lag: f64,
     /// Relative link length errors of the real arm.
     pub(crate) length_error: [f64; 2],
     /// Joint offsets of the real arm (shoulder, elbow), radians.
     pub(crate) joint_offset: [f64; 2],
-    /// Stiction band of each joint, radians ([`elbow::plant::SO101_STICTION_BAND`] is a real
-    /// arm's).
-    pub(crate) friction: f64,
+    /// Coulomb friction loss of each joint, N m (the SO-101's servo has 0.052).
+    pub(crate) frictionloss: f64,
     /// Link flex: the stretched-out arm's shoulder droop, radians.
     pub(crate) flex: f64,
-    /// Control latency, ticks (frames).
-    pub(crate) latency: u32,
+    /// Control latency, milliseconds.
+    pub(crate) latency_ms: f64,
     /// The camera's pixel noise (at 1 mm per pixel), pixels.
     pub(crate) camera_noise: f64,
     /// The camera's calibration offset, metres.
@@ -103,18 +101,16 @@ pub(crate) mod range {
     pub(crate) const NOISE: RangeInclusive<f64> = 0.0..=0.05;
     /// Backlash half-width, radians.
     pub(crate) const BACKLASH: RangeInclusive<f64> = 0.0..=0.1;
-    /// Motor lag, seconds.
-    pub(crate) const LAG: RangeInclusive<f64> = 0.0..=0.5;
     /// Relative link length error.
     pub(crate) const LENGTH_ERROR: RangeInclusive<f64> = -0.2..=0.2;
     /// Joint offset, radians.
     pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
-    /// Stiction band, radians: up to about ten times the SO-101's.
-    pub(crate) const FRICTION: RangeInclusive<f64> = 0.0..=0.03;
+    /// Friction loss, N m: up to about ten times the SO-101 servo's.
+    pub(crate) const FRICTION: RangeInclusive<f64> = 0.0..=0.5;
     /// Flex (stretched-out shoulder droop), radians.
     pub(crate) const FLEX: RangeInclusive<f64> = 0.0..=0.1;
-    /// Latency, frames.
-    pub(crate) const LATENCY: RangeInclusive<u32> = 0..=30;
+    /// Latency, milliseconds.
+    pub(crate) const LATENCY: RangeInclusive<f64> = 0.0..=500.0;
     /// Camera pixel noise, pixels at 1 mm per pixel.
     pub(crate) const CAMERA_NOISE: RangeInclusive<f64> = 0.0..=20.0;
     /// Camera calibration offset per axis, metres.
@@ -143,12 +139,11 @@ impl Default for PlantSettings {
         Self {
             noise_std: 0.002,
             backlash: 0.0,
-            lag: 0.06,
             length_error: m.length_error,
             joint_offset: [m.joint_offsets.shoulder, m.joint_offsets.elbow],
-            friction: 0.0,
+            frictionloss: 0.0,
             flex: 0.0,
-            latency: 0,
+            latency_ms: 0.0,
             camera_noise: Camera::default().pixel_noise,
             camera_offset: [0.0; 2],
             camera_fps: Camera::default().fps,
@@ -163,16 +158,15 @@ fn clamp(v: f64, range: &std::ops::RangeInclusive<f64>) -> f64 {
 }
 
 impl PlantSettings {
-    /// No noise, backlash, lag or mismatch.
+    /// No noise, backlash, friction, latency or mismatch.
     pub(crate) const IDEAL: PlantSettings = PlantSettings {
         noise_std: 0.0,
         backlash: 0.0,
-        lag: 0.0,
         length_error: [0.0; 2],
         joint_offset: [0.0; 2],
-        friction: 0.0,
+        frictionloss: 0.0,
         flex: 0.0,
-        latency: 0,
+        latency_ms: 0.0,
         camera_noise: 0.0,
         camera_offset: [0.0; 2],
         camera_fps: 30.0,
@@ -183,12 +177,11 @@ impl PlantSettings {
         Self {
             noise_std: clamp(self.noise_std, &range::NOISE),
             backlash: clamp(self.backlash, &range::BACKLASH),
-            lag: clamp(self.lag, &range::LAG),
             length_error: self.length_error.map(|e| clamp(e, &range::LENGTH_ERROR)),
             joint_offset: self.joint_offset.map(|o| clamp(o, &range::OFFSET)),
-            friction: clamp(self.friction, &range::FRICTION),
+            frictionloss: clamp(self.frictionloss, &range::FRICTION),
             flex: clamp(self.flex, &range::FLEX),
-            latency: self.latency.clamp(*range::LATENCY.start(), *range::LATENCY.end()),
+            latency_ms: clamp(self.latency_ms, &range::LATENCY),
             camera_noise: clamp(self.camera_noise, &range::CAMERA_NOISE),
             camera_offset: self.camera_offset.map(|o| clamp(o, &range::CAMERA_OFFSET)),
             camera_fps: clamp(self.camera_fps, &range::CAMERA_FPS),
@@ -222,16 +215,17 @@ impl PlantSettings {
     /// The plant configuration for `nominal`.
     pub(crate) fn config(&self, nominal: &TwoLinkArm) -> PlantConfig {
         let s = self.sanitized();
+        let ideal = PlantConfig::ideal(*nominal);
         PlantConfig {
             real: self.real_arm(nominal),
             backlash: s.backlash,
-            lag: s.lag,
             noise_std: s.noise_std,
-            friction: s.friction,
+            servo: elbow::plant::dynamics::Servo { frictionloss: s.frictionloss, ..ideal.servo },
             flex: s.flex,
-            latency: s.latency,
+            latency_ms: s.latency_ms,
             camera: s.camera(),
             seed: 7,
+            ..ideal
         }
     }
 }

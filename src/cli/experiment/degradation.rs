@@ -64,13 +64,13 @@ pub(crate) struct DegradationArgs {
     /// Channel `mismatch`: the real arm's mismatch, as multiples of `--length-error`/`--joint-offset`.
     #[arg(long, default_value_t = levels(Channel::Mismatch), allow_hyphen_values = true)]
     mismatch_scale: Levels,
-    /// Channel `friction`: joint stiction band, as multiples of the SO-101 arm's (2.9 mrad).
+    /// Channel `friction`: Coulomb friction loss of each joint (N m; the SO-101's servo has 0.052).
     #[arg(long, default_value_t = levels(Channel::Friction), allow_hyphen_values = true)]
     friction: Levels,
     /// Channel `flex`: droop of the stretched-out arm under gravity (radians).
     #[arg(long, default_value_t = levels(Channel::Flex), allow_hyphen_values = true)]
     flex: Levels,
-    /// Channel `latency`: ticks a command waits before it takes effect (whole numbers).
+    /// Channel `latency`: milliseconds a goal takes to reach the servos.
     #[arg(long, default_value_t = levels(Channel::Latency), allow_hyphen_values = true)]
     latency: Levels,
     /// Channel `camera-noise`: the camera's pixel noise (standard deviation, pixels of 1 mm).
@@ -99,9 +99,10 @@ pub(crate) struct DegradationArgs {
     /// A tip error above this (metres) counts as a miss (and fails the post-move check).
     #[arg(long, default_value_t = defaults().tolerance)]
     tolerance: f64,
-    /// Joint-servo ticks per target in the plant protocol (1: open loop), 1 to 100.
-    #[arg(long, default_value_t = defaults().ticks, value_parser = count::<1, 100>, allow_hyphen_values = true)]
-    ticks: usize,
+    /// Outer corrections per target in the plant protocol, 0 to 10: after the servos settle on
+    /// the goal, send `goal + (setpoint - measured)` and settle again (0: the plain goal).
+    #[arg(long, default_value_t = defaults().corrections, value_parser = count::<0, 10>, allow_hyphen_values = true)]
+    corrections: usize,
     /// Do not let classical and enveloped pipelines check the encoders after the move.
     #[arg(long)]
     no_post_move_check: bool,
@@ -188,7 +189,7 @@ impl DegradationArgs {
             targets: self.targets,
             ood_fraction: self.ood_fraction,
             tolerance: self.tolerance,
-            ticks: self.ticks,
+            corrections: self.corrections,
             post_move_check: !self.no_post_move_check,
             train_steps: self.train_steps,
             region: self.region,
