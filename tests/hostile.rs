@@ -365,10 +365,10 @@ fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
     }
     // Each channel's own bound, in words.
     for (flag, bad, needle) in [
-        ("--friction", "101", "100 times the SO-101 band"),
+        ("--friction", "3", "2.94 N m"),
         ("--flex", "0.8", "45 degrees"),
-        ("--latency", "1.5", "whole numbers"),
-        ("--latency", "101", "100 ticks"),
+        ("--latency", "3.15e10", "10000 ms"),
+        ("--latency", "10001", "10000 ms"),
         ("--camera-noise", "2e6", "1e6 pixels"),
         ("--camera-offset", "1001", "1000 m"),
         ("--camera-period", "1e-9", "1/10000"),
@@ -378,7 +378,7 @@ fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
     }
     // The combined channel may not take a channel past its bound either.
     refused_up_front(
-        &["experiment", "degradation", "--latency", "0,100", "--combined", "0,1.5"],
+        &["experiment", "degradation", "--latency", "0,10000", "--combined", "0,1.5"],
         &["combined", "latency"],
     );
 }
@@ -662,7 +662,7 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
         ("flex", "-1e309"),
         ("latency", "4294967296"),
         ("latency", "-1"),
-        ("friction", "\"NaN\""),
+        ("latency_ms", "\"NaN\""),
         ("flex", "null"),
         ("camera", "{\"fps\": 1e999}"),
     ] {
@@ -676,18 +676,26 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
     let mut configs = Vec::new();
     for &v in &huge {
         let camera = Camera { pixel_noise: v, metres_per_pixel: v, offset: Point2::new(v, v), fps: v };
+        let servo = elbow::plant::dynamics::Servo {
+            kp: v,
+            kv: v,
+            torque_limit: v,
+            damping: v,
+            armature: v,
+            frictionloss: v,
+        };
         configs.push(PlantConfig {
-            friction: v,
+            servo,
             flex: v,
             backlash: v,
-            lag: v,
             noise_std: v,
-            latency: u32::MAX,
+            latency_ms: v,
+            link_mass: [v, v],
             camera,
             ..PlantConfig::ideal(TwoLinkArm::default())
         });
         // Each field alone too, the others ideal, through a JSON round trip where it parses.
-        for field in ["friction", "flex", "backlash", "lag", "noise_std"] {
+        for field in ["flex", "backlash", "noise_std", "latency_ms"] {
             let mut json = ideal.clone();
             json[field] = serde_json::json!(v);
             if let Ok(cfg) = serde_json::from_value::<PlantConfig>(json) {

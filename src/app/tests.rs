@@ -323,12 +323,11 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                 let settings = PlantSettings {
                     noise_std: hostile(&mut rng, 0.05),
                     backlash: hostile(&mut rng, 0.1),
-                    lag: hostile(&mut rng, 0.5),
                     length_error: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
                     joint_offset: [hostile(&mut rng, 0.3), hostile(&mut rng, 0.3)],
-                    friction: hostile(&mut rng, 0.05),
+                    frictionloss: hostile(&mut rng, 5.0),
                     flex: hostile(&mut rng, 0.2),
-                    latency: rng.random_range(0..u32::MAX),
+                    latency_ms: hostile(&mut rng, 1e6),
                     camera_noise: hostile(&mut rng, 50.0),
                     camera_offset: [hostile(&mut rng, 0.1), hostile(&mut rng, 0.1)],
                     camera_fps: hostile(&mut rng, 1e6),
@@ -557,9 +556,9 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     });
     app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
     wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
-    // The reality-gap channels: friction sweeps in the slider's radians (its value is a level),
+    // The reality-gap channels: friction sweeps in the slider's N m (its value is a level),
     // flex misses are silent on the encoders, and the camera's noise shows as false alarms.
-    app.world_mut().resource_mut::<PlantSettings>().friction = 0.0071;
+    app.world_mut().resource_mut::<PlantSettings>().frictionloss = 0.0071;
     app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Friction;
     wait(&mut app, &|s| {
         s.latest.as_ref().is_some_and(|(c, curves)| {
@@ -598,9 +597,9 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     let mut app = app();
     app.update();
     let settings = PlantSettings {
-        friction: 0.01,
+        frictionloss: 0.01,
         flex: 0.04,
-        latency: 3,
+        latency_ms: 30.0,
         camera_noise: 0.0,
         camera_offset: [0.02, -0.01],
         camera_fps: 60.0,
@@ -612,7 +611,7 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     }
     let sim = app.world().resource::<Sim>();
     let cfg = sim.plant.config();
-    assert_eq!((cfg.friction, cfg.flex, cfg.latency), (0.01, 0.04, 3));
+    assert_eq!((cfg.servo.frictionloss, cfg.flex, cfg.latency_ms), (0.01, 0.04, 30.0));
     assert_eq!(cfg.camera.fps, 60.0);
     // The camera reports the tip shifted by its calibration offset (no pixel noise here); the
     // frame may be up to one frame period old, and the arm is at rest by now.
@@ -621,10 +620,10 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     assert!((seen - Point2::new(0.02, -0.01)).norm() < 1e-3, "{seen:?}");
     // Hostile values are clamped into the sliders' ranges before they reach the plant.
     *app.world_mut().resource_mut::<PlantSettings>() =
-        PlantSettings { latency: u32::MAX, camera_fps: f64::INFINITY, flex: f64::NAN, ..settings };
+        PlantSettings { latency_ms: f64::MAX, camera_fps: f64::INFINITY, flex: f64::NAN, ..settings };
     app.update();
     let cfg = *app.world().resource::<Sim>().plant.config();
-    assert_eq!((cfg.latency, cfg.flex), (30, 0.0));
+    assert_eq!((cfg.latency_ms, cfg.flex), (500.0, 0.0));
     assert!(cfg.camera.fps <= 120.0);
 }
 
@@ -645,7 +644,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
     for lesson in Lesson::ALL.into_iter().chain([Lesson::JointsRegion]) {
         // Mess the state up first: every knob the lessons set, away from their values.
         *app.world_mut().resource_mut::<PlantSettings>() =
-            PlantSettings { noise_std: 0.04, backlash: 0.09, flex: 0.09, friction: 0.029, ..PlantSettings::default() };
+            PlantSettings { noise_std: 0.04, backlash: 0.09, flex: 0.09, frictionloss: 0.029, ..PlantSettings::default() };
         app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Iterative);
         app.world_mut().resource_mut::<AtlasView>().layer = Layer::Confidence;
         app.world_mut().resource_mut::<CameraView>().0 = !lesson.scene().camera_view;
@@ -670,7 +669,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 let plant = world.resource::<PlantSettings>();
                 let p = scene.plant;
                 assert_eq!(
-                    [plant.noise_std, plant.backlash, plant.friction, plant.flex],
+                    [plant.noise_std, plant.backlash, plant.frictionloss, plant.flex],
                     [p.encoder, p.backlash, p.friction, p.flex],
                     "{lesson}"
                 );
@@ -730,7 +729,7 @@ fn a_saved_view_restores_the_scene_and_a_bad_one_changes_nothing() {
     let path = dir.join("view.json");
     let mut app = app();
     app.update();
-    let scene = PlantSettings { noise_std: 0.017, flex: 0.04, latency: 3, ..PlantSettings::IDEAL };
+    let scene = PlantSettings { noise_std: 0.017, flex: 0.04, latency_ms: 30.0, ..PlantSettings::IDEAL };
     *app.world_mut().resource_mut::<PlantSettings>() = scene;
     app.world_mut().resource_mut::<Driver>().0 = Pipeline::enveloped(SolverId::Learned(HeadKind::Mode));
     app.world_mut().resource_mut::<AtlasView>().layer = Layer::Silent;

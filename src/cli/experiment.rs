@@ -1,4 +1,4 @@
-//! `elbow experiment averaging|degradation|randomization|chain|bishop1994`: arguments become the core's configurations; the
+//! `elbow experiment averaging|degradation|randomization|tracking|chain|bishop1994`: arguments become the core's configurations; the
 //! reports print as tables, JSON or CSV.
 
 mod bishop;
@@ -6,6 +6,7 @@ mod chain;
 pub(crate) use chain::{ChainLengths, print_budget, print_chain_rows};
 mod degradation;
 mod randomization;
+mod tracking;
 
 use super::{ArmArgs, Failure, count, print_json, seed, signals};
 use clap::{Args, Subcommand};
@@ -30,6 +31,10 @@ pub(crate) enum ExperimentCommand {
     /// nominal plant and with randomized mismatch, flex, friction and backlash, then tested on
     /// plants inside and outside the randomized ranges, with encoder and camera checks.
     Randomization(Box<RandomizationArgs>),
+    /// Tracking a moving target: every solver drives the physical plant after a figure eight at
+    /// set speeds and control latencies; mean and worst tip error per latency and speed, and
+    /// whether latency costs error in proportion to speed x delay.
+    Tracking(Box<tracking::TrackingArgs>),
     /// Redundant chains (`--arm rail3` or `3r`): MSE, MDN, DLS, MDN-seeded DLS and the exact
     /// posterior sampler, scored by re-simulation error, posterior mismatch, success and time.
     Chain(Box<chain::ChainArgs>),
@@ -90,6 +95,7 @@ pub(crate) fn run(command: &ExperimentCommand) -> Result<(), Failure> {
         }
         ExperimentCommand::Degradation(a) => degradation::run(a),
         ExperimentCommand::Randomization(a) => randomization::run(a),
+        ExperimentCommand::Tracking(a) => tracking::run(a),
         ExperimentCommand::Chain(a) => chain::run(a),
         ExperimentCommand::Bishop1994(a) => Ok(bishop::run(a)?),
     }

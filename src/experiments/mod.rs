@@ -11,6 +11,8 @@
 //!   channel, honest vs silent failures, the exercise protocol beside the closed-loop plant.
 //! - [`randomization`](mod@randomization): domain randomization trained and tested on plants
 //!   inside and outside its ranges.
+//! - [`tracking`](mod@tracking): every pipeline tracks a figure eight on the physical plant at set
+//!   speeds and latencies; whether latency costs error in proportion to speed x delay.
 
 pub mod averaging;
 pub mod bishop;
@@ -19,11 +21,13 @@ pub mod degradation;
 pub mod feedback;
 pub mod plants;
 pub mod randomization;
+pub mod tracking;
 
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
 pub use bishop::{BishopConfig, BishopReport, bishop1994};
 pub use chain::{ChainConfig, ChainReport, chain};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
+pub use tracking::{TrackingConfig, TrackingReport, tracking};
 
 /// Why an experiment could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -156,10 +156,10 @@ type Vector = [f64; MAX_DOF];
 
 /// Where every body is, for one step: hinge positions, centres of mass relative to their hinge,
 /// and the lever from each hinge to the next, all in the world frame.
-struct Pose {
-    hinge: [[f64; 2]; MAX_DOF],
-    com: [[f64; 2]; MAX_DOF],
-    link: [[f64; 2]; MAX_DOF],
+struct Pose<const N: usize> {
+    hinge: [[f64; 2]; N],
+    com: [[f64; 2]; N],
+    link: [[f64; 2]; N],
 }
 type Matrix = [[f64; MAX_DOF]; MAX_DOF];
 
@@ -223,8 +223,8 @@ impl Multibody {
 
     /// The pose of every body at `q`: each hinge's position and each body's centre of mass
     /// relative to its hinge, in the world frame (one sine and cosine per hinge).
-    fn pose(&self, q: &[f64]) -> Pose {
-        let mut out = Pose { hinge: [[0.0; 2]; MAX_DOF], com: [[0.0; 2]; MAX_DOF], link: [[0.0; 2]; MAX_DOF] };
+    fn pose<const N: usize>(&self, q: &[f64]) -> Pose<N> {
+        let mut out = Pose { hinge: [[0.0; 2]; N], com: [[0.0; 2]; N], link: [[0.0; 2]; N] };
         let (mut angle, mut at) = (0.0, [0.0, 0.0]);
         let mut axis = [1.0, 0.0];
         for (k, d) in self.dofs.iter().enumerate() {
@@ -246,16 +246,16 @@ impl Multibody {
 
     /// The joint-space mass matrix, armature included:
     /// `M_ij = Σ_{b ≥ max(i, j)} m_b (c_b − p_i)·(c_b − p_j) + I_b`.
-    fn mass_matrix_at(&self, pose: &Pose) -> Matrix {
-        let n = self.dofs.len();
-        let mut m = [[0.0; MAX_DOF]; MAX_DOF];
+    fn mass_matrix_at<const N: usize>(&self, pose: &Pose<N>) -> [[f64; N]; N] {
+        let n = N.min(self.dofs.len());
+        let mut m = [[0.0; N]; N];
         for b in 0..n {
             let body = self.dofs[b].body;
             if body.mass == 0.0 && body.inertia == 0.0 {
                 continue;
             }
             let c = [pose.hinge[b][0] + pose.com[b][0], pose.hinge[b][1] + pose.com[b][1]];
-            let mut r = [[0.0; 2]; MAX_DOF];
+            let mut r = [[0.0; 2]; N];
             for i in 0..=b {
                 r[i] = [c[0] - pose.hinge[i][0], c[1] - pose.hinge[i][1]];
             }
@@ -277,9 +277,9 @@ impl Multibody {
 
     /// Coriolis, centrifugal and gravity torques by recursive Newton-Euler with no joint
     /// acceleration (gravity enters as an upward acceleration of the base).
-    fn bias_at(&self, pose: &Pose, v: &[f64]) -> Vector {
-        let n = self.dofs.len();
-        let mut acc_c = [[0.0; 2]; MAX_DOF];
+    fn bias_at<const N: usize>(&self, pose: &Pose<N>, v: &[f64]) -> [f64; N] {
+        let n = N.min(self.dofs.len());
+        let mut acc_c = [[0.0; 2]; N];
         let mut w = 0.0;
         let mut ap = [0.0, self.gravity];
         for k in 0..n {
@@ -291,7 +291,7 @@ impl Multibody {
             let rc = pose.com[k];
             acc_c[k] = [ap[0] - w * w * rc[0], ap[1] - w * w * rc[1]];
         }
-        let mut tau = [0.0; MAX_DOF];
+        let mut tau = [0.0; N];
         let (mut force, mut moment) = ([0.0, 0.0], 0.0);
         for k in (0..n).rev() {
             let m = self.dofs[k].body.mass;
@@ -305,14 +305,25 @@ impl Multibody {
         tau
     }
 
-    /// The joint-space mass matrix at `q`, armature included.
+    fn pose_padded(&self, q: &[f64]) -> Pose<MAX_DOF> {
+        self.pose::<MAX_DOF>(q)
+    }
+
+    /// The joint-space mass matrix at `q`, armature included (the first `len()` rows and
+    /// columns).
     pub fn mass_matrix(&self, q: &[f64]) -> Matrix {
-        self.mass_matrix_at(&self.pose(q))
+        let mut out = [[0.0; MAX_DOF]; MAX_DOF];
+        let m = self.mass_matrix_at::<MAX_DOF>(&self.pose_padded(q));
+        let n = self.dofs.len();
+        for i in 0..n {
+            out[i][..n].copy_from_slice(&m[i][..n]);
+        }
+        out
     }
 
     /// Coriolis, centrifugal and gravity torques at `q`, `v`.
     pub fn bias(&self, q: &[f64], v: &[f64]) -> Vector {
-        self.bias_at(&self.pose(q), v)
+        self.bias_at::<MAX_DOF>(&self.pose_padded(q), v)
     }
 
     /// The servo torque of each hinge for `goals` (0 where unactuated), clamped, and the
@@ -338,30 +349,44 @@ impl Multibody {
 
     /// One step of `dt` seconds toward `goals` (one per hinge; unactuated hinges ignore theirs).
     pub fn step(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
-        let n = self.dofs.len();
+        // One copy of the step per size, so every array is exactly as long as the model.
+        match self.dofs.len() {
+            1 => self.step_n::<1>(s, goals, dt),
+            2 => self.step_n::<2>(s, goals, dt),
+            3 => self.step_n::<3>(s, goals, dt),
+            4 => self.step_n::<4>(s, goals, dt),
+            5 => self.step_n::<5>(s, goals, dt),
+            6 => self.step_n::<6>(s, goals, dt),
+            7 => self.step_n::<7>(s, goals, dt),
+            _ => self.step_n::<MAX_DOF>(s, goals, dt),
+        }
+    }
+
+    fn step_n<const N: usize>(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
+        let n = N;
         let (servo, kv_eff, saturated) = self.servo_torques(s, goals);
-        let pose = self.pose(&s.q);
+        let pose = self.pose::<N>(&s.q);
         let bias = self.bias_at(&pose, &s.v);
         let mut a = self.mass_matrix_at(&pose);
-        let mut f = [0.0; MAX_DOF];
+        let mut f = [0.0; N];
         for k in 0..n {
             let d = &self.dofs[k];
             f[k] = servo[k] - d.damping * s.v[k] - bias[k];
             a[k][k] += dt * (d.damping + kv_eff[k]);
         }
-        let chol = cholesky(&a, n);
-        let dv = chol_solve(&chol, &f, n);
-        let mut v = [0.0; MAX_DOF];
+        let chol = cholesky(&a);
+        let dv = chol_solve(&chol, &f);
+        let mut v = [0.0; N];
         for k in 0..n {
             v[k] = s.v[k] + dt * dv[k];
         }
         // Impulses: friction (bounded both ways) and stops (one way), on W = A^-1.
-        let mut impulse = [0.0; MAX_DOF];
+        let mut impulse = [0.0; N];
         // Each hinge's constraint for this step, decided once: its impulse bounds and the speed
         // it aims at. A stop that is passed pushes back (one way) as MuJoCo's soft limit does
         // ([`soft_stop`]); else a friction loss resists (both ways, up to loss · dt) and aims at
         // rest.
-        let mut rows: [Option<(f64, f64, f64)>; MAX_DOF] = [None; MAX_DOF];
+        let mut rows: [Option<(f64, f64, f64)>; N] = [None; N];
         for k in 0..n {
             let d = &self.dofs[k];
             let (q, was) = (s.q[k], s.v[k]);
@@ -372,23 +397,29 @@ impl Multibody {
                 _ => None,
             };
         }
-        let any = rows[..n].iter().any(Option::is_some);
+        let any = rows.iter().any(Option::is_some);
         // Stuck: every hinge held by friction with room to spare, none at a stop.
         let mut stuck = any;
         if any {
-            let w = chol_inverse(&chol, n);
+            let w = chol_inverse(&chol);
             for _ in 0..PGS_SWEEPS {
+                let mut moved = false;
                 for k in 0..n {
                     let Some((lo_imp, hi_imp, target)) = rows[k] else { continue };
                     let old = impulse[k];
                     let new = (old + (target - v[k]) / w[k][k]).clamp(lo_imp, hi_imp);
                     let delta = new - old;
                     if delta != 0.0 {
+                        moved = true;
                         impulse[k] = new;
                         for i in 0..n {
                             v[i] += w[i][k] * delta;
                         }
                     }
+                }
+                // A sweep that changed nothing has converged: the next would not either.
+                if !moved {
+                    break;
                 }
             }
             for k in 0..n {
@@ -402,7 +433,7 @@ impl Multibody {
         }
         if stuck {
             // Held: no creep at all, so a resting arm stays put bit for bit.
-            v[..n].iter_mut().for_each(|v| *v = 0.0);
+            v.iter_mut().for_each(|v| *v = 0.0);
         }
         for k in 0..n {
             s.v[k] = v[k];
@@ -451,10 +482,10 @@ fn soft_stop(was: f64, free: f64, past: f64, dt: f64) -> f64 {
     was + dt * d * reference + (1.0 - d) * (free - was)
 }
 
-/// Lower Cholesky factor of the symmetric positive definite `a` (its first `n` rows).
-fn cholesky(a: &Matrix, n: usize) -> Matrix {
-    let mut l = [[0.0; MAX_DOF]; MAX_DOF];
-    for i in 0..n {
+/// Lower Cholesky factor of the symmetric positive definite `a`.
+fn cholesky<const N: usize>(a: &[[f64; N]; N]) -> [[f64; N]; N] {
+    let mut l = [[0.0; N]; N];
+    for i in 0..N {
         for j in 0..=i {
             let mut sum = a[i][j];
             for k in 0..j {
@@ -472,19 +503,19 @@ fn cholesky(a: &Matrix, n: usize) -> Matrix {
     l
 }
 
-fn chol_solve(l: &Matrix, b: &Vector, n: usize) -> Vector {
-    let mut y = [0.0; MAX_DOF];
-    for i in 0..n {
+fn chol_solve<const N: usize>(l: &[[f64; N]; N], b: &[f64; N]) -> [f64; N] {
+    let mut y = [0.0; N];
+    for i in 0..N {
         let mut sum = b[i];
         for k in 0..i {
             sum -= l[i][k] * y[k];
         }
         y[i] = sum / l[i][i];
     }
-    let mut x = [0.0; MAX_DOF];
-    for i in (0..n).rev() {
+    let mut x = [0.0; N];
+    for i in (0..N).rev() {
         let mut sum = y[i];
-        for k in i + 1..n {
+        for k in i + 1..N {
             sum -= l[k][i] * x[k];
         }
         x[i] = sum / l[i][i];
@@ -492,13 +523,13 @@ fn chol_solve(l: &Matrix, b: &Vector, n: usize) -> Vector {
     x
 }
 
-fn chol_inverse(l: &Matrix, n: usize) -> Matrix {
-    let mut inv = [[0.0; MAX_DOF]; MAX_DOF];
-    for j in 0..n {
-        let mut e = [0.0; MAX_DOF];
+fn chol_inverse<const N: usize>(l: &[[f64; N]; N]) -> [[f64; N]; N] {
+    let mut inv = [[0.0; N]; N];
+    for j in 0..N {
+        let mut e = [0.0; N];
         e[j] = 1.0;
-        let col = chol_solve(l, &e, n);
-        for i in 0..n {
+        let col = chol_solve(l, &e);
+        for i in 0..N {
             inv[i][j] = col[i];
         }
     }

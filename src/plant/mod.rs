@@ -506,10 +506,11 @@ impl Plant {
         self.capture_due_frame();
     }
 
-    /// Advances the plant by `dt` seconds (negative or non-finite: not at all) in sub-steps of
-    /// [`SUBSTEP`]; a remainder shorter than a sub-step waits for the next call.
+    /// Advances the plant by `dt` seconds (negative or non-finite: not at all; at most
+    /// [`SETTLE_TIMEOUT`] in one call) in sub-steps of [`SUBSTEP`]; a remainder shorter than a
+    /// sub-step waits for the next call.
     pub fn step(&mut self, dt: f64) {
-        let dt = if dt.is_finite() { dt.clamp(0.0, SETTLE_TIMEOUT * 1e3) } else { 0.0 };
+        let dt = if dt.is_finite() { dt.clamp(0.0, SETTLE_TIMEOUT) } else { 0.0 };
         self.carry += dt;
         // The tolerance keeps `step(0.001)` a whole sub-step despite rounding in the carry.
         while self.carry >= SUBSTEP * (1.0 - 1e-9) {

@@ -94,7 +94,7 @@ impl Default for DegradationConfig {
             protocol: Protocol::Both,
             levels: ChannelLevels::default(),
             ood: OodKind::ALL.to_vec(),
-            targets: 10_000,
+            targets: 400,
             ood_fraction: 0.2,
             tolerance: 0.05,
             corrections: 0,

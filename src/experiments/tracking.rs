@@ -1,0 +1,636 @@
+//! Tracking a moving target under control latency: what latency costs while the target moves.
+//!
+//! The target runs a figure eight, `x(t) = cx + ax sin(2π t/T)`, `y(t) = ay sin(4π t/T)` (by
+//! default centre (1.2, 0) m, amplitudes 0.4 m and 0.3 m on the 1 m + 1 m arm, the MuJoCo
+//! reference's `2r_track_*` scenario), at set mean speeds: the period `T` of each is the path's
+//! length over the speed. Each pipeline of the degradation line-up ([`pipelines`]: the analytic
+//! solver, DLS, every learned head bare and inside the envelope) drives the physical plant
+//! ([`Plant`]: position servos, rigid-body dynamics, nothing perturbed but the latency) at a set
+//! control rate: at every control tick it solves for the target at that instant, warm-started
+//! from the encoder reading, sends the answer as the servos' goal ([`Plant::command`], which
+//! reaches them [`PlantConfig::latency_ms`] later) and lets the plant run one control period.
+//! Every run starts at rest on the elbow-down closed-form pose of the path's starting point and
+//! runs whole laps; the last lap is scored (the first is the warm-up): at every control tick the
+//! distance from the real tip ([`Plant::tip`]) to the target at that instant, as a mean and a
+//! worst case, per pipeline, latency and speed.
+//!
+//! The claim "latency costs tracking error in proportion to speed x delay" is judged by the run:
+//! for each classical pipeline (analytic, DLS), the *added* mean error (at latency `L` minus at
+//! 0 ms, same speed) is fitted against `v L` (mean speed times latency) by least squares through
+//! the origin; the case holds when the fit explains the data (R² >= [`MIN_R_SQUARED`], R²
+//! centred on the mean, so a flat cloud of points does not pass) with a positive slope. The
+//! no-latency error, the servos' own lag at that speed, is reported beside it as the baseline.
+//!
+//! Nothing is tuned to make the claim hold: the verdict is whatever the numbers give.
+
+use super::ExperimentError;
+use super::degradation::verdict::{Claim, claim};
+use super::degradation::{pipelines, train_heads};
+use crate::analytic::solve_branches;
+use crate::envelope::{Envelope, EnvelopeConfig};
+use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
+use crate::learned::{HeadKind, LearnedModel};
+use crate::lineup::{Family, Lineup, Pipeline, Table};
+use crate::plant::{MAX_LATENCY_MS, Plant, PlantConfig, SUBSTEP};
+use crate::stats::json_numbers;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::f64::consts::PI;
+
+/// Most latencies (or speeds) one run sweeps.
+pub const MAX_LEVELS: usize = 16;
+/// The fastest mean target speed accepted, m/s.
+pub const MAX_SPEED: f64 = 5.0;
+/// The slowest control rate accepted, Hz.
+pub const MIN_RATE: f64 = 1.0;
+/// The fastest control rate accepted, Hz (one goal per plant sub-step).
+pub const MAX_RATE: f64 = 1000.0;
+/// Fewest laps: the first is the warm-up, the last is scored.
+pub const MIN_LAPS: usize = 2;
+/// Most laps.
+pub const MAX_LAPS: usize = 100;
+/// Most training steps per head.
+pub const MAX_TRAIN_STEPS: usize = 10_000_000;
+/// Fewest control ticks in a lap: a lap shorter than this many control periods is not tracked.
+pub const MIN_TICKS_PER_LAP: f64 = 4.0;
+/// Most plant sub-steps of [`SUBSTEP`] one run may simulate, over every cell (about a minute of
+/// one core).
+pub const MAX_SUBSTEPS: u64 = 150_000_000;
+/// The least R² of the latency fit for the claim's case to hold.
+pub const MIN_R_SQUARED: f64 = 0.9;
+
+/// The figure eight the target runs: `x(t) = cx + ax sin(2π t/T)`, `y(t) = cy + ay sin(4π t/T)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FigureEight {
+    /// Centre `(cx, cy)`, metres.
+    pub centre: [f64; 2],
+    /// Amplitudes `(ax, ay)`, metres.
+    pub amplitude: [f64; 2],
+}
+
+impl Default for FigureEight {
+    /// The MuJoCo reference's path (`reference/mujoco_plant.py`, scenario `2r_track_*`): centre
+    /// (1.2, 0) m, amplitudes 0.4 m and 0.3 m.
+    fn default() -> Self {
+        Self { centre: [1.2, 0.0], amplitude: [0.4, 0.3] }
+    }
+}
+
+impl FigureEight {
+    /// The point at phase `phase` (radians; a lap is `2π`).
+    pub fn at_phase(&self, phase: f64) -> Point2 {
+        Point2::new(
+            self.centre[0] + self.amplitude[0] * phase.sin(),
+            self.centre[1] + self.amplitude[1] * (2.0 * phase).sin(),
+        )
+    }
+
+    /// The target at time `t` seconds on a lap of `period` seconds.
+    pub fn at(&self, t: f64, period: f64) -> Point2 {
+        self.at_phase(2.0 * PI * t / period)
+    }
+
+    /// The length of one lap, metres (the trapezoid rule on the periodic speed, exact to
+    /// rounding for a path this smooth).
+    pub fn length(&self) -> f64 {
+        const N: usize = 4096;
+        let [ax, ay] = self.amplitude;
+        let speed = |p: f64| ((ax * p.cos()).powi(2) + (2.0 * ay * (2.0 * p).cos()).powi(2)).sqrt();
+        (0..N).map(|i| speed(2.0 * PI * i as f64 / N as f64)).sum::<f64>() * 2.0 * PI / N as f64
+    }
+
+    /// The lap period, seconds, that gives a mean speed of `speed` m/s.
+    pub fn period_for(&self, speed: f64) -> f64 {
+        self.length() / speed
+    }
+}
+
+/// Everything that defines a tracking run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrackingConfig {
+    /// The arm, nominal and real (the plant has no mismatch).
+    pub arm: TwoLinkArm,
+    /// The target's path.
+    pub path: FigureEight,
+    /// Control latencies, milliseconds; 0 ms (the baseline) always runs.
+    pub latencies_ms: Vec<f64>,
+    /// Mean target speeds, m/s.
+    pub speeds: Vec<f64>,
+    /// Control rate, Hz: one goal per tick.
+    pub rate: f64,
+    /// Laps per run; the last is scored.
+    pub laps: usize,
+    /// Training steps of each learned head.
+    pub train_steps: usize,
+    /// Seed of the heads' training.
+    pub seed: u64,
+}
+
+impl Default for TrackingConfig {
+    /// The figure eight at about 0.1, 0.2 and 0.4 m/s, latencies 0, 33, 67 and 133 ms, 30 Hz,
+    /// two laps, heads trained for 4000 steps.
+    fn default() -> Self {
+        Self {
+            arm: TwoLinkArm::default(),
+            path: FigureEight::default(),
+            latencies_ms: vec![0.0, 33.0, 67.0, 133.0],
+            speeds: vec![0.1, 0.2, 0.4],
+            rate: 30.0,
+            laps: 2,
+            train_steps: 4000,
+            seed: 0,
+        }
+    }
+}
+
+impl TrackingConfig {
+    /// The latencies that run: the given ones with 0 ms added, sorted, without repeats.
+    pub fn latencies(&self) -> Vec<f64> {
+        sorted_unique(std::iter::once(0.0).chain(self.latencies_ms.iter().copied()))
+    }
+
+    /// The speeds that run: sorted, without repeats.
+    pub fn speeds(&self) -> Vec<f64> {
+        sorted_unique(self.speeds.iter().copied())
+    }
+
+    /// Plant sub-steps the run simulates, over every pipeline, latency and speed.
+    pub fn substeps(&self) -> f64 {
+        let length = self.path.length();
+        let per_pipeline: f64 = self.speeds().iter().map(|v| self.laps as f64 * length / v / SUBSTEP).sum();
+        per_pipeline * self.latencies().len() as f64 * pipelines().len() as f64
+    }
+
+    /// Checks every field, naming the first bad one in its unit: latencies from 0 to
+    /// [`MAX_LATENCY_MS`] ms, speeds in `(0, `[`MAX_SPEED`]`]` m/s (1 to [`MAX_LEVELS`] of each),
+    /// the rate from [`MIN_RATE`] to [`MAX_RATE`] Hz, laps and training steps, a path inside the
+    /// arm's reach, at least [`MIN_TICKS_PER_LAP`] control ticks per lap, and at most
+    /// [`MAX_SUBSTEPS`] plant sub-steps in all.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |m: String| Err(ExperimentError::Invalid(m));
+        if self.latencies_ms.is_empty() || self.latencies_ms.len() > MAX_LEVELS {
+            return bad(format!("latency: give 1 to {MAX_LEVELS} values in ms, got {}", self.latencies_ms.len()));
+        }
+        for &l in &self.latencies_ms {
+            if !(l.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&l)) {
+                return bad(format!("each latency must be a number from 0 to {MAX_LATENCY_MS} ms, got {l}"));
+            }
+        }
+        if self.speeds.is_empty() || self.speeds.len() > MAX_LEVELS {
+            return bad(format!("speeds: give 1 to {MAX_LEVELS} values in m/s, got {}", self.speeds.len()));
+        }
+        for &v in &self.speeds {
+            if !(v.is_finite() && v > 0.0 && v <= MAX_SPEED) {
+                return bad(format!("each speed must be a number in (0, {MAX_SPEED}] m/s, got {v}"));
+            }
+        }
+        if !(self.rate.is_finite() && (MIN_RATE..=MAX_RATE).contains(&self.rate)) {
+            return bad(format!(
+                "the control rate must be a number from {MIN_RATE} to {MAX_RATE} Hz, got {}",
+                self.rate
+            ));
+        }
+        if !(MIN_LAPS..=MAX_LAPS).contains(&self.laps) {
+            return bad(format!(
+                "laps must be a whole number from {MIN_LAPS} to {MAX_LAPS} (the first is the warm-up, the last is scored), got {}",
+                self.laps
+            ));
+        }
+        if !(1..=MAX_TRAIN_STEPS).contains(&self.train_steps) {
+            return bad(format!(
+                "train steps must be a whole number from 1 to {MAX_TRAIN_STEPS}, got {}",
+                self.train_steps
+            ));
+        }
+        self.arm.validate()?;
+        let p = &self.path;
+        if !(p.centre.iter().chain(&p.amplitude).all(|v| v.is_finite()) && p.amplitude.iter().all(|&a| a >= 0.0)) {
+            return bad(format!("the path's centre and amplitudes must be finite metres, amplitudes >= 0, got {p:?}"));
+        }
+        if p.length() <= 0.0 {
+            return bad("the path must move: give it a nonzero amplitude (m)".into());
+        }
+        // Inside the reach, clear of the rim and of the inner hole by 1 mm.
+        let (inner, outer) = (self.arm.inner_radius() + 1e-3, self.arm.reach() - 1e-3);
+        if let Some(out) =
+            (0..1024).map(|i| p.at_phase(2.0 * PI * i as f64 / 1024.0)).find(|q| !(inner..=outer).contains(&q.norm()))
+        {
+            return bad(format!(
+                "the figure eight leaves the arm's reach ({inner:.3} m to {outer:.3} m from the base) at ({:.3}, {:.3}) m",
+                out.x, out.y
+            ));
+        }
+        let fastest = self.speeds.iter().copied().fold(0.0, f64::max);
+        let ticks = p.period_for(fastest) * self.rate;
+        if ticks < MIN_TICKS_PER_LAP {
+            return bad(format!(
+                "at {fastest} m/s a lap takes {:.3} s, only {ticks:.1} control ticks at {} Hz (at least {MIN_TICKS_PER_LAP}); raise the rate (Hz) or lower the speed (m/s)",
+                p.period_for(fastest),
+                self.rate
+            ));
+        }
+        let substeps = self.substeps();
+        if substeps > MAX_SUBSTEPS as f64 {
+            return bad(format!(
+                "the run would simulate {substeps:.3e} plant sub-steps of {} ms ({} pipelines x {} latencies x {} laps over speeds {:?} m/s), above the limit of {MAX_SUBSTEPS}; use faster or fewer speeds, fewer latencies or fewer laps",
+                SUBSTEP * 1e3,
+                pipelines().len(),
+                self.latencies().len(),
+                self.laps,
+                self.speeds()
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn sorted_unique(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// One speed of the run and the lap period that gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Speed {
+    /// Mean target speed, m/s.
+    pub speed: f64,
+    /// Lap period, seconds.
+    pub period: f64,
+}
+
+/// One pipeline tracking at one latency and speed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Cell {
+    /// The pipeline (serialised as its key: `analytic`, `envelope(mdn)`, ...).
+    pub pipeline: Pipeline,
+    /// Control latency, ms.
+    pub latency_ms: f64,
+    /// Mean target speed, m/s.
+    pub speed: f64,
+    /// Lap period, seconds.
+    pub period: f64,
+    /// Mean tip-to-target distance over the scored lap, metres.
+    #[serde(serialize_with = "json_numbers")]
+    pub mean_error: f64,
+    /// Largest tip-to-target distance over the scored lap, metres.
+    #[serde(serialize_with = "json_numbers")]
+    pub worst_error: f64,
+    /// Control ticks scored.
+    pub samples: usize,
+    /// Mean error above that of the same pipeline and speed at 0 ms, metres.
+    #[serde(serialize_with = "json_numbers")]
+    pub added_error: f64,
+    /// Enveloped pipelines: the share of ticks whose proposal the envelope accepted (left out
+    /// for bare pipelines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope_accepted: Option<f64>,
+}
+
+/// One classical pipeline's fit of the added mean error against speed x latency.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyFit {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// The points `(v L, added mean error)`, metres both: one per speed and nonzero latency.
+    pub points: Vec<[f64; 2]>,
+    /// Least-squares slope through the origin (dimensionless: metres of added error per metre
+    /// the target moves during the latency); left out with no nonzero `v L`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slope: Option<f64>,
+    /// R² of the fit, centred on the mean added error; left out when the added errors do not
+    /// vary (fewer than two distinct points).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub r_squared: Option<f64>,
+    /// The no-latency baseline `(speed m/s, mean error m)`: the servos' own lag at each speed.
+    pub baseline: Vec<[f64; 2]>,
+}
+
+impl LatencyFit {
+    /// True when the fit holds (R² >= [`MIN_R_SQUARED`] and a positive slope); `None` when there
+    /// is nothing to fit.
+    pub fn holds(&self) -> Option<bool> {
+        let (slope, r2) = (self.slope?, self.r_squared?);
+        Some(r2 >= MIN_R_SQUARED && slope > 0.0)
+    }
+}
+
+/// Fits `y = k x` by least squares; the slope (with some `x` nonzero) and the centred R² (when the
+/// `y` vary). Non-finite points are left out.
+pub fn fit_through_origin(points: &[[f64; 2]]) -> (Option<f64>, Option<f64>) {
+    let pts: Vec<[f64; 2]> = points.iter().copied().filter(|p| p[0].is_finite() && p[1].is_finite()).collect();
+    let sxx: f64 = pts.iter().map(|p| p[0] * p[0]).sum();
+    if pts.is_empty() || sxx <= 0.0 {
+        return (None, None);
+    }
+    let slope = pts.iter().map(|p| p[0] * p[1]).sum::<f64>() / sxx;
+    let mean = pts.iter().map(|p| p[1]).sum::<f64>() / pts.len() as f64;
+    let total: f64 = pts.iter().map(|p| (p[1] - mean).powi(2)).sum();
+    let residual: f64 = pts.iter().map(|p| (p[1] - slope * p[0]).powi(2)).sum();
+    let r2 = (pts.len() >= 2 && total > 0.0).then(|| 1.0 - residual / total);
+    (Some(slope), r2)
+}
+
+/// Everything the experiment measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrackingReport {
+    /// The configuration that ran (latencies and speeds as they ran: 0 ms added, sorted).
+    pub config: TrackingConfig,
+    /// Length of one lap, metres.
+    pub path_length: f64,
+    /// Each speed with its lap period.
+    pub speeds: Vec<Speed>,
+    /// Every pipeline, in line-up order.
+    pub pipelines: Vec<Pipeline>,
+    /// One per pipeline, latency and speed, in that order.
+    pub cells: Vec<Cell>,
+    /// The latency fit of each classical pipeline.
+    pub fits: Vec<LatencyFit>,
+    /// "Latency costs tracking error in proportion to speed x delay", with its verdict.
+    pub claim: Claim,
+    /// Seconds spent training the heads.
+    pub train_seconds: f64,
+    /// Seconds spent tracking.
+    pub eval_seconds: f64,
+}
+
+impl TrackingReport {
+    /// The cell of `pipeline` at `latency_ms` and `speed`.
+    pub fn cell(&self, pipeline: Pipeline, latency_ms: f64, speed: f64) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.pipeline == pipeline && c.latency_ms == latency_ms && c.speed == speed)
+    }
+
+    /// The latency fit of `pipeline`, if it is classical.
+    pub fn fit(&self, pipeline: Pipeline) -> Option<&LatencyFit> {
+        self.fits.iter().find(|f| f.pipeline == pipeline)
+    }
+}
+
+/// Runs the experiment.
+pub fn tracking(cfg: &TrackingConfig) -> Result<TrackingReport, ExperimentError> {
+    tracking_observed(cfg, &|_, _| true)
+}
+
+/// [`tracking`], telling `progress(done, total)` how many cells are done (from several threads);
+/// when it answers false the run stops with [`ExperimentError::Cancelled`].
+pub fn tracking_observed(
+    cfg: &TrackingConfig,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<TrackingReport, ExperimentError> {
+    cfg.validate()?;
+    let arm = cfg.arm;
+    let t0 = std::time::Instant::now();
+    // The heads are trained as the degradation experiment trains them, against the real arm
+    // they will drive: here the nominal one (this experiment isolates latency).
+    let none: Table<HeadKind, Option<LearnedModel>> = Table::default();
+    let models = train_heads(arm, Region::Annulus, RealArm::ideal(arm), cfg.train_steps, cfg.seed, &none)?;
+    let train_seconds = t0.elapsed().as_secs_f64();
+    let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
+    // The envelope's joint-step limit is its top joint speed over one control period.
+    let envelope = EnvelopeConfig { control_period: 1.0 / cfg.rate, ..EnvelopeConfig::for_arm(&arm) };
+    lineup.envelope = Envelope { arm, config: envelope };
+    let pipes = pipelines();
+    let latencies = cfg.latencies();
+    let speeds: Vec<Speed> =
+        cfg.speeds().into_iter().map(|speed| Speed { speed, period: cfg.path.period_for(speed) }).collect();
+    let mut jobs: Vec<(Pipeline, f64, Speed)> = Vec::new();
+    for &p in &pipes {
+        for &l in &latencies {
+            jobs.extend(speeds.iter().map(|&s| (p, l, s)));
+        }
+    }
+    let t1 = std::time::Instant::now();
+    let total = jobs.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(!progress(0, total));
+    let runs: Vec<Option<Track>> = jobs
+        .par_iter()
+        .map(|&(pipeline, latency_ms, speed)| {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
+            let run = track(&lineup, pipeline, cfg, latency_ms, speed.period);
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if !progress(n, total) {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Some(run)
+        })
+        .collect();
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ExperimentError::Cancelled);
+    }
+    let mut cells: Vec<Cell> = jobs
+        .iter()
+        .zip(runs)
+        .map(|(&(pipeline, latency_ms, s), run)| {
+            let run = run.expect("every job ran");
+            Cell {
+                pipeline,
+                latency_ms,
+                speed: s.speed,
+                period: s.period,
+                mean_error: run.mean,
+                worst_error: run.worst,
+                samples: run.samples,
+                added_error: 0.0,
+                envelope_accepted: pipeline.envelope.then(|| run.accepted as f64 / run.ticks.max(1) as f64),
+            }
+        })
+        .collect();
+    let baseline = |cells: &[Cell], p: Pipeline, speed: f64| {
+        cells.iter().find(|c| c.pipeline == p && c.speed == speed && c.latency_ms == 0.0).map(|c| c.mean_error)
+    };
+    let bases: Vec<f64> =
+        cells.iter().map(|c| baseline(&cells, c.pipeline, c.speed).expect("0 ms always runs")).collect();
+    for (c, base) in cells.iter_mut().zip(bases) {
+        c.added_error = c.mean_error - base;
+    }
+    let eval_seconds = t1.elapsed().as_secs_f64();
+    let fits: Vec<LatencyFit> = pipes
+        .iter()
+        .filter(|p| !p.envelope && p.solver.family() == Family::Classical)
+        .map(|&pipeline| {
+            let mine = cells.iter().filter(|c| c.pipeline == pipeline);
+            let points: Vec<[f64; 2]> = mine
+                .clone()
+                .filter(|c| c.latency_ms > 0.0)
+                .map(|c| [c.speed * c.latency_ms * 1e-3, c.added_error])
+                .collect();
+            let baseline = mine.filter(|c| c.latency_ms == 0.0).map(|c| [c.speed, c.mean_error]).collect();
+            let (slope, r_squared) = fit_through_origin(&points);
+            LatencyFit { pipeline, points, slope, r_squared, baseline }
+        })
+        .collect();
+    let claim = latency_claim(&fits);
+    let config =
+        TrackingConfig { latencies_ms: latencies, speeds: speeds.iter().map(|s| s.speed).collect(), ..cfg.clone() };
+    Ok(TrackingReport {
+        config,
+        path_length: cfg.path.length(),
+        speeds,
+        pipelines: pipes,
+        cells,
+        fits,
+        claim,
+        train_seconds,
+        eval_seconds,
+    })
+}
+
+/// The claim, one case per classical pipeline.
+fn latency_claim(fits: &[LatencyFit]) -> Claim {
+    let cases = fits
+        .iter()
+        .map(|f| {
+            let num = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.3}"));
+            let base: Vec<String> = f.baseline.iter().map(|b| format!("{:.1} mm at {} m/s", b[1] * 1e3, b[0])).collect();
+            let numbers = format!(
+                "added mean error = {} x (speed x latency), R² {} over {} points (needs R² >= {MIN_R_SQUARED} and a positive slope); no-latency baseline {}",
+                num(f.slope),
+                num(f.r_squared),
+                f.points.len(),
+                base.join(", ")
+            );
+            (f.pipeline.key(), f.holds(), numbers)
+        })
+        .collect();
+    claim(
+        "latency-costs-speed-times-delay",
+        "latency costs tracking error in proportion to speed x delay (classical pipelines: the mean error added by the latency, fitted through the origin against mean target speed x latency)",
+        cases,
+    )
+}
+
+/// What one tracking run measured.
+struct Track {
+    mean: f64,
+    worst: f64,
+    samples: usize,
+    ticks: usize,
+    accepted: usize,
+}
+
+/// One pipeline tracking the path at `latency_ms` with a lap of `period` seconds.
+fn track(lineup: &Lineup, pipeline: Pipeline, cfg: &TrackingConfig, latency_ms: f64, period: f64) -> Track {
+    let arm = cfg.arm;
+    let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm) };
+    // At rest on the closed form's elbow-down pose (the reference's `q2 = +acos`) of the start.
+    let start = solve_branches(&arm, cfg.path.at(0.0, period)).down;
+    let mut plant = Plant::new(plant_cfg, start);
+    let dt = 1.0 / cfg.rate;
+    let (end, scored_from) = (cfg.laps as f64 * period, (cfg.laps - 1) as f64 * period);
+    let (mut sum, mut worst, mut samples, mut ticks, mut accepted) = (0.0, 0.0f64, 0usize, 0usize, 0usize);
+    for k in 0.. {
+        let now = plant.time();
+        // The controller's clock: tick k at k/rate; the plant's time trails it by under a sub-step.
+        if k as f64 * dt >= end - 1e-9 {
+            break;
+        }
+        let target = cfg.path.at(now, period);
+        if k as f64 * dt >= scored_from - 1e-9 {
+            let e = (plant.tip() - target).norm();
+            sum += e;
+            worst = worst.max(e);
+            samples += 1;
+        }
+        if let Some(answer) = lineup.run(pipeline, target, plant.measure()) {
+            if answer.verdict == Some(None) {
+                accepted += 1;
+            }
+            plant.command(answer.solution.pose);
+        }
+        ticks += 1;
+        plant.step(dt);
+    }
+    let mean = if samples > 0 { sum / samples as f64 } else { f64::NAN };
+    Track { mean, worst, samples, ticks, accepted }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lineup::SolverId;
+
+    #[test]
+    fn the_path_has_the_reference_shape_and_speeds_set_the_period() {
+        let p = FigureEight::default();
+        assert_eq!(p.at(0.0, 4.0), Point2::new(1.2, 0.0));
+        assert!((p.at(1.0, 4.0) - Point2::new(1.6, 0.0)).norm() < 1e-12);
+        assert!((p.at(0.5, 4.0) - Point2::new(1.2 + 0.4 * (PI / 4.0).sin(), 0.3)).norm() < 1e-12);
+        // A polyline of many points agrees with the integral.
+        let n = 100_000;
+        let poly: f64 = (0..n)
+            .map(|i| {
+                (p.at_phase(2.0 * PI * (i + 1) as f64 / n as f64) - p.at_phase(2.0 * PI * i as f64 / n as f64)).norm()
+            })
+            .sum();
+        assert!((poly - p.length()).abs() < 1e-6, "{poly} vs {}", p.length());
+        assert!((p.period_for(0.2) * 0.2 - p.length()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_fit_through_the_origin_and_its_r_squared() {
+        let (k, r2) = fit_through_origin(&[[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]);
+        assert_eq!((k, r2), (Some(2.0), Some(1.0)));
+        let (k, r2) = fit_through_origin(&[[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]]);
+        assert!(k.unwrap() > 0.0 && r2.is_none(), "flat: nothing to explain");
+        let (_, r2) = fit_through_origin(&[[1.0, 3.0], [2.0, 1.0], [3.0, 2.0]]);
+        assert!(r2.unwrap() < 0.5, "scatter does not fit");
+        assert_eq!(fit_through_origin(&[]), (None, None));
+        assert_eq!(fit_through_origin(&[[0.0, 1.0]]), (None, None));
+    }
+
+    #[test]
+    fn validation_names_the_field_and_its_unit() {
+        let ok = TrackingConfig::default();
+        assert!(ok.validate().is_ok());
+        let cases = [
+            (TrackingConfig { latencies_ms: vec![0.0, -1.0], ..ok.clone() }, "latency", "ms"),
+            (TrackingConfig { latencies_ms: vec![f64::NAN], ..ok.clone() }, "latency", "ms"),
+            (TrackingConfig { latencies_ms: vec![10_001.0], ..ok.clone() }, "latency", "ms"),
+            (TrackingConfig { speeds: vec![0.0], ..ok.clone() }, "speed", "m/s"),
+            (TrackingConfig { speeds: vec![5.5], ..ok.clone() }, "speed", "m/s"),
+            (TrackingConfig { speeds: vec![], ..ok.clone() }, "speeds", "m/s"),
+            (TrackingConfig { rate: 0.5, ..ok.clone() }, "rate", "Hz"),
+            (TrackingConfig { rate: f64::INFINITY, ..ok.clone() }, "rate", "Hz"),
+            (TrackingConfig { laps: 1, ..ok.clone() }, "laps", "warm-up"),
+            (TrackingConfig { train_steps: 0, ..ok.clone() }, "train steps", "whole number"),
+            (TrackingConfig { speeds: vec![1e-4], ..ok.clone() }, "sub-steps", "m/s"),
+            (TrackingConfig { speeds: vec![5.0], rate: 1.0, ..ok.clone() }, "ticks", "Hz"),
+            (
+                TrackingConfig { path: FigureEight { centre: [1.8, 0.0], amplitude: [0.4, 0.3] }, ..ok.clone() },
+                "reach",
+                "m",
+            ),
+        ];
+        for (cfg, field, unit) in cases {
+            let e = cfg.validate().unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains(unit), "{field}: {e}");
+        }
+    }
+
+    #[test]
+    fn latency_costs_the_analytic_solver_more_the_faster_the_target() {
+        let cfg = TrackingConfig {
+            latencies_ms: vec![0.0, 133.0],
+            speeds: vec![0.2, 0.4],
+            train_steps: 20,
+            ..TrackingConfig::default()
+        };
+        let r = tracking(&cfg).unwrap();
+        let analytic = Pipeline::plain(SolverId::Analytic);
+        let cell = |l: f64, v: f64| r.cell(analytic, l, v).unwrap();
+        for v in [0.2, 0.4] {
+            assert!(cell(0.0, v).mean_error < cell(133.0, v).mean_error, "{:?} {:?}", cell(0.0, v), cell(133.0, v));
+            assert!(cell(0.0, v).worst_error >= cell(0.0, v).mean_error);
+        }
+        assert!(cell(133.0, 0.2).added_error < cell(133.0, 0.4).added_error);
+        assert_eq!(r.cells.len(), r.pipelines.len() * 2 * 2);
+        assert_eq!(r.fits.len(), 2, "analytic and DLS");
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
+    }
+}
