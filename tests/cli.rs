@@ -187,9 +187,9 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         (vec!["--plot", "gap.pdf"], "must end in .png or .svg"),
         (vec!["--plot", "/nonexistent-dir/gap.svg"], "/nonexistent-dir"),
         (vec!["--model", "/nonexistent-dir/m.json"], "model file"),
-        (vec!["--targets", "900000", "--ticks", "100"], "above the limit"),
+        (vec!["--targets", "900000", "--corrections", "10"], "above the limit"),
         (vec!["--protocol", "numpy"], "protocol must be one of"),
-        (vec!["--ticks", "0"], "from 1 to 100"),
+        (vec!["--corrections", "11"], "from 0 to 10"),
     ] {
         // A case that sets `--targets` replaces the small run's.
         let base: Vec<&str> = small

@@ -496,7 +496,7 @@ fn command(which: usize) -> (Vec<&'static str>, &'static [&'static str]) {
                 "--seed",
                 "--ood-fraction",
                 "--tolerance",
-                "--ticks",
+                "--corrections",
                 "--length-error",
                 "--joint-offset",
                 "--json",
@@ -591,7 +591,13 @@ fn randomization_refuses_hostile_values_before_any_work() {
         "--outside-friction",
         "--outside-backlash",
     ] {
-        let cap = if flag.ends_with("mismatch") { "times the default gap" } else { "0.785 rad" };
+        let cap = if flag.ends_with("mismatch") {
+            "times the default gap"
+        } else if flag.ends_with("friction") {
+            "2.940 N m"
+        } else {
+            "0.785 rad"
+        };
         for (value, needle) in [
             ("0,nan", "not a finite number"),
             ("nan,nan", "not a finite number"),
@@ -658,10 +664,10 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
     // any value that parses (or is set in code) gives a plant that settles in bounded time.
     let ideal = serde_json::to_value(PlantConfig::ideal(TwoLinkArm::default())).unwrap();
     for (field, value) in [
-        ("friction", "1e309"),
+        ("backlash", "1e309"),
         ("flex", "-1e309"),
-        ("latency", "4294967296"),
-        ("latency", "-1"),
+        ("latency_ms", "1e999"),
+        ("seed", "-1"),
         ("latency_ms", "\"NaN\""),
         ("flex", "null"),
         ("camera", "{\"fps\": 1e999}"),

@@ -591,7 +591,7 @@ mod tests {
                 ],
             ),
             (&["experiment", "averaging"], &["--steps", "--targets", "--seed"]),
-            (&["experiment", "degradation"], &["--targets", "--corrections", "--train-steps", "--seed"]),
+            (&["experiment", "degradation"], &["--targets", "--train-steps", "--seed"]),
             (&["atlas", "--out", "a.png"], &["--resolution", "--samples", "--train-steps", "--seed"]),
             (&["bench"], &["--train-steps"]),
         ];

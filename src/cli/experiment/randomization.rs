@@ -66,7 +66,7 @@ pub(crate) struct RandomizationArgs {
     /// Randomized training range of the flex: droop of the stretched-out arm, radians.
     #[arg(long, default_value_t = Span(Ranges::TRAINING.flex), allow_hyphen_values = true)]
     flex: Span,
-    /// Randomized training range of the joint stiction band, radians.
+    /// Randomized training range of the joint friction loss, N m.
     #[arg(long, default_value_t = Span(Ranges::TRAINING.friction), allow_hyphen_values = true)]
     friction: Span,
     /// Randomized training range of the backlash half-width, radians.
@@ -78,7 +78,7 @@ pub(crate) struct RandomizationArgs {
     /// Range of the flex of the "outside" test plants, radians.
     #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex), allow_hyphen_values = true)]
     outside_flex: Span,
-    /// Range of the stiction band of the "outside" test plants, radians.
+    /// Range of the joint friction loss of the "outside" test plants, N m.
     #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction), allow_hyphen_values = true)]
     outside_friction: Span,
     /// Range of the backlash of the "outside" test plants, radians.
