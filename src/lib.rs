@@ -55,5 +55,5 @@ pub use iterative::DlsSolver;
 pub use kinematics::{ElbowMode, JointLimits, Mismatch, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
 pub use learned::{HeadKind, LearnedIk, LearnedModel, LearnedSolver, TrainConfig, Trainer};
 pub use lineup::{Lineup, Pipeline, SolverId, Table};
-pub use plant::{Plant, PlantConfig};
+pub use plant::{Body, Plant, PlantConfig};
 pub use solver::{IkSolver, Solution, SolveStatus, UnreachableReason};

@@ -28,7 +28,10 @@
 //! stops are soft in both (MuJoCo's default joint limit), and match.
 //!
 //! `cargo test --release --no-default-features --test plant_vs_mujoco -- --nocapture` prints a
-//! table of ours against MuJoCo for every metric.
+//! table of ours against MuJoCo for every metric. With `ELBOW_TRACE_DIR` set, every replay on the
+//! unbroken plant also writes our trace, in the MuJoCo CSV's columns, to
+//! `$ELBOW_TRACE_DIR/<scenario>.ours.csv` (for `reference/plot_vs_mujoco.py`); unset, nothing is
+//! written.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -363,6 +366,8 @@ struct Trace {
     t: Vec<f64>,
     q: Vec<Vec<f64>>,
     tip: Vec<[f64; 2]>,
+    /// Each joint's free play (2r; empty for so101).
+    play: Vec<[f64; 2]>,
     /// The largest |free play| of any joint at any sub-step, rad.
     widest_play: f64,
     /// Time each servo spent at its torque limit (its torque clamped), seconds.
@@ -381,6 +386,33 @@ impl Trace {
     fn last_tip(&self) -> [f64; 2] {
         self.tip[self.tip.len() - 1]
     }
+}
+
+/// With `ELBOW_TRACE_DIR` set, writes `trace` (our replay of `file`) in `file`'s columns to
+/// `$ELBOW_TRACE_DIR/<scenario>.ours.csv`; without it, nothing.
+fn write_ours(file: &str, trace: &Trace) {
+    let Some(dir) = std::env::var_os("ELBOW_TRACE_DIR") else { return };
+    let columns = Csv::load(file).columns;
+    let mut text = format!("# ours: Elbow's plant replaying {file}, samples every {SAMPLE} s\n{}\n", columns.join(","));
+    for (i, &t) in trace.t.iter().enumerate() {
+        let value = |c: &str| match c {
+            "t" => t,
+            "tip_x" => trace.tip[i][0],
+            "tip_y" => trace.tip[i][1],
+            "target_x" => fig8(t)[0],
+            "target_y" => fig8(t)[1],
+            _ => {
+                let k: usize = c[1..].parse().unwrap_or_else(|_| panic!("{file}: column {c}"));
+                if c.starts_with('p') { trace.play[i][k - 1] } else { trace.q[i][k - 1] }
+            }
+        };
+        let row: Vec<String> = columns.iter().map(|c| value(c).to_string()).collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = PathBuf::from(dir).join(file.replace(".csv", ".ours.csv"));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
 /// Sub-steps per sample.
@@ -421,6 +453,7 @@ fn run_plant(cfg: PlantConfig, start: Pose, duration: f64, mut goal_at: impl FnM
             trace.t.push(n as f64 * SUBSTEP);
             trace.q.push(vec![q.shoulder, q.elbow]);
             trace.tip.push(xy(p.tip()));
+            trace.play.push([play.shoulder, play.elbow]);
         }
         if n == n_end {
             break;
@@ -545,13 +578,13 @@ fn hold_checks(ours: &Trace, goal: &[f64], tip_goal: [f64; 2], exp: &Value) -> V
     checks
 }
 
-fn two_link_hold_checks(cfg: PlantConfig) -> Vec<Check> {
+fn two_link_hold_checks(cfg: PlantConfig) -> (Vec<Check>, Trace) {
     let file = "2r_gravity_hold.csv";
     let csv = Csv::load(file);
     let exp = expected(file);
     let goal = nums(&exp["goal"]);
     let trace = run_plant(cfg, Pose::new(goal[0], goal[1]), csv.duration(), |_| None);
-    hold_checks(&trace, &goal, fk_2r(&goal), exp)
+    (hold_checks(&trace, &goal, fk_2r(&goal), exp), trace)
 }
 
 /// The figure eight of the tracking scenarios at time `t`.
@@ -573,7 +606,7 @@ fn ik_2r(p: [f64; 2]) -> Pose {
 /// the first physics step starting at or after `t_k + latency`. Our goal is sent at the first
 /// sub-step starting at or after `t_k` with the plant's `latency_ms` (a whole number of
 /// sub-steps here), so it arrives at the first sub-step starting at or after `t_k + latency`.
-fn tracking_checks(file: &str, latency_ms: f64, cfg: PlantConfig) -> Vec<Check> {
+fn tracking_checks(file: &str, latency_ms: f64, cfg: PlantConfig) -> (Vec<Check>, Trace) {
     let csv = Csv::load(file);
     let exp = expected(file);
     assert_eq!(num(&exp["latency_s"]), latency_ms * 1e-3, "{file}");
@@ -596,12 +629,12 @@ fn tracking_checks(file: &str, latency_ms: f64, cfg: PlantConfig) -> Vec<Check> 
         Check::new("max_tip_error_mm_4_8s", max, num(&exp["max_tip_error_mm_4_8s"]), Tol::Info),
     ];
     checks.extend(saturation_checks(&trace, exp));
-    checks
+    (checks, trace)
 }
 
 /// An so101 step on `servo`: settled 1 s on the Menagerie zero under gravity, then joint `k`'s
 /// goal +0.5 rad.
-fn so101_step_checks(file: &str, servo: &Servo) -> Vec<Check> {
+fn so101_step_checks(file: &str, servo: &Servo) -> (Vec<Check>, Trace) {
     let csv = Csv::load(file);
     let exp = expected(file);
     let k = exp["stepped_joint"].as_u64().unwrap() as usize - 1;
@@ -625,11 +658,11 @@ fn so101_step_checks(file: &str, servo: &Servo) -> Vec<Check> {
         num(&exp["final_tip_error_mm"]),
         Tol::Abs(TIP_MM),
     ));
-    checks
+    (checks, trace)
 }
 
 /// The so101 hold, stretched forward horizontally (q = −o), with or without gravity.
-fn so101_hold_checks(gravity: bool) -> Vec<Check> {
+fn so101_hold_checks(gravity: bool) -> (Vec<Check>, Trace) {
     let file = "so101_gravity_hold.csv";
     let csv = Csv::load(file);
     let exp = expected(file);
@@ -639,7 +672,7 @@ fn so101_hold_checks(gravity: bool) -> Vec<Check> {
     }
     let model = so101_model(&Servo::STS3215, gravity);
     let trace = run_so101(&model, goal, 0.0, goal, csv.duration());
-    hold_checks(&trace, &goal, so101_tip(&model, &goal), exp)
+    (hold_checks(&trace, &goal, so101_tip(&model, &goal), exp), trace)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -739,7 +772,8 @@ fn two_link_steps_and_large_move_match_mujoco() {
             "from rest at q=(0,1.5) goal (0,1.5)",
             &format!("at t=0 goal of joint {joint} steps +0.5 rad; 2 s"),
         ]);
-        let (checks, _) = two_link_step_checks(file, two_link(Servo::STS3215), false);
+        let (checks, trace) = two_link_step_checks(file, two_link(Servo::STS3215), false);
+        write_ours(file, &trace);
         assert_matches(file, &checks);
         let (broken, _) = two_link_step_checks(file, two_link(without_kv()), false);
         assert_caught(&format!("{file}, broken: kv = 0"), &broken);
@@ -752,7 +786,8 @@ fn two_link_steps_and_large_move_match_mujoco() {
         "frictionloss 0.052 N m",
         "from rest at q=(0,1.5); at t=0 goal (1.0,0.5) on both joints; 3 s",
     ]);
-    let (checks, _) = two_link_step_checks(file, two_link(Servo::STS3215), false);
+    let (checks, trace) = two_link_step_checks(file, two_link(Servo::STS3215), false);
+    write_ours(file, &trace);
     assert_matches(file, &checks);
     let (broken, _) = two_link_step_checks(file, two_link(without_torque_limit()), false);
     assert_caught(&format!("{file}, broken: torque limit 1e6 N m (ignored)"), &broken);
@@ -768,10 +803,12 @@ fn two_link_gravity_hold_matches_mujoco() {
         "from rest at q=(0,0) goal (0,0); 2 s",
     ]);
     let cfg = PlantConfig { gravity: true, ..two_link(Servo::STS3215) };
-    assert_matches("2r_gravity_hold.csv", &two_link_hold_checks(cfg));
+    let (checks, trace) = two_link_hold_checks(cfg);
+    write_ours("2r_gravity_hold.csv", &trace);
+    assert_matches("2r_gravity_hold.csv", &checks);
     assert_caught(
         "2r_gravity_hold.csv, broken: gravity off",
-        &two_link_hold_checks(PlantConfig { gravity: false, ..cfg }),
+        &two_link_hold_checks(PlantConfig { gravity: false, ..cfg }).0,
     );
 }
 
@@ -788,6 +825,7 @@ fn two_link_friction_matches_mujoco() {
     csv.expect_setup(&["gravity off", "frictionloss 0.52 (10x) N m", "at t=0 goal of joint 1 steps +0.2 rad; 3 s"]);
     let servo = Servo { frictionloss: FRICTION_10X, ..Servo::STS3215 };
     let (checks, trace) = two_link_step_checks(file, two_link(servo), false);
+    write_ours(file, &trace);
     assert_matches(file, &checks);
     let goal = nums(&expected(file)["goal"]);
     let short = trace.last_q().iter().zip(&goal).map(|(q, g)| (g - q).abs()).fold(0.0, f64::max);
@@ -811,8 +849,10 @@ fn two_link_tracking_matches_mujoco() {
             &format!("goal applied at the first physics step starting at >= t_k+{} s", latency_ms * 1e-3),
             "start at rest on the t=0 goal; 8 s",
         ]);
-        assert_matches(file, &tracking_checks(file, latency_ms, two_link(Servo::STS3215)));
-        let broken = tracking_checks(file, latency_ms, two_link(without_torque_limit()));
+        let (checks, trace) = tracking_checks(file, latency_ms, two_link(Servo::STS3215));
+        write_ours(file, &trace);
+        assert_matches(file, &checks);
+        let (broken, _) = tracking_checks(file, latency_ms, two_link(without_torque_limit()));
         assert_caught(&format!("{file}, broken: torque limit 1e6 N m (ignored)"), &broken);
     }
 }
@@ -827,8 +867,10 @@ fn so101_steps_match_mujoco() {
             "settled 1 s under gravity (not recorded), t reset to 0 at the settled state",
             &format!("at t=0 goal of joint {joint} steps +0.5 rad (goal q0+0.5 e{joint}); 1.5 s"),
         ]);
-        assert_matches(file, &so101_step_checks(file, &Servo::STS3215));
-        assert_caught(&format!("{file}, broken: kv = 0"), &so101_step_checks(file, &without_kv()));
+        let (checks, trace) = so101_step_checks(file, &Servo::STS3215);
+        write_ours(file, &trace);
+        assert_matches(file, &checks);
+        assert_caught(&format!("{file}, broken: kv = 0"), &so101_step_checks(file, &without_kv()).0);
     }
 }
 
@@ -837,8 +879,10 @@ fn so101_gravity_hold_matches_mujoco() {
     let csv = Csv::load("so101_gravity_hold.csv");
     csv.expect_setup(SO101_SETUP);
     csv.expect_setup(&["from rest at goal q=-o=(-1.32700943,1.28848144,-0.036538887)", "1.5 s"]);
-    assert_matches("so101_gravity_hold.csv", &so101_hold_checks(true));
-    assert_caught("so101_gravity_hold.csv, broken: gravity off", &so101_hold_checks(false));
+    let (checks, trace) = so101_hold_checks(true);
+    write_ours("so101_gravity_hold.csv", &trace);
+    assert_matches("so101_gravity_hold.csv", &checks);
+    assert_caught("so101_gravity_hold.csv, broken: gravity off", &so101_hold_checks(false).0);
 }
 
 /// The play hinges' stops are soft, as MuJoCo's default joint limits are (solref 0.02 s, solimp
@@ -859,6 +903,7 @@ fn two_link_backlash_matches_mujoco_at_the_servo() {
     ]);
     let cfg = PlantConfig { backlash: BACKLASH, ..two_link(Servo::STS3215) };
     let (checks, trace) = two_link_step_checks(file, cfg, true);
+    write_ours(file, &trace);
     let mujoco_widest = csv.col("p1").into_iter().chain(csv.col("p2")).map(f64::abs).fold(0.0, f64::max);
     eprintln!(
         "   {file}: widest play ours {:.4e} rad, MuJoCo {mujoco_widest:.4e} rad, range ±{BACKLASH}",

@@ -34,6 +34,8 @@ pub(crate) use arm::ArmChoice;
 use clap::{Args, Parser, Subcommand};
 use elbow::chain::{ArmKind, ChainArm};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
+use elbow::plant::Body;
+use elbow::plant::dynamics::Servo;
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
 #[derive(Debug, Parser)]
@@ -276,6 +278,52 @@ impl ArmArgs {
                 arm.with_limits(JointLimits::FULL, elbow).map_err(|e| e.to_string())
             }
         }
+    }
+}
+
+/// The physical arm the plant simulates: its servo, link masses and plane, in physical units.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BodyArgs {
+    /// Servo position gain, N m/rad (the SO-101's STS3215: 998.22).
+    #[arg(long, default_value_t = Body::default().servo.kp, allow_hyphen_values = true)]
+    kp: f64,
+    /// Servo velocity gain, N m s/rad.
+    #[arg(long, default_value_t = Body::default().servo.kv, allow_hyphen_values = true)]
+    kv: f64,
+    /// Servo torque limit, N m.
+    #[arg(long, default_value_t = Body::default().servo.torque_limit, allow_hyphen_values = true)]
+    torque_limit: f64,
+    /// Joint viscous damping, N m s/rad.
+    #[arg(long, default_value_t = Body::default().servo.damping, allow_hyphen_values = true)]
+    damping: f64,
+    /// Armature (the rotor's reflected inertia), kg m^2.
+    #[arg(long, default_value_t = Body::default().servo.armature, allow_hyphen_values = true)]
+    armature: f64,
+    /// Link masses `M1,M2`, kg (uniform rods).
+    #[arg(long, value_delimiter = ',', default_value = "0.05,0.05", allow_hyphen_values = true)]
+    link_mass: Vec<f64>,
+    /// The arm hangs in a vertical plane (gravity along -y) instead of lying on a table.
+    #[arg(long)]
+    gravity: bool,
+}
+
+impl BodyArgs {
+    /// The body, checked: each quantity in its range, named with its unit when not.
+    pub(crate) fn body(&self) -> Result<Body, String> {
+        let [m1, m2] = self.link_mass[..] else {
+            return Err(format!("--link-mass takes two masses M1,M2 in kg, got {}", self.link_mass.len()));
+        };
+        let servo = Servo {
+            kp: self.kp,
+            kv: self.kv,
+            torque_limit: self.torque_limit,
+            damping: self.damping,
+            armature: self.armature,
+            ..Body::default().servo
+        };
+        let body = Body { servo, link_mass: [m1, m2], gravity: self.gravity };
+        body.validate()?;
+        Ok(body)
     }
 }
 

@@ -31,7 +31,7 @@ use crate::envelope::{Envelope, EnvelopeConfig};
 use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedModel};
 use crate::lineup::{Family, Lineup, Pipeline, Table};
-use crate::plant::{MAX_LATENCY_MS, Plant, PlantConfig, SUBSTEP};
+use crate::plant::{Body, MAX_LATENCY_MS, Plant, PlantConfig, SUBSTEP};
 use crate::stats::json_numbers;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -125,6 +125,8 @@ pub struct TrackingConfig {
     pub train_steps: usize,
     /// Seed of the heads' training.
     pub seed: u64,
+    /// The physical arm: servo, link masses, plane.
+    pub body: Body,
 }
 
 impl Default for TrackingConfig {
@@ -140,6 +142,7 @@ impl Default for TrackingConfig {
             laps: 2,
             train_steps: 4000,
             seed: 0,
+            body: Body::default(),
         }
     }
 }
@@ -169,6 +172,7 @@ impl TrackingConfig {
     /// [`MAX_SUBSTEPS`] plant sub-steps in all.
     pub fn validate(&self) -> Result<(), ExperimentError> {
         let bad = |m: String| Err(ExperimentError::Invalid(m));
+        self.body.validate().map_err(ExperimentError::Invalid)?;
         if self.latencies_ms.is_empty() || self.latencies_ms.len() > MAX_LEVELS {
             return bad(format!("latency: give 1 to {MAX_LEVELS} values in ms, got {}", self.latencies_ms.len()));
         }
@@ -516,7 +520,7 @@ struct Track {
 /// One pipeline tracking the path at `latency_ms` with a lap of `period` seconds.
 fn track(lineup: &Lineup, pipeline: Pipeline, cfg: &TrackingConfig, latency_ms: f64, period: f64) -> Track {
     let arm = cfg.arm;
-    let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm) };
+    let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm).with_body(&cfg.body) };
     // At rest on the closed form's elbow-down pose (the reference's `q2 = +acos`) of the start.
     let start = solve_branches(&arm, cfg.path.at(0.0, period)).down;
     let mut plant = Plant::new(plant_cfg, start);

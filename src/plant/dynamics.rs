@@ -19,6 +19,10 @@
 //! recursive Newton-Euler algorithm. Every operation is plain `f64` arithmetic in a fixed order:
 //! a run is reproducible bit for bit.
 
+// Dense small-matrix algebra (the mass matrix, its Cholesky factor, the impulse sweeps) reads
+// best with the indices of the formulas it implements.
+#![allow(clippy::needless_range_loop)]
+
 /// The most degrees of freedom a model may have (servo hinges and backlash hinges together).
 pub const MAX_DOF: usize = 8;
 
@@ -435,9 +439,9 @@ impl Multibody {
             // Held: no creep at all, so a resting arm stays put bit for bit.
             v.iter_mut().for_each(|v| *v = 0.0);
         }
-        for k in 0..n {
-            s.v[k] = v[k];
-            s.q[k] += dt * v[k];
+        s.v[..n].copy_from_slice(&v);
+        for (q, v) in s.q.iter_mut().zip(&v) {
+            *q += dt * v;
         }
         StepInfo { at_rest: stuck && !saturated }
     }

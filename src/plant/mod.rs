@@ -164,6 +164,34 @@ pub struct Frame {
     pub time: f64,
 }
 
+/// The physical arm apart from the gap channels: the servo of every joint, the links' masses and
+/// the plane it moves in. What a user may set on the command line (`--kp`, `--link-mass`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Body {
+    /// The servo of every joint (its friction loss is the friction channel's).
+    pub servo: Servo,
+    /// Mass of each link (uniform rods), kg.
+    pub link_mass: [f64; 2],
+    /// True when the arm hangs in a vertical plane (gravity along −y).
+    pub gravity: bool,
+}
+
+impl Default for Body {
+    /// The SO-101's servo without friction, 50 g links, a horizontal table.
+    fn default() -> Self {
+        Self { servo: frictionless_sts3215(), link_mass: two_link_masses(), gravity: false }
+    }
+}
+
+impl Body {
+    /// Checks the servo and the masses, naming the first bad quantity in its unit.
+    pub fn validate(&self) -> Result<(), String> {
+        PlantConfig { servo: self.servo, link_mass: self.link_mass, ..PlantConfig::ideal(TwoLinkArm::default()) }
+            .validate()
+    }
+}
+
 /// Parameters of the simulated arm, every one in physical units.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PlantConfig {
@@ -278,6 +306,18 @@ impl PlantConfig {
         self.link_mass = self.link_mass.map(|m| positive(m, TWO_LINK_MASS).min(MAX_LINK_MASS));
         self.camera = self.camera.sanitized();
         self
+    }
+
+    /// The same configuration on `body`'s servo (its friction loss kept as set here), masses and
+    /// plane.
+    pub fn with_body(self, body: &Body) -> Self {
+        let servo = Servo { frictionloss: self.servo.frictionloss, ..body.servo };
+        Self { servo, link_mass: body.link_mass, gravity: body.gravity, ..self }
+    }
+
+    /// The body of this configuration.
+    pub fn body(&self) -> Body {
+        Body { servo: self.servo, link_mass: self.link_mass, gravity: self.gravity }
     }
 
     /// Latency, seconds.

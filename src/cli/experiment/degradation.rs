@@ -2,7 +2,7 @@
 //! a table, JSON or CSV, and `--plot` draws it.
 
 use crate::cli::plot;
-use crate::cli::{ArmArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
+use crate::cli::{ArmArgs, BodyArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::catalog::to_json_lines;
@@ -139,6 +139,8 @@ pub(crate) struct DegradationArgs {
     seed: u64,
     #[command(flatten)]
     arm: ArmArgs,
+    #[command(flatten)]
+    body: BodyArgs,
     /// No progress bar on stderr.
     #[arg(long)]
     quiet: bool,
@@ -204,6 +206,7 @@ impl DegradationArgs {
                 ..EnvelopeConfig::for_arm(&arm)
             },
             seed: self.seed,
+            body: self.body.body()?,
         };
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)

@@ -6,7 +6,7 @@
 //! The file format, the font and the atomic write come from [`crate::cli::figure`].
 
 use crate::cli::figure::{Canvas, FONT, Output};
-use crate::cli::{Failure, count, print_json, seed};
+use crate::cli::{BodyArgs, Failure, count, print_json, seed};
 use clap::Args;
 use elbow::experiments::tracking::{
     MAX_LEVELS, MAX_RATE, MAX_SPEED, MAX_TRAIN_STEPS, MIN_RATE, TrackingConfig, TrackingReport, tracking_observed,
@@ -109,6 +109,8 @@ pub(crate) struct TrackingArgs {
     /// Seed of the heads' training.
     #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
+    #[command(flatten)]
+    body: BodyArgs,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -131,6 +133,7 @@ impl TrackingArgs {
             laps: self.laps,
             train_steps: self.train_steps,
             seed: self.seed,
+            body: self.body.body()?,
             ..defaults()
         };
         cfg.validate().map_err(|e| e.to_string())?;

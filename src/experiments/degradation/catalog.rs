@@ -367,6 +367,7 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         &lineup,
         record.pipeline,
         real,
+        &cfg.body,
         &setting,
         &targets[..=n],
         &seen[..=n],

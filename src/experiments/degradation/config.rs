@@ -4,6 +4,7 @@
 use super::channels::{Channel, ChannelLevels, OodKind, Perturbation};
 use crate::envelope::EnvelopeConfig;
 use crate::kinematics::{Mismatch, RealArm, Region, TwoLinkArm};
+use crate::plant::Body;
 use serde::{Deserialize, Serialize};
 
 /// Which protocol a run follows.
@@ -84,6 +85,8 @@ pub struct DegradationConfig {
     pub envelope: EnvelopeConfig,
     /// Seed of targets, training and noise.
     pub seed: u64,
+    /// The physical arm: servo, link masses, plane.
+    pub body: Body,
 }
 
 impl Default for DegradationConfig {
@@ -104,6 +107,7 @@ impl Default for DegradationConfig {
             mismatch: Mismatch::DEFAULT,
             envelope: EnvelopeConfig::for_arm(&arm),
             seed: 0,
+            body: Body::default(),
         }
     }
 }
@@ -132,6 +136,9 @@ pub enum ConfigError {
     /// channel outside its range).
     #[error("{0}")]
     Level(String),
+    /// A quantity of the physical arm (servo, masses) is out of its range.
+    #[error("{0}")]
+    Body(String),
     /// A setting is out of its range.
     #[error("{what} must be in {range}, got {got}")]
     OutOfRange {
@@ -195,6 +202,7 @@ impl DegradationConfig {
         let range = |what, range, ok: bool, got: String| {
             if ok { Ok(()) } else { Err(ConfigError::OutOfRange { what, range, got }) }
         };
+        self.body.validate().map_err(ConfigError::Body)?;
         range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
         range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
         range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;

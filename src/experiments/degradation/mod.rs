@@ -189,6 +189,7 @@ pub fn degradation_catalogued(
                             &lineup,
                             pipe,
                             real,
+                            &cfg.body,
                             &setting,
                             targets,
                             seen,

@@ -42,7 +42,7 @@ use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Answer, Family, Lineup, Pipeline};
 use crate::plant::dynamics::Servo;
-use crate::plant::{Frame, Plant, PlantConfig};
+use crate::plant::{Body, Frame, Plant, PlantConfig};
 use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -125,6 +125,7 @@ pub fn plant_run(
     lineup: &Lineup,
     pipeline: Pipeline,
     real: RealArm,
+    body: &Body,
     setting: &Setting,
     targets: &[Point2],
     seen: &[Point2],
@@ -135,7 +136,7 @@ pub fn plant_run(
     seed: u64,
 ) -> Outcome {
     let p = setting.perturbation;
-    let ideal = PlantConfig::ideal(real.arm);
+    let ideal = PlantConfig::ideal(real.arm).with_body(body);
     let cfg = PlantConfig {
         real,
         backlash: p.backlash,
