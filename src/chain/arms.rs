@@ -22,7 +22,7 @@
 //! ±90°, the others ±150°), uniform prior.
 
 use super::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
-use crate::kinematics::{JointLimits, TwoLinkArm};
+use crate::kinematics::{JointLimits, Point2, TwoLinkArm};
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
 
@@ -92,7 +92,12 @@ pub struct ArmSpec {
     pub methods: &'static [Method],
     /// True when the lab's closed-form two-link solver (and everything built on it) applies.
     pub closed_form: bool,
+    /// The demo target of the benchmark's figures and timings and of the chain lab, metres.
+    pub demo: [f64; 2],
 }
+
+/// The benchmark's demo target `y* = (1.5, 0)` of Kruse et al. 2021, for the arms it reaches.
+const BENCHMARK_DEMO: [f64; 2] = [1.5, 0.0];
 
 /// Shoulder range of `3r` and of arms from lengths, radians (±90°).
 pub const SHOULDER_LIMIT: f64 = PI / 2.0;
@@ -118,24 +123,29 @@ impl ArmKind {
                 about: "two unit links, joints free to turn (the default; two answers per target)",
                 methods: &[],
                 closed_form: true,
+                demo: BENCHMARK_DEMO,
             },
             ArmKind::ThreeR => ArmSpec {
                 key: "3r",
                 about: "links 1.0, 0.8, 0.6 m, shoulder ±90°, outer joints ±150°, uniform prior",
                 methods: CHAIN_METHODS,
                 closed_form: false,
+                demo: BENCHMARK_DEMO,
             },
             ArmKind::Rail3 => ArmSpec {
                 key: "rail3",
                 about: "rail along y and links 0.5, 0.5, 1.0 m, prior N(0, diag(0.25, 0.5, 0.5, 0.5)^2) (Kruse et al. 2021)",
                 methods: CHAIN_METHODS,
                 closed_form: false,
+                demo: BENCHMARK_DEMO,
             },
             ArmKind::So101 => ArmSpec {
                 key: "so101",
                 about: "the SO-101's shoulder lift, elbow flex and wrist flex (links 116, 135, 160 mm, MuJoCo Menagerie's ranges), uniform prior",
                 methods: CHAIN_METHODS,
                 closed_form: false,
+                // Forward and a little up, near the gripper at Menagerie zero (0.32, 0.13).
+                demo: [0.3, 0.1],
             },
         }
     }
@@ -238,6 +248,15 @@ impl ChainArm {
         (0..self.coords()).map(|i| self.prior.center(i)).collect()
     }
 
+    /// The demo target of the figures, timings and chain lab: the named arm's, else the
+    /// benchmark's `(1.5, 0)` scaled to this chain (5/8 of its reach, where 3r's lies).
+    pub fn demo_target(&self) -> Point2 {
+        match self.kind {
+            Some(k) => Point2::new(k.spec().demo[0], k.spec().demo[1]),
+            None => Point2::new(0.625 * self.chain.reach(), 0.0),
+        }
+    }
+
     /// The farthest the tip gets from the origin: the reach, plus the rail's travel.
     pub fn extent(&self) -> f64 {
         let rail = self.chain.rail().map_or(0.0, |t| t.min.abs().max(t.max.abs()));
@@ -269,6 +288,17 @@ mod tests {
         assert_eq!(ArmKind::Rail3.arm().coords(), 4);
         assert!(ArmKind::TwoR.arm().methods().is_empty());
         assert_eq!(ChainArm::experiment_arms(), "3r, rail3, so101");
+    }
+
+    #[test]
+    fn every_arms_demo_target_is_within_its_reach() {
+        for k in ArmKind::ALL {
+            let arm = k.arm();
+            let t = arm.demo_target();
+            assert!(t.norm() < 0.9 * arm.extent() && t.norm() > 0.0, "{}: {t:?}", k.key());
+        }
+        let a = ChainArm::from_lengths(&[1.0, 0.8, 0.6]).unwrap();
+        assert_eq!(a.demo_target(), Point2::new(1.5, 0.0), "as 3r's");
     }
 
     #[test]

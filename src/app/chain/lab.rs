@@ -7,7 +7,7 @@ use super::super::state::arm::{Lab, Nominal, default_target};
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
 use super::state::RunPhase;
-use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
+use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -119,8 +119,9 @@ fn switch(
                     }
                 }
             }
-            *target = Target::at(CHAIN_TARGET);
-            plant.x = start_pose(arm, CHAIN_TARGET);
+            let demo = arm.demo_target();
+            *target = Target::at(demo);
+            plant.x = start_pose(arm, demo);
             **answers = ChainAnswers::default();
             view.self_motion = 0.0;
         }

@@ -124,7 +124,7 @@ pub(crate) struct ChainArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also draw each method's arms at y* = (1.5, 0) beside the exact posterior's into FILE
+    /// Also draw each method's arms at the arm's demo target (y* = (1.5, 0) on rail3 and 3r) beside the exact posterior's into FILE
     /// (`.svg` or `.png`).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
@@ -224,7 +224,8 @@ fn print_table(r: &ChainReport) -> Result<(), String> {
         "resim: mean squared distance of FK(sample) to y* (m²); success: within {} m; outside: share of samples outside the joint limits;",
         r.tolerance
     );
-    outln!("s/solution over the whole run, s/2000: 2,000 solutions of y* = (1.5, 0) on one core (best of three)");
+    let [x, y] = r.demo.target;
+    outln!("s/solution over the whole run, s/2000: 2,000 solutions of y* = ({x}, {y}) on one core (best of three)");
     Ok(())
 }
 

@@ -26,4 +26,4 @@ mod run;
 
 pub use config::{ChainConfig, MAX_KERNEL_PAIRS, MAX_SAMPLES, MAX_TARGETS};
 pub use report::{ChainReport, Demo, MethodRow, NetBudget};
-pub use run::{DEMO_TARGET, Progress, TIMED_SOLUTIONS, TrainedNets, chain, chain_observed, evaluate, train_nets};
+pub use run::{Progress, TIMED_SOLUTIONS, TrainedNets, chain, chain_observed, evaluate, train_nets};

@@ -18,8 +18,6 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// The demo target of the figures: the benchmark's `y* = (1.5, 0)`.
-pub const DEMO_TARGET: [f64; 2] = [1.5, 0.0];
 /// Solutions timed for one target on one core.
 pub const TIMED_SOLUTIONS: usize = 2000;
 
@@ -326,8 +324,8 @@ fn evaluate_target(cfg: &ChainConfig, nets: Nets<'_>, target: Point2, index: usi
 fn time_demo(cfg: &ChainConfig, nets: Nets<'_>) -> (Vec<f64>, Demo) {
     const KEEP: usize = 200;
     let d = cfg.arm.coords();
-    let target = Point2::new(DEMO_TARGET[0], DEMO_TARGET[1]);
-    let mut demo = Demo { target: DEMO_TARGET, samples: Vec::new() };
+    let target = cfg.arm.demo_target();
+    let mut demo = Demo { target: [target.x, target.y], samples: Vec::new() };
     let mut buf = Vec::new();
     let times = cfg
         .methods
