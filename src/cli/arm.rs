@@ -14,7 +14,7 @@ use std::path::Path;
 /// `--arm`, `--lengths` and `--elbow-limits` of a command that runs on any arm.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ArmChoice {
-    /// The arm: `2r` (two links, the default), `3r` or `rail3` (redundant chains).
+    /// The arm: `2r` (two links, the default), `3r`, `rail3` or `so101` (redundant chains).
     #[arg(long, conflicts_with = "lengths")]
     pub(crate) arm: Option<ArmKind>,
     /// Link lengths in metres, each from 1e-6 to 1e6, the longest at most 1e4 times the shortest:

@@ -47,7 +47,7 @@ pub(crate) struct Cli {
     /// A trained model file for the app to load in place of its head's training (repeatable).
     #[arg(long, value_name = "FILE")]
     pub(crate) model: Vec<std::path::PathBuf>,
-    /// The app's arm: `2r` (the two-link lab, the default), `3r` or `rail3` (the chain lab).
+    /// The app's arm: `2r` (the two-link lab, the default), `3r`, `rail3` or `so101` (the chain lab).
     #[arg(long, conflicts_with = "lengths")]
     pub(crate) arm: Option<ArmKind>,
     /// Link lengths of the app's arm in metres, each from 1e-6 to 1e6, the longest at most 1e4

@@ -245,7 +245,7 @@ fn chain_frame_time() {
     println!("two-link frame (every head, default shape): p50 {two50:.3} ms, p99 {two99:.3} ms");
     // Its background jobs (atlas, sweep) end with it, before the chain is timed.
     drop(two_link);
-    for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
+    for kind in [ArmKind::Rail3, ArmKind::ThreeR, ArmKind::So101] {
         let arm = kind.arm();
         let mut app = app(Lab::Chain(arm.clone()));
         app.update();

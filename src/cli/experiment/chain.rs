@@ -61,7 +61,7 @@ impl std::str::FromStr for Methods {
 /// Arguments of `elbow experiment chain`.
 #[derive(Debug, Args)]
 pub(crate) struct ChainArgs {
-    /// The arm: `3r` or `rail3` (`2r` has two isolated answers per target, no manifold).
+    /// The arm: `3r`, `rail3` or `so101` (`2r` has two isolated answers per target, no manifold).
     #[arg(long, default_value_t = ArmKind::Rail3, conflicts_with = "lengths")]
     arm: ArmKind,
     /// An arm from three or more link lengths `L1,L2,L3,...` in metres (shoulder ±90°, the other
