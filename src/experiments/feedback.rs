@@ -38,6 +38,7 @@ use crate::stats::{Summary, json_numbers};
 use nalgebra::DMatrix;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde::Serialize;
 
 /// Values per history slot: a presence flag, the command (two angles), the camera's offset from
@@ -188,26 +189,45 @@ fn targets(arm: &TwoLinkArm, region: Region, n: usize, rng: &mut ChaCha8Rng) -> 
 
 /// Training samples (features, scaled correction) from episodes on plants drawn from `ranges`.
 fn episodes_data(tc: &TrainConfig, fc: &FeedbackConfig, ranges: &Ranges, camera: Camera) -> (Vec<f32>, Vec<f32>) {
-    let arm = tc.arm;
-    let mut rng = rng(tc.seed, Stream::FeedbackData, 0);
     let width = FeedbackHead::inputs(fc.history);
+    // Episodes in parallel, each on its own random stream: every move is a few simulated moves of
+    // the plant's dynamics.
+    let episodes: Vec<(Vec<f32>, Vec<f32>)> =
+        (0..fc.episodes).into_par_iter().map(|e| episode_data(tc, fc, ranges, camera, e as u64, width)).collect();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for (x, y) in episodes {
+        xs.extend(x);
+        ys.extend(y);
+    }
+    (xs, ys)
+}
+
+/// The training samples of episode `index` (its own random stream).
+fn episode_data(
+    tc: &TrainConfig,
+    fc: &FeedbackConfig,
+    ranges: &Ranges,
+    camera: Camera,
+    index: u64,
+    width: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let arm = tc.arm;
+    let mut rng = rng(tc.seed, Stream::FeedbackData, index);
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     let mut x = vec![0f32; width];
-    for _ in 0..fc.episodes {
-        let plant = ranges.draw(&arm, camera, &mut rng);
-        let mut history = History::new(fc.history);
-        for target in targets(&arm, tc.region, fc.moves, &mut rng) {
-            let nominal = nominal_answer(&arm, target);
-            let Some(reaching) = command_reaching(&arm, &plant, target, ElbowMode::Down) else { continue };
-            let label = reaching.wrapped_difference(nominal);
-            FeedbackHead::features(&arm, target, history.seen(), fc.history, &mut x);
-            xs.extend_from_slice(&x);
-            ys.extend([(label.shoulder * OUTPUT_SCALE) as f32, (label.elbow * OUTPUT_SCALE) as f32]);
-            let u: f64 = rng.random();
-            let sent = Pose::new(nominal.shoulder + u * label.shoulder, nominal.elbow + u * label.elbow);
-            if let (_, Some(o)) = observe(&arm, &plant, sent, target) {
-                history.push(o);
-            }
+    let plant = ranges.draw(&arm, camera, &mut rng);
+    let mut history = History::new(fc.history);
+    for target in targets(&arm, tc.region, fc.moves, &mut rng) {
+        let nominal = nominal_answer(&arm, target);
+        let Some(reaching) = command_reaching(&arm, &plant, target, ElbowMode::Down) else { continue };
+        let label = reaching.wrapped_difference(nominal);
+        FeedbackHead::features(&arm, target, history.seen(), fc.history, &mut x);
+        xs.extend_from_slice(&x);
+        ys.extend([(label.shoulder * OUTPUT_SCALE) as f32, (label.elbow * OUTPUT_SCALE) as f32]);
+        let u: f64 = rng.random();
+        let sent = Pose::new(nominal.shoulder + u * label.shoulder, nominal.elbow + u * label.elbow);
+        if let (_, Some(o)) = observe(&arm, &plant, sent, target) {
+            history.push(o);
         }
     }
     (xs, ys)

@@ -29,6 +29,7 @@ use crate::learned::data::{Dataset, Sample};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
 use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::{Camera, PlantConfig};
+use rayon::prelude::*;
 use crate::rng::{Stream, rng};
 use crate::stats::{Summary, json_numbers};
 use serde::{Deserialize, Serialize};
@@ -160,10 +161,13 @@ pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) ->
     let mut rng = rng(cfg.seed, Stream::RandomizedData, 0);
     let targets = cfg.arm.sample_targets(&mut rng, cfg.data_size, cfg.sampling, cfg.region);
     let corrections = cfg.head.fits_real_arm();
+    // The plants are drawn in order (one random stream), then every target is reached on its
+    // own plant in parallel: each is a few simulated moves of the plant's dynamics.
+    let plants: Vec<PlantConfig> = targets.iter().map(|_| ranges.draw(&cfg.arm, camera, &mut rng)).collect();
     let samples = targets
-        .into_iter()
-        .filter_map(|target| {
-            let plant = ranges.draw(&cfg.arm, camera, &mut rng);
+        .into_par_iter()
+        .zip(plants)
+        .filter_map(|(target, plant)| {
             let branches = solve_branches(&cfg.arm, target);
             let answer = |mode: ElbowMode| {
                 let command = command_reaching(&cfg.arm, &plant, target, mode)?;
