@@ -8,7 +8,8 @@
 //! - [`chain`]: redundant planar chains (named arms, DLS, the exact posterior sampler, MMD);
 //! - [`nn`]: small networks written with nalgebra (dense layers, losses, Adam);
 //! - [`learned`]: the learned heads (MSE, MDN, mode-conditioned, residual hybrid) and training;
-//! - [`plant`]: the simulated real arm (mismatch, backlash, lag, encoder noise);
+//! - [`plant`]: the simulated real arm: rigid-body dynamics under position servos, checked against
+//!   MuJoCo (latency, backlash, friction, flex, mismatch, encoder noise, a camera);
 //! - [`envelope`]: the safety envelope around learned solvers;
 //! - [`lineup`]: one typed identity per solver ([`lineup::SolverId`]), pipelines with or without
 //!   the envelope, tables keyed by them, and the one place that runs any solver;
