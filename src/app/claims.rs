@@ -63,13 +63,12 @@ pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConf
     let mut levels = ChannelLevels::baseline();
     let mut on = Vec::new();
     for channel in SweepChannel::ALL {
-        let Some(x) = channel.current(plant) else { continue };
         // The camera's frame period is always some value while it runs; it is a knob like the
         // others, judged from a frame every tick to the slider's rate.
-        let level = channel.level(x);
+        let Some(level) = channel.current(plant) else { continue };
         if level > 0.0 {
             *levels.of_mut(channel.channel()) = vec![0.0, level];
-            on.push(format!("{} {}", channel.channel().key(), short(x)));
+            on.push(format!("{} {}", channel.channel().key(), short(level)));
         }
     }
     let mismatch = plant.mismatch();

@@ -92,12 +92,9 @@ impl SweepChannel {
         }
     }
 
-    /// The unit of the plot's axis (the slider's).
+    /// The unit of the plot's axis (the slider's, which is the core's).
     pub(crate) fn unit(self) -> &'static str {
-        match self {
-            SweepChannel::Friction => "rad",
-            other => other.channel().unit(),
-        }
+        self.channel().unit()
     }
 
     /// The swept range in the slider's units, from 0 to the slider's end (the camera's frame
@@ -113,16 +110,6 @@ impl SweepChannel {
             SweepChannel::CameraOffset => 0.0..=range::CAMERA_OFFSET.end().hypot(*range::CAMERA_OFFSET.end()),
             SweepChannel::CameraPeriod => 0.0..=SLOWEST_FRAME,
         }
-    }
-
-    /// The core's level for `x` in the slider's units (the same units on both sides).
-    pub(crate) fn level(self, x: f64) -> f64 {
-        x
-    }
-
-    /// The slider's units for the core's `level`.
-    pub(crate) fn x(self, level: f64) -> f64 {
-        level
     }
 
     /// The slider's current value, in the swept units (`None`: the camera is off, so no frame
@@ -194,8 +181,8 @@ pub(crate) struct SweepJob {
 /// The configuration of a live sweep of `channel` for the current settings.
 pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: elbow::TwoLinkArm) -> DegradationConfig {
     let end = *channel.range().end();
-    let mut levels: Vec<f64> = (0..LEVELS).map(|i| channel.level(end * i as f64 / (LEVELS - 1) as f64)).collect();
-    levels.extend(channel.current(plant).map(|x| channel.level(x)));
+    let mut levels: Vec<f64> = (0..LEVELS).map(|i| end * i as f64 / (LEVELS - 1) as f64).collect();
+    levels.extend(channel.current(plant));
     levels.sort_by(f64::total_cmp);
     levels.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     let swept = ChannelLevels::only(channel.channel(), levels);
@@ -230,7 +217,7 @@ pub(crate) fn curves(report: &DegradationReport, channel: SweepChannel) -> Vec<C
             let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
             let camera = channel.channel().camera_only();
             let series = |value: &dyn Fn(&Cell) -> f64| -> Vec<[f64; 2]> {
-                cells.iter().map(|c| [channel.x(c.level), finite(value(c))]).collect()
+                cells.iter().map(|c| [c.level, finite(value(c))]).collect()
             };
             Curve {
                 pipeline,
