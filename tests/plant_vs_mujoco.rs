@@ -487,7 +487,7 @@ fn so101_model(servo: &Servo, gravity: bool) -> Multibody {
 fn so101_tip(model: &Multibody, q: &[f64]) -> [f64; 2] {
     let mut full = [0.0; elbow::plant::dynamics::MAX_DOF];
     full[..q.len()].copy_from_slice(q);
-    model.frames(&full, so101::LENGTHS[2]).1[3]
+    model.tip(&full, so101::LENGTHS[2])
 }
 
 /// Runs the so101 model from rest at `q0` with its goal there: `settle` s unrecorded, then the

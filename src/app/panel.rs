@@ -477,7 +477,7 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
             })
             .collect()
     };
-    let x_axis = format!("{} ({})", swept.channel().key(), swept.unit());
+    let x_axis = format!("{} ({})", swept.channel().key(), swept.channel().unit());
     ui.columns(2, |cols| {
         // The camera's own channels move no arm: their first plot is the camera check's false alarms.
         let (first, y, left) = if camera {

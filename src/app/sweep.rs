@@ -92,11 +92,6 @@ impl SweepChannel {
         }
     }
 
-    /// The unit of the plot's axis (the slider's, which is the core's).
-    pub(crate) fn unit(self) -> &'static str {
-        self.channel().unit()
-    }
-
     /// The swept range in the slider's units, from 0 to the slider's end (the camera's frame
     /// period from a frame every tick to one every [`SLOWEST_FRAME`] seconds).
     pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {

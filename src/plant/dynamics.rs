@@ -162,6 +162,8 @@ type Vector = [f64; MAX_DOF];
 /// and the lever from each hinge to the next, all in the world frame.
 struct Pose<const N: usize> {
     hinge: [[f64; 2]; N],
+    /// Each body's `x` axis, `(cos, sin)` of its absolute angle.
+    axis: [[f64; 2]; N],
     com: [[f64; 2]; N],
     link: [[f64; 2]; N],
 }
@@ -205,30 +207,19 @@ impl Multibody {
         &self.dofs
     }
 
-    /// The absolute angle of each body and the position of each hinge, plus the end of the last
-    /// body's `x` axis at `tip` metres along it.
-    pub fn frames(&self, q: &[f64], tip: f64) -> (Vector, [[f64; 2]; MAX_DOF + 1]) {
-        let mut phi = [0.0; MAX_DOF];
-        let mut p = [[0.0; 2]; MAX_DOF + 1];
-        let mut angle = 0.0;
-        let mut at = [0.0, 0.0];
-        for (k, d) in self.dofs.iter().enumerate() {
-            if k > 0 {
-                at = [at[0] + d.at * f64::cos(angle), at[1] + d.at * f64::sin(angle)];
-            }
-            angle += q[k] + d.offset;
-            phi[k] = angle;
-            p[k] = at;
-        }
-        let n = self.dofs.len();
-        p[n] = [at[0] + tip * f64::cos(angle), at[1] + tip * f64::sin(angle)];
-        (phi, p)
+    /// The point `along` metres down the last body's `x` axis at `q` (the tip, for the link's
+    /// length).
+    pub fn tip(&self, q: &[f64], along: f64) -> [f64; 2] {
+        let pose = self.pose_padded(q);
+        let k = self.dofs.len() - 1;
+        let (at, axis) = (pose.hinge[k], pose.axis[k]);
+        [at[0] + along * axis[0], at[1] + along * axis[1]]
     }
 
     /// The pose of every body at `q`: each hinge's position and each body's centre of mass
     /// relative to its hinge, in the world frame (one sine and cosine per hinge).
     fn pose<const N: usize>(&self, q: &[f64]) -> Pose<N> {
-        let mut out = Pose { hinge: [[0.0; 2]; N], com: [[0.0; 2]; N], link: [[0.0; 2]; N] };
+        let mut out = Pose { hinge: [[0.0; 2]; N], axis: [[0.0; 2]; N], com: [[0.0; 2]; N], link: [[0.0; 2]; N] };
         let (mut angle, mut at) = (0.0, [0.0, 0.0]);
         let mut axis = [1.0, 0.0];
         for (k, d) in self.dofs.iter().enumerate() {
@@ -236,6 +227,7 @@ impl Multibody {
             angle += q[k] + d.offset;
             let (s, c) = angle.sin_cos();
             axis = [c, s];
+            out.axis[k] = axis;
             out.hinge[k] = at;
             let com = d.body.com;
             out.com[k] = [c * com[0] - s * com[1], s * com[0] + c * com[1]];
@@ -456,13 +448,9 @@ impl Multibody {
                 kinetic += 0.5 * s.v[i] * m[i][j] * s.v[j];
             }
         }
-        let (phi, p) = self.frames(&s.q, 0.0);
-        let mut potential = 0.0;
-        for k in 0..n {
-            let b = self.dofs[k].body;
-            let y = p[k][1] + f64::sin(phi[k]) * b.com[0] + f64::cos(phi[k]) * b.com[1];
-            potential += b.mass * self.gravity * y;
-        }
+        let pose = self.pose_padded(&s.q);
+        let potential: f64 =
+            (0..n).map(|k| self.dofs[k].body.mass * self.gravity * (pose.hinge[k][1] + pose.com[k][1])).sum();
         kinetic + potential
     }
 }

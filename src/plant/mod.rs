@@ -315,11 +315,6 @@ impl PlantConfig {
         Self { servo, link_mass: body.link_mass, gravity: body.gravity, ..self }
     }
 
-    /// The body of this configuration.
-    pub fn body(&self) -> Body {
-        Body { servo: self.servo, link_mass: self.link_mass, gravity: self.gravity }
-    }
-
     /// Latency, seconds.
     pub fn latency(&self) -> f64 {
         self.latency_ms * 1e-3

@@ -27,10 +27,6 @@ pub(crate) const MAX_FAN: usize = 1000;
 /// How far the self-motion slider walks either way, in coordinate units (radians; metres for a
 /// rail).
 pub(crate) const SELF_MOTION_SPAN: f64 = std::f64::consts::PI;
-/// Where the target starts on the benchmark's chains (rail3, 3r): `y* = (1.5, 0)`; each arm's
-/// own is [`elbow::chain::ChainArm::demo_target`].
-#[cfg(test)]
-pub(crate) const CHAIN_TARGET: Point2 = Point2::new(1.5, 0.0);
 
 /// The methods that can drive the chain (the exact sampler is the reference, not a driver).
 pub(crate) fn drives(m: Method) -> bool {

@@ -3,7 +3,7 @@
 //! frame (the frame that opens a lab resets its nets).
 
 use super::answers::PER_FRAME;
-use super::state::{CHAIN_TARGET, ChainAnswers, ChainNets, ChainPlant, ChainTraining, ChainView};
+use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTraining, ChainView};
 use crate::app::logic_plugin;
 use crate::app::state::arm::Lab;
 use crate::app::state::solve::Solutions;
@@ -78,7 +78,7 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     let rail3 = ArmKind::Rail3.arm();
     *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3.clone());
     app.update();
-    assert_eq!(app.world().resource::<Target>().pos, CHAIN_TARGET);
+    assert_eq!(app.world().resource::<Target>().pos, rail3.demo_target());
     assert_eq!(app.world().resource::<ChainPlant>().x.len(), 4);
     assert_eq!(app.world().resource::<ChainAnswers>().dls.len(), 4 * PER_FRAME, "the chain's DLS answers");
     let frozen = two_link_frame(&app);
@@ -93,7 +93,7 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     assert!(app.world().resource::<ChainNets>().get(NetKind::Mdn).is_none(), "3r has no nets yet");
     assert_eq!(app.world().resource::<ChainPlant>().x.len(), 3);
     assert!(app.world().resource::<ChainAnswers>().mdn.is_empty());
-    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3);
+    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3.clone());
     app.update();
     let nets = app.world().resource::<ChainNets>();
     assert!(NetKind::ALL.iter().all(|&k| nets.get(k).is_some()), "rail3's nets are back");
@@ -103,7 +103,7 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     app.update();
     app.update();
     assert!(two_link_frame(&app) > frozen, "back on the two-link arm its solvers run again");
-    assert_ne!(app.world().resource::<Target>().pos, CHAIN_TARGET);
+    assert_ne!(app.world().resource::<Target>().pos, rail3.demo_target());
 }
 
 #[test]
@@ -123,12 +123,12 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
     // Frames go on while the exact fan is drawn: a frame that waited would bring it at once.
     let frames = frames_until(&mut app, "exact fan", |w| {
         let a = w.resource::<ChainAnswers>();
-        a.exact.x.len() == 37 * 4 && a.exact.target == Some(CHAIN_TARGET)
+        a.exact.x.len() == 37 * 4 && a.exact.target == Some(arm.demo_target())
     });
     assert!(frames >= 1, "the exact fan came in the frame that asked for it");
     let answers = app.world().resource::<ChainAnswers>();
     for x in answers.exact.x.chunks_exact(4) {
-        assert!((arm.chain.tip(x) - CHAIN_TARGET).norm() < 1e-6, "an exact sample solves the target");
+        assert!((arm.chain.tip(x) - arm.demo_target()).norm() < 1e-6, "an exact sample solves the target");
     }
     assert!(answers.exact.mmd.is_some_and(|m| m.is_finite()), "the MDN fan's mismatch against it");
     assert!(answers.exact.flow_mmd.is_some_and(|m| m.is_finite()), "the flow fan's mismatch against it");
@@ -189,7 +189,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     assert!(plant_miss(&app, &arm) < 1e-3, "the hybrid puts the tip on the target: {}", plant_miss(&app, &arm));
     // The squared-error net on 3r averages a circle of wrist positions: its answer misses.
     let mse = answers.mse.as_ref().expect("an MSE answer");
-    assert!((arm.chain.tip(mse) - CHAIN_TARGET).norm() > 0.05, "the MSE answer misses");
+    assert!((arm.chain.tip(mse) - arm.demo_target()).norm() > 0.05, "the MSE answer misses");
     // Driving by the MSE net leaves the tip where its answer lands.
     app.world_mut().resource_mut::<ChainView>().driver = Method::Mse;
     for _ in 0..120 {
