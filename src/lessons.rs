@@ -9,9 +9,17 @@ use crate::atlas::Layer;
 use crate::chain::{ArmKind, Method};
 use crate::experiments::bishop::{BishopConfig, bishop_arm};
 use crate::experiments::degradation::Channel;
-use crate::kinematics::{Point2, TwoLinkArm};
+use crate::analytic::solve_branches;
+use crate::kinematics::{JointLimits, Point2, Pose, TwoLinkArm};
 use crate::learned::{HeadKind, TrainConfig};
 use crate::lineup::SolverId;
+
+/// The branch-flip lesson's arm: the default links, the elbow within -1 rad (elbow-up) to pi.
+pub fn flip_arm() -> TwoLinkArm {
+    TwoLinkArm::default()
+        .with_limits(JointLimits::FULL, JointLimits { min: -1.0, max: std::f64::consts::PI })
+        .unwrap_or_default()
+}
 
 /// One lesson of the lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +30,8 @@ pub enum Lesson {
     JointsRegion,
     /// Bishop 1994's arm and network size, the RMS tip error beside the report's.
     Bishop1994,
+    /// A joint limit forces the MDN driver to change elbow branch: a bounded swing, marked.
+    BranchFlip,
     /// Encoder noise: who reports the misses it causes.
     Noise,
     /// Backlash: a dead zone the servo takes up.
@@ -104,14 +114,17 @@ pub struct Scene {
     /// How the heads train, when the lesson needs its own data and network size (else the
     /// core's defaults); the head, arm and real arm are set per run.
     pub training: Option<TrainConfig>,
+    /// Where the plant rests when the lesson opens (else where it is).
+    pub start: Option<Pose>,
 }
 
 impl Lesson {
     /// Every lesson, in the order the menu lists them.
-    pub const ALL: [Lesson; 11] = [
+    pub const ALL: [Lesson; 12] = [
         Lesson::Averaging,
         Lesson::JointsRegion,
         Lesson::Bishop1994,
+        Lesson::BranchFlip,
         Lesson::Noise,
         Lesson::Backlash,
         Lesson::Friction,
@@ -128,6 +141,7 @@ impl Lesson {
             Lesson::Averaging => "averaging",
             Lesson::JointsRegion => "joints-region",
             Lesson::Bishop1994 => "bishop1994",
+            Lesson::BranchFlip => "branch-flip",
             Lesson::Noise => "noise",
             Lesson::Backlash => "backlash",
             Lesson::Friction => "friction",
@@ -145,6 +159,7 @@ impl Lesson {
             Lesson::Averaging => "The averaging trap: MSE vs MDN",
             Lesson::JointsRegion => "Where the branches differ most",
             Lesson::Bishop1994 => "Bishop 1994: the MDN paper's arm",
+            Lesson::BranchFlip => "A forced branch change: the elbow's joint limit",
             Lesson::Noise => "Encoder noise: who reports the misses",
             Lesson::Backlash => "Backlash: a dead zone the servo takes up",
             Lesson::Friction => "Friction: stiction in the joints",
@@ -170,6 +185,10 @@ impl Lesson {
             Lesson::Bishop1994 => [
                 "The arm of the report that introduced the MDN: links 0.8 and 0.2, shoulder 0.3-1.2 rad, elbow within ±90°, 1,000 training points, 20 hidden units.",
                 "The panel shows the RMS tip error of our MSE net and MDN on the report's 1,000 test points, live as they train, beside the report's 0.0578 and 0.0053.",
+            ],
+            Lesson::BranchFlip => [
+                "This arm's elbow bends at most 1 rad toward elbow-up, so elbow-up answers exist only beyond 1.76 m. The arm opens elbow-up at 1.85 m with the target at 1.3 m.",
+                "The MDN driver keeps its branch while it can; here it cannot: the arm swings to elbow-down at the servos' speed, an orange ring marks where, and the panel says why.",
             ],
             Lesson::Noise => [
                 "Encoder noise of 0.03 rad: the MDN misses more than 5 cm on part of the workspace and reports none of it (the silent map, yellow where every miss is silent).",
@@ -219,6 +238,7 @@ impl Lesson {
             sweep: Channel::Encoder,
             camera_view: false,
             training: None,
+            start: None,
         };
         let plant = |p: ScenePlant| Scene { plant: p, ..base };
         match self {
@@ -231,6 +251,16 @@ impl Lesson {
                 training: Some(BishopConfig::default().train_config(HeadKind::Mdn)),
                 ..base
             },
+            Lesson::BranchFlip => {
+                let arm = flip_arm();
+                Scene {
+                    arm: SceneArm::TwoLink { driver: mdn, envelope: false, arm: Some(arm) },
+                    target: Point2::new(0.65, 0.0),
+                    layer: Layer::Branch,
+                    start: Some(solve_branches(&arm, Point2::new(1.85, 0.0)).up),
+                    ..base
+                }
+            }
             Lesson::Noise => Scene { layer: Layer::Silent, ..plant(ScenePlant { encoder: 0.03, ..ScenePlant::IDEAL }) },
             Lesson::Backlash => Scene {
                 arm: two_link(SolverId::Analytic, false),
@@ -246,6 +276,8 @@ impl Lesson {
             },
             Lesson::Flex => Scene {
                 arm: two_link(SolverId::Analytic, false),
+                // Stretched out, where the droop is largest.
+                target: Point2::new(0.9, 0.05),
                 layer: Layer::Silent,
                 sweep: Channel::Flex,
                 camera_view: true,
@@ -284,7 +316,29 @@ impl Lesson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytic::solve_branches;
+
+    #[test]
+    fn the_flip_lesson_starts_elbow_up_where_the_target_forbids_it() {
+        let scene = Lesson::BranchFlip.scene();
+        let SceneArm::TwoLink { arm: Some(arm), .. } = scene.arm else { panic!("its own arm") };
+        let start = scene.start.expect("a start pose");
+        assert!(arm.within_limits(start) && start.elbow < 0.0, "it opens elbow-up: {start:?}");
+        let b = solve_branches(&arm, scene.target * arm.reach());
+        assert_eq!(b.admissible, [false, true], "only elbow-down reaches the target");
+    }
+
+    #[test]
+    fn the_flex_lesson_puts_the_target_where_the_droop_shows() {
+        let scene = Lesson::Flex.scene();
+        let arm = TwoLinkArm::default();
+        let t = scene.target * arm.reach();
+        let pose = solve_branches(&arm, t).down;
+        let cfg = crate::PlantConfig { flex: scene.plant.flex, ..crate::PlantConfig::ideal(arm) };
+        let mut plant = crate::Plant::new(cfg, pose);
+        plant.settle();
+        let droop = (plant.tip() - t).norm();
+        assert!(droop > 0.05, "the droop at the lesson's target is {droop} m");
+    }
 
     #[test]
     fn every_lesson_parses_by_its_key_and_has_a_two_line_caption() {

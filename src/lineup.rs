@@ -320,12 +320,16 @@ pub struct Lineup<'m> {
     pub models: Table<HeadKind, Option<&'m LearnedModel>>,
     /// The envelope around enveloped pipelines.
     pub envelope: Envelope,
+    /// How heads with several candidates choose: `Some(hysteresis)` keeps the seed's elbow
+    /// branch ([`crate::learned::branch::keep_branch`], for driving an arm), `None` takes the
+    /// likeliest (the default, for offline evaluation).
+    pub keep_branch: Option<f32>,
 }
 
 impl<'m> Lineup<'m> {
     /// The line-up for `arm` with `models`, and the envelope's defaults for that arm.
     pub fn new(arm: TwoLinkArm, models: Table<HeadKind, Option<&'m LearnedModel>>) -> Self {
-        Self { arm, models, envelope: Envelope { arm, config: EnvelopeConfig::for_arm(&arm) } }
+        Self { arm, models, envelope: Envelope { arm, config: EnvelopeConfig::for_arm(&arm) }, keep_branch: None }
     }
 
     /// The answer of `id` for `target` from the current pose `seed`; `None` for a head without a
@@ -342,7 +346,9 @@ impl<'m> Lineup<'m> {
                 Solution { pose, status: SolveStatus::Unverified, residual: None, iterations: 0 }
             }
             SolverId::Iterative => DlsSolver::new(arm).solve(target, seed),
-            SolverId::Learned(h) => LearnedSolver::new(self.models[h]?).solve(target, seed),
+            SolverId::Learned(h) => {
+                LearnedSolver { keep_branch: self.keep_branch, ..LearnedSolver::new(self.models[h]?) }.solve(target, seed)
+            }
         })
     }
 

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         },
         None => {
             let explicit = cli.arm.is_some() || cli.lengths.is_some();
-            run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)))
+            run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)), cli.size)
         }
     }
 }
@@ -68,6 +68,7 @@ fn run_app(
     models: Vec<std::path::PathBuf>,
     lesson: Option<elbow::lessons::Lesson>,
     view: Option<(std::path::PathBuf, bool)>,
+    size: Option<(u32, u32)>,
 ) -> ExitCode {
     let lab = match &view {
         None => lab,
@@ -103,7 +104,7 @@ fn run_app(
             None => default_hook(info),
         }
     }));
-    app::run(lab, models, lesson, view.map(|(path, _)| path))
+    app::run(lab, models, lesson, view.map(|(path, _)| path), size)
 }
 
 #[cfg(not(feature = "app"))]
@@ -112,6 +113,7 @@ fn run_app(
     _models: Vec<std::path::PathBuf>,
     _lesson: Option<elbow::lessons::Lesson>,
     _view: Option<(std::path::PathBuf, bool)>,
+    _size: Option<(u32, u32)>,
 ) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)

@@ -107,6 +107,14 @@ fn fit_viewport(
     }
 }
 
+/// One frame of the left button: whether the target moves to the pointer, and whether a drag
+/// goes on into the next frame. A press inside the view starts a drag; a press and release
+/// within one frame (most clicks at a low frame rate) is a click, and moves the target too.
+pub(crate) fn press(dragging: bool, just_pressed: bool, pressed: bool, in_view: bool) -> (bool, bool) {
+    let held = if just_pressed { in_view } else { dragging };
+    (in_view && (just_pressed || (held && pressed)), held && pressed)
+}
+
 /// Turns left-button drags inside the world viewport into [`PointerDrag`] messages, and records
 /// where the pointer hovers ([`Hover`]).
 fn pointer(
@@ -128,16 +136,29 @@ fn pointer(
     });
     let world = in_view.and_then(|c| camera.viewport_to_world_2d(transform, c).ok());
     hover.set_if_neq(Hover(world.map(|w| Point2::new(f64::from(w.x), f64::from(w.y)))));
-    if buttons.just_pressed(MouseButton::Left) {
-        *dragging = in_view.is_some();
-    }
-    if !buttons.pressed(MouseButton::Left) {
-        *dragging = false;
-    }
-    if *dragging
+    let left = MouseButton::Left;
+    let moves;
+    (moves, *dragging) = press(*dragging, buttons.just_pressed(left), buttons.pressed(left), in_view.is_some());
+    if moves
         && let Some(cursor) = in_view
         && let Ok(world) = camera.viewport_to_world_2d(transform, cursor)
     {
         drags.write(PointerDrag(Point2::new(world.x as f64, world.y as f64)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::press;
+
+    #[test]
+    fn a_click_within_one_frame_moves_the_target_and_a_drag_follows_until_release() {
+        assert_eq!(press(false, true, false, true), (true, false), "pressed and released in one frame");
+        assert_eq!(press(false, true, true, true), (true, true), "a press starts a drag");
+        assert_eq!(press(true, false, true, true), (true, true), "the drag goes on");
+        assert_eq!(press(true, false, false, true), (false, false), "released");
+        assert_eq!(press(false, true, true, false), (false, false), "a press over the panel is the panel's");
+        assert_eq!(press(false, false, true, true), (false, false), "a drag from the panel into the view");
+        assert_eq!(press(true, false, true, false), (false, true), "a drag paused over the panel");
     }
 }

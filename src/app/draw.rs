@@ -4,9 +4,9 @@
 //! red while the safety envelope intervenes.
 
 use super::AppSet;
-use super::format::{FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
+use super::format::{BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::arm::{Nominal, Sim, two_link_lab};
-use super::state::solve::{EnvelopeStats, FLASH_SECS, Shown, Solutions};
+use super::state::solve::{BRANCH_MARK_SECS, BranchLog, EnvelopeStats, FLASH_SECS, Shown, Solutions};
 use super::state::view::{CameraView, Target};
 use bevy::prelude::*;
 use elbow::learned::Output;
@@ -85,6 +85,8 @@ fn draw(
     sim: Res<Sim>,
     stats: Res<EnvelopeStats>,
     camera_view: Res<CameraView>,
+    branches: Res<BranchLog>,
+    time: Res<Time>,
     mut frames: Local<std::collections::VecDeque<Vec2>>,
 ) {
     let arm_model = nominal.0;
@@ -167,6 +169,17 @@ fn draw(
         }
         if let Some(last) = frames.back() {
             pens.workspace.line_2d(v(believed[2]), *last, CAMERA_COLOR);
+        }
+    }
+
+    // Where the latest branch change happened: a double ring, fading out.
+    if let Some(event) = &branches.latest {
+        let age = time.elapsed_secs_f64() - event.when;
+        if (0.0..BRANCH_MARK_SECS).contains(&age) {
+            let alpha = (1.0 - 0.7 * age / BRANCH_MARK_SECS) as f32;
+            let at = v(event.at);
+            pens.ghost.circle_2d(at, 0.12, BRANCH_COLOR.with_alpha(alpha));
+            pens.workspace.circle_2d(at, 0.17, BRANCH_COLOR.with_alpha(alpha));
         }
     }
 

@@ -10,6 +10,9 @@ use elbow::{HeadKind, SolverId};
 pub(crate) const PLANT_COLOR: Color = Color::srgb(0.86, 0.87, 0.92);
 /// Colour of the target.
 pub(crate) const TARGET_COLOR: Color = Color::srgb(1.0, 0.92, 0.25);
+/// Colour of the branch-change mark.
+pub(crate) const BRANCH_COLOR: Color = Color::srgb(1.0, 0.55, 0.1);
+
 /// Colour of an envelope intervention flash.
 pub(crate) const FLASH_COLOR: Color = Color::srgb(1.0, 0.1, 0.1);
 

@@ -3,9 +3,9 @@
 //! clipped to the world viewport.
 
 use super::camera::WorldCamera;
-use super::format::{TARGET_COLOR, color32, metres, solver_color};
+use super::format::{BRANCH_COLOR, TARGET_COLOR, color32, metres, solver_color};
 use super::state::arm::{Nominal, two_link_lab};
-use super::state::solve::{Shown, Solutions};
+use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::Target;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
@@ -17,7 +17,27 @@ pub(crate) fn plugin(app: &mut App) {
     app.add_systems(EguiPrimaryContextPass, labels.run_if(two_link_lab));
 }
 
+/// Where a label of `rect` goes: inside `clip` (moved in from any edge it crosses), and clear of
+/// the labels already `placed` (moved down, then up, by its own height until it is, or where it
+/// was when no place near is clear). Every label sits on a dark backing, so it stays legible on
+/// every atlas layer.
+fn place(rect: egui::Rect, clip: egui::Rect, placed: &[egui::Rect]) -> egui::Rect {
+    let inside = |r: egui::Rect| {
+        let dx = (clip.min.x - r.min.x).max(0.0) + (clip.max.x - r.max.x).min(0.0);
+        let dy = (clip.min.y - r.min.y).max(0.0) + (clip.max.y - r.max.y).min(0.0);
+        r.translate(egui::vec2(dx, dy))
+    };
+    let start = inside(rect);
+    let step = rect.height() + 4.0;
+    (0..8)
+        .flat_map(|k| [k as f32, -(k as f32)])
+        .map(|k| inside(start.translate(egui::vec2(0.0, k * step))))
+        .find(|r| placed.iter().all(|p| !p.expand(2.0).intersects(*r)))
+        .unwrap_or(start)
+}
+
 /// Paints the labels.
+#[allow(clippy::too_many_arguments)]
 fn labels(
     mut contexts: EguiContexts,
     camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
@@ -25,7 +45,10 @@ fn labels(
     solutions: Res<Solutions>,
     shown: Res<Shown>,
     target: Res<Target>,
+    branches: Res<BranchLog>,
+    time: Res<Time>,
 ) -> Result {
+    let now = time.elapsed_secs_f64();
     let ctx = contexts.ctx_mut()?;
     let (camera, transform) = *camera;
     let Some(view) = camera.logical_viewport_rect() else { return Ok(()) };
@@ -37,9 +60,15 @@ fn labels(
         camera.world_to_viewport(transform, w).ok().filter(|s| s.is_finite()).map(|s| egui::pos2(s.x, s.y))
     };
     let font = egui::FontId::proportional(15.0);
+    let placed = std::cell::RefCell::new(Vec::<egui::Rect>::new());
     let text = |at: Point2, offset: egui::Vec2, anchor: egui::Align2, label: String, color: Color| {
         if let Some(pos) = screen(at) {
-            painter.text(pos + offset, anchor, label, font.clone(), color32(color));
+            let galley = painter.layout_no_wrap(label, font.clone(), color32(color));
+            let rect = anchor.anchor_size(pos + offset, galley.size());
+            let rect = place(rect, clip, &placed.borrow());
+            placed.borrow_mut().push(rect);
+            painter.rect_filled(rect.expand(3.0), 4.0, egui::Color32::from_black_alpha(190));
+            painter.galley(rect.min, galley, color32(color));
         }
     };
     let arm = nominal.0;
@@ -78,5 +107,25 @@ fn labels(
         text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
     }
     text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
+    if let Some(event) = branches.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) {
+        text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+    use bevy_egui::egui::{Rect, pos2, vec2};
+
+    #[test]
+    fn labels_stay_inside_the_view_and_clear_of_each_other() {
+        let clip = Rect::from_min_max(pos2(400.0, 0.0), pos2(1200.0, 800.0));
+        let cut = Rect::from_min_size(pos2(350.0, 100.0), vec2(200.0, 20.0));
+        let moved = place(cut, clip, &[]);
+        assert!(clip.contains_rect(moved), "a label over the panel edge comes inside: {moved:?}");
+        let first = place(Rect::from_min_size(pos2(600.0, 300.0), vec2(120.0, 20.0)), clip, &[]);
+        let second = place(Rect::from_min_size(pos2(610.0, 305.0), vec2(120.0, 20.0)), clip, &[first]);
+        assert!(!second.intersects(first), "{first:?} {second:?}");
+    }
 }

@@ -11,8 +11,8 @@
 use super::AppSet;
 use super::atlas::AtlasView;
 use super::chain::state::ChainView;
-use super::state::arm::{Lab, Nominal, PlantSettings};
-use super::state::solve::Driver;
+use super::state::arm::{Lab, Nominal, PlantSettings, Sim};
+use super::state::solve::{BranchLog, Driver};
 use super::state::train::{TrainCommand, TrainingParams};
 use super::state::view::{CameraView, Target};
 use super::sweep::{LiveSweep, SweepChannel};
@@ -48,6 +48,8 @@ struct SceneState<'w> {
     chain_view: ResMut<'w, ChainView>,
     params: ResMut<'w, TrainingParams>,
     train: MessageWriter<'w, TrainCommand>,
+    sim: ResMut<'w, Sim>,
+    branches: ResMut<'w, BranchLog>,
 }
 
 /// Opens the latest requested lesson: switches the lab first when the scene is on another one,
@@ -105,6 +107,10 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
                 ..PlantSettings::IDEAL
             };
             *s.target = Target::at(scene.target * s.nominal.0.reach());
+            if let Some(start) = scene.start {
+                *s.sim = Sim::new(s.plant.config(&arm), start);
+                s.branches.last_command = Some(start);
+            }
             s.atlas.on = true;
             s.atlas.follow_driver = true;
             s.atlas.layer = scene.layer;

@@ -38,6 +38,7 @@ mod state;
 mod sweep;
 mod target;
 mod training;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -69,12 +70,14 @@ pub(crate) enum AppSet {
 
 /// Opens the window and runs the lab on `lab` (`elbow --arm`, `--lengths`) until it closes,
 /// with the model files in `models` loaded in place of their heads' training, on `lesson` when
-/// one is given, or on the view file `view`.
+/// one is given, or on the view file `view`, in a window of `size` logical pixels (else fitted
+/// to the screen).
 pub(crate) fn run(
     lab: AppArm,
     models: Vec<std::path::PathBuf>,
     lesson: Option<elbow::lessons::Lesson>,
     view: Option<std::path::PathBuf>,
+    size: Option<(u32, u32)>,
 ) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
@@ -82,8 +85,8 @@ pub(crate) fn run(
         ));
         return ExitCode::from(2);
     }
-    let window =
-        Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (1400, 900).into(), ..default() };
+    let (w, h) = size.unwrap_or(window::PREFERRED);
+    let window = Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (w, h).into(), ..default() };
     let mut app = App::new();
     let chain = match &lab {
         AppArm::Chain(arm) => match chain_model(arm, &models) {
@@ -96,6 +99,7 @@ pub(crate) fn run(
         AppArm::TwoLink(_) => None,
     };
     on_lab(&mut app, lab);
+    app.insert_resource(window::WindowFit::new(size));
     if let Some((model, path)) = chain {
         chain::lab::preload(&mut app, model, &path);
     }
@@ -223,6 +227,7 @@ pub(crate) fn plugin(app: &mut App) {
         panel::plugin,
         labels::plugin,
         screenshot::plugin,
+        window::plugin,
     ));
 }
 

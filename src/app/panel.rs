@@ -19,14 +19,14 @@ use super::chain::panel::{ChainSections, arm_selector, contents as contents_chai
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export;
 use super::format::{
-    FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
+    BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
 };
 use super::keys::SHORTCUTS;
 use super::lessons::{ActiveLesson, OpenLesson};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
-use super::state::solve::{Driver, EnvelopeStats, Readout, Shown, Solutions};
+use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
@@ -70,6 +70,7 @@ struct Sections<'w> {
     sweep: ResMut<'w, LiveSweep>,
     claims: Res<'w, ClaimsBoard>,
     camera_view: ResMut<'w, CameraView>,
+    branches: Res<'w, BranchLog>,
     controls: TrainingControls<'w>,
 }
 
@@ -323,6 +324,7 @@ fn contents(
     }
     ui.separator();
     driver_section(ui, lab.driver.reborrow());
+    branch_line(ui, &lab.branches, lab.time.elapsed_secs_f64(), &lab.sim);
     let driver = lab.driver.0;
     perturbation_section(ui, lab.plant.reborrow());
     egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
@@ -598,6 +600,23 @@ fn driver_section(ui: &mut egui::Ui, mut driver: Mut<Driver>) {
     }
     ui.checkbox(&mut d.envelope, "safety envelope around the driver");
     driver.set_if_neq(Driver(d));
+}
+
+/// The latest change of elbow branch, while its mark is on the canvas: when, and why.
+fn branch_line(ui: &mut egui::Ui, log: &BranchLog, now: f64, sim: &Sim) {
+    let Some(event) = log.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) else {
+        return;
+    };
+    let speed = sim.plant.config().servo.no_load_speed();
+    ui.colored_label(
+        color32(BRANCH_COLOR),
+        format!(
+            "⟲ Branch change {} s ago (orange ring): {}. The swing is bounded by the servos' {} rad/s.",
+            number(Some(now - event.when), 1),
+            event.why,
+            number(Some(speed), 1)
+        ),
+    );
 }
 
 /// The status text of a row.

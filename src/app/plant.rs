@@ -3,9 +3,10 @@
 
 use super::AppSet;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
-use super::state::solve::Solutions;
+use super::state::solve::{BranchEvent, BranchLog, Solutions};
 use super::state::view::Target;
 use bevy::prelude::*;
+use elbow::learned::branch::is_branch_change;
 
 /// Registers the systems that apply settings and drive the plant.
 pub(crate) fn plugin(app: &mut App) {
@@ -31,8 +32,18 @@ fn drive(
     solutions: Res<Solutions>,
     mut sim: ResMut<Sim>,
     mut history: ResMut<TipHistory>,
+    mut branches: ResMut<BranchLog>,
 ) {
     if let Some(command) = solutions.command {
+        if branches.last_command.is_some_and(|last| is_branch_change(last, command)) {
+            let why = solutions.branch_change.map_or_else(
+                || "the driver's answer moved to the other elbow branch".to_string(),
+                |c| c.describe(),
+            );
+            branches.count += 1;
+            branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
+        }
+        branches.last_command = Some(command);
         sim.plant.command(command);
     }
     let dt = time.delta_secs_f64().clamp(0.0, 0.1);

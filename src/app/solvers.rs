@@ -9,6 +9,7 @@ use super::state::solve::{Driver, Readout, Solutions};
 use super::state::train::Models;
 use super::state::view::Target;
 use bevy::prelude::*;
+use elbow::learned::branch::{HYSTERESIS, keep_branch};
 use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, Table};
 
 /// Registers the system that fills [`Solutions`].
@@ -37,7 +38,9 @@ fn solve_all(
 ) {
     let arm = nominal.0;
     let (t, seed) = (target.pos, sim.measured);
-    let lineup = Lineup::new(arm, Table::from_fn(|h| models.get(h)));
+    // A driver keeps its elbow branch: a head with several answers takes the one nearest the
+    // arm's pose unless it must change (see `elbow::learned::branch`).
+    let lineup = Lineup { keep_branch: Some(HYSTERESIS), ..Lineup::new(arm, Table::from_fn(|h| models.get(h))) };
     let out = &mut *out;
     for (id, row) in out.rows.iter_mut() {
         // Heads that fit the real arm are judged there; everything else on the nominal model.
@@ -48,6 +51,10 @@ fn solve_all(
     out.candidates =
         Table::from_fn(|h: HeadKind| models.get(h).map_or_else(Vec::new, |m| m.predict(t, mode).candidates));
     out.proposal = lineup.solve(driver.0.solver, t, seed);
+    out.branch_change = driver.0.solver.head().and_then(|h| {
+        let pick = keep_branch(&arm, t, &out.candidates[h], seed, HYSTERESIS)?;
+        pick.change
+    });
     out.driver_name = driver.0.label();
     out.frame += 1;
 }

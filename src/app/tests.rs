@@ -778,3 +778,43 @@ fn a_saved_view_restores_the_scene_and_a_bad_one_changes_nothing() {
     assert!(!nowhere.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An MDN trained well enough that each component sits on one elbow branch (about a second).
+fn trained_mdn() -> Models {
+    let cfg = TrainConfig { head: HeadKind::Mdn, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() };
+    let mut trainer = Trainer::new(cfg).expect("valid config");
+    for _ in 0..cfg.steps {
+        trainer.step();
+    }
+    let mut models = Models::default();
+    models.set(HeadKind::Mdn, Some(trainer.model().clone()));
+    models
+}
+
+#[test]
+fn the_mdn_driver_keeps_its_branch_round_a_dragged_loop() {
+    use super::state::solve::BranchLog;
+    use std::f64::consts::TAU;
+    let mut app = app();
+    app.insert_resource(trained_mdn());
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(Row::Mdn));
+    let mut weights = Vec::new();
+    for k in 0..=1200 {
+        // Round the base on a wavy loop between 0.5 and 1.7 m, a few mm a frame, where both
+        // branches are always valid.
+        let a = k as f64 * TAU / 1200.0;
+        let r = 1.1 + 0.6 * (5.0 * a).sin();
+        drag(&mut app, r * a.cos(), r * a.sin());
+        app.update();
+        let s = app.world().resource::<Solutions>();
+        let c = &s.candidates[HeadKind::Mdn];
+        // Candidates come likeliest first: the weight gap, and the branch of the heavier one.
+        weights.push((c[0].weight - c[1].weight, elbow::ElbowMode::of(c[0].pose)));
+        assert!(s.row(Row::Mdn).tip_error.is_some_and(|e| e < 0.1), "the MDN answers: {:?}", s.row(Row::Mdn));
+    }
+    let close = weights.iter().filter(|w| w.0 < 0.2).count();
+    let crossings = weights.windows(2).filter(|w| w[0].1 != w[1].1).count();
+    assert!(close > 600 && crossings > 0, "the weights sit near one half and cross: {close} of 1201, {crossings} crossings");
+    let log = app.world().resource::<BranchLog>();
+    assert_eq!(log.count, 0, "no branch change where both branches stay valid: {:?}", log.latest);
+}

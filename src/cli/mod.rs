@@ -55,14 +55,27 @@ pub(crate) struct Cli {
     /// (`L1,L2,L3,...`) for a chain (shoulder ±90°, the other joints ±150°).
     #[arg(long, value_name = "L1,L2,...", value_parser = parse_app_lengths, allow_hyphen_values = true)]
     pub(crate) lengths: Option<AppLengths>,
-    /// Open the app on a lesson: averaging, joints-region, noise, backlash, friction, flex,
-    /// envelope, hybrid (the two-link arm), manifold or seeds (the rail3 chain).
+    /// Open the app on a lesson: averaging, joints-region, bishop1994, branch-flip, noise,
+    /// backlash, friction, flex, envelope, hybrid (the two-link arm), manifold or seeds (the
+    /// rail3 chain).
     #[arg(long, value_name = "NAME")]
     pub(crate) lesson: Option<elbow::lessons::Lesson>,
     /// Open the app on a saved view (the panel's "save view"): its arm, target, driver, knobs,
     /// layers and model files.
     #[arg(long, value_name = "FILE", conflicts_with = "lesson")]
     pub(crate) view: Option<std::path::PathBuf>,
+    /// The app window's size in logical pixels, `WxH` (each 320 to 16384); by default 1400x900,
+    /// shrunk to fit the screen.
+    #[arg(long, value_name = "WxH", value_parser = parse_window_size)]
+    pub(crate) size: Option<(u32, u32)>,
+}
+
+/// Parses `--size WxH`: two whole numbers of logical pixels, each from 320 to 16384.
+fn parse_window_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("expected WIDTHxHEIGHT in logical pixels, each from 320 to 16384 (like 1280x720), got `{s}`");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let side = |v: &str| v.trim().parse::<u32>().ok().filter(|v| (320..=16384).contains(v));
+    Ok((side(w).ok_or_else(bad)?, side(h).ok_or_else(bad)?))
 }
 
 /// The arm the app opens on.
@@ -120,6 +133,7 @@ impl Cli {
             (None, ..) => None,
             (Some(_), ..) if self.lesson.is_some() => Some("--lesson is for the app; it goes without a command"),
             (Some(_), ..) if self.view.is_some() => Some("--view is for the app; it goes without a command"),
+            (Some(_), ..) if self.size.is_some() => Some("--size is for the app; it goes without a command"),
             (Some(_), false, ..) => Some("--model before a command is for the app; experiments take their own --model"),
             (Some(_), true, true, _) => {
                 Some("--lengths before a command is for the app; commands take their own --lengths")

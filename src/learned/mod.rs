@@ -5,12 +5,15 @@
 //!   residual head), and the angle encodings.
 //! - [`model`]: [`LearnedModel`] behind the [`LearnedIk`] trait (MSE, MDN, mode-conditioned and
 //!   residual heads), [`LearnedSolver`] to use one as an [`crate::IkSolver`], model files.
+//! - [`branch`]: branch continuity, how a head with several answers drives an arm that is
+//!   already on one elbow branch.
 //! - [`batch`]: many targets through a head at once (one GEMM per layer).
 //! - [`limits`]: the bounds on training runs and on the networks a model may hold.
 //! - [`train`]: the minibatch loop.
 //! - [`eval`]: held-out targets, FK misses, and a whole train-then-evaluate run.
 
 pub mod batch;
+pub mod branch;
 pub mod data;
 pub mod eval;
 pub mod head;

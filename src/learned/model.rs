@@ -555,12 +555,16 @@ pub struct LearnedSolver<'m> {
     pub mode: ModeChoice,
     /// Residual head only: apply the learned correction (off: exactly the analytic answer).
     pub use_correction: bool,
+    /// Heads with several candidates (the MDN): `Some(hysteresis)` takes the candidate nearest
+    /// the seed unless another outweighs it by more than that ([`super::branch::keep_branch`],
+    /// what a driver of a real arm needs); `None` takes the likeliest (offline evaluation).
+    pub keep_branch: Option<f32>,
 }
 
 impl<'m> LearnedSolver<'m> {
     /// A solver using `model`, keeping the seed's elbow mode, with corrections on.
     pub fn new(model: &'m LearnedModel) -> Self {
-        Self { model, mode: ModeChoice::FromSeed, use_correction: true }
+        Self { model, mode: ModeChoice::FromSeed, use_correction: true, keep_branch: None }
     }
 }
 
@@ -579,6 +583,15 @@ impl IkSolver for LearnedSolver<'_> {
         } else {
             self.model.predict(target, mode)
         };
-        self.model.solution(target, &prediction.answer())
+        let mut answer = prediction.answer();
+        if let Some(hysteresis) = self.keep_branch
+            && prediction.candidates.len() > 1
+            && let Some(pick) =
+                super::branch::keep_branch(&self.model.arm, target, &prediction.candidates, seed, hysteresis)
+        {
+            answer.pose = pick.candidate.pose;
+            answer.top_weight = pick.candidate.weight;
+        }
+        self.model.solution(target, &answer)
     }
 }

@@ -76,6 +76,13 @@ impl Servo {
     pub const STS3215: Servo =
         Servo { kp: 998.22, kv: 2.731, torque_limit: 2.94, damping: 0.60, armature: 0.028, frictionloss: 0.052 };
 
+    /// The fastest the servo turns a joint, rad/s: at full torque against its own damping (the
+    /// position loop saturates on a far goal). The STS3215's is 4.9 rad/s; Feetech's datasheet
+    /// gives 4.7 (0.222 s per 60° at 7.4 V). Infinite without damping.
+    pub fn no_load_speed(&self) -> f64 {
+        if self.damping > 0.0 { self.torque_limit / self.damping } else { f64::INFINITY }
+    }
+
     /// Checks every field, naming the first bad one: gains and the torque limit positive and
     /// finite, damping, armature and friction loss finite and not negative.
     pub fn validate(&self) -> Result<(), String> {

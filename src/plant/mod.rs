@@ -802,6 +802,23 @@ mod tests {
     }
 
     #[test]
+    fn a_far_goal_is_a_swing_no_faster_than_the_servos_no_load_speed() {
+        let cfg = PlantConfig::ideal(TwoLinkArm::default());
+        let limit = cfg.servo.no_load_speed();
+        assert!((4.5..5.2).contains(&limit), "the STS3215 turns at about 4.7-4.9 rad/s: {limit}");
+        let mut p = Plant::new(cfg, Pose::new(0.0, -1.5));
+        p.command(Pose::new(0.0, 1.5));
+        let (mut fastest, mut t) = (0.0f64, 0.0);
+        while (p.link_pose().elbow - 1.5).abs() > 0.01 && t < 5.0 {
+            p.step(0.001);
+            t += 0.001;
+            fastest = fastest.max(p.speeds().elbow.abs());
+        }
+        assert!(fastest <= 1.001 * limit && fastest > 0.9 * limit, "{fastest} rad/s against {limit}");
+        assert!(t >= 3.0 / limit, "3 rad take at least {} s: {t}", 3.0 / limit);
+    }
+
+    #[test]
     fn flex_droops_most_stretched_out_and_the_encoders_cannot_see_it() {
         let arm = TwoLinkArm::default();
         let cfg = PlantConfig { flex: 0.02, ..PlantConfig::ideal(arm) };

@@ -4,6 +4,8 @@
 use bevy::prelude::*;
 use elbow::envelope::{InterventionLog, Reason};
 use elbow::learned::Candidate;
+use elbow::learned::branch::BranchChange;
+use elbow::Point2;
 use elbow::{HeadKind, Pipeline, Pose, Solution, SolveStatus, SolverId, Table};
 
 /// Registers the driver, the ghost toggles, this frame's answers and the envelope's tally.
@@ -11,7 +13,8 @@ pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Driver>()
         .init_resource::<Shown>()
         .init_resource::<Solutions>()
-        .init_resource::<EnvelopeStats>();
+        .init_resource::<EnvelopeStats>()
+        .init_resource::<BranchLog>();
 }
 
 /// Which pipeline's answer is sent to the plant: a solver, inside the envelope or not.
@@ -67,6 +70,8 @@ pub(crate) struct Solutions {
     pub(crate) driver_name: String,
     /// Why the envelope rejected this frame's proposal, if it did.
     pub(crate) intervention: Option<Reason>,
+    /// Why the driving head's pick changes elbow branch this frame, when it does.
+    pub(crate) branch_change: Option<BranchChange>,
     /// Frames solved so far.
     pub(crate) frame: u64,
 }
@@ -90,4 +95,29 @@ pub(crate) struct EnvelopeStats {
     pub(crate) flash: f32,
     /// The reason of the latest intervention.
     pub(crate) last: Option<Reason>,
+}
+
+/// How long the canvas marks a branch change, seconds.
+pub(crate) const BRANCH_MARK_SECS: f64 = 12.0;
+
+/// One change of elbow branch in what went to the plant.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BranchEvent {
+    /// The target when it happened, metres.
+    pub(crate) at: Point2,
+    /// App time when it happened, seconds.
+    pub(crate) when: f64,
+    /// Why, in one sentence.
+    pub(crate) why: String,
+}
+
+/// The branch changes of the command sent to the plant: how many, and the latest.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct BranchLog {
+    /// The last pose commanded.
+    pub(crate) last_command: Option<Pose>,
+    /// Branch changes so far.
+    pub(crate) count: u32,
+    /// The latest one.
+    pub(crate) latest: Option<BranchEvent>,
 }
