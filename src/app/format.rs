@@ -10,6 +10,9 @@ use elbow::{HeadKind, SolverId};
 pub(crate) const PLANT_COLOR: Color = Color::srgb(0.86, 0.87, 0.92);
 /// Colour of the target.
 pub(crate) const TARGET_COLOR: Color = Color::srgb(1.0, 0.92, 0.25);
+/// Colour of the knob the open lesson is about.
+pub(crate) const LESSON_COLOR: Color = Color::srgb(1.0, 0.8, 0.2);
+
 /// Colour of the branch-change mark.
 pub(crate) const BRANCH_COLOR: Color = Color::srgb(1.0, 0.55, 0.1);
 

@@ -12,9 +12,31 @@ use bevy_egui::input::EguiWantsInput;
 use elbow::atlas::Layer;
 use elbow::{HeadKind, SolverId};
 
-/// Registers the shortcut system.
+/// Registers the shortcut systems: the two-link lab's, and the help overlay's in every lab.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, keys.in_set(AppSet::Input).run_if(two_link_lab));
+    app.init_resource::<Help>()
+        .add_systems(Update, (keys.run_if(two_link_lab), help).in_set(AppSet::Input));
+}
+
+/// Whether the overlay listing every key and mouse action is shown (`?` or F1 toggles it,
+/// Escape closes it).
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Help(pub(crate) bool);
+
+/// The keys of the help overlay itself, with what they do.
+pub(crate) const HELP_KEYS: [(&str, &str); 2] = [("? or F1", "this list on/off"), ("Esc", "close this list")];
+
+/// Toggles the help overlay.
+fn help(input: Option<Res<ButtonInput<KeyCode>>>, egui: Option<Res<EguiWantsInput>>, mut help: ResMut<Help>) {
+    let Some(input) = input else { return };
+    if egui.is_some_and(|e| e.wants_any_keyboard_input()) {
+        return;
+    }
+    if input.any_just_pressed([KeyCode::Slash, KeyCode::F1]) {
+        help.0 = !help.0;
+    } else if input.just_pressed(KeyCode::Escape) {
+        help.0 = false;
+    }
 }
 
 /// Applies the shortcuts pressed this frame.

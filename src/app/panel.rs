@@ -17,11 +17,11 @@ use super::atlas::AtlasView;
 use super::chain::keys::shortcuts as chain_shortcuts;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
-use super::export;
+use super::export::{self, YScale};
 use super::format::{
-    BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
+    BRANCH_COLOR, FLASH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
 };
-use super::keys::SHORTCUTS;
+use super::keys::{HELP_KEYS, Help, SHORTCUTS};
 use super::lessons::{ActiveLesson, OpenLesson};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
@@ -34,9 +34,10 @@ use crate::cli::figure::Series;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use egui_plot::{Legend, Plot, VLine};
+use egui_plot::VLine;
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
+use elbow::experiments::degradation::Channel;
 use elbow::explain::Explanation;
 use elbow::learned::Output;
 use elbow::lineup::Family;
@@ -47,8 +48,6 @@ pub(crate) fn plugin(app: &mut App) {
     app.add_systems(EguiPrimaryContextPass, panel);
 }
 
-/// Height of each plot, logical pixels.
-const PLOT_HEIGHT: f32 = 130.0;
 
 /// The resources the panel's sections share out: [`contents`] hands each section its part.
 #[derive(SystemParam)]
@@ -111,6 +110,9 @@ fn panel(
         },
     );
     width.set_if_neq(PanelWidth(shown.response.rect.width()));
+    let mut help = *guide.help;
+    help_overlay(&ctx, &open, &mut help);
+    guide.help.set_if_neq(help);
     Ok(())
 }
 
@@ -122,6 +124,7 @@ struct Guides<'w, 's> {
     /// The why section's latest explanation.
     why: Local<'s, Option<Explanation>>,
     view_field: ResMut<'w, ViewFileField>,
+    help: ResMut<'w, Help>,
     save: MessageWriter<'w, SaveView>,
     load: MessageWriter<'w, LoadView>,
 }
@@ -257,12 +260,11 @@ fn claims_section(ui: &mut egui::Ui, board: &ClaimsBoard) {
                 (egui::Color32::from_rgb(230, 180, 60), format!("only for {}", cases.join(", ")))
             }
         };
+        let tip = format!("{}\n\n{}", claim.statement, claim.evidence.join("\n"));
         ui.horizontal_wrapped(|ui| {
-            ui.label(egui::RichText::new(claim.key).strong().small());
-            ui.label(egui::RichText::new(verdict).color(colour).small());
-        })
-        .response
-        .on_hover_text(&claim.statement);
+            ui.label(egui::RichText::new(claim.key).strong().small()).on_hover_text(&tip);
+            ui.label(egui::RichText::new(verdict).color(colour).small()).on_hover_text(&tip);
+        });
     }
     if let Some(note) = &board.note {
         ui.small(note);
@@ -302,7 +304,12 @@ fn contents(
     guide: &mut Guides,
     frame_secs: f32,
 ) {
-    ui.heading("Elbow — learned IK lab");
+    ui.horizontal(|ui| {
+        ui.heading("Elbow — learned IK lab");
+        if ui.button(" ? ").on_hover_text("every key and mouse action (? or F1)").clicked() {
+            guide.help.0 = !guide.help.0;
+        }
+    });
     let ms = f64::from(frame_secs) * 1e3;
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
     let keys: Vec<&str> = match open.chain() {
@@ -310,7 +317,7 @@ fn contents(
         None => SHORTCUTS.iter().map(|(_, key, _)| *key).collect(),
     };
     ui.small(format!(
-        "Drag in the view to move the target.  Keys: {}.  frame {} ms ({} fps)",
+        "Drag or click in the view to move the target.  Keys: {} ?.  frame {} ms ({} fps)",
         keys.join(" "),
         number(Some(ms), 1),
         number(fps, 0)
@@ -324,12 +331,21 @@ fn contents(
     }
     ui.separator();
     driver_section(ui, lab.driver.reborrow());
+    training_bar(ui, &mut lab.controls, &lab.training);
     branch_line(ui, &lab.branches, lab.time.elapsed_secs_f64(), &lab.sim);
+    if let Some(line) = mismatch_line(&lab.plant) {
+        ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
+    }
     let driver = lab.driver.0;
-    perturbation_section(ui, lab.plant.reborrow());
+    // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
+    let lit = guide.active.0.and_then(lesson_knob);
+    let opened = guide.active.is_changed() && lit.is_some();
+    perturbation_section(ui, lab.plant.reborrow(), lit);
+    let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
     egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
         .default_open(false)
-        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim));
+        .open((opened && in_gap).then_some(true))
+        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim, lit));
     ui.separator();
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart")
@@ -369,23 +385,92 @@ fn contents(
     egui::CollapsingHeader::new("Training")
         .default_open(false)
         .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
-    egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
-        egui::Grid::new("shortcuts").num_columns(2).show(ui, |ui| {
-            for (_, key, shortcut) in SHORTCUTS {
-                ui.strong(key);
-                ui.label(shortcut.describe());
-                ui.end_row();
-            }
-        });
-    });
 }
 
-/// The two perturbation sliders users come for: encoder noise and backlash.
-fn perturbation_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
+/// The help overlay: every key and mouse action of the open lab.
+fn help_overlay(ctx: &egui::Context, lab: &LabChoice, help: &mut Help) {
+    let mut open = help.0;
+    egui::Window::new("Keys and mouse")
+        .open(&mut open)
+        .collapsible(false)
+        .resizable(false)
+        .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
+        .order(egui::Order::Foreground)
+        .show(ctx, |ui| {
+            egui::Grid::new("help-keys").num_columns(2).striped(true).show(ui, |ui| {
+                let mut row = |key: &str, what: &str| {
+                    ui.strong(key);
+                    ui.label(what);
+                    ui.end_row();
+                };
+                row("drag or click", "move the target (in the view right of the panel)");
+                row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
+                match lab.chain() {
+                    Some(arm) => {
+                        for (_, key, shortcut) in chain_shortcuts(arm) {
+                            row(key, &shortcut.describe());
+                        }
+                    }
+                    None => {
+                        for (_, key, shortcut) in SHORTCUTS {
+                            row(key, &shortcut.describe());
+                        }
+                    }
+                }
+                for (key, what) in HELP_KEYS {
+                    row(key, what);
+                }
+            });
+        });
+    help.0 = open;
+}
+
+/// The slider of a plant knob with its tooltip, framed in the lesson colour when the open
+/// lesson is about it (`lit`).
+fn knob(ui: &mut egui::Ui, lit: bool, slider: egui::Slider, tip: &str) {
+    let add = |ui: &mut egui::Ui| ui.add(slider).on_hover_text(tip);
+    if lit {
+        egui::Frame::new()
+            .stroke(egui::Stroke::new(2.0, color32(LESSON_COLOR)))
+            .inner_margin(3.0)
+            .corner_radius(4.0)
+            .show(ui, |ui| add(ui).highlight());
+    } else {
+        add(ui);
+    }
+}
+
+/// The two perturbation sliders users come for: encoder noise and backlash (`lit`: the knob
+/// the open lesson sets).
+fn perturbation_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, lit: Option<Channel>) {
     let mut s = *plant;
-    ui.add(egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"));
-    ui.add(egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"));
+    knob(
+        ui,
+        lit == Some(Channel::Encoder),
+        egui::Slider::new(&mut s.noise_std, range::NOISE).text("encoder noise σ (rad)"),
+        "Gaussian noise on every encoder reading: the pose every solver starts from and checks against. It moves no arm by itself.",
+    );
+    knob(
+        ui,
+        lit == Some(Channel::Backlash),
+        egui::Slider::new(&mut s.backlash, range::BACKLASH).text("backlash (rad)"),
+        "Free play of ± this much between each servo and its link; the encoders read the servo, so where the link rests in its play is invisible to them.",
+    );
     plant.set_if_neq(s.sanitized());
+}
+
+/// The model mismatch in force, as one line for the panel (`None`: the real arm is the model).
+fn mismatch_line(s: &PlantSettings) -> Option<String> {
+    let s = s.sanitized();
+    (s.length_error != [0.0; 2] || s.joint_offset != [0.0; 2]).then(|| {
+        format!(
+            "The real arm differs from the model: link lengths {:+.1} % and {:+.1} %, joint offsets {:+.3} and {:+.3} rad (Plant: model mismatch).",
+            100.0 * s.length_error[0],
+            100.0 * s.length_error[1],
+            s.joint_offset[0],
+            s.joint_offset[1]
+        )
+    })
 }
 
 /// The atlas toggle, the solver it maps, the layer, its colour key and the hovered cell.
@@ -480,47 +565,37 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
             .collect()
     };
     let x_axis = format!("{} ({})", swept.channel().key(), swept.channel().unit());
+    // The camera's own channels move no arm: their first plot is the camera check's false alarms.
+    let (first, y, left) = if camera {
+        ("camera check: false alarms (%)", "false alarms (%)", series(&|c| &c.false_alarm, false))
+    } else {
+        ("mean tip error", "mean tip error", series(&|c| &c.error, true))
+    };
     ui.columns(2, |cols| {
-        // The camera's own channels move no arm: their first plot is the camera check's false alarms.
-        let (first, y, left) = if camera {
-            ("camera check: false alarms (%)", "false alarms (%)", series(&|c| &c.false_alarm, false))
-        } else {
-            ("mean tip error (log₁₀ m)", "mean tip error (log10 m)", series(&|c| &c.error, true))
-        };
         cols[0].small(format!("{first} vs {x_axis}"));
-        let mut plot =
-            Plot::new("sweep-error").height(PLOT_HEIGHT).allow_drag(false).allow_zoom(false).allow_scroll(false);
-        if camera {
-            plot = plot.include_y(0.0).include_y(100.0);
-        }
-        plot.show(&mut cols[0], |plot| {
+        let (scale, include): (YScale, &[f64]) =
+            if camera { (YScale::Linear, &[0.0, 100.0]) } else { (YScale::LogMetres, &[]) };
+        export::show(&mut cols[0], "sweep-error", scale, include, &left, |plot| {
             if let Some(now) = now {
-                plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
+                plot.vline(VLine::new("slider now", now).color(color32(TARGET_COLOR)));
             }
-            export::lines(plot, &left);
         });
-        export::buttons(&mut cols[0], "sweep-left", &format!("{first} vs {x_axis}"), (&x_axis, y), &left);
+        let title = format!("{first} vs {x_axis}");
+        export::buttons(&mut cols[0], "sweep-left", &title, (&x_axis, y), scale, include, &left);
         let title = if camera { "camera check: silent failures (%)" } else { "silent failures (%)" };
         cols[1].small(title);
         let right = series(&|c| &c.silent, false);
-        Plot::new("sweep-silent")
-            .height(PLOT_HEIGHT)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .include_y(0.0)
-            .include_y(100.0)
-            .show(&mut cols[1], |plot| {
-                if let Some(now) = now {
-                    plot.vline(VLine::new("now", now).color(color32(TARGET_COLOR)));
-                }
-                export::lines(plot, &right);
-            });
-        export::buttons(&mut cols[1], "sweep-right", &format!("{title} vs {x_axis}"), (&x_axis, title), &right);
+        export::show(&mut cols[1], "sweep-silent", YScale::Linear, &[0.0, 100.0], &right, |plot| {
+            if let Some(now) = now {
+                plot.vline(VLine::new("slider now", now).color(color32(TARGET_COLOR)));
+            }
+        });
+        let full = format!("{title} vs {x_axis}");
+        export::buttons(&mut cols[1], "sweep-right", &full, (&x_axis, title), YScale::Linear, &[0.0, 100.0], &right);
     });
+    export::legend_row(ui, &left, "(dashed: inside the envelope; yellow line: the slider now)");
     ui.small(format!(
-        "{} held-out targets per level, each channel alone from the perfect arm (as `elbow experiment degradation`); \
-         dashed: inside the envelope; yellow: the slider now.",
+        "{} held-out targets per level, each channel alone from the perfect arm (as `elbow experiment degradation`).",
         super::sweep::SWEEP_TARGETS
     ));
 }
@@ -600,6 +675,46 @@ fn driver_section(ui: &mut egui::Ui, mut driver: Mut<Driver>) {
     }
     ui.checkbox(&mut d.envelope, "safety envelope around the driver");
     driver.set_if_neq(Driver(d));
+}
+
+/// The plant knob a lesson is about: the channel its live sweep runs on, when the lesson sets
+/// that knob.
+fn lesson_knob(lesson: elbow::lessons::Lesson) -> Option<Channel> {
+    let scene = lesson.scene();
+    let p = scene.plant;
+    let set = match scene.sweep {
+        Channel::Encoder => p.encoder > 0.0,
+        Channel::Backlash => p.backlash > 0.0,
+        Channel::Friction => p.friction > 0.0,
+        Channel::Flex => p.flex > 0.0,
+        _ => false,
+    };
+    set.then_some(scene.sweep)
+}
+
+/// One line of training: every head's progress in one bar, and start, pause and reset (the
+/// details are in the Training section).
+fn training_bar(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &Training) {
+    let (done, total) = HeadKind::ALL
+        .iter()
+        .map(|&h| training.head(h))
+        .fold((0usize, 0usize), |(d, t), r| (d + r.steps_done, t + r.total));
+    let running = HeadKind::ALL.iter().any(|&h| training.head(h).state == RunState::Running);
+    ui.horizontal(|ui| {
+        ui.label("training");
+        let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
+        let text = if running { format!("{:.0} % (all heads)", 100.0 * fraction) } else { format!("{:.0} %, paused or done", 100.0 * fraction) };
+        ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
+        if ui.small_button("▶").on_hover_text("start or resume training (Space)").clicked() {
+            controls.train.write(TrainCommand::Start);
+        }
+        if ui.small_button("⏸").on_hover_text("pause training (Space)").clicked() {
+            controls.train.write(TrainCommand::Pause);
+        }
+        if ui.small_button("⟲").on_hover_text("reset: forget every head's model and train again from scratch").clicked() {
+            controls.train.write(TrainCommand::Reset);
+        }
+    });
 }
 
 /// The latest change of elbow branch, while its mark is on the canvas: when, and why.
@@ -712,7 +827,6 @@ fn plots_section(
     now: f64,
     tolerance: f64,
 ) {
-    let width = ui.available_width();
     let losses = |mixture: bool, value: &dyn Fn(f64) -> Option<f64>| -> Vec<Series> {
         HeadKind::ALL
             .into_iter()
@@ -727,22 +841,13 @@ fn plots_section(
     let nll = losses(true, &|l| Some(l.clamp(-50.0, 50.0)));
     ui.columns(2, |cols| {
         cols[0].small("training loss (log₁₀), squared-error heads");
-        Plot::new("loss")
-            .height(PLOT_HEIGHT)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .legend(Legend::default())
-            .show(&mut cols[0], |plot| export::lines(plot, &squared));
-        export::buttons(&mut cols[0], "loss", "training loss, squared-error heads", ("step", "log10 loss"), &squared);
+        export::show(&mut cols[0], "loss", YScale::Log, &[], &squared, |_| {});
+        let title = "training loss, squared-error heads";
+        export::buttons(&mut cols[0], "loss", title, ("step", "loss"), YScale::Log, &[], &squared);
         cols[1].small("mixture negative log-likelihood");
-        Plot::new("nll")
-            .height(PLOT_HEIGHT)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .show(&mut cols[1], |plot| export::lines(plot, &nll));
-        export::buttons(&mut cols[1], "nll", "mixture negative log-likelihood", ("step", "NLL"), &nll);
+        export::show(&mut cols[1], "nll", YScale::Linear, &[], &nll, |_| {});
+        let title = "mixture negative log-likelihood";
+        export::buttons(&mut cols[1], "nll", title, ("step", "NLL"), YScale::Linear, &[], &nll);
     });
     let title = format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {driver_name}");
     ui.small(&title);
@@ -757,19 +862,9 @@ fn plots_section(
             true,
         ),
     ];
-    Plot::new("tip")
-        .height(PLOT_HEIGHT)
-        .width(width)
-        .allow_drag(false)
-        .allow_zoom(false)
-        .allow_scroll(false)
-        .include_x(-HISTORY_SECS)
-        .include_x(0.0)
-        .include_y(-4.0)
-        .include_y(0.0)
-        .legend(Legend::default())
-        .show(ui, |plot| export::lines(plot, &tip));
-    export::buttons(ui, "tip", &title, ("seconds", "log10 tip error (m)"), &tip);
+    let include = [tolerance.log10() - 0.5, tolerance.log10() + 0.5];
+    export::show(ui, "tip", YScale::LogMetres, &include, &tip, |_| {});
+    export::buttons(ui, "tip", &title, ("seconds", "tip error"), YScale::LogMetres, &include, &tip);
 }
 
 /// Intervention counts per reason (the checks that can fire for `driver` in `lineup`), and the
@@ -815,10 +910,12 @@ fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
 /// The mismatch of the plant (noise and backlash sit at the top), and the presets.
 fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
     let mut s = *plant;
-    ui.add(egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"));
-    ui.add(egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"));
-    ui.add(egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"));
-    ui.add(egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"));
+    let lengths = "The real link's length relative to the model's (0.05: 5 % longer). Every solver plans on the model; only the residual hybrid learns the difference.";
+    let offsets = "Where the real joint's zero sits relative to the model's, radians: a calibration error the encoders cannot see.";
+    knob(ui, false, egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"), lengths);
+    knob(ui, false, egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"), lengths);
+    knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"), offsets);
+    knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"), offsets);
     ui.horizontal(|ui| {
         if ui.button("ideal plant").clicked() {
             s = PlantSettings::IDEAL;
@@ -833,20 +930,42 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
 
 /// The newer reality-gap channels: joint friction (stiction), link flex, latency and the
 /// camera, and the camera view that shows what the encoders cannot see.
-fn gap_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, mut view: Mut<CameraView>, sim: &Sim) {
+fn gap_section(
+    ui: &mut egui::Ui,
+    mut plant: Mut<PlantSettings>,
+    mut view: Mut<CameraView>,
+    sim: &Sim,
+    lit: Option<Channel>,
+) {
     let mut s = *plant;
     let servo = elbow::plant::dynamics::Servo::STS3215;
-    ui.add(egui::Slider::new(&mut s.frictionloss, range::FRICTION).text("friction loss (N m)")).on_hover_text(format!(
-        "Coulomb friction at each joint; the SO-101's servo has {} N m against a gain of {} N m/rad, so it stops at most loss / gain short",
+    let friction = format!(
+        "Coulomb friction at each joint; the SO-101's servo has {} N m against a gain of {} N m/rad, so a joint sticks at most loss / gain short.",
         servo.frictionloss, servo.kp
-    ));
-    ui.add(egui::Slider::new(&mut s.flex, range::FLEX).text("flex: droop stretched out (rad)"));
-    ui.add(egui::Slider::new(&mut s.latency_ms, range::LATENCY).text("latency (ms)"))
-        .on_hover_text("how long a goal takes to reach the servos; the servos still close their own loop, so it costs tracking, not the final pose");
-    ui.add(egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"));
-    ui.add(egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"));
-    ui.add(egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"));
-    ui.add(egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"));
+    );
+    knob(
+        ui,
+        lit == Some(Channel::Friction),
+        egui::Slider::new(&mut s.frictionloss, range::FRICTION).text("friction loss (N m)"),
+        &friction,
+    );
+    knob(
+        ui,
+        lit == Some(Channel::Flex),
+        egui::Slider::new(&mut s.flex, range::FLEX).text("flex: droop stretched out (rad)"),
+        "How far the links bend under their own weight, as the shoulder's droop with the arm stretched out horizontally (less when folded). The encoders read the joints, so they cannot see it; the camera can.",
+    );
+    knob(
+        ui,
+        lit == Some(Channel::Latency),
+        egui::Slider::new(&mut s.latency_ms, range::LATENCY).text("latency (ms)"),
+        "How long a goal takes to reach the servos, in milliseconds of simulated time (the same at any frame rate). The servos still close their own loop, so it costs tracking, not the final pose.",
+    );
+    let camera = "The external camera that sees the tip: its pixel noise at 1 mm per pixel, its calibration offset, and its frame rate (0 turns it off). It moves no arm; the camera check uses it.";
+    knob(ui, false, egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"), camera);
+    knob(ui, false, egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"), camera);
+    knob(ui, false, egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"), camera);
+    knob(ui, false, egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"), camera);
     plant.set_if_neq(s.sanitized());
     let mut on = view.0;
     ui.checkbox(&mut on, "camera view: the arm as the encoders and the camera see it");

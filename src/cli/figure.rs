@@ -106,15 +106,33 @@ pub(crate) struct Series {
     pub(crate) dashed: bool,
 }
 
-/// A `title`d line chart of `series` against the axes `x` and `y`, written to `out` (an app
-/// plot exported as it is drawn). Empty or non-finite data gives an empty frame, never an error.
+/// How an app plot's y axis is shown: the range drawn (`None`: the data's) and the label of a
+/// tick at a value (so a plot of log10 values is labelled in the quantity itself).
 #[cfg(feature = "app")]
-pub(crate) fn line_chart(out: &Output, title: &str, axes: (&str, &str), series: &[Series]) -> Result<(), String> {
+pub(crate) struct YAxis<'a> {
+    /// The range drawn; data outside it runs off the frame.
+    pub(crate) range: Option<(f64, f64)>,
+    /// The label of the tick at a value.
+    pub(crate) label: &'a dyn Fn(f64) -> String,
+}
+
+/// A `title`d line chart of `series` against the axes `x` and `y`, its y axis as `y_axis` says,
+/// written to `out` (an app plot exported as it is drawn). Empty or non-finite data gives an
+/// empty frame, never an error.
+#[cfg(feature = "app")]
+pub(crate) fn line_chart(
+    out: &Output,
+    title: &str,
+    axes: (&str, &str),
+    series: &[Series],
+    y_axis: &YAxis,
+) -> Result<(), String> {
     fn paint<DB: DrawingBackend>(
         root: &DrawingArea<DB, Shift>,
         title: &str,
         (x, y): (&str, &str),
         series: &[Series],
+        y_axis: &YAxis,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         root.fill(&WHITE)?;
         let finite: Vec<(f64, f64)> = series
@@ -134,18 +152,31 @@ pub(crate) fn line_chart(out: &Output, title: &str, axes: (&str, &str), series: 
             }
         };
         let xs = span(&mut finite.iter().map(|p| p.0));
-        let ys = span(&mut finite.iter().map(|p| p.1));
+        let ys = match y_axis.range {
+            Some((lo, hi)) if lo.is_finite() && hi > lo => lo..hi,
+            _ => span(&mut finite.iter().map(|p| p.1)),
+        };
+        let (ys_lo, ys_hi) = (ys.start, ys.end);
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(56)
             .build_cartesian_2d(xs, ys)?;
-        chart.configure_mesh().x_desc(x).y_desc(y).label_style((FONT, 13)).draw()?;
+        chart
+            .configure_mesh()
+            .x_desc(x)
+            .y_desc(y)
+            .y_label_formatter(&|v| (y_axis.label)(*v))
+            .label_style((FONT, 13))
+            .draw()?;
         for s in series {
             let [r, g, b] = s.rgb;
             let style = RGBColor(r, g, b).stroke_width(if s.dashed { 1 } else { 2 });
-            let points = s.points.iter().filter(|p| p[0].is_finite() && p[1].is_finite()).map(|p| (p[0], p[1]));
+            // Data beyond a given range runs to its edge, as in the live plot.
+            let (lo, hi) = (ys_lo, ys_hi);
+            let points =
+                s.points.iter().filter(|p| p[0].is_finite() && p[1].is_finite()).map(|p| (p[0], p[1].clamp(lo, hi)));
             chart
                 .draw_series(LineSeries::new(points, style))?
                 .label(s.name.as_str())
@@ -157,8 +188,12 @@ pub(crate) fn line_chart(out: &Output, title: &str, axes: (&str, &str), series: 
         Ok(())
     }
     out.render((900, 520), |canvas| match canvas {
-        Canvas::Svg(root) => paint(root, title, axes, series).map_err(|e| format!("cannot draw the figure: {e}")),
-        Canvas::Bitmap(root) => paint(root, title, axes, series).map_err(|e| format!("cannot draw the figure: {e}")),
+        Canvas::Svg(root) => {
+            paint(root, title, axes, series, y_axis).map_err(|e| format!("cannot draw the figure: {e}"))
+        }
+        Canvas::Bitmap(root) => {
+            paint(root, title, axes, series, y_axis).map_err(|e| format!("cannot draw the figure: {e}"))
+        }
     })
 }
 

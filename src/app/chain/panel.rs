@@ -4,7 +4,7 @@
 //! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
 //! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
 
-use super::super::export;
+use super::super::export::{self, YScale};
 use super::super::format::{key_bar, method_color, metres, number, swatch};
 use super::super::state::arm::Lab;
 use super::answers::{PER_FRAME, TOLERANCE};
@@ -16,15 +16,11 @@ use super::state::{
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
-use egui_plot::Plot;
 use elbow::Point2;
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
 use elbow::chain::nets::NetKind;
 use elbow::chain::{ArmKind, ChainArm, Method};
-
-/// Height of the chain's small plots, logical pixels.
-const PLOT_HEIGHT: f32 = 90.0;
 
 /// What the chain sections read and edit.
 #[derive(SystemParam)]
@@ -282,14 +278,9 @@ fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections
             export::series("flow", method_color(Method::Flow), pts(&a.flow_mmd_history), false),
         ];
         ui.small("MDN and flow vs exact mismatch over the last minute (s)");
-        Plot::new("chain-mmd")
-            .height(PLOT_HEIGHT)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .include_y(0.0)
-            .show(ui, |plot| export::lines(plot, &mmd));
-        export::buttons(ui, "chain-mmd", "learned fans vs exact posterior mismatch", ("seconds", "MMD"), &mmd);
+        export::show(ui, "chain-mmd", YScale::Linear, &[0.0], &mmd, |_| {});
+        let title = "learned fans vs exact posterior mismatch";
+        export::buttons(ui, "chain-mmd", title, ("seconds", "MMD"), YScale::Linear, &[0.0], &mmd);
     }
 }
 
@@ -349,12 +340,7 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
             .iter()
             .map(|&k| export::series(net_label(k), method_color(net_method(k)), curve(s.training.run(k)), false))
             .collect();
-        Plot::new("chain-loss")
-            .height(PLOT_HEIGHT)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .show(ui, |plot| export::lines(plot, &losses));
-        export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), &losses);
+        export::show(ui, "chain-loss", YScale::Linear, &[], &losses, |_| {});
+        export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), YScale::Linear, &[], &losses);
     }
 }
