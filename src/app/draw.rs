@@ -45,6 +45,8 @@ struct WorkspaceGizmos;
 const CAMERA_TRAIL: usize = 12;
 /// Colour of the encoders' arm.
 const ENCODER_COLOR: Color = Color::srgb(0.6, 0.75, 0.95);
+/// How long a camera frame's square stays on the canvas, fading, seconds.
+pub(crate) const CAMERA_FADE_SECS: f64 = 1.5;
 /// Colour of the camera's frames.
 const CAMERA_COLOR: Color = Color::srgb(1.0, 1.0, 1.0);
 
@@ -87,7 +89,7 @@ fn draw(
     camera_view: Res<CameraView>,
     branches: Res<BranchLog>,
     time: Res<Time>,
-    mut frames: Local<std::collections::VecDeque<Vec2>>,
+    mut frames: Local<std::collections::VecDeque<(Vec2, f64)>>,
 ) {
     let arm_model = nominal.0;
     let reach = arm_model.reach() as f32;
@@ -150,25 +152,29 @@ fn draw(
     // What the sensors see: the nominal arm at the encoder readings (dashed), and the camera's
     // last frames of the tip (squares, the newest brightest), with a line from the encoders'
     // tip to the camera's.
+    let now = time.elapsed_secs_f64();
     if let Some(frame) = sim.plant.camera() {
         let p = v(frame.tip);
-        if frames.back() != Some(&p) {
-            frames.push_back(p);
+        if frames.back().map(|f| f.0) != Some(p) {
+            frames.push_back((p, now));
             while frames.len() > CAMERA_TRAIL {
                 frames.pop_front();
             }
         }
     }
+    while frames.front().is_some_and(|f| now - f.1 > CAMERA_FADE_SECS) {
+        frames.pop_front();
+    }
     if camera_view.0 {
         let believed = arm_model.joints(sim.measured);
         arm(&mut pens.dashed, believed, ENCODER_COLOR, 1.0);
-        let n = frames.len().max(1) as f32;
-        for (i, p) in frames.iter().enumerate() {
-            let alpha = 0.25 + 0.75 * (i + 1) as f32 / n;
-            pens.ghost.rect_2d(*p, Vec2::splat(0.07), CAMERA_COLOR.with_alpha(alpha));
+        // Each frame fades out over CAMERA_FADE_SECS (a label says so).
+        for &(p, at) in frames.iter() {
+            let alpha = (1.0 - (now - at) / CAMERA_FADE_SECS).clamp(0.1, 1.0) as f32;
+            pens.ghost.rect_2d(p, Vec2::splat(0.07), CAMERA_COLOR.with_alpha(alpha));
         }
-        if let Some(last) = frames.back() {
-            pens.workspace.line_2d(v(believed[2]), *last, CAMERA_COLOR);
+        if let Some(&(last, _)) = frames.back() {
+            pens.workspace.line_2d(v(believed[2]), last, CAMERA_COLOR);
         }
     }
 

@@ -3,10 +3,10 @@
 //! clipped to the world viewport.
 
 use super::camera::WorldCamera;
-use super::format::{BRANCH_COLOR, TARGET_COLOR, color32, metres, solver_color};
-use super::state::arm::{Nominal, two_link_lab};
+use super::format::{BRANCH_COLOR, LESSON_COLOR, TARGET_COLOR, color32, metres, solver_color};
+use super::state::arm::{Nominal, Sim, two_link_lab};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
-use super::state::view::Target;
+use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use elbow::learned::Output;
@@ -47,7 +47,9 @@ fn labels(
     target: Res<Target>,
     branches: Res<BranchLog>,
     time: Res<Time>,
+    marks: (Res<CameraView>, Res<Sim>, Res<WhyPin>),
 ) -> Result {
+    let (camera_view, sim, why) = marks;
     let now = time.elapsed_secs_f64();
     let ctx = contexts.ctx_mut()?;
     let (camera, transform) = *camera;
@@ -107,6 +109,17 @@ fn labels(
         text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
     }
     text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
+    if camera_view.0
+        && let Some(frame) = sim.plant.camera()
+    {
+        let label = format!("camera's tip frames (squares, fading over {} s)", super::draw::CAMERA_FADE_SECS);
+        text(frame.tip, egui::vec2(14.0, -14.0), egui::Align2::LEFT_BOTTOM, label, Color::WHITE);
+    }
+    if let Some(pin) = why.0
+        && (pin - target.pos).norm() > 0.005
+    {
+        text(pin, egui::vec2(0.0, 0.0), egui::Align2::CENTER_CENTER, "✱ why? asked here".into(), LESSON_COLOR);
+    }
     if let Some(event) = branches.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) {
         text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
     }

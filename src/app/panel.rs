@@ -28,7 +28,7 @@ use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
-use super::state::view::{CameraView, Hover, PanelWidth, Target};
+use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use crate::cli::figure::Series;
 use bevy::ecs::system::SystemParam;
@@ -125,6 +125,7 @@ struct Guides<'w, 's> {
     why: Local<'s, Option<Explanation>>,
     view_field: ResMut<'w, ViewFileField>,
     help: ResMut<'w, Help>,
+    pin: ResMut<'w, WhyPin>,
     save: MessageWriter<'w, SaveView>,
     load: MessageWriter<'w, LoadView>,
 }
@@ -197,7 +198,13 @@ fn lesson_section(
 /// "Why did it do that?": a button per head explains its answer for the current target from the
 /// arm's current pose ([`elbow::explain::explain`], as `elbow explain` does): the sentences, then
 /// each candidate with its weight, the branch it is near and its tip's miss.
-fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>, driver: Pipeline) {
+fn why_section(
+    ui: &mut egui::Ui,
+    lab: &Sections,
+    why: &mut Option<Explanation>,
+    pin: &mut WhyPin,
+    driver: Pipeline,
+) {
     ui.horizontal_wrapped(|ui| {
         ui.label("explain:");
         for head in HeadKind::ALL {
@@ -213,6 +220,7 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
                 let from = lab.sim.measured;
                 let mode = elbow::ElbowMode::of(from);
                 *why = Some(elbow::explain::explain(model, lab.target.pos, from, mode, &data, &envelope));
+                pin.0 = Some(lab.target.pos);
             }
         }
     });
@@ -221,6 +229,17 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
         return;
     };
     ui.small(format!("{} head at ({:.2}, {:.2}) m:", e.head, e.target[0], e.target[1]));
+    let moved = (Point2::new(e.target[0], e.target[1]) - lab.target.pos).norm();
+    if moved > 0.005 {
+        ui.colored_label(
+            color32(LESSON_COLOR),
+            egui::RichText::new(format!(
+                "The target has moved {} since (✱ on the canvas marks where this was asked): press a head again for here.",
+                metres(Some(moved))
+            ))
+            .small(),
+        );
+    }
     for line in &e.summary {
         ui.label(egui::RichText::new(format!("• {line}")).small());
     }
@@ -350,7 +369,11 @@ fn contents(
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart")
         .default_open(false)
-        .show(ui, |ui| why_section(ui, lab, &mut guide.why, driver));
+        .show(ui, |ui| {
+            let mut pin = *guide.pin;
+            why_section(ui, lab, &mut guide.why, &mut pin, driver);
+            guide.pin.set_if_neq(pin);
+        });
     egui::CollapsingHeader::new("Save or restore this view")
         .default_open(false)
         .show(ui, |ui| view_file_section(ui, guide));

@@ -8,6 +8,9 @@ use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::learned::branch::is_branch_change;
 
+/// The longest frame the plant catches up on, seconds.
+const MAX_FRAME_SECS: f64 = 0.5;
+
 /// Registers the systems that apply settings and drive the plant.
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(
@@ -46,7 +49,9 @@ fn drive(
         branches.last_command = Some(command);
         sim.plant.command(command);
     }
-    let dt = time.delta_secs_f64().clamp(0.0, 0.1);
+    // Real time, in the plant's fixed 1 ms sub-steps, down to 2 frames a second; a longer stall
+    // (a window dragged, a laptop waking) is not made up.
+    let dt = time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
     sim.plant.step(dt);
     let measured = sim.plant.measure();
     sim.measured = if measured.is_finite() { measured } else { sim.plant.link_pose() };

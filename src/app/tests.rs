@@ -818,3 +818,57 @@ fn the_mdn_driver_keeps_its_branch_round_a_dragged_loop() {
     let log = app.world().resource::<BranchLog>();
     assert_eq!(log.count, 0, "no branch change where both branches stay valid: {:?}", log.latest);
 }
+
+#[test]
+fn a_view_given_at_start_restores_its_target() {
+    use super::scene_file::{LoadView, SaveView};
+    let dir = std::env::temp_dir().join(format!("elbow-view-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("view.json");
+    let mut saver = app();
+    saver.update();
+    *saver.world_mut().resource_mut::<Target>() = Target::at(Point2::new(-0.7, 0.9));
+    saver.world_mut().write_message(SaveView(path.clone()));
+    saver.update();
+    // As `elbow --view FILE` does: the request goes in before the first frame.
+    let mut app = app();
+    app.world_mut().write_message(LoadView(path));
+    for _ in 0..5 {
+        app.update();
+    }
+    let pos = app.world().resource::<Target>().pos;
+    assert!((pos - Point2::new(-0.7, 0.9)).norm() < 1e-12, "{pos:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn latency_is_the_same_time_at_any_frame_rate() {
+    // How long after a drag the servos get the new goal, at 60, 12 and 5 frames per second.
+    let delay = |frame_ms: u64| {
+        let mut app = app();
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(frame_ms)));
+        *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings { latency_ms: 200.0, ..PlantSettings::IDEAL };
+        *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(SolverId::Analytic));
+        for _ in 0..5 {
+            app.update();
+        }
+        let before = app.world().resource::<Sim>().plant.commanded();
+        drag(&mut app, -0.5, 1.2);
+        // The frame sends the goal first, then steps the plant by the frame's time: the delay is
+        // measured on the app's clock, the user's seconds.
+        let clock = |app: &App| app.world().resource::<Time>().elapsed_secs_f64();
+        let sent = clock(&app);
+        app.update();
+        let mut frames = 0;
+        while app.world().resource::<Sim>().plant.commanded() == before {
+            app.update();
+            frames += 1;
+            assert!(frames < 1000, "the goal never arrives");
+        }
+        clock(&app) - sent
+    };
+    for frame_ms in [16, 80, 200] {
+        let d = delay(frame_ms);
+        assert!((0.2..0.2 + frame_ms as f64 * 1e-3 + 1e-9).contains(&d), "{frame_ms} ms frames: {d} s");
+    }
+}

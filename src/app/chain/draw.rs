@@ -97,20 +97,48 @@ fn outline(arm: &ChainArm) -> Vec<[Vec2; 2]> {
     let filled = |i: isize, j: isize| {
         i >= 0 && j >= 0 && (i as usize) < n && (j as usize) < n && hit[j as usize * n + i as usize]
     };
-    let at = |i: isize, j: isize| Vec2::new((i as f64 * cell - extent) as f32, (j as f64 * cell - extent) as f32);
+    // Cell centres in world units.
+    let at = |i: f64, j: f64| Vec2::new(((i + 0.5) * cell - extent) as f32, ((j + 0.5) * cell - extent) as f32);
     let mut out = Vec::new();
-    for j in -1..=n as isize {
-        for i in -1..=n as isize {
-            if filled(i, j) != filled(i + 1, j) {
-                out.push([at(i + 1, j), at(i + 1, j + 1)]);
-            }
-            if filled(i, j) != filled(i, j + 1) {
-                out.push([at(i, j + 1), at(i + 1, j + 1)]);
+    for j in -1..n as isize {
+        for i in -1..n as isize {
+            let corners = [filled(i, j), filled(i + 1, j), filled(i + 1, j + 1), filled(i, j + 1)];
+            for [a, b] in marching_square(corners) {
+                let (i, j) = (i as f64, j as f64);
+                out.push([at(i + a[0], j + a[1]), at(i + b[0], j + b[1])]);
             }
         }
     }
     out
 }
+
+/// The outline's segments in one square of four cell centres, `corners` counter-clockwise from
+/// the lower left, as offsets from that corner between the midpoints of the square's edges
+/// (marching squares): the rim runs diagonally across a corner cell instead of in steps.
+fn marching_square(corners: [bool; 4]) -> Vec<[[f64; 2]; 2]> {
+    const BOTTOM: [f64; 2] = [0.5, 0.0];
+    const RIGHT: [f64; 2] = [1.0, 0.5];
+    const TOP: [f64; 2] = [0.5, 1.0];
+    const LEFT: [f64; 2] = [0.0, 0.5];
+    let case = corners.iter().enumerate().fold(0, |c, (k, &on)| c | (usize::from(on) << k));
+    match case {
+        0 | 15 => vec![],
+        1 | 14 => vec![[LEFT, BOTTOM]],
+        2 | 13 => vec![[BOTTOM, RIGHT]],
+        3 | 12 => vec![[LEFT, RIGHT]],
+        4 | 11 => vec![[RIGHT, TOP]],
+        6 | 9 => vec![[BOTTOM, TOP]],
+        7 | 8 => vec![[LEFT, TOP]],
+        5 => vec![[LEFT, TOP], [BOTTOM, RIGHT]],
+        _ => vec![[LEFT, BOTTOM], [RIGHT, TOP]],
+    }
+}
+
+/// Arms of each fan drawn as lines (the rest as joint dots only).
+const FAN_SKETCH: usize = 24;
+
+/// Half-size of a fan's joint marks, metres.
+const FAN_DOT: f32 = 0.012;
 
 /// How opaque one arm of a fan is: faint enough that 200 overlap into a density.
 fn fan_alpha(n: usize) -> f32 {
@@ -152,12 +180,24 @@ fn draw(
         pens.arm.line_2d(Vec2::new(0.0, t.min as f32), Vec2::new(0.0, t.max as f32), rail.with_alpha(0.6));
     }
 
-    // Fans first (faint), then the few iterative answers, then the squared-error arm on top.
+    // Fans first: a faint sketch of a few arms each, and a mark at every joint of every arm,
+    // so fans that overlap stay apart by colour (marks do not blend into one tint as lines do).
+    // Then the few iterative answers, then the squared-error arm on top.
     for (m, set) in [(Method::Exact, &answers.exact.x), (Method::Mdn, &answers.mdn), (Method::Flow, &answers.flow)] {
         if view.shows(m) {
-            let color = method_color(m).with_alpha(fan_alpha(set.len() / d.max(1)));
-            for x in set.chunks_exact(d) {
-                polyline(&mut pens.fan, chain, x, color, 0.0);
+            let arms = set.len() / d.max(1);
+            let color = method_color(m);
+            let every = (arms / FAN_SKETCH).max(1);
+            for x in set.chunks_exact(d).step_by(every) {
+                polyline(&mut pens.fan, chain, x, color.with_alpha(fan_alpha(arms.min(FAN_SKETCH))), 0.0);
+            }
+            for x in set.chunks_exact(d).filter(|x| x.iter().all(|v| v.is_finite())) {
+                for p in chain.points(x).iter().skip(1).map(|p| v(*p)) {
+                    // A small cross: two segments, cheap enough for thousands a frame.
+                    let c = color.with_alpha(0.75);
+                    pens.fan.line_2d(p - Vec2::X * FAN_DOT, p + Vec2::X * FAN_DOT, c);
+                    pens.fan.line_2d(p - Vec2::Y * FAN_DOT, p + Vec2::Y * FAN_DOT, c);
+                }
             }
         }
     }
@@ -189,4 +229,21 @@ fn draw(
     pens.arm.circle_2d(t, r, TARGET_COLOR);
     pens.arm.line_2d(t - Vec2::X * 1.8 * r, t + Vec2::X * 1.8 * r, TARGET_COLOR);
     pens.arm.line_2d(t - Vec2::Y * 1.8 * r, t + Vec2::Y * 1.8 * r, TARGET_COLOR);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::marching_square;
+
+    #[test]
+    fn the_outline_cuts_corners_diagonally_and_leaves_uniform_squares_alone() {
+        assert!(marching_square([false; 4]).is_empty() && marching_square([true; 4]).is_empty());
+        // One filled corner: one diagonal segment, not two axis-aligned steps.
+        let one = marching_square([true, false, false, false]);
+        assert_eq!(one.len(), 1);
+        let [a, b] = one[0];
+        assert!(a[0] != b[0] && a[1] != b[1], "diagonal: {one:?}");
+        assert_eq!(marching_square([true, true, false, false]), vec![[[0.0, 0.5], [1.0, 0.5]]]);
+        assert_eq!(marching_square([true, false, true, false]).len(), 2, "a saddle");
+    }
 }

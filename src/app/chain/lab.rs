@@ -79,6 +79,7 @@ fn switch(
     lab: Res<Lab>,
     nominal: Res<Nominal>,
     mut last: Local<Option<String>>,
+    mut started: Local<bool>,
     mut kept: ResMut<KeptNets>,
     mut target: ResMut<Target>,
     mut chain: ChainState,
@@ -90,6 +91,8 @@ fn switch(
     if *last == name && last.is_some() {
         return;
     }
+    // The first frame keeps the two-link target the app opened with (a view file's, say).
+    let opening = !std::mem::replace(&mut *started, true);
     // Keep what the arm we leave has learnt (a run in progress stops where it stands).
     if let Some(old) = last.take() {
         workers.stop_all();
@@ -126,7 +129,9 @@ fn switch(
             view.self_motion = 0.0;
         }
         None => {
-            *target = Target::at(default_target(&nominal.0));
+            if !opening {
+                *target = Target::at(default_target(&nominal.0));
+            }
             let (runs, params) = &two_link;
             if params.autostart && runs.0.iter().all(|(_, r)| r.state == RunState::Idle) {
                 commands.1.write(TrainCommand::Start);

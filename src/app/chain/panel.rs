@@ -120,22 +120,28 @@ fn fan_rows(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
 
 /// The self-motion slider and what it does to the tip.
 fn self_motion_row(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
-    let mut v = s.view.self_motion;
+    // A walk a joint limit stopped shows where it stopped, not how far it was asked to go.
+    let asked = s.view.self_motion;
+    let mut v = match s.answers.walk {
+        Some(w) if w.stopped && w.travelled.is_finite() => w.travelled,
+        _ => asked,
+    };
+    let tip = "Walks the driver's answer along the target's solution manifold by this much: the shape changes, the tip stays. A joint limit stops the walk; the slider then shows where.";
     ui.horizontal(|ui| {
-        ui.add(egui::Slider::new(&mut v, -SELF_MOTION_SPAN..=SELF_MOTION_SPAN).text("self-motion (rad)"));
+        let slider = egui::Slider::new(&mut v, -SELF_MOTION_SPAN..=SELF_MOTION_SPAN).text("self-motion (rad)");
+        if ui.add(slider).on_hover_text(tip).changed() {
+            s.view.self_motion = v;
+        }
         if ui.small_button("0").on_hover_text("back to the driver's answer").clicked() {
-            v = 0.0;
+            s.view.self_motion = 0.0;
         }
     });
-    if v != s.view.self_motion {
-        s.view.self_motion = v;
-    }
     let plant_miss = (s.plant.x.len() == arm.coords()).then(|| (arm.chain.tip(&s.plant.x) - target).norm());
     match s.answers.walk {
         Some(w) => ui.small(format!(
             "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the arm's tip {}",
             number(Some(w.travelled), 2),
-            if w.stopped { " (stopped at a joint limit)" } else { "" },
+            if w.stopped { format!(" of the {} asked (a joint limit stopped it)", number(Some(asked), 2)) } else { String::new() },
             metres(Some(w.tip_error)),
             metres(plant_miss)
         )),
@@ -164,6 +170,12 @@ fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<P
         return;
     }
     let busy = if atlas.busy { ", updating…" } else { "" };
+    if atlas.busy {
+        ui.horizontal(|ui| {
+            ui.add(egui::Spinner::new());
+            ui.small("computing this layer off the frame (the exact spread and the hybrid take a few seconds)");
+        });
+    }
     match (&atlas.note, atlas.latest.as_deref().filter(|a| a.layer == layer)) {
         (Some(note), _) => {
             ui.small(format!("{note}{busy}"));

@@ -11,6 +11,7 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<CameraView>()
         .init_resource::<Hover>()
         .init_resource::<PanelWidth>()
+        .init_resource::<WhyPin>()
         .add_message::<PointerDrag>();
 }
 
@@ -58,3 +59,8 @@ pub(crate) struct Hover(pub(crate) Option<Point2>);
 /// the encoder readings) and the camera's recent frames of the tip, beside the true arm.
 #[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct CameraView(pub(crate) bool);
+
+/// Where the target was when "why did it do that?" was last asked (the panel's answer is for
+/// that point; the canvas marks it once the target moves on).
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct WhyPin(pub(crate) Option<Point2>);
