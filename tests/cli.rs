@@ -628,3 +628,21 @@ fn physical_quantities_are_refused_in_their_units_before_any_work() {
         assert!(out.is_empty(), "{args:?}: nothing ran: {out}");
     }
 }
+
+#[test]
+fn the_help_names_every_lesson_and_the_window_size_flag_checks_its_value() {
+    let (code, help, _) = elbow(&["--help"]);
+    assert_eq!(code, 0);
+    let listed = help.split("--lesson").nth(1).expect("a --lesson entry").split("--view").next().unwrap_or_default();
+    for lesson in elbow::lessons::Lesson::ALL {
+        assert!(listed.contains(lesson.key()), "--help omits the {} lesson:\n{listed}", lesson.key());
+    }
+    for bad in ["1280", "100x100", "1280x-720", "wide"] {
+        let (code, _, err) = elbow(&["--size", bad]);
+        assert_eq!(code, 2, "--size {bad}");
+        assert!(err.contains("WIDTHxHEIGHT"), "--size {bad}: {err}");
+    }
+    let (code, _, err) = elbow(&["--size", "1280x720", "solve", "1", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--size is for the app"), "{err}");
+}

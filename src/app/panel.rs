@@ -517,6 +517,12 @@ fn atlas_section(ui: &mut egui::Ui, mut view: Mut<AtlasView>, driver: Pipeline, 
         }
     });
     let mapped = v.mapped(driver);
+    if v.on && view.busy {
+        ui.horizontal(|ui| {
+            ui.add(egui::Spinner::new());
+            ui.small("computing the atlas off the frame…");
+        });
+    }
     match view.latest.as_deref() {
         _ if !v.on => {
             ui.small("Off (A): the whole workspace coloured by one solver's answer.");
