@@ -10,7 +10,7 @@ use super::format::color32;
 use crate::cli::figure::{Output, Series, YAxis, line_chart};
 use bevy::prelude::Color;
 use bevy_egui::egui;
-use egui_plot::{Corner, GridInput, GridMark, Legend, Line, LineStyle, Plot, PlotPoints, PlotUi};
+use egui_plot::{AxisHints, Corner, GridInput, GridMark, Legend, Line, LineStyle, Plot, PlotPoints, PlotUi};
 use std::path::{Path, PathBuf};
 
 /// Height of each plot, logical pixels.
@@ -126,6 +126,8 @@ pub(crate) fn show(
         .allow_scroll(false)
         .allow_boxed_zoom(false)
         .y_axis_min_width(44.0)
+        // Narrow plots still label their x axis (egui's default spacing leaves only the 0).
+        .custom_x_axes(vec![AxisHints::new_x().label_spacing(18.0..=40.0)])
         .y_axis_formatter(move |mark, _| scale.label(mark.value));
     if all.len() <= LEGEND_INSIDE {
         let legend = Legend::default().position(Corner::LeftTop).text_style(egui::TextStyle::Small);
@@ -160,7 +162,7 @@ pub(crate) fn legend_row(ui: &mut egui::Ui, all: &[Series], note: &str) {
             }
             seen.push(name);
             let [r, g, b] = s.rgb;
-            ui.label(egui::RichText::new(format!("━ {name}")).small().color(egui::Color32::from_rgb(r, g, b)));
+            ui.label(egui::RichText::new(format!("— {name}")).small().color(egui::Color32::from_rgb(r, g, b)));
         }
         if !note.is_empty() {
             ui.small(note);
