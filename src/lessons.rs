@@ -5,11 +5,11 @@
 //! envelope, where the target sits, the plant's knobs, the atlas layer and the swept channel),
 //! so the lessons are tested without a window and the app only applies them.
 
+use crate::analytic::solve_branches;
 use crate::atlas::Layer;
 use crate::chain::{ArmKind, Method};
 use crate::experiments::bishop::{BishopConfig, bishop_arm};
 use crate::experiments::degradation::Channel;
-use crate::analytic::solve_branches;
 use crate::kinematics::{JointLimits, Point2, Pose, TwoLinkArm};
 use crate::learned::{HeadKind, TrainConfig};
 use crate::lineup::SolverId;

@@ -347,7 +347,8 @@ impl<'m> Lineup<'m> {
             }
             SolverId::Iterative => DlsSolver::new(arm).solve(target, seed),
             SolverId::Learned(h) => {
-                LearnedSolver { keep_branch: self.keep_branch, ..LearnedSolver::new(self.models[h]?) }.solve(target, seed)
+                LearnedSolver { keep_branch: self.keep_branch, ..LearnedSolver::new(self.models[h]?) }
+                    .solve(target, seed)
             }
         })
     }

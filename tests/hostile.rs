@@ -682,14 +682,8 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
     let mut configs = Vec::new();
     for &v in &huge {
         let camera = Camera { pixel_noise: v, metres_per_pixel: v, offset: Point2::new(v, v), fps: v };
-        let servo = elbow::plant::dynamics::Servo {
-            kp: v,
-            kv: v,
-            torque_limit: v,
-            damping: v,
-            armature: v,
-            frictionloss: v,
-        };
+        let servo =
+            elbow::plant::dynamics::Servo { kp: v, kv: v, torque_limit: v, damping: v, armature: v, frictionloss: v };
         configs.push(PlantConfig {
             servo,
             flex: v,

@@ -113,7 +113,8 @@ fn the_post_move_check_turns_silent_misses_of_honest_pipelines_into_reports() {
     assert_eq!(a.silent, b.silent);
     // Encoder noise moves no arm (the servos close their loop on their own encoders; the host's
     // noisy reading only seeds the solver), so the check it feeds can only cry wolf.
-    let (a, b) = (plant(&off, "analytic", Channel::Encoder, 0.06, IN), plant(on, "analytic", Channel::Encoder, 0.06, IN));
+    let (a, b) =
+        (plant(&off, "analytic", Channel::Encoder, 0.06, IN), plant(on, "analytic", Channel::Encoder, 0.06, IN));
     assert!(a.missed == 0.0 && b.missed == 0.0 && b.false_alarm > a.false_alarm, "{a:?} {b:?}");
 }
 

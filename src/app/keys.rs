@@ -14,8 +14,7 @@ use elbow::{HeadKind, SolverId};
 
 /// Registers the shortcut systems: the two-link lab's, and the help overlay's in every lab.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<Help>()
-        .add_systems(Update, (keys.run_if(two_link_lab), help).in_set(AppSet::Input));
+    app.init_resource::<Help>().add_systems(Update, (keys.run_if(two_link_lab), help).in_set(AppSet::Input));
 }
 
 /// Whether the overlay listing every key and mouse action is shown (`?` or F1 toggles it,

@@ -86,7 +86,8 @@ pub(crate) fn run(
         return ExitCode::from(2);
     }
     let (w, h) = size.unwrap_or(window::PREFERRED);
-    let window = Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (w, h).into(), ..default() };
+    let window =
+        Window { title: "Elbow: the failure modes of learned IK".into(), resolution: (w, h).into(), ..default() };
     let mut app = App::new();
     let chain = match &lab {
         AppArm::Chain(arm) => match chain_model(arm, &models) {

@@ -19,7 +19,8 @@ use super::chain::panel::{ChainSections, arm_selector, contents as contents_chai
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export::{self, YScale};
 use super::format::{
-    BRANCH_COLOR, FLASH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number, solver_color, swatch,
+    BRANCH_COLOR, FLASH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number,
+    solver_color, swatch,
 };
 use super::keys::{HELP_KEYS, Help, SHORTCUTS};
 use super::lessons::{ActiveLesson, OpenLesson};
@@ -47,7 +48,6 @@ use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(EguiPrimaryContextPass, panel);
 }
-
 
 /// The resources the panel's sections share out: [`contents`] hands each section its part.
 #[derive(SystemParam)]
@@ -198,13 +198,7 @@ fn lesson_section(
 /// "Why did it do that?": a button per head explains its answer for the current target from the
 /// arm's current pose ([`elbow::explain::explain`], as `elbow explain` does): the sentences, then
 /// each candidate with its weight, the branch it is near and its tip's miss.
-fn why_section(
-    ui: &mut egui::Ui,
-    lab: &Sections,
-    why: &mut Option<Explanation>,
-    pin: &mut WhyPin,
-    driver: Pipeline,
-) {
+fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>, pin: &mut WhyPin, driver: Pipeline) {
     ui.horizontal_wrapped(|ui| {
         ui.label("explain:");
         for head in HeadKind::ALL {
@@ -367,13 +361,14 @@ fn contents(
         .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim, lit));
     ui.separator();
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
-    egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart")
-        .default_open(false)
-        .show(ui, |ui| {
+    egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart").default_open(false).show(
+        ui,
+        |ui| {
             let mut pin = *guide.pin;
             why_section(ui, lab, &mut guide.why, &mut pin, driver);
             guide.pin.set_if_neq(pin);
-        });
+        },
+    );
     egui::CollapsingHeader::new("Save or restore this view")
         .default_open(false)
         .show(ui, |ui| view_file_section(ui, guide));
@@ -732,7 +727,11 @@ fn training_bar(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &T
     ui.horizontal(|ui| {
         ui.label("training");
         let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
-        let text = if running { format!("{:.0} % (all heads)", 100.0 * fraction) } else { format!("{:.0} %, paused or done", 100.0 * fraction) };
+        let text = if running {
+            format!("{:.0} % (all heads)", 100.0 * fraction)
+        } else {
+            format!("{:.0} %, paused or done", 100.0 * fraction)
+        };
         ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
         if ui.small_button("▶").on_hover_text("start or resume training (Space)").clicked() {
             controls.train.write(TrainCommand::Start);
@@ -740,7 +739,8 @@ fn training_bar(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &T
         if ui.small_button("⏸").on_hover_text("pause training (Space)").clicked() {
             controls.train.write(TrainCommand::Pause);
         }
-        if ui.small_button("⟲").on_hover_text("reset: forget every head's model and train again from scratch").clicked() {
+        if ui.small_button("⟲").on_hover_text("reset: forget every head's model and train again from scratch").clicked()
+        {
             controls.train.write(TrainCommand::Reset);
         }
     });
@@ -928,7 +928,8 @@ fn envelope_section(ui: &mut egui::Ui, mut stats: Mut<EnvelopeStats>, driver: Pi
 fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
     let mut t = *target;
     ui.checkbox(&mut t.sweep, "auto-sweep along a figure eight");
-    ui.add(egui::Slider::new(&mut t.speed, 0.05..=2.0).text("sweep speed (rad/s)"));
+    ui.add(egui::Slider::new(&mut t.speed, 0.05..=2.0).text("sweep speed (rad/s)"))
+        .on_hover_text("How fast the target runs round the figure eight: radians of its path parameter a second.");
     if ui.button(format!("reset target to ({:.1}, {:.1})", home.x, home.y)).clicked() {
         t.pos = home;
         t.sweep = false;
@@ -941,8 +942,18 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
     let mut s = *plant;
     let lengths = "The real link's length relative to the model's (0.05: 5 % longer). Every solver plans on the model; only the residual hybrid learns the difference.";
     let offsets = "Where the real joint's zero sits relative to the model's, radians: a calibration error the encoders cannot see.";
-    knob(ui, false, egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"), lengths);
-    knob(ui, false, egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"), lengths);
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"),
+        lengths,
+    );
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"),
+        lengths,
+    );
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"), offsets);
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"), offsets);
     ui.horizontal(|ui| {
@@ -991,10 +1002,30 @@ fn gap_section(
         "How long a goal takes to reach the servos, in milliseconds of simulated time (the same at any frame rate). The servos still close their own loop, so it costs tracking, not the final pose.",
     );
     let camera = "The external camera that sees the tip: its pixel noise at 1 mm per pixel, its calibration offset, and its frame rate (0 turns it off). It moves no arm; the camera check uses it.";
-    knob(ui, false, egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"), camera);
-    knob(ui, false, egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"), camera);
-    knob(ui, false, egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"), camera);
-    knob(ui, false, egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"), camera);
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"),
+        camera,
+    );
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"),
+        camera,
+    );
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"),
+        camera,
+    );
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"),
+        camera,
+    );
     plant.set_if_neq(s.sanitized());
     let mut on = view.0;
     ui.checkbox(&mut on, "camera view: the arm as the encoders and the camera see it");
@@ -1036,24 +1067,31 @@ fn training_section(ui: &mut egui::Ui, controls: &mut TrainingControls, training
     });
     let mut p = *controls.params;
     let c = &mut p.config;
-    if ui.add(egui::Slider::new(&mut c.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)")).changed() {
+    let lr = egui::Slider::new(&mut c.lr, 1e-4..=0.1).logarithmic(true).text("learning rate (live)");
+    if ui.add(lr).on_hover_text("Adam's step size for every head, applied to the runs in progress.").changed() {
         controls.train.write(TrainCommand::SetLr(c.lr));
     }
     if ui
         .add(egui::Slider::new(&mut p.steps_per_sec, 50.0..=20_000.0).logarithmic(true).text("steps/s per head (live)"))
+        .on_hover_text("A ceiling on each head's training speed, so the atlas can show the maps forming.")
         .changed()
     {
         controls.train.write(TrainCommand::SetRate(p.steps_per_sec));
     }
     ui.small("Applied at the next start after a reset:");
     let c = &mut p.config;
-    ui.add(egui::Slider::new(&mut c.hidden, 4..=256).text("hidden width"));
-    ui.add(egui::Slider::new(&mut c.depth, 1..=4).text("hidden layers"));
-    ui.add(egui::Slider::new(&mut c.components, 1..=8).text("MDN components"));
-    ui.add(egui::Slider::new(&mut c.batch, 16..=1024).logarithmic(true).text("batch"));
-    ui.add(egui::Slider::new(&mut c.steps, 100..=50_000).logarithmic(true).text("steps"));
+    ui.add(egui::Slider::new(&mut c.hidden, 4..=256).text("hidden width")).on_hover_text("Units in each hidden layer.");
+    ui.add(egui::Slider::new(&mut c.depth, 1..=4).text("hidden layers")).on_hover_text("How many hidden layers.");
+    ui.add(egui::Slider::new(&mut c.components, 1..=8).text("MDN components"))
+        .on_hover_text("Gaussians in the MDN's mixture; two fit the two elbow branches.");
+    ui.add(egui::Slider::new(&mut c.batch, 16..=1024).logarithmic(true).text("batch"))
+        .on_hover_text("Targets per training step.");
+    ui.add(egui::Slider::new(&mut c.steps, 100..=50_000).logarithmic(true).text("steps"))
+        .on_hover_text("Training steps each head takes before it stops.");
     ui.horizontal(|ui| {
-        ui.add(egui::DragValue::new(&mut c.seed));
+        ui.add(egui::DragValue::new(&mut c.seed)).on_hover_text(
+            "The seed of the training data and the initial weights: the same seed trains the same nets.",
+        );
         ui.label("seed");
     });
     controls.params.set_if_neq(p);

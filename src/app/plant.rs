@@ -39,10 +39,9 @@ fn drive(
 ) {
     if let Some(command) = solutions.command {
         if branches.last_command.is_some_and(|last| is_branch_change(last, command)) {
-            let why = solutions.branch_change.map_or_else(
-                || "the driver's answer moved to the other elbow branch".to_string(),
-                |c| c.describe(),
-            );
+            let why = solutions
+                .branch_change
+                .map_or_else(|| "the driver's answer moved to the other elbow branch".to_string(), |c| c.describe());
             branches.count += 1;
             branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
         }

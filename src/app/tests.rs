@@ -643,8 +643,13 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
     // The last one comes back from a chain to the two-link arm, whose switch resets the target.
     for lesson in Lesson::ALL.into_iter().chain([Lesson::JointsRegion]) {
         // Mess the state up first: every knob the lessons set, away from their values.
-        *app.world_mut().resource_mut::<PlantSettings>() =
-            PlantSettings { noise_std: 0.04, backlash: 0.09, flex: 0.09, frictionloss: 0.029, ..PlantSettings::default() };
+        *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings {
+            noise_std: 0.04,
+            backlash: 0.09,
+            flex: 0.09,
+            frictionloss: 0.029,
+            ..PlantSettings::default()
+        };
         app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Iterative);
         app.world_mut().resource_mut::<AtlasView>().layer = Layer::Confidence;
         app.world_mut().resource_mut::<CameraView>().0 = !lesson.scene().camera_view;
@@ -814,7 +819,10 @@ fn the_mdn_driver_keeps_its_branch_round_a_dragged_loop() {
     }
     let close = weights.iter().filter(|w| w.0 < 0.2).count();
     let crossings = weights.windows(2).filter(|w| w[0].1 != w[1].1).count();
-    assert!(close > 600 && crossings > 0, "the weights sit near one half and cross: {close} of 1201, {crossings} crossings");
+    assert!(
+        close > 600 && crossings > 0,
+        "the weights sit near one half and cross: {close} of 1201, {crossings} crossings"
+    );
     let log = app.world().resource::<BranchLog>();
     assert_eq!(log.count, 0, "no branch change where both branches stay valid: {:?}", log.latest);
 }

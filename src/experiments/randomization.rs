@@ -29,9 +29,9 @@ use crate::learned::data::{Dataset, Sample};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
 use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::{Camera, PlantConfig};
-use rayon::prelude::*;
 use crate::rng::{Stream, rng};
 use crate::stats::{Summary, json_numbers};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ExperimentError;

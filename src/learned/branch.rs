@@ -9,9 +9,19 @@
 //! cross by more than a hysteresis. Such a change is reported as a [`BranchChange`], so a user
 //! sees it happen and why.
 
-use super::model::Candidate;
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm};
+use serde::{Deserialize, Serialize};
+
+/// One weighted candidate pose a head offers (an MDN component, or the single answer of other
+/// heads).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Mixture weight in `[0, 1]`.
+    pub weight: f32,
+    /// The decoded pose.
+    pub pose: Pose,
+}
 
 /// How far the other branch's weight must exceed the current one's before the driver changes
 /// branch for the weights alone.
@@ -83,9 +93,9 @@ pub fn keep_branch(
     } else {
         finite().copied().collect()
     };
-    let nearest = *pool.iter().min_by(|a, b| {
-        current.max_joint_distance(a.pose).total_cmp(&current.max_joint_distance(b.pose))
-    })?;
+    let nearest = *pool
+        .iter()
+        .min_by(|a, b| current.max_joint_distance(a.pose).total_cmp(&current.max_joint_distance(b.pose)))?;
     let heaviest = *pool.iter().max_by(|a, b| a.weight.total_cmp(&b.weight))?;
     let crossed = heaviest.weight > nearest.weight + hysteresis.max(0.0);
     let candidate = if crossed { heaviest } else { nearest };
@@ -138,7 +148,8 @@ mod tests {
     #[test]
     fn a_branch_leaving_the_limits_forces_a_reported_change() {
         // The elbow may bend only one way beyond 0.5 rad the other.
-        let arm = TwoLinkArm::default().with_limits(JointLimits::FULL, JointLimits::new(-0.5, PI, "elbow").unwrap()).unwrap();
+        let arm =
+            TwoLinkArm::default().with_limits(JointLimits::FULL, JointLimits::new(-0.5, PI, "elbow").unwrap()).unwrap();
         let far = Point2::new(1.97, 0.0);
         let near = Point2::new(0.6, 0.0);
         let b = solve_branches(&arm, far);

@@ -9,14 +9,7 @@ use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// One weighted candidate pose (an MDN component, or the single answer of other heads).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    /// Mixture weight in `[0, 1]`.
-    pub weight: f32,
-    /// The decoded pose.
-    pub pose: Pose,
-}
+pub use super::branch::Candidate;
 
 /// A learned head's answer for one target, as batched inference
 /// ([`LearnedModel::predict_batch`]) gives it and [`LearnedModel::solution`] takes it.

@@ -294,7 +294,8 @@ impl PlantConfig {
         self.flex = clean(self.flex, std::f64::consts::FRAC_PI_4);
         self.latency_ms = clean(self.latency_ms, MAX_LATENCY_MS);
         let nominal = Servo::STS3215;
-        let positive = |v: f64, nominal: f64| if v.is_finite() && v > 0.0 { v.min(dynamics::MAX_GAIN) } else { nominal };
+        let positive =
+            |v: f64, nominal: f64| if v.is_finite() && v > 0.0 { v.min(dynamics::MAX_GAIN) } else { nominal };
         self.servo = Servo {
             kp: positive(self.servo.kp, nominal.kp),
             torque_limit: positive(self.servo.torque_limit, nominal.torque_limit),
@@ -416,7 +417,6 @@ fn next_frame_time(next: f64, now: f64, period: f64) -> f64 {
     let due = if next > now { next } else { next + (((now - next) / period).floor() + 1.0) * period };
     if due > now { due } else { now.next_up() }
 }
-
 
 impl Plant {
     /// A plant at rest in `pose` with its goals there (under gravity it then sags).
@@ -781,7 +781,8 @@ mod tests {
         let actual = p.actual_pose();
         assert!((actual.shoulder - p.link_pose().shoulder + b).abs() < 1e-3, "{actual:?}");
         // On a table the link is left wherever the move put it, within the play.
-        let flat = settled(PlantConfig { backlash: b, ..PlantConfig::ideal(arm) }, Pose::default(), Pose::new(0.6, 0.4));
+        let flat =
+            settled(PlantConfig { backlash: b, ..PlantConfig::ideal(arm) }, Pose::default(), Pose::new(0.6, 0.4));
         let gap = flat.actual_pose() - flat.link_pose();
         assert!(gap.shoulder.abs() <= b + 1e-6 && gap.elbow.abs() <= b + 1e-6, "{gap:?}");
     }

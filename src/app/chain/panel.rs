@@ -104,7 +104,9 @@ fn driver_row(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
 /// The fan size and which methods are drawn.
 fn fan_rows(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
     let mut v = view.clone();
-    ui.add(egui::Slider::new(&mut v.fan, 2..=MAX_FAN).logarithmic(true).text("samples per fan"));
+    ui.add(egui::Slider::new(&mut v.fan, 2..=MAX_FAN).logarithmic(true).text("samples per fan")).on_hover_text(
+        "How many answers each fan draws for the target: the MDN's and the flow's samples, and the exact posterior's.",
+    );
     ui.horizontal_wrapped(|ui| {
         ui.label("show");
         for &m in methods {
@@ -334,7 +336,8 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
     }
     let mut steps = s.training.config.steps;
     ui.horizontal(|ui| {
-        ui.add(egui::DragValue::new(&mut steps).range(100..=100_000).speed(100).prefix("steps "));
+        ui.add(egui::DragValue::new(&mut steps).range(100..=100_000).speed(100).prefix("steps "))
+            .on_hover_text("Training steps each chain net takes when trained again.");
         if ui.button("train again").clicked() {
             s.commands.write(ChainTrainCommand::Start);
         }

@@ -2,10 +2,10 @@
 //! drawn, every solver's readout, the command, and the envelope's tally.
 
 use bevy::prelude::*;
+use elbow::Point2;
 use elbow::envelope::{InterventionLog, Reason};
 use elbow::learned::Candidate;
 use elbow::learned::branch::BranchChange;
-use elbow::Point2;
 use elbow::{HeadKind, Pipeline, Pose, Solution, SolveStatus, SolverId, Table};
 
 /// Registers the driver, the ghost toggles, this frame's answers and the envelope's tally.

@@ -12,8 +12,8 @@
 
 use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
-use crate::plant::{Camera, MAX_FPS, MAX_LATENCY_MS};
 use crate::plant::dynamics::Servo;
+use crate::plant::{Camera, MAX_FPS, MAX_LATENCY_MS};
 use crate::rng::{Stream, rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -305,7 +305,6 @@ impl Perturbation {
             Channel::Combined => {}
         }
     }
-
 
     /// The camera of this setting: [`METRES_PER_PIXEL`], the pixel noise, the offset along x,
     /// and the frame period (0: the fastest camera, [`MAX_FPS`], a frame at every tick).
