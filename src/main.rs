@@ -29,7 +29,11 @@ fn main() -> ExitCode {
             }
             let printed = e.print().and_then(|()| std::io::stdout().flush());
             return match (printed, e.use_stderr()) {
-                (Err(_), _) | (_, true) => ExitCode::from(2),
+                (Err(why), false) => {
+                    report(&format!("cannot write to standard output: {why}"));
+                    ExitCode::from(2)
+                }
+                (Err(_), true) | (_, true) => ExitCode::from(2),
                 (Ok(()), false) => ExitCode::SUCCESS,
             };
         }

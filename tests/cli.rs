@@ -185,6 +185,7 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     );
     for (extra, needle) in [
         (vec!["--plot", "gap.pdf"], "must end in .png or .svg"),
+        (vec!["--plot", ".svg"], "needs a name before its .png or .svg"),
         (vec!["--plot", "/nonexistent-dir/gap.svg"], "/nonexistent-dir"),
         (vec!["--model", "/nonexistent-dir/m.json"], "model file"),
         (vec!["--targets", "900000", "--corrections", "10"], "above the limit"),
@@ -645,4 +646,31 @@ fn the_help_names_every_lesson_and_the_window_size_flag_checks_its_value() {
     let (code, _, err) = elbow(&["--size", "1280x720", "solve", "1", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--size is for the app"), "{err}");
+}
+
+#[test]
+fn degradation_flags_are_refused_in_the_users_terms() {
+    let run = |args: &[&str]| {
+        let all = [&["experiment", "degradation", "--targets", "5", "--train-steps", "10"][..], args].concat();
+        elbow(&all)
+    };
+    // Numbers as typed, not 300 digits; one bound per quantity (the plant's, as randomization's).
+    for (flag, level, says) in [
+        ("--latency", "1e300", "at most 10000 ms, got 1e300"),
+        ("--friction", "1e300", "got 1e300"),
+        ("--backlash", "3.2", "backlash levels must be at most pi/4 rad"),
+        ("--encoder", "1e300", "encoder levels must be at most pi rad, got 1e300"),
+        ("--target-noise", "5000", "target levels must be at most 1000 m"),
+    ] {
+        let (code, _, err) = run(&[flag, &format!("0,{level}")]);
+        assert_eq!(code, 2, "{flag} {level}");
+        assert!(err.contains(says) && err.len() < 300, "{flag} {level}: {err}");
+    }
+    // A mismatch level is named by the flag that set it, with the largest that works.
+    let (code, _, err) = run(&["--mismatch-scale", "0,30"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--mismatch-scale 30") && err.contains("the largest level is 24.9"), "{err}");
+    // A valid camera period stays valid in the combined channel's fractions of it.
+    let (code, _, err) = run(&["--camera-period", "0,0.0001", "--protocol", "exercise", "--csv"]);
+    assert_eq!(code, 0, "{err}");
 }

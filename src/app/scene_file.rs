@@ -104,6 +104,10 @@ impl ViewFile {
         if !view.target.iter().all(|v| v.is_finite()) {
             return Err(format!("{shown}: the target is not a finite point"));
         }
+        // The file's own arm, named as the file's: it is not `--lengths`.
+        view.arm.validate().map_err(|e| format!("{shown}: its field `arm` is not a valid arm: {e}"))?;
+        super::state::arm::slider_room(&view.arm)
+            .map_err(|e| format!("{shown}: its field `arm` leaves no room for the link-length sliders: {e}"))?;
         if !SweepChannel::ALL.iter().any(|c| c.channel().key() == view.sweep) {
             return Err(format!("{shown}: `{}` is no channel the live sweep has", view.sweep));
         }

@@ -763,6 +763,7 @@ fn a_saved_view_restores_the_scene_and_a_bad_one_changes_nothing() {
     let cases = [
         ("old.json", text.replace("\"version\": 1", "\"version\": 0"), "version 0; this Elbow reads version 1"),
         ("arm.json", text.replace("\"l1\": 1.0", "\"l1\": 1.5"), "is a view of the arm"),
+        ("bad-arm.json", text.replace("\"l1\": 1.0", "\"l1\": -1.0"), "its field `arm` is not a valid arm"),
         ("junk.json", "{\"format\": \"elbow-view\"".to_string(), "is not a view file"),
     ];
     for (name, body, says) in cases {

@@ -37,6 +37,13 @@ impl Output {
         let format = match ext.as_deref() {
             Some("png") => Format::Png,
             Some("svg") => Format::Svg,
+            _ if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                let n = n.to_ascii_lowercase();
+                n == ".png" || n == ".svg"
+            }) =>
+            {
+                return Err(format!("{}: the figure needs a name before its .png or .svg", path.display()));
+            }
             _ => return Err(format!("{}: the figure must end in .png or .svg", path.display())),
         };
         elbow::files::check_destination(path).map_err(|e| format!("{}: {e}", path.display()))?;

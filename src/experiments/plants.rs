@@ -21,9 +21,10 @@ pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 /// no length at all.
 pub const MAX_MISMATCH: f64 = 10.0;
 
-/// The largest flex or backlash a range may reach, radians (as [`PlantConfig::sanitized`] caps
-/// them).
-pub const MAX_ANGLE: f64 = std::f64::consts::FRAC_PI_4;
+/// The largest flex or backlash a range may reach, radians: the plant's own bounds
+/// ([`crate::plant::MAX_FLEX`], [`crate::plant::MAX_BACKLASH`], equal), which the degradation
+/// channels use too.
+pub const MAX_ANGLE: f64 = crate::plant::MAX_FLEX;
 
 /// The largest friction loss a range may reach, N m: the servo's torque limit.
 pub const MAX_FRICTION: f64 = Servo::STS3215.torque_limit;
@@ -69,9 +70,9 @@ impl Ranges {
     pub(crate) fn check(&self, name: &str) -> Result<(), ExperimentError> {
         for (channel, [lo, hi], max, unit) in [
             ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
-            ("flex", self.flex, MAX_ANGLE, " rad"),
+            ("flex", self.flex, crate::plant::MAX_FLEX, " rad"),
             ("friction", self.friction, MAX_FRICTION, " N m"),
-            ("backlash", self.backlash, MAX_ANGLE, " rad"),
+            ("backlash", self.backlash, crate::plant::MAX_BACKLASH, " rad"),
         ] {
             if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
                 return Err(ExperimentError::Invalid(format!(

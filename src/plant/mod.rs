@@ -46,6 +46,9 @@ pub const MAX_LINK_MASS: f64 = 1e3;
 /// The widest free play accepted, radians (an eighth of a turn).
 pub const MAX_BACKLASH: f64 = std::f64::consts::FRAC_PI_4;
 
+/// The largest flex accepted, radians (the stretched-out arm's droop, an eighth of a turn).
+pub const MAX_FLEX: f64 = std::f64::consts::FRAC_PI_4;
+
 /// The largest encoder noise accepted, radians.
 pub const MAX_ENCODER_NOISE: f64 = std::f64::consts::PI;
 
@@ -278,7 +281,7 @@ impl PlantConfig {
         };
         within("backlash", self.backlash, MAX_BACKLASH, "rad")?;
         within("encoder noise", self.noise_std, MAX_ENCODER_NOISE, "rad")?;
-        within("flex", self.flex, std::f64::consts::FRAC_PI_4, "rad")?;
+        within("flex", self.flex, MAX_FLEX, "rad")?;
         within("latency", self.latency_ms, MAX_LATENCY_MS, "ms")?;
         self.camera.validate()
     }
@@ -291,7 +294,7 @@ impl PlantConfig {
         let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
         self.backlash = clean(self.backlash, MAX_BACKLASH);
         self.noise_std = clean(self.noise_std, MAX_ENCODER_NOISE);
-        self.flex = clean(self.flex, std::f64::consts::FRAC_PI_4);
+        self.flex = clean(self.flex, MAX_FLEX);
         self.latency_ms = clean(self.latency_ms, MAX_LATENCY_MS);
         let nominal = Servo::STS3215;
         let positive =

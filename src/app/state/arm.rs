@@ -123,11 +123,16 @@ pub(crate) mod range {
 /// (links too close to the smallest or largest length the core accepts would not), with the
 /// reason when not.
 pub(crate) fn check_slider_room(nominal: &TwoLinkArm) -> Result<(), String> {
+    slider_room(nominal).map_err(|e| format!("these --lengths leave no room for the app's link-length sliders: {e}"))
+}
+
+/// Why some setting of the link-length sliders (±20 % each) makes no valid real arm of `arm`,
+/// if one does.
+pub(crate) fn slider_room(arm: &TwoLinkArm) -> Result<(), String> {
     let (lo, hi) = (*range::LENGTH_ERROR.start(), *range::LENGTH_ERROR.end());
     for length_error in [[lo, lo], [lo, hi], [hi, lo], [hi, hi]] {
-        RealArm::with_mismatch(nominal, Mismatch { length_error, ..Mismatch::NONE }).map_err(|e| {
-            format!("these --lengths leave no room for the app's link-length sliders (±{:.0} % each): {e}", 100.0 * hi)
-        })?;
+        RealArm::with_mismatch(arm, Mismatch { length_error, ..Mismatch::NONE })
+            .map_err(|e| format!("at {:+.0} % and {:+.0} % ({e})", 100.0 * length_error[0], 100.0 * length_error[1]))?;
     }
     Ok(())
 }

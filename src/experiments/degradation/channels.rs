@@ -14,6 +14,9 @@ use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
 use crate::plant::dynamics::Servo;
 use crate::plant::{Camera, MAX_FPS, MAX_LATENCY_MS};
+
+/// The largest target noise accepted, metres.
+pub const MAX_TARGET_NOISE: f64 = 1e3;
 use crate::rng::{Stream, rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -105,12 +108,17 @@ impl Channel {
         matches!(self, Channel::CameraNoise | Channel::CameraOffset | Channel::CameraPeriod)
     }
 
-    /// The largest level accepted on this channel (`None`: no bound beyond finiteness), and
-    /// why, in words.
+    /// The largest level accepted on this channel, and why, in words: the plant's own bound on
+    /// the quantity, so a level the plant would not take is refused here, as randomization
+    /// refuses it (`None`: the mismatch, bounded by the real arm it makes, and the combined
+    /// channel, by the levels it combines).
     fn largest(self) -> Option<(f64, &'static str)> {
         match self {
+            Channel::Encoder | Channel::Actuator => Some((crate::plant::MAX_ENCODER_NOISE, "pi rad")),
+            Channel::Backlash => Some((crate::plant::MAX_BACKLASH, "pi/4 rad (45 degrees)")),
+            Channel::Target => Some((MAX_TARGET_NOISE, "1000 m")),
             Channel::Friction => Some((MAX_FRICTION, "2.94 N m (the servo's torque limit)")),
-            Channel::Flex => Some((std::f64::consts::FRAC_PI_4, "pi/4 rad (45 degrees)")),
+            Channel::Flex => Some((crate::plant::MAX_FLEX, "pi/4 rad (45 degrees)")),
             Channel::Latency => Some((MAX_LATENCY_MS, "10000 ms")),
             Channel::CameraNoise => Some((crate::plant::MAX_PIXEL_NOISE, "1e6 pixels")),
             Channel::CameraOffset => Some((crate::plant::MAX_CAMERA_OFFSET, "1000 m")),
@@ -119,20 +127,29 @@ impl Channel {
         }
     }
 
+    /// This channel's level in the combined channel at `fraction` of its largest level `top`: the
+    /// product, except that a camera period too short for the camera is its shortest, 1/[`MAX_FPS`]
+    /// s (a valid `--camera-period` never makes a combined level invalid).
+    pub fn combined_level(self, fraction: f64, top: f64) -> f64 {
+        let level = fraction * top;
+        if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS { 1.0 / MAX_FPS } else { level }
+    }
+
     /// Checks one level of this channel: finite, at least 0, within [`Channel::largest`], a
     /// and a camera period of 0 or at least 1/[`MAX_FPS`].
     pub fn check_level(self, level: f64) -> Result<(), String> {
+        let got = crate::stats::fmt_num(level);
         if !(level.is_finite() && level >= 0.0) {
-            return Err(format!("{} levels must be finite numbers >= 0, got {level}", self.key()));
+            return Err(format!("{} levels must be finite numbers >= 0, got {got}", self.key()));
         }
         if let Some((top, words)) = self.largest()
             && level > top
         {
-            return Err(format!("{} levels must be at most {words}, got {level}", self.key()));
+            return Err(format!("{} levels must be at most {words}, got {got}", self.key()));
         }
         if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS {
             return Err(format!(
-                "camera-period levels must be 0 (a frame every tick) or at least 1/{MAX_FPS} s, got {level}"
+                "camera-period levels must be 0 (a frame every tick) or at least 1/{MAX_FPS} s, got {got}"
             ));
         }
         Ok(())
@@ -341,7 +358,7 @@ pub fn settings(levels: &ChannelLevels, channels: &[Channel]) -> Vec<Setting> {
             let mut p = Perturbation::default();
             if ch == Channel::Combined {
                 for &other in channels.iter().filter(|&&c| c != Channel::Combined) {
-                    p.set(other, level * levels.of(other).iter().copied().fold(0.0, f64::max));
+                    p.set(other, other.combined_level(level, levels.of(other).iter().copied().fold(0.0, f64::max)));
                 }
             } else {
                 p.set(ch, level);

@@ -164,12 +164,20 @@ pub enum ConfigError {
         per_target: usize,
     },
     /// A mismatch level gives an arm that cannot exist.
-    #[error("mismatch x{scale}: {reason}")]
+    #[error(
+        "{source_of_level} gives mismatch level {}, whose real arm cannot exist ({reason}); with this --length-error and --joint-offset the largest level is {}",
+        crate::stats::fmt_num(*scale),
+        crate::stats::fmt_num(*largest)
+    )]
     Mismatch {
+        /// Where the level comes from (`--mismatch-scale 30`, `--combined 0.5`).
+        source_of_level: String,
         /// The level.
         scale: f64,
         /// Why the arm was refused.
         reason: String,
+        /// The largest level that gives a valid arm (to a part in a million).
+        largest: f64,
     },
 }
 
@@ -195,7 +203,7 @@ impl DegradationConfig {
         for &fraction in &self.levels.combined {
             for ch in Channel::ALL.into_iter().filter(|&c| c != Channel::Combined) {
                 let top = self.levels.of(ch).iter().copied().fold(0.0, f64::max);
-                let level = fraction * top;
+                let level = ch.combined_level(fraction, top);
                 ch.check_level(level).map_err(|e| ConfigError::Level(format!("combined x{fraction}: {e}")))?;
             }
         }
@@ -224,12 +232,21 @@ impl DegradationConfig {
             e.max_correction >= 0.0 && e.max_correction.is_finite(),
             e.max_correction.to_string(),
         )?;
-        let mut scales = self.levels.mismatch.clone();
         let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
-        scales.extend(self.levels.combined.iter().map(|c| c * top));
-        for scale in scales {
-            RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale))
-                .map_err(|e| ConfigError::Mismatch { scale, reason: e.to_string() })?;
+        let scales = self.levels.mismatch.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
+        let combined = self.levels.combined.iter().map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
+        for (scale, source_of_level) in scales.chain(combined) {
+            if let Err(e) = RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale)) {
+                // The largest valid level, by bisection between 0 (the nominal arm) and this one.
+                let valid = |s: f64| RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, s)).is_ok();
+                let (mut lo, mut hi) = (0.0, scale);
+                while hi - lo > 1e-6 * scale.abs().max(1.0) {
+                    let mid = 0.5 * (lo + hi);
+                    if valid(mid) { lo = mid } else { hi = mid }
+                }
+                let largest = (lo * 1e6).floor() / 1e6;
+                return Err(ConfigError::Mismatch { source_of_level, scale, reason: e.to_string(), largest });
+            }
         }
         let targets = self.targets + self.ood_targets();
         let mut work = [(0usize, 0usize); 2];
