@@ -155,7 +155,8 @@ pub fn explain(
             pose: [pose.shoulder, pose.elbow],
             sigma,
             tip: [tip.x, tip.y],
-            fk_miss: (tip - target).norm(),
+            // hypot: a far target's miss does not overflow where the squares would.
+            fk_miss: (tip.x - target.x).hypot(tip.y - target.y),
             real_miss: fitted.map(|real| real.miss(pose, target)),
             near: classify(&branches, pose, solution.status),
             to_up: reachable.then(|| pose.max_joint_distance(branches.up)),

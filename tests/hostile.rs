@@ -728,3 +728,45 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
         assert!(finished.recv_timeout(limit).is_ok(), "plant {i} of {count} panicked or ran past {limit:?}");
     }
 }
+
+#[test]
+fn model_files_with_finite_extremes_are_refused_naming_the_field() {
+    let dir = scratch("extremes");
+    let edit = |from: &std::path::Path, to: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(from).unwrap()).unwrap();
+        change(&mut v);
+        let path = dir.join(to);
+        std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+        path.display().to_string()
+    };
+    // A two-link MDN: a huge but finite weight, a spread floor below any use.
+    let mdn = dir.join("mdn.json");
+    let train = format!("train --head mdn --steps 5 --data-size 64 --eval-targets 10 --out {}", mdn.display());
+    assert_eq!(elbow_sh(&train, "> /dev/null").code, 0);
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value), &str); 3] = [
+        ("w.json", &|v| v["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
+        ("b.json", &|v| v["net"]["layers"][1]["b"][0][0] = 1e37.into(), "its weights are too large"),
+        ("sigma.json", &|v| v["mdn"]["sigma_min"] = 1e-40.into(), "mdn.sigma_min"),
+    ];
+    for (name, change, says) in cases {
+        let path = edit(&mdn, name, change);
+        let run = elbow_sh(&format!("explain --head mdn --target 1,0.5 --model {path}"), "");
+        assert!(run.code == 2 && run.stderr.contains(says), "{name}: {} {}", run.code, run.stderr);
+        assert!(!run.stdout.contains("NaN") && !run.stdout.contains("inf"), "{name}: {}", run.stdout);
+    }
+    // A chain model: spreads of 1e300 and 1e-40, a huge weight.
+    let chain = dir.join("chain.json");
+    assert_eq!(elbow_sh(&format!("train --arm rail3 --steps 5 --out {}", chain.display()), "> /dev/null").code, 0);
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value), &str); 3] = [
+        ("out.json", &|v| v["mse"]["output"][0][1] = 1e300.into(), "mse.output"),
+        ("in.json", &|v| v["mse"]["input"][0][1] = 1e-40.into(), "mse.input"),
+        ("cw.json", &|v| v["mse"]["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
+    ];
+    for (name, change, says) in cases {
+        let path = edit(&chain, name, change);
+        let run = elbow_sh(&format!("solve --arm rail3 --model {path} 1.5 0"), "");
+        assert!(run.code == 2 && run.stderr.contains(says), "{name}: {} {}", run.code, run.stderr);
+        assert!(!run.stdout.contains("NaN") && !run.stdout.contains("inf"), "{name}: {}", run.stdout);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

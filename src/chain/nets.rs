@@ -443,7 +443,7 @@ impl ChainNet {
     /// spread floor in (0, 1]), the flow's shape (a flow only) and the scalings (finite,
     /// positive spreads).
     pub fn validate(&self, kind: NetKind, coords: usize, field: &str) -> Result<(), FieldError> {
-        use crate::learned::model::{field_err, validate_layers};
+        use crate::learned::model::{MAX_SPREAD, MIN_SPREAD, field_err, validate_layers};
         if self.kind != kind {
             return field_err(format!("{field}.kind"), format!("is {:?}, expected {kind:?}", self.kind));
         }
@@ -498,18 +498,18 @@ impl ChainNet {
                                 ),
                             );
                         }
-                        if !(sigma_min.is_finite() && sigma_min > 0.0 && sigma_min <= 1.0) {
+                        if !(sigma_min.is_finite() && f64::from(sigma_min) >= MIN_SPREAD && sigma_min <= 1.0) {
                             return field_err(
                                 format!("{field}.mixture"),
-                                format!("spread floor must be in (0, 1], got {sigma_min}"),
+                                format!("spread floor must be in [{MIN_SPREAD:e}, 1], got {sigma_min:e}"),
                             );
                         }
                         if let Mixture::Full(f) = m
-                            && !(f.sigma_max.is_finite() && f.sigma_max > sigma_min)
+                            && !(f.sigma_max.is_finite() && f.sigma_max > sigma_min && f64::from(f.sigma_max) <= MAX_SPREAD)
                         {
                             return field_err(
                                 format!("{field}.mixture"),
-                                format!("spread cap must exceed the floor, got {}", f.sigma_max),
+                                format!("spread cap must exceed the floor and be at most {MAX_SPREAD:e}, got {:e}", f.sigma_max),
                             );
                         }
                         m.outputs()
@@ -529,12 +529,15 @@ impl ChainNet {
                 }
             }
         }
-        let good = |center: f64, scale: f64| center.is_finite() && scale.is_finite() && scale > 0.0;
+        let good = |center: f64, scale: f64| {
+            center.is_finite() && center.abs() <= MAX_SPREAD && (MIN_SPREAD..=MAX_SPREAD).contains(&scale)
+        };
+        let range = format!("centres within ±{MAX_SPREAD:e} and spreads from {MIN_SPREAD:e} to {MAX_SPREAD:e}");
         if !self.input.iter().all(|&(c, s)| good(f64::from(c), f64::from(s))) {
-            return field_err(format!("{field}.input"), "needs finite centres and spreads > 0");
+            return field_err(format!("{field}.input"), format!("needs {range}"));
         }
         if self.output.len() != coords || !self.output.iter().all(|&(c, s)| good(c, s)) {
-            return field_err(format!("{field}.output"), format!("needs {coords} finite centres and spreads > 0"));
+            return field_err(format!("{field}.output"), format!("needs {coords} of them, {range}"));
         }
         Ok(())
     }

@@ -225,11 +225,20 @@ fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
         let count = if method == Method::Mse { 1 } else { n };
         let effort: Effort = solutions(arm, model.nets(), &settings, method, target, count, &mut rng, &mut out)
             .map_err(|e| e.to_string())?;
+        if out.iter().any(|v| !v.is_finite()) {
+            return Err(format!(
+                "the {} method gives no finite answer for ({}, {}): its net cannot be trusted (a corrupt model file?)",
+                method.key(),
+                args.x,
+                args.y
+            )
+            .into());
+        }
         let answers: Vec<ChainAnswer> = out
             .chunks_exact(arm.coords())
             .map(|x| {
                 let tip = chain.tip(x);
-                ChainAnswer { x: shown(x), tip: [tip.x, tip.y], miss: (tip - target).norm() }
+                ChainAnswer { x: shown(x), tip: [tip.x, tip.y], miss: (tip.x - target.x).hypot(tip.y - target.y) }
             })
             .collect();
         let iterative = matches!(method, Method::Dls | Method::Hybrid);

@@ -120,8 +120,47 @@ pub(crate) fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) 
 /// bytes: 64 MiB, some 4 million parameters (the default network's file is about 100 kB).
 pub const MAX_MODEL_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The smallest spread (a mixture's floor, a scaling) a file may hold: below it a division by
+/// it overflows the activation bound.
+pub const MIN_SPREAD: f64 = 1e-6;
+
+/// The largest scaling spread a file may hold.
+pub const MAX_SPREAD: f64 = 1e6;
+
+/// The largest input magnitude a network of the lab is fed (a two-link head's features are at
+/// most 1e3; a chain net's are the target, centred and scaled): the bound
+/// [`activation_bound`] starts from.
+pub const MAX_NET_INPUT: f64 = 1e6;
+
+/// The largest activation a network read from a file may reach for inputs up to
+/// [`MAX_NET_INPUT`]: far below `f32::MAX` (3.4e38), so no sum, exponent or decoding of an output
+/// overflows. A trained network stays many orders of magnitude below it.
+pub const MAX_ACTIVATION: f64 = 1e30;
+
+/// An upper bound on the magnitude of every value `net` computes (pre-activations included) for
+/// inputs of magnitude at most `input`, layer by layer: a layer's pre-activations are at most its
+/// largest row sum of absolute weights times the bound of its inputs plus its largest bias;
+/// tanh caps its outputs at 1.
+pub fn activation_bound(net: &Mlp, input: f64) -> f64 {
+    let mut x = input;
+    let mut worst = input;
+    for l in &net.layers {
+        let rows = l.w.row_iter().map(|r| r.iter().map(|v| f64::from(v.abs())).sum::<f64>());
+        let row_sum = rows.fold(0.0, f64::max);
+        let bias = l.b.iter().map(|v| f64::from(v.abs())).fold(0.0, f64::max);
+        let pre = row_sum * x + bias;
+        worst = worst.max(pre);
+        x = match l.activation {
+            crate::nn::Activation::Tanh => pre.min(1.0),
+            crate::nn::Activation::Relu | crate::nn::Activation::Identity => pre,
+        };
+    }
+    worst
+}
+
 /// Checks a network read from a file, naming the field (`field` is its path, `net`, `mse.net`):
-/// 1 to 9 layers of 1 to 4096 units that chain, every weight and bias finite.
+/// 1 to 9 layers of 1 to 4096 units that chain, every weight and bias finite, and weights small
+/// enough that no activation can pass [`MAX_ACTIVATION`] ([`activation_bound`]).
 pub(crate) fn validate_layers(net: &Mlp, field: &str) -> Result<(), FieldError> {
     use super::limits::{MAX_DEPTH, MAX_HIDDEN};
     let layers = &net.layers;
@@ -154,6 +193,15 @@ pub(crate) fn validate_layers(net: &Mlp, field: &str) -> Result<(), FieldError> 
         if let Some(v) = l.b.iter().find(|v| !v.is_finite()) {
             return field_err(format!("{field}.layers[{i}].b"), format!("holds a non-finite bias ({v})"));
         }
+    }
+    let bound = activation_bound(net, MAX_NET_INPUT);
+    if bound.is_nan() || bound > MAX_ACTIVATION {
+        return field_err(
+            field.to_string(),
+            format!(
+                "its weights are too large: an activation could reach {bound:.1e}, over the {MAX_ACTIVATION:e} a trained network never nears (a corrupt file?)"
+            ),
+        );
     }
     Ok(())
 }
@@ -394,8 +442,11 @@ impl LearnedModel {
                     format!("must be {} for the {:?} encoding, got {}", self.encoding.dims(), self.encoding, m.d),
                 );
             }
-            if !(m.sigma_min.is_finite() && m.sigma_min > 0.0 && m.sigma_min <= MAX_SIGMA_MIN) {
-                return field_err("mdn.sigma_min", format!("must be in (0, {MAX_SIGMA_MIN}], got {}", m.sigma_min));
+            if !(m.sigma_min.is_finite() && m.sigma_min >= MIN_SPREAD as f32 && m.sigma_min <= MAX_SIGMA_MIN) {
+                return field_err(
+                    "mdn.sigma_min",
+                    format!("must be in [{MIN_SPREAD:e}, {MAX_SIGMA_MIN}], got {:e}", m.sigma_min),
+                );
             }
         }
         validate_layers(&self.net, "net")?;
