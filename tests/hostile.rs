@@ -729,10 +729,13 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
     }
 }
 
+/// A change to a model file's JSON.
+type Edit = dyn Fn(&mut serde_json::Value);
+
 #[test]
 fn model_files_with_finite_extremes_are_refused_naming_the_field() {
     let dir = scratch("extremes");
-    let edit = |from: &std::path::Path, to: &str, change: &dyn Fn(&mut serde_json::Value)| {
+    let edit = |from: &std::path::Path, to: &str, change: &Edit| {
         let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(from).unwrap()).unwrap();
         change(&mut v);
         let path = dir.join(to);
@@ -743,7 +746,7 @@ fn model_files_with_finite_extremes_are_refused_naming_the_field() {
     let mdn = dir.join("mdn.json");
     let train = format!("train --head mdn --steps 5 --data-size 64 --eval-targets 10 --out {}", mdn.display());
     assert_eq!(elbow_sh(&train, "> /dev/null").code, 0);
-    let cases: [(&str, &dyn Fn(&mut serde_json::Value), &str); 3] = [
+    let cases: [(&str, &Edit, &str); 3] = [
         ("w.json", &|v| v["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
         ("b.json", &|v| v["net"]["layers"][1]["b"][0][0] = 1e37.into(), "its weights are too large"),
         ("sigma.json", &|v| v["mdn"]["sigma_min"] = 1e-40.into(), "mdn.sigma_min"),
@@ -757,7 +760,7 @@ fn model_files_with_finite_extremes_are_refused_naming_the_field() {
     // A chain model: spreads of 1e300 and 1e-40, a huge weight.
     let chain = dir.join("chain.json");
     assert_eq!(elbow_sh(&format!("train --arm rail3 --steps 5 --out {}", chain.display()), "> /dev/null").code, 0);
-    let cases: [(&str, &dyn Fn(&mut serde_json::Value), &str); 3] = [
+    let cases: [(&str, &Edit, &str); 3] = [
         ("out.json", &|v| v["mse"]["output"][0][1] = 1e300.into(), "mse.output"),
         ("in.json", &|v| v["mse"]["input"][0][1] = 1e-40.into(), "mse.input"),
         ("cw.json", &|v| v["mse"]["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
