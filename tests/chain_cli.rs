@@ -102,3 +102,38 @@ fn bad_input_gets_one_plain_sentence_and_exit_code_2() {
         assert!(first.starts_with("error: ") && first.len() < 240, "{args:?}: {first}");
     }
 }
+
+#[test]
+fn an_older_chain_model_answers_with_the_nets_it_has_and_names_the_rest() {
+    let dir = std::env::temp_dir().join(format!("elbow-old-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let full = dir.join("full.json");
+    let (code, _, err) = elbow(&["train", "--arm", "rail3", "--steps", "5", "--out", full.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // A file from before the flow: no flow net; and one without its MDN as well.
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
+    v["flow"] = serde_json::Value::Null;
+    let old = dir.join("old.json");
+    std::fs::write(&old, v.to_string()).unwrap();
+    v["mdn"] = serde_json::Value::Null;
+    let mse_only = dir.join("mse-only.json");
+    std::fs::write(&mse_only, v.to_string()).unwrap();
+    let (code, out, err) = elbow(&["solve", "--arm", "rail3", "--model", old.to_str().unwrap(), "--json", "1.5", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("no net for flow"), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["left_out"], serde_json::json!(["flow"]));
+    let methods: Vec<&str> = report["methods"].as_array().unwrap().iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert!(methods.contains(&"mdn") && methods.contains(&"hybrid") && !methods.contains(&"flow"), "{methods:?}");
+    // The atlas layer that needs a missing net says so; one that does not, draws.
+    let png = dir.join("a.png");
+    let atlas = |model: &std::path::Path, layer: &str| {
+        let args = ["atlas", "--arm", "rail3", "--model", model.to_str().unwrap(), "--layer", layer];
+        elbow(&[&args[..], &["--resolution", "4", "--out", png.to_str().unwrap()]].concat())
+    };
+    let (code, _, err) = atlas(&mse_only, "mdn-resim");
+    assert!(code == 2 && err.contains("holds no Mdn net") && err.contains("mdn-resim"), "{code} {err}");
+    let (code, _, err) = atlas(&mse_only, "mse-miss");
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

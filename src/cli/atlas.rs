@@ -216,6 +216,16 @@ fn run_chain(args: &AtlasArgs, arm: &ChainArm) -> Result<(), Failure> {
     let cfg = args.chain_config(arm)?;
     let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
     let model = chain_nets(arm, args.model.as_deref(), &[cfg.layer.method()], steps, args.seed)?;
+    let method = cfg.layer.method();
+    if let Some(kind) = elbow::chain::solve::net_needed(method, elbow::chain::solve::SolveSettings::default().seeds)
+        && model.nets().get(kind).is_none()
+    {
+        return Err(format!(
+            "the model file holds no {kind:?} net, which the {} layer needs (an older file?): pick another layer, or `elbow train --arm {} --out FILE` trains every net",
+            cfg.layer, arm.name
+        )
+        .into());
+    }
     let started = std::time::Instant::now();
     let atlas = super::with_progress(true, "rows", &format!("mapping {}", cfg.layer), |update| {
         chain_atlas(&cfg, model.nets(), &|done, total| update("", done, total))

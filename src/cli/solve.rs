@@ -4,7 +4,7 @@
 use super::arm::chain_nets;
 use super::{AppArm, ArmChoice, Failure, count, parse_finite, print_json, seed};
 use clap::Args;
-use elbow::chain::solve::{Effort, SolveSettings, solutions};
+use elbow::chain::solve::{Effort, SolveSettings, net_needed, solutions};
 use elbow::chain::{ChainArm, Method};
 use elbow::kinematics::{ElbowMode, Point2, Pose};
 use elbow::rng::{Stream, rng};
@@ -201,6 +201,9 @@ struct ChainSolveReport {
     /// Where the nets came from: a model file, or trained here.
     nets: String,
     methods: Vec<ChainMethodRow>,
+    /// Methods left out because the model file holds no net for them (an older file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    left_out: Vec<Method>,
 }
 
 /// `elbow solve` on a chain: every applicable method's answers ([`solutions`]).
@@ -213,6 +216,17 @@ fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
     let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
     let model = chain_nets(arm, args.model.as_deref(), methods, steps, seed)?;
     let settings = SolveSettings::default();
+    // A model file from before a net existed (the flow) answers with the nets it has.
+    let has_net = |m: Method| net_needed(m, settings.seeds).is_none_or(|k| model.nets().get(k).is_some());
+    let (methods, left_out): (Vec<Method>, Vec<Method>) = methods.iter().partition(|&&m| has_net(m));
+    if !left_out.is_empty() {
+        super::note(format_args!(
+            "note: the model file holds no net for {}: left out (an older file? `elbow train --arm {} --out FILE` trains every net)",
+            elbow::keys::join(&left_out),
+            arm.name
+        ));
+    }
+    let methods = &methods[..];
     let target = Point2::new(args.x, args.y);
     let chain = &arm.chain;
     let shown = |x: &[f64]| -> Vec<f64> {
@@ -271,6 +285,7 @@ fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
         reachable,
         nets,
         methods: rows,
+        left_out,
     };
     if args.json {
         return Ok(print_json(&report)?);
