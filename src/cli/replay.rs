@@ -16,17 +16,20 @@ pub(crate) struct ReplayArgs {
     /// records is read too).
     file: PathBuf,
     /// Which record, counted from 0.
-    #[arg(long, value_parser = index, allow_hyphen_values = true)]
-    index: usize,
+    // Read as text and checked by `index`, so a negative one gets one sentence, not clap's tip
+    // that would make it a file name.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    index: String,
     /// Print JSON.
     #[arg(long)]
     json: bool,
 }
 
-/// Parses `--index`: a whole number from 0 (a negative one is read here, not taken for a flag).
+/// Parses `--index`: a whole number from 0.
 fn index(s: &str) -> Result<usize, String> {
-    super::count::<0, { usize::MAX }>(s)
-        .map_err(|_| format!("the index counts records from 0 (the first is 0), so it is a whole number 0 or more, got `{}`", s.trim()))
+    super::count::<0, { usize::MAX }>(s).map_err(|_| {
+        format!("--index counts records from 0 (the first is 0), so it is a whole number 0 or more, got `{}`", s.trim())
+    })
 }
 
 /// The record and its replay, for `--json`.
@@ -40,16 +43,17 @@ struct Replayed<'a> {
 
 /// `elbow replay`.
 pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
+    let at = index(&a.index)?;
     let name = a.file.display();
     let bytes = elbow::files::read_bounded(&a.file, MAX_CATALOG_BYTES)
         .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
-    let record = parse_record(text, a.index).map_err(|e| format!("{name}: {e}"))?;
-    let out = replay(&record).map_err(|e| format!("cannot replay record {} of {name}: {e}", a.index))?;
+    let record = parse_record(text, at).map_err(|e| format!("{name}: {e}"))?;
+    let out = replay(&record).map_err(|e| format!("cannot replay record {at} of {name}: {e}"))?;
     if a.json {
-        print_json(&Replayed { index: a.index, record: &record, replay: &out, identical: out.identical() })?;
+        print_json(&Replayed { index: at, record: &record, replay: &out, identical: out.identical() })?;
     } else {
-        print_text(a.index, &record, &out)?;
+        print_text(at, &record, &out)?;
     }
     if out.identical() {
         Ok(())
@@ -60,7 +64,7 @@ pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
             0 => String::new(),
             n => format!(", and {n} more field(s) differ"),
         };
-        Err(format!("record {} did not reproduce: {first}{more}", a.index).into())
+        Err(format!("record {at} did not reproduce: {first}{more}").into())
     }
 }
 
