@@ -74,8 +74,7 @@ pub fn sweep_stale_temps(dest: &Path) {
     let Ok(entries) = std::fs::read_dir(parent_dir(dest)) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some((pid, n)) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|r| r.split_once('-'))
-        else {
+        let Some((pid, n)) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|r| r.split_once('-')) else {
             continue;
         };
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());

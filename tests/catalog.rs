@@ -312,8 +312,11 @@ fn a_negative_index_is_refused_saying_records_count_from_0() {
 fn an_exercise_only_run_is_refused_a_catalog_and_the_old_one_kept() {
     let old = common::scratch().join("kept.jsonl");
     std::fs::write(&old, "a good catalog\n").unwrap();
-    let exercise: Vec<&str> =
-        RUN.iter().map(|&a| if a == "plant" { "exercise" } else { a }).chain(["--catalog", old.to_str().unwrap()]).collect();
+    let exercise: Vec<&str> = RUN
+        .iter()
+        .map(|&a| if a == "plant" { "exercise" } else { a })
+        .chain(["--catalog", old.to_str().unwrap()])
+        .collect();
     refused(&exercise, "plant-protocol records only");
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "a good catalog\n");
 }

@@ -324,7 +324,8 @@ const SMALL_DEGRADATION: &[&str] = &[
 #[test]
 fn a_file_that_cannot_be_written_costs_neither_the_report_nor_the_old_file_and_leaves_no_debris() {
     let dir = scratch("fsize");
-    let (catalog, figure, model, fans) = (dir.join("c.jsonl"), dir.join("p.svg"), dir.join("m.json"), dir.join("f.svg"));
+    let (catalog, figure, model, fans) =
+        (dir.join("c.jsonl"), dir.join("p.svg"), dir.join("m.json"), dir.join("f.svg"));
     std::fs::write(&catalog, "old catalog\n").unwrap();
     tiny_model(&model, "mse");
     let old_model = std::fs::read(&model).unwrap();
@@ -332,7 +333,10 @@ fn a_file_that_cannot_be_written_costs_neither_the_report_nor_the_old_file_and_l
     // fails with EFBIG (SIGXFSZ is ignored, not fatal) after the run: the report is printed
     // whole, then one line says what could not be written.
     let (c, p) = (catalog.to_str().unwrap(), figure.to_str().unwrap());
-    let run = under_file_size_limit(8, &[SMALL_DEGRADATION, &["--targets", "50", "--json", "--catalog", c, "--plot", p]].concat());
+    let run = under_file_size_limit(
+        8,
+        &[SMALL_DEGRADATION, &["--targets", "50", "--json", "--catalog", c, "--plot", p]].concat(),
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("the whole report, first");
     assert!(report["cells"].as_array().is_some_and(|c| !c.is_empty()), "{}", run.stdout);
@@ -340,7 +344,10 @@ fn a_file_that_cannot_be_written_costs_neither_the_report_nor_the_old_file_and_l
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot write the catalog") && err.contains("too large") && err.contains("p.svg"), "{err}");
     let m = model.to_str().unwrap();
-    let run = under_file_size_limit(8, &["train", "--steps", "30", "--data-size", "256", "--eval-targets", "10", "--quiet", "--out", m]);
+    let run = under_file_size_limit(
+        8,
+        &["train", "--steps", "30", "--data-size", "256", "--eval-targets", "10", "--quiet", "--out", m],
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stdout.contains("held-out FK miss") && !run.stdout.contains("saved"), "{}", run.stdout);
     assert!(run.stderr.trim().lines().count() == 1 && run.stderr.contains("m.json"), "{}", run.stderr);

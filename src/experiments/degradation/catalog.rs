@@ -451,7 +451,8 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
     let arm = cfg.arm;
     let sets = channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
     let job = super::jobs(cfg, sets.len()).into_iter().enumerate().find(|&(j, (protocol, ..))| {
-        protocol == Protocol::Plant && crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64) == record.seed
+        protocol == Protocol::Plant
+            && crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64) == record.seed
     });
     let Some((_, (_, setting, set))) = job else {
         return Err(ExperimentError::Invalid(format!(
@@ -538,7 +539,8 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
 /// for bit.
 pub fn differences(recorded: &FailureRecord, rederived: &FailureRecord) -> Result<Vec<Difference>, ExperimentError> {
     let json = |r: &FailureRecord| {
-        serde_json::to_value(r).map_err(|e| ExperimentError::Invalid(format!("the record cannot be written as JSON: {e}")))
+        serde_json::to_value(r)
+            .map_err(|e| ExperimentError::Invalid(format!("the record cannot be written as JSON: {e}")))
     };
     let mut out = Vec::new();
     walk(&json(recorded)?, &json(rederived)?, "", &mut out);
