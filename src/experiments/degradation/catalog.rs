@@ -13,8 +13,8 @@
 //! most a given number of records per cell (pipeline, setting, split) and per pair of verdicts
 //! (encoder check, camera check), the first ones in target order. A tip error that is not a
 //! finite number is left out (JSON has no NaN); the cells still count it as a miss. A run holds
-//! only a compact note of each failure ([`Found`]) and hands the records to a sink in catalog
-//! order as it goes, so a catalog never sits in memory whole.
+//! only a compact note of each failure and hands the records to a sink in catalog order as it
+//! goes, so a catalog never sits in memory whole.
 //!
 //! Files are JSON Lines, one record per line ([`CatalogWriter`], which stops at
 //! [`MAX_CATALOG_BYTES`], the most a replay reads); [`parse_record`] reads them, or a plain JSON
