@@ -1,15 +1,18 @@
 //! Files that never lose data: destinations checked before any work, writes that replace a
 //! file only once the whole new content is on disk, and reads bounded in size.
 //!
-//! [`write_atomic`] writes to a temporary file in the destination's directory, syncs it and
-//! renames it over the destination, so the path holds either the old file or the whole new one,
-//! whatever happens (full disk, a signal, a crash). [`check_destination`] finds out up front
-//! whether that will work, so a long run is not wasted on an unwritable path. [`read_bounded`]
-//! reads only regular files (never a FIFO or device, which could block or never end) up to a
-//! size limit.
+//! [`write_atomic`] (and [`AtomicFile`], for a file written in pieces) writes to a temporary
+//! file in the destination's directory, syncs it and renames it over the destination, so the
+//! path holds either the old file or the whole new one, whatever happens (full disk, a
+//! file-size limit, a signal, a crash). The temporary file is removed on every error and on
+//! Ctrl-C, SIGTERM or SIGHUP ([`remove_pending_temp`]); what a SIGKILL or a crash leaves behind
+//! is removed by the next write to the same path ([`sweep_stale_temps`]).
+//! [`check_destination`] finds out up front whether a write will work, so a long run is not
+//! wasted on an unwritable path. [`read_bounded`] reads only regular files (never a FIFO or
+//! device, which could block or never end) up to a size limit.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Error, ErrorKind, Read, Write};
+use std::io::{BufWriter, Error, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -43,23 +46,90 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     "not a regular file"
 }
 
-/// A fresh temporary path next to `path` (same directory, so a rename is atomic).
+/// A fresh temporary path next to `path` (same directory, so a rename is atomic):
+/// `.NAME.tmp-PID-N`, the pattern [`sweep_stale_temps`] knows.
 fn temp_path(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    parent_dir(path).join(format!(".{name}.tmp-{}-{n}", std::process::id()))
+    parent_dir(path).join(format!("{}{}-{n}", temp_prefix(path), std::process::id()))
 }
 
-/// The temporary file being written right now, as a leaked C string, for
-/// [`remove_pending_temp`] (a signal handler) to remove; null when none.
-static PENDING: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+/// The start of the name of every temporary file next to `path`: `.NAME.tmp-`.
+fn temp_prefix(path: &Path) -> String {
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    format!(".{name}.tmp-")
+}
+
+/// How long a temporary file of ours may sit unchanged before a later write to the same path
+/// takes it for debris even though a process of its id runs (the id may have been reused): one
+/// hour.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the temporary files that earlier writes to `dest` left behind when their process was
+/// killed (SIGKILL, a crash, a power cut): regular files named `.NAME.tmp-PID-N` whose process
+/// is gone, or that have not changed for [`STALE_TEMP_AGE`]; never this process's own, nor any
+/// other name.
+pub fn sweep_stale_temps(dest: &Path) {
+    let prefix = temp_prefix(dest);
+    let Ok(entries) = std::fs::read_dir(parent_dir(dest)) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, n)) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|r| r.split_once('-')) else {
+            continue;
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let Some(pid) = (digits(pid) && digits(n)).then(|| pid.parse::<u32>().ok()).flatten() else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let old = meta.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= STALE_TEMP_AGE);
+        if old || !process_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id runs (or may: without a way to ask, yes).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+        if pid <= 0 {
+            return false;
+        }
+        // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+        if unsafe { libc::kill(pid, 0) } == 0 {
+            return true;
+        }
+        Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// How many temporary files can be registered for removal on a signal at once.
+const SLOTS: usize = 8;
+
+/// The temporary files being written right now, as leaked C strings, for
+/// [`remove_pending_temp`] (a signal handler) to remove; null slots are free. A file that finds
+/// no free slot is still removed on every ordinary path, and by [`sweep_stale_temps`] after a
+/// signal.
+static PENDING: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 /// A temporary file next to the destination: registered in [`PENDING`] while it exists, and
 /// removed when dropped unless it was renamed into place ([`Temp::persist`]).
 struct Temp {
     path: PathBuf,
-    file: Option<File>,
+    file: Option<BufWriter<File>>,
+    /// Its slot in [`PENDING`], if it found one.
+    slot: Option<usize>,
 }
 
 impl Temp {
@@ -69,11 +139,8 @@ impl Temp {
             let tmp = temp_path(path);
             match OpenOptions::new().write(true).create_new(true).open(&tmp) {
                 Ok(file) => {
-                    if let Ok(c) = std::ffi::CString::new(tmp.as_os_str().as_encoded_bytes()) {
-                        let old = PENDING.swap(c.into_raw(), Ordering::SeqCst);
-                        free_c_string(old);
-                    }
-                    return Ok(Self { path: tmp, file: Some(file) });
+                    let slot = register(&tmp);
+                    return Ok(Self { path: tmp, file: Some(BufWriter::new(file)), slot });
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -82,9 +149,18 @@ impl Temp {
         Err(Error::new(ErrorKind::AlreadyExists, "cannot create a temporary file next to it"))
     }
 
-    /// Renames the file over `dest`; on failure it is removed when `self` drops.
+    /// The open file.
+    fn file(&mut self) -> &mut BufWriter<File> {
+        self.file.as_mut().expect("open until persisted or dropped")
+    }
+
+    /// Writes out the buffer, syncs the file to disk and renames it over `dest`; on failure it
+    /// is removed when `self` drops.
     fn persist(mut self, dest: &Path) -> Result<(), Error> {
-        drop(self.file.take());
+        let file = self.file.take().expect("open until persisted");
+        let file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        drop(file);
         std::fs::rename(&self.path, dest)?;
         self.path = PathBuf::new();
         Ok(())
@@ -94,11 +170,25 @@ impl Temp {
 impl Drop for Temp {
     fn drop(&mut self) {
         drop(self.file.take());
-        free_c_string(PENDING.swap(std::ptr::null_mut(), Ordering::SeqCst));
         if !self.path.as_os_str().is_empty() {
             let _ = std::fs::remove_file(&self.path);
         }
+        if let Some(slot) = self.slot {
+            free_c_string(PENDING[slot].swap(std::ptr::null_mut(), Ordering::SeqCst));
+        }
     }
+}
+
+/// Puts `path` in a free slot of [`PENDING`]; `None` when every slot is taken.
+fn register(path: &Path) -> Option<usize> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?.into_raw();
+    for (i, slot) in PENDING.iter().enumerate() {
+        if slot.compare_exchange(std::ptr::null_mut(), c, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            return Some(i);
+        }
+    }
+    free_c_string(c);
+    None
 }
 
 /// Frees a C string leaked into [`PENDING`] (null is fine).
@@ -110,17 +200,18 @@ fn free_c_string(p: *mut libc::c_char) {
     }
 }
 
-/// Removes the temporary file [`write_atomic`] is writing right now, if any: for a signal
-/// handler about to end the process, so Ctrl-C never leaves a `.tmp` file behind. Only
-/// async-signal-safe calls (an atomic swap and `unlink`); the path's memory is left to the
-/// process's end.
+/// Removes the temporary files being written right now, if any: for a signal handler about to
+/// end the process, so Ctrl-C never leaves a `.tmp` file behind. Only async-signal-safe calls
+/// (atomic swaps and `unlink`); the paths' memory is left to the process's end.
 pub fn remove_pending_temp() {
-    let p = PENDING.swap(std::ptr::null_mut(), Ordering::SeqCst);
-    #[cfg(unix)]
-    if !p.is_null() {
-        // SAFETY: `p` is a valid NUL-terminated path (from `CString::into_raw`), never freed
-        // once swapped out here.
-        unsafe { libc::unlink(p) };
+    for slot in &PENDING {
+        let p = slot.swap(std::ptr::null_mut(), Ordering::SeqCst);
+        #[cfg(unix)]
+        if !p.is_null() {
+            // SAFETY: `p` is a valid NUL-terminated path (from `CString::into_raw`), never freed
+            // once swapped out here.
+            unsafe { libc::unlink(p) };
+        }
     }
 }
 
@@ -169,27 +260,60 @@ pub fn check_destination(path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::new(e.kind(), format!("cannot create files in directory {}: {e}", dir.display())))
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced to disk,
-/// then renamed over `path`. On any error, and on Ctrl-C ([`remove_pending_temp`]), the
-/// temporary file is removed and `path` is as it was. A symbolic link at `path` is followed (its
-/// target is replaced, the link kept), a replaced file keeps its permissions, and a read-only
-/// file is refused.
+/// A file written in pieces and put in place whole: a temporary file in the destination's
+/// directory takes the writes ([`Write`], buffered), and [`AtomicFile::commit`] syncs it and
+/// renames it over the destination. Dropped without a commit (an error, a run that failed), it
+/// is removed and the destination is as it was; on a signal [`remove_pending_temp`] removes it.
+/// A symbolic link at the destination is followed (its target is replaced, the link kept), a
+/// replaced file keeps its permissions, and a read-only file is refused. Creating one first
+/// removes the debris of earlier writes to the same path ([`sweep_stale_temps`]).
+pub struct AtomicFile {
+    dest: PathBuf,
+    temp: Temp,
+}
+
+impl AtomicFile {
+    /// Starts a new file for `path` (checked as [`check_destination`] does); nothing changes at
+    /// `path` until [`AtomicFile::commit`].
+    pub fn create(path: &Path) -> Result<Self, Error> {
+        check_destination(path)?;
+        let dest = resolve_destination(path)?;
+        sweep_stale_temps(&dest);
+        let mut temp = Temp::create(&dest)?;
+        if let Ok(meta) = std::fs::metadata(&dest) {
+            temp.file().get_ref().set_permissions(meta.permissions())?;
+        }
+        Ok(Self { dest, temp })
+    }
+
+    /// Puts the whole file in place: writes out the buffer, syncs, renames it over the
+    /// destination and syncs the directory.
+    pub fn commit(self) -> Result<(), Error> {
+        self.temp.persist(&self.dest)?;
+        // Make the rename itself durable; a directory that cannot be synced is no error.
+        if let Ok(dir) = File::open(parent_dir(&self.dest)) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.temp.file().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.temp.file().flush()
+    }
+}
+
+/// Writes `bytes` to `path` atomically with an [`AtomicFile`]: `path` holds either the old file
+/// or the whole new one, whatever happens (full disk, a file-size limit, a signal, a crash).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    check_destination(path)?;
-    let path = &resolve_destination(path)?;
-    let mut tmp = Temp::create(path)?;
-    let file = tmp.file.as_mut().expect("a new temporary file is open");
-    if let Ok(meta) = std::fs::metadata(path) {
-        file.set_permissions(meta.permissions())?;
-    }
+    let mut file = AtomicFile::create(path)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
-    tmp.persist(path)?;
-    // Make the rename itself durable; a directory that cannot be synced is no error.
-    if let Ok(dir) = File::open(parent_dir(path)) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    file.commit()
 }
 
 /// Reads a regular file of at most `limit` bytes; refuses directories, FIFOs and devices
@@ -265,6 +389,55 @@ mod tests {
         // No temporary file is left.
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 3, "{names:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn stale_temporary_files_are_swept_by_the_next_write() {
+        let dir = scratch_dir("sweep");
+        let path = dir.join("c.jsonl");
+        let plant = |name: String| {
+            let p = dir.join(name);
+            std::fs::write(&p, b"debris").unwrap();
+            p
+        };
+        // A process id past any system's limit runs nowhere; process 1 always runs.
+        let dead = plant(format!(".c.jsonl.tmp-{}-0", i32::MAX - 1));
+        let running = plant(".c.jsonl.tmp-1-0".into());
+        let old = plant(".c.jsonl.tmp-1-1".into());
+        let hours_ago = std::time::SystemTime::now() - 2 * STALE_TEMP_AGE;
+        File::options().write(true).open(&old).unwrap().set_modified(hours_ago).unwrap();
+        let not_ours = plant(".c.jsonl.tmp-x-0".into());
+        let other_path = plant(format!(".d.jsonl.tmp-{}-0", i32::MAX - 1));
+        // Only checking changes nothing.
+        check_destination(&path).unwrap();
+        assert!(dead.exists() && old.exists());
+        write_atomic(&path, b"new").unwrap();
+        assert!(!dead.exists(), "a dead process's temporary file is removed");
+        assert!(!old.exists(), "an hour-old temporary file is removed");
+        assert!(running.exists(), "a running process's fresh one is kept");
+        assert!(not_ours.exists() && other_path.exists(), "other names are kept");
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_file_written_in_pieces_appears_whole_or_not_at_all() {
+        let dir = scratch_dir("pieces");
+        let path = dir.join("c.jsonl");
+        write_atomic(&path, b"old").unwrap();
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.write_all(b"new ").unwrap();
+        f.write_all(b"content").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"old", "nothing changes before the commit");
+        drop(f);
+        assert_eq!(std::fs::read(&path).unwrap(), b"old", "a file dropped uncommitted changes nothing");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "and leaves no temporary file");
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.write_all(b"new content").unwrap();
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new content");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).ok();
     }
 

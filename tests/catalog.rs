@@ -4,8 +4,12 @@
 
 mod common;
 
+use elbow::experiments::degradation::catalog::CatalogWriter;
+use elbow::experiments::degradation::{CatalogSink, FailureRecord, Progress, degradation_catalogued, replay};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A small plant-protocol run: encoder noise and target noise swept, held-out and beyond-reach
 /// targets.
@@ -134,7 +138,7 @@ fn a_record_that_does_not_reproduce_is_said_so_with_exit_code_2() {
     std::fs::write(&edited, format!("{r}\n")).unwrap();
     let run = common::elbow(&["replay", edited.to_str().unwrap(), "--index", "0"]);
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(run.stdout.contains("DIFFERS: tip error") && !run.stdout.contains("\nidentical"), "{}", run.stdout);
+    assert!(run.stdout.contains("DIFFERS: happened.error") && !run.stdout.contains("\nidentical"), "{}", run.stdout);
     // A JSON array of records is read too.
     let array = common::scratch().join("array.json");
     std::fs::write(&array, serde_json::to_string(&[&records[i]]).unwrap()).unwrap();
@@ -180,4 +184,175 @@ fn hostile_catalogs_and_paths_are_refused_with_one_sentence() {
     let missing = dir.join("no-such-dir").join("c.jsonl");
     refused(&[RUN, &["--catalog", missing.to_str().unwrap()]].concat(), "cannot write the catalog");
     assert!(!dir.join("no-such-dir").exists());
+}
+
+/// Every leaf of `v` under `path`: its path as a replay names it (`setting.level`,
+/// `target[0]`) and its JSON pointer.
+fn leaves(v: &Value, path: &str, pointer: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, u) in m {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                leaves(u, &p, &format!("{pointer}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, u) in a.iter().enumerate() {
+                leaves(u, &format!("{path}[{i}]"), &format!("{pointer}/{i}"), out);
+            }
+        }
+        _ => out.push((path.to_string(), pointer.to_string())),
+    }
+}
+
+/// Other values for the leaf at `pointer`: the next number up (the next float, bit for bit, or
+/// the next integer), the other boolean, or another value the catalog holds there (and
+/// `exercise`, the other protocol).
+fn edits(pointer: &str, v: &Value) -> Vec<Value> {
+    match v {
+        Value::Bool(b) => vec![Value::Bool(!b)],
+        Value::Number(n) if n.is_u64() => vec![serde_json::json!(n.as_u64().unwrap() + 1)],
+        Value::Number(n) => vec![serde_json::json!(f64::from_bits(n.as_f64().unwrap().to_bits() + 1))],
+        Value::String(_) => {
+            let (_, records) = catalog();
+            let mut seen: Vec<Value> = records.iter().filter_map(|r| r.pointer(pointer).cloned()).collect();
+            seen.push(Value::String("exercise".into()));
+            seen.dedup();
+            seen.into_iter().filter(|u| u != v).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Replays `record` edited at `pointer` to `value`, if it is still a record; the error or the
+/// differing fields.
+fn replay_edited(record: &Value, pointer: &str, value: Option<Value>) -> Option<Result<Vec<String>, String>> {
+    let mut edited = record.clone();
+    match value {
+        Some(value) => *edited.pointer_mut(pointer).unwrap() = value,
+        None => {
+            let (parent, key) = pointer.rsplit_once('/').unwrap();
+            edited.pointer_mut(parent).unwrap().as_object_mut().unwrap().remove(key);
+        }
+    }
+    let record: FailureRecord = serde_json::from_value(edited).ok()?;
+    Some(match replay(&record) {
+        Ok(out) => Ok(out.differences.into_iter().map(|d| d.field).collect()),
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+#[test]
+fn an_edit_of_any_field_a_record_states_is_refused_naming_the_field() {
+    let (_, records) = catalog();
+    // The analytic solver trains nothing, so each replay takes milliseconds.
+    let original = &records[find("analytic", "reported", "encoder")];
+    let mut all = Vec::new();
+    leaves(original, "", "", &mut all);
+    // The configuration is the recipe a replay follows, not a statement it checks; the
+    // pipeline and the index name what to re-run, so an edit shows in what the re-run gives.
+    let recipe = |path: &str| path.starts_with("config.") || path == "pipeline" || path == "index";
+    let mut checked = 0;
+    for (path, pointer) in all.iter().filter(|(p, _)| !p.starts_with("config.")) {
+        let value = original.pointer(pointer).unwrap();
+        let Some(outcome) = edits(pointer, value).into_iter().find_map(|v| replay_edited(original, pointer, Some(v)))
+        else {
+            continue;
+        };
+        checked += 1;
+        let top = path.split(['.', '[']).next().unwrap();
+        match outcome {
+            // Refused outright: the message names the field.
+            Err(e) => assert!(e.contains(top), "{path}: {e}"),
+            Ok(fields) if recipe(path) => assert!(!fields.is_empty(), "{path} edited replays as identical"),
+            Ok(fields) => assert_eq!(fields, [path.as_str()], "{path} edited"),
+        }
+    }
+    let stated = all.iter().filter(|(p, _)| !p.starts_with("config.")).count();
+    assert!(checked >= stated, "only {checked} of the {stated} stated fields could be edited");
+    // A field left out is a field that differs too.
+    let dropped = replay_edited(original, "/setting/channel", None).unwrap();
+    assert_eq!(dropped, Ok(vec!["setting.channel".to_string()]));
+}
+
+#[test]
+fn an_edited_verdict_tolerance_or_setting_fails_the_replay_naming_the_field_in_one_line() {
+    let (_, records) = catalog();
+    let i = find("mse", "silent", "encoder");
+    for (pointer, value, field) in [
+        ("/verdict", serde_json::json!("reported"), "verdict"),
+        ("/camera_verdict", serde_json::json!("reported"), "camera_verdict"),
+        ("/expected/tolerance", serde_json::json!(0.5), "expected.tolerance"),
+        ("/setting/channel", serde_json::json!("target"), "setting.channel"),
+        ("/setting/level", serde_json::json!(0.02), "setting.level"),
+    ] {
+        let mut r = records[i].clone();
+        *r.pointer_mut(pointer).unwrap() = value;
+        let edited = common::scratch().join("edited-field.jsonl");
+        std::fs::write(&edited, format!("{r}\n")).unwrap();
+        let run = common::elbow(&["replay", edited.to_str().unwrap(), "--index", "0"]);
+        assert_eq!(run.code, 2, "{field}: {}", run.stdout);
+        let err = run.stderr.trim();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("did not reproduce: {field}: recorded")), "{field}: {err}");
+        assert!(run.stdout.contains(&format!("DIFFERS: {field}")), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn a_negative_index_is_refused_saying_records_count_from_0() {
+    let (path, _) = catalog();
+    for index in ["-1", "-0.5", "x"] {
+        refused(&["replay", path.to_str().unwrap(), "--index", index], "counts records from 0");
+        refused(&["replay", "--index", index, path.to_str().unwrap()], "counts records from 0");
+    }
+}
+
+#[test]
+fn an_exercise_only_run_is_refused_a_catalog_and_the_old_one_kept() {
+    let old = common::scratch().join("kept.jsonl");
+    std::fs::write(&old, "a good catalog\n").unwrap();
+    let exercise: Vec<&str> = RUN
+        .iter()
+        .map(|&a| if a == "plant" { "exercise" } else { a })
+        .chain(["--catalog", old.to_str().unwrap()])
+        .collect();
+    refused(&exercise, "plant-protocol records only");
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "a good catalog\n");
+}
+
+#[test]
+fn a_catalog_streams_while_the_run_goes_and_stops_whole_at_its_size_limit() {
+    let (path, records) = catalog();
+    let lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(|l| format!("{l}\n")).collect();
+    let cfg = serde_json::from_value(records[0]["config"].clone()).unwrap();
+    // A limit that holds a few records but not the next one.
+    let limit = (lines[..5].concat().len() + lines[5].len() / 2) as u64;
+    let mut writer = CatalogWriter::new(Vec::new(), limit);
+    let done = AtomicUsize::new(0);
+    let mut first_at = None;
+    let progress = |p: Progress| {
+        if let Progress::Evaluating { done: n, .. } = p {
+            done.fetch_max(n, Ordering::SeqCst);
+        }
+    };
+    let mut push = |r: &FailureRecord| {
+        first_at.get_or_insert(done.load(Ordering::SeqCst));
+        writer.push(r);
+    };
+    // One thread: windows of four jobs.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let report = pool
+        .install(|| degradation_catalogued(&cfg, Vec::new(), &progress, Some(CatalogSink { cap: 3, sink: &mut push })))
+        .unwrap();
+    let total = report.cells.len() / elbow::experiments::degradation::pipelines().len();
+    let first_at = first_at.expect("records were handed on");
+    assert!(first_at < total, "the first record was handed on after job {first_at} of {total}, not while the run went");
+    let (bytes, summary) = writer.finish().unwrap();
+    assert!(bytes.len() as u64 <= limit && summary.bytes == bytes.len() as u64);
+    // Whole lines, the catalog's first ones, the rest counted.
+    assert_eq!(String::from_utf8(bytes).unwrap(), lines[..5].concat());
+    assert_eq!((summary.records, summary.left_out), (5, lines.len() - 5));
+    // The file limit is the replay's read limit, 4 GiB.
+    assert_eq!(elbow::experiments::degradation::MAX_CATALOG_BYTES, 4 << 30);
 }

@@ -272,6 +272,139 @@ fn interrupted(args: &[&str], signal: i32) -> Run {
     common::wait_limited(child, &format!("{args:?} after signal {signal}"), unit() * 6)
 }
 
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// Runs `elbow ARGS` under a file-size limit of `blocks` (`ulimit -f`: blocks of 512 bytes in
+/// dash, 1024 in bash); standard output and error are pipes, which the limit does not touch.
+fn under_file_size_limit(blocks: u32, args: &[&str]) -> Run {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    common::elbow_sh_after(&format!("ulimit -f {blocks}"), &quoted.join(" "), "")
+}
+
+/// A small plant-protocol degradation run, less `--targets`: encoder noise only.
+const SMALL_DEGRADATION: &[&str] = &[
+    "experiment",
+    "degradation",
+    "--protocol",
+    "plant",
+    "--train-steps",
+    "30",
+    "--encoder",
+    "0,0.05",
+    "--actuator",
+    "0",
+    "--backlash",
+    "0",
+    "--target-noise",
+    "0",
+    "--mismatch-scale",
+    "0",
+    "--friction",
+    "0",
+    "--flex",
+    "0",
+    "--latency",
+    "0",
+    "--camera-noise",
+    "0",
+    "--camera-offset",
+    "0",
+    "--camera-period",
+    "0",
+    "--combined",
+    "0",
+    "--quiet",
+];
+
+#[test]
+fn a_file_that_cannot_be_written_costs_neither_the_report_nor_the_old_file_and_leaves_no_debris() {
+    let dir = scratch("fsize");
+    let (catalog, figure, model, fans) =
+        (dir.join("c.jsonl"), dir.join("p.svg"), dir.join("m.json"), dir.join("f.svg"));
+    std::fs::write(&catalog, "old catalog\n").unwrap();
+    tiny_model(&model, "mse");
+    let old_model = std::fs::read(&model).unwrap();
+    // 8 blocks (4 or 8 KiB): less than a few catalog records, a figure or a model. The write
+    // fails with EFBIG (SIGXFSZ is ignored, not fatal) after the run: the report is printed
+    // whole, then one line says what could not be written.
+    let (c, p) = (catalog.to_str().unwrap(), figure.to_str().unwrap());
+    let run = under_file_size_limit(
+        8,
+        &[SMALL_DEGRADATION, &["--targets", "50", "--json", "--catalog", c, "--plot", p]].concat(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("the whole report, first");
+    assert!(report["cells"].as_array().is_some_and(|c| !c.is_empty()), "{}", run.stdout);
+    let err = run.stderr.trim();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write the catalog") && err.contains("too large") && err.contains("p.svg"), "{err}");
+    let m = model.to_str().unwrap();
+    let run = under_file_size_limit(
+        8,
+        &["train", "--steps", "30", "--data-size", "256", "--eval-targets", "10", "--quiet", "--out", m],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.contains("held-out FK miss") && !run.stdout.contains("saved"), "{}", run.stdout);
+    assert!(run.stderr.trim().lines().count() == 1 && run.stderr.contains("m.json"), "{}", run.stderr);
+    let f = fans.to_str().unwrap();
+    let chain = ["experiment", "chain", "--arm", "rail3", "--methods", "flow", "--seeds", "flow", "--quiet"];
+    let small = ["--targets", "8", "--samples", "30", "--steps", "150", "--plot", f];
+    let run = under_file_size_limit(8, &[&chain[..], &small].concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.contains("resim"), "the report first: {}", run.stdout);
+    assert!(run.stderr.trim().lines().count() == 1 && run.stderr.contains("f.svg"), "{}", run.stderr);
+    // The old files as they were; no figure, no temporary file.
+    assert_eq!(std::fs::read_to_string(&catalog).unwrap(), "old catalog\n");
+    assert_eq!(std::fs::read(&model).unwrap(), old_model);
+    assert_eq!(names(&dir), ["c.jsonl", "m.json"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_catalog_run_ended_by_a_signal_leaves_no_temporary_file_and_a_killed_one_is_swept_next_time() {
+    let dir = scratch("catalog-signals");
+    let catalog = dir.join("c.jsonl");
+    std::fs::write(&catalog, "old catalog\n").unwrap();
+    let c = catalog.to_str().unwrap();
+    // Far longer than the wait before the signal: the catalog streams into a temporary file.
+    let long = [SMALL_DEGRADATION, &["--targets", "200000", "--catalog", c]].concat();
+    let temps = || names(&dir).into_iter().filter(|n| n.starts_with(".c.jsonl.tmp-")).count();
+    for signal in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
+        let child = common::spawn(&long);
+        std::thread::sleep(unit());
+        assert_eq!(temps(), 1, "the catalog streams into a temporary file");
+        // SAFETY: signalling our own child by its id.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let run = common::wait_limited(child, &format!("signal {signal}"), unit() * 6);
+        assert_eq!(run.code, 130, "signal {signal}: {}", run.stderr);
+        assert_eq!(temps(), 0, "signal {signal}: the temporary file is removed");
+    }
+    // SIGKILL cannot be caught: its temporary file stays, until the next write to the path.
+    let child = common::spawn(&long);
+    std::thread::sleep(unit());
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    common::wait_limited(child, "SIGKILL", unit() * 6);
+    assert_eq!(temps(), 1, "SIGKILL leaves its debris");
+    assert_eq!(std::fs::read_to_string(&catalog).unwrap(), "old catalog\n");
+    let run = elbow(&[SMALL_DEGRADATION, &["--targets", "50", "--csv", "--catalog", c]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(temps(), 0, "the next write sweeps the dead process's temporary file");
+    assert!(std::fs::read_to_string(&catalog).unwrap().starts_with("{\"version\":1"));
+    // The same for a model: a planted temporary file of a process that no longer runs.
+    let stale = dir.join(format!(".m.json.tmp-{}-0", i32::MAX - 1));
+    std::fs::write(&stale, "debris").unwrap();
+    tiny_model(&dir.join("m.json"), "mse");
+    assert_eq!(names(&dir), ["c.jsonl", "m.json"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn answers_are_right_or_refused() {
     refused(&["solve", "1", "0.8", "--elbow-limits", "1e20,2e20"], &["720"]);

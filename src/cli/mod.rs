@@ -4,8 +4,8 @@
 //! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
 //! these commands. Bad input gives a clear message and exit code 2; nothing panics on user input.
 //! Everything printed goes through [`outln!`], so a write error (a closed or full standard
-//! output) is an error too, never a silent exit 0. Ctrl-C (SIGINT) and SIGTERM end a training
-//! run cleanly between two steps ([`signals`]), saving nothing, with exit code 130.
+//! output) is an error too, never a silent exit 0. Ctrl-C (SIGINT), SIGTERM and SIGHUP end a
+//! training run cleanly between two steps ([`signals`]), saving nothing, with exit code 130.
 
 /// `println!` that fails the command on a write error: writes one line to standard output and,
 /// if that fails, returns `Err` from the enclosing function (which returns
@@ -183,7 +183,7 @@ impl From<String> for Failure {
     }
 }
 
-/// Exit code of a run ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+/// Exit code of a run ended by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, as shells report it).
 pub(crate) const INTERRUPTED_EXIT: u8 = 130;
 
 impl From<elbow::learned::TrainError> for Failure {

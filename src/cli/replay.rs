@@ -1,15 +1,13 @@
 //! `elbow replay FILE --index N`: reads one record of a failure catalog (from `elbow experiment
 //! degradation --catalog`), re-runs it headlessly with the core's [`replay`], prints the outcome
-//! and says whether it reproduced the record bit for bit (exit code 2 when it did not).
+//! and says whether it reproduced the record: every field it states re-derived and compared,
+//! floats bit for bit (exit code 2 naming the first field that differs when it did not).
 
 use super::{Failure, print_json};
 use clap::Args;
 use elbow::experiments::degradation::catalog::parse_record;
-use elbow::experiments::degradation::{FailureRecord, ReplayOutcome, replay};
+use elbow::experiments::degradation::{FailureRecord, MAX_CATALOG_BYTES, ReplayOutcome, replay};
 use std::path::PathBuf;
-
-/// The largest catalog read, bytes.
-const MAX_CATALOG_BYTES: u64 = 4 << 30;
 
 /// Arguments of `elbow replay`.
 #[derive(Debug, Args)]
@@ -18,11 +16,20 @@ pub(crate) struct ReplayArgs {
     /// records is read too).
     file: PathBuf,
     /// Which record, counted from 0.
-    #[arg(long, value_parser = super::count::<0, { usize::MAX }>)]
-    index: usize,
+    // Read as text and checked by `index`, so a negative one gets one sentence, not clap's tip
+    // that would make it a file name.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    index: String,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// Parses `--index`: a whole number from 0.
+fn index(s: &str) -> Result<usize, String> {
+    super::count::<0, { usize::MAX }>(s).map_err(|_| {
+        format!("--index counts records from 0 (the first is 0), so it is a whole number 0 or more, got `{}`", s.trim())
+    })
 }
 
 /// The record and its replay, for `--json`.
@@ -36,22 +43,28 @@ struct Replayed<'a> {
 
 /// `elbow replay`.
 pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
+    let at = index(&a.index)?;
     let name = a.file.display();
     let bytes = elbow::files::read_bounded(&a.file, MAX_CATALOG_BYTES)
         .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
-    let record = parse_record(text, a.index).map_err(|e| format!("{name}: {e}"))?;
-    let out = replay(&record).map_err(|e| format!("cannot replay record {} of {name}: {e}", a.index))?;
+    let record = parse_record(text, at).map_err(|e| format!("{name}: {e}"))?;
+    let out = replay(&record).map_err(|e| format!("cannot replay record {at} of {name}: {e}"))?;
     if a.json {
-        print_json(&Replayed { index: a.index, record: &record, replay: &out, identical: out.identical() })?;
+        print_json(&Replayed { index: at, record: &record, replay: &out, identical: out.identical() })?;
     } else {
-        print_text(a.index, &record, &out)?;
+        print_text(at, &record, &out)?;
     }
     if out.identical() {
         Ok(())
     } else {
         super::flush_stdout()?;
-        Err(format!("record {} did not reproduce: {}", a.index, out.differences.join("; ")).into())
+        let first = &out.differences[0];
+        let more = match out.differences.len() - 1 {
+            0 => String::new(),
+            n => format!(", and {n} more field(s) differ"),
+        };
+        Err(format!("record {at} did not reproduce: {first}{more}").into())
     }
 }
 
@@ -96,7 +109,7 @@ fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<()
         out.camera_verdict.key()
     );
     if out.identical() {
-        outln!("identical (tip error bit for bit, the same reports)");
+        outln!("identical (every field re-derived, floats bit for bit)");
     } else {
         for d in &out.differences {
             outln!("DIFFERS: {d}");

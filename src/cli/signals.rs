@@ -1,5 +1,7 @@
-//! Ctrl-C and SIGTERM: a training run stops cleanly between two steps; anything else ends at
-//! once.
+//! Ctrl-C, SIGTERM and SIGHUP (a closed terminal): a training run stops cleanly between two
+//! steps; anything else ends at once. SIGXFSZ (a file-size limit, `ulimit -f`) is ignored, so a
+//! write past the limit fails with an error (EFBIG) that the command reports, and its temporary
+//! file is removed, instead of the process dying with the file left behind.
 //!
 //! The handler only touches atomics, `unlink` and `_exit` (all async-signal-safe). While a run polls
 //! ([`Polling`] is alive), a first signal sets a flag that the run checks after every step; the
@@ -10,7 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Set by the first SIGINT or SIGTERM.
+/// Set by the first SIGINT, SIGTERM or SIGHUP.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// How many runs are polling [`interrupted`] right now.
 static POLLING: AtomicUsize = AtomicUsize::new(0);
@@ -25,10 +27,16 @@ extern "C" fn on_signal(_signal: libc::c_int) {
     }
 }
 
-/// Installs the handler for SIGINT and SIGTERM (call once, first thing in `main`).
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP, and ignores SIGXFSZ (call once, first
+/// thing in `main`).
 pub(crate) fn install() {
     #[cfg(unix)]
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    // SAFETY: SIG_IGN is a valid disposition; called before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    #[cfg(unix)]
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only uses atomics and `_exit`; sigaction with an empty mask and
         // SA_RESTART is the plain way to install it.
         unsafe {

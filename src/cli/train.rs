@@ -212,12 +212,13 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
         // Interrupted during the evaluation: the user asked to stop, so nothing is saved.
         return Err(Failure { message: "interrupted; nothing was saved".into(), code: super::INTERRUPTED_EXIT });
     }
-    if let Some(path) = &args.out {
-        model.save(path).map_err(|e| e.to_string())?;
-    }
+    // Saved first (a closed standard output does not lose the model), but a failure to save
+    // is said only after the report, which it must not cost.
+    let saved = args.out.as_ref().map(|path| model.save(path).map_err(|e| e.to_string()));
     drop(polling);
     if args.json {
-        return Ok(print_json(&report)?);
+        print_json(&report)?;
+        return Ok(saved.unwrap_or(Ok(()))?);
     }
     let s = report.fk_miss;
     outln!(
@@ -252,8 +253,10 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
             );
         }
     }
-    if let Some(path) = &args.out {
-        outln!("saved {}", path.display());
+    match (&args.out, saved) {
+        (Some(path), Some(Ok(()))) => outln!("saved {}", path.display()),
+        (_, Some(Err(e))) => return Err(e.into()),
+        _ => {}
     }
     Ok(())
 }
@@ -283,11 +286,10 @@ fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
     }
     let (nets, report) = report?;
     let model = ChainModel::new(arm.clone(), cfg.net, nets.nets);
-    if let Some(path) = &args.out {
-        model.save(path).map_err(|e| e.to_string())?;
-    }
+    let saved = args.out.as_ref().map(|path| model.save(path).map_err(|e| e.to_string()));
     if args.json {
-        return Ok(print_json(&report)?);
+        print_json(&report)?;
+        return Ok(saved.unwrap_or(Ok(()))?);
     }
     outln!(
         "{}: squared-error net, mixture net and normalizing flow trained side by side in {:.1} s",
@@ -307,8 +309,10 @@ fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
         report.mmd_floor.mean,
         report.tolerance
     );
-    if let Some(path) = &args.out {
-        outln!("saved {}", path.display());
+    match (&args.out, saved) {
+        (Some(path), Some(Ok(()))) => outln!("saved {}", path.display()),
+        (_, Some(Err(e))) => return Err(e.into()),
+        _ => {}
     }
     Ok(())
 }

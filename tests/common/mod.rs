@@ -94,9 +94,15 @@ pub fn elbow(args: &[&str]) -> Run {
 
 /// Runs `elbow ARGS REDIRECT` through `sh`, so redirections (`>&-`, `> /dev/full`) apply.
 pub fn elbow_sh(args: &str, redirect: &str) -> Run {
+    elbow_sh_after(":", args, redirect)
+}
+
+/// [`elbow_sh`] after `setup` in the same shell (`ulimit -f 8`, a file-size limit that the
+/// run inherits).
+pub fn elbow_sh_after(setup: &str, args: &str, redirect: &str) -> Run {
     let child = Command::new("sh")
         .arg("-c")
-        .arg(format!("\"$0\" {args} {redirect}"))
+        .arg(format!("{setup}; \"$0\" {args} {redirect}"))
         .arg(BIN)
         .current_dir(scratch())
         .stdin(Stdio::null())

@@ -174,13 +174,15 @@ pub(crate) fn run(a: &ChainArgs) -> Result<(), Failure> {
         return Err(Failure { message: "interrupted; nothing was written".into(), code: INTERRUPTED_EXIT });
     }
     let report = report?;
-    if let Some(out) = &plot {
-        draw(&report, &cfg.arm, out)?;
-    }
+    // The numbers first: a figure that cannot be drawn or written does not lose them.
     if a.json {
         print_json(&report)?
     } else {
         print_table(&report)?
+    }
+    if let Some(out) = &plot {
+        crate::cli::flush_stdout()?;
+        draw(&report, &cfg.arm, out)?;
     }
     Ok(())
 }

@@ -5,10 +5,11 @@ use crate::cli::plot;
 use crate::cli::{ArmArgs, BodyArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
-use elbow::experiments::degradation::catalog::to_json_lines;
-use elbow::experiments::degradation::{Cell, Channel, ChannelLevels, OodKind, Protocol};
-use elbow::experiments::degradation::{Progress, degradation_catalogued};
+use elbow::experiments::degradation::catalog::{CatalogSummary, CatalogWriter};
+use elbow::experiments::degradation::{CatalogSink, Cell, Channel, ChannelLevels, OodKind, Protocol};
+use elbow::experiments::degradation::{MAX_CATALOG_BYTES, Progress, degradation_catalogued};
 use elbow::experiments::{DegradationConfig, DegradationReport};
+use elbow::files::AtomicFile;
 use elbow::kinematics::{Mismatch, Pose, Region};
 use elbow::learned::{LearnedModel, MAX_EVAL_TARGETS, MAX_STEPS};
 use std::path::PathBuf;
@@ -155,9 +156,11 @@ pub(crate) struct DegradationArgs {
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// Also write the failure catalog to FILE as JSON Lines: one self-contained record per
-    /// silent failure, reported failure and false alarm of the plant protocol (the exercise
-    /// protocol is not catalogued), for `elbow replay FILE --index N`. Written atomically; not
-    /// with `--model` (a replay re-trains the heads).
+    /// silent failure, reported failure and false alarm of the plant protocol (not with
+    /// `--protocol exercise`, which makes none), for `elbow replay FILE --index N`. Written as
+    /// the run goes and put in place atomically at its end, up to 4 GiB (the most a replay
+    /// reads; records past it are left out, and said so); not with `--model` (a replay
+    /// re-trains the heads).
     #[arg(long, value_name = "FILE", conflicts_with = "models")]
     catalog: Option<PathBuf>,
     /// The most catalog records per pipeline, setting and target set for each pair of verdicts
@@ -213,19 +216,33 @@ impl DegradationArgs {
     }
 }
 
-/// `elbow experiment degradation`: checks everything (configuration, model files, plot path)
-/// before any work starts.
+/// `elbow experiment degradation`: checks everything (configuration, model files, plot and
+/// catalog paths) before any work starts, streams the catalog into a temporary file while the
+/// run goes, and prints the report before it says that a catalog or figure could not be
+/// written: a file that cannot be written never costs the report.
 pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
     let cfg = a.config()?;
+    if a.catalog.is_some() && !cfg.protocol.runs_plant() {
+        return Err(format!(
+            "--catalog holds plant-protocol records only, and --protocol {} makes none; use --protocol plant or both",
+            cfg.protocol
+        )
+        .into());
+    }
     let models =
         a.models.iter().map(|p| LearnedModel::load(p).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
-    if let Some(path) = &a.catalog {
-        elbow::files::check_destination(path)
-            .map_err(|e| format!("cannot write the catalog to {}: {e}", path.display()))?;
-    }
+    let cannot = |path: &std::path::Path, e: &dyn std::fmt::Display| {
+        format!("cannot write the catalog to {}: {e}; nothing was written there", path.display())
+    };
+    let mut writer = match &a.catalog {
+        Some(path) => Some(CatalogWriter::new(
+            AtomicFile::create(path).map_err(|e| format!("cannot write the catalog to {}: {e}", path.display()))?,
+            MAX_CATALOG_BYTES,
+        )),
+        None => None,
+    };
     let bar = progress_bar(!a.quiet, 0, "settings", "training the heads".into());
-    let cap = a.catalog.as_ref().map(|_| a.catalog_cap);
     let progress = |p: Progress| match (p, &bar) {
         (_, None) => {}
         (Progress::Training, Some(bar)) => bar.set_prefix("training the heads"),
@@ -235,33 +252,59 @@ pub(crate) fn run(a: &DegradationArgs) -> Result<(), Failure> {
             bar.set_position(done as u64);
         }
     };
-    let run = degradation_catalogued(&cfg, models, &progress, cap);
+    let mut push = |r: &elbow::experiments::degradation::FailureRecord| {
+        if let Some(w) = writer.as_mut() {
+            w.push(r);
+        }
+    };
+    let sink = a.catalog.as_ref().map(|_| CatalogSink { cap: a.catalog_cap, sink: &mut push });
+    let run = degradation_catalogued(&cfg, models, &progress, sink);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let (report, records) = run?;
-    if let Some(path) = &a.catalog {
-        let text = to_json_lines(&records).map_err(|e| format!("cannot write the catalog as JSON: {e}"))?;
-        elbow::files::write_atomic(path, text.as_bytes())
-            .map_err(|e| format!("cannot write the catalog to {}: {e}", path.display()))?;
-        crate::cli::note(format_args!(
-            "wrote {} failure record(s), {} bytes, to {}",
-            records.len(),
-            text.len(),
-            path.display()
-        ));
-    }
-    // The numbers first: a figure that cannot be drawn or written does not lose them.
+    let report = run?;
+    // The catalog is put in place first (a closed standard output does not lose it), but a
+    // failure to is said only after the numbers, which it must not cost.
+    let saved = match (&a.catalog, writer) {
+        (Some(path), Some(writer)) => Some(
+            writer
+                .finish()
+                .and_then(|(file, summary)| file.commit().map(|()| catalog_note(&summary, path)))
+                .map_err(|e| cannot(path, &e)),
+        ),
+        _ => None,
+    };
     match (a.json, a.csv) {
         (true, _) => print_json(&report)?,
         (_, true) => print_csv(&report)?,
         _ => print_table(&report)?,
     }
-    if let Some(out) = &plot {
-        super::super::flush_stdout()?;
-        plot::draw(&report, out)?;
+    super::super::flush_stdout()?;
+    let mut failures = Vec::new();
+    match saved {
+        Some(Ok(note)) => crate::cli::note(format_args!("{note}")),
+        Some(Err(e)) => failures.push(e),
+        None => {}
     }
-    Ok(())
+    // The figure last: one that cannot be drawn or written does not lose the numbers either.
+    if let Some(out) = &plot
+        && let Err(e) = plot::draw(&report, out)
+    {
+        failures.push(e);
+    }
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("; and ").into()) }
+}
+
+/// What was written to the catalog at `path`, in one sentence.
+fn catalog_note(s: &CatalogSummary, path: &std::path::Path) -> String {
+    let wrote = format!("wrote {} failure record(s), {} bytes, to {}", s.records, s.bytes, path.display());
+    if s.left_out == 0 {
+        return wrote;
+    }
+    format!(
+        "{wrote}, and left out the last {} record(s): the catalog stops at {MAX_CATALOG_BYTES} bytes (4 GiB), the most `elbow replay` reads; lower --catalog-cap or --targets to keep them all",
+        s.left_out
+    )
 }
 
 fn print_csv(r: &DegradationReport) -> Result<(), String> {

@@ -12,10 +12,20 @@
 //! A run finds many failures (up to targets x settings x pipelines), so the catalog keeps at
 //! most a given number of records per cell (pipeline, setting, split) and per pair of verdicts
 //! (encoder check, camera check), the first ones in target order. A tip error that is not a
-//! finite number is left out (JSON has no NaN); the cells still count it as a miss.
+//! finite number is left out (JSON has no NaN); the cells still count it as a miss. A run holds
+//! only a compact note of each failure and hands the records to a sink in catalog order as it
+//! goes, so a catalog never sits in memory whole.
 //!
-//! Files are JSON Lines, one record per line ([`to_json_lines`]); [`parse_record`] reads them,
-//! or a plain JSON array of records, and refuses a record of another [`CATALOG_VERSION`].
+//! Files are JSON Lines, one record per line ([`CatalogWriter`], which stops at
+//! [`MAX_CATALOG_BYTES`], the most a replay reads); [`parse_record`] reads them, or a plain JSON
+//! array of records, and refuses a record of another [`CATALOG_VERSION`].
+//!
+//! A replay re-derives the whole record from its configuration, pipeline, seed and index and
+//! compares it with the record field by field (floats bit for bit), so no field a record states
+//! goes unchecked: the verdicts, the tolerance, the setting, the target, the tip error, the
+//! reports. The configuration is the recipe; the seed names the setting and target set it drew
+//! (each setting's seed derives from the configuration's), and the pipeline and index name
+//! what to re-run.
 
 use super::channels::{self, Perturbation, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
@@ -30,6 +40,10 @@ use serde::{Deserialize, Serialize};
 
 /// The format version of a catalog record; a reader refuses any other.
 pub const CATALOG_VERSION: u32 = 1;
+
+/// The largest catalog, bytes (4 GiB): `elbow replay` reads no more, and a [`CatalogWriter`]
+/// writes no more.
+pub const MAX_CATALOG_BYTES: u64 = 4 << 30;
 
 /// What one check made of one move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -138,77 +152,162 @@ pub struct FailureRecord {
     pub camera_verdict: Finding,
 }
 
-/// Where one pipeline's outcome came from, for [`collect`].
-pub(crate) struct Source<'a> {
-    /// The run's configuration.
-    pub cfg: &'a DegradationConfig,
+/// The failures of one (setting, target set) job, compact: a [`FailureRecord`] is built from
+/// each only when it is handed on ([`Found::records`]).
+pub(crate) struct Found {
     /// The setting.
-    pub setting: Setting,
+    setting: Setting,
     /// The target set.
-    pub split: Split,
-    /// Its true targets.
-    pub targets: &'a [Point2],
-    /// Its sensed targets.
-    pub seen: &'a [Point2],
+    split: Split,
     /// The setting's seed.
-    pub seed: u64,
+    seed: u64,
+    /// One per catalogued move, pipeline by pipeline, each in target order.
+    hits: Vec<Hit>,
 }
 
-/// Appends to `out` the records of `outcome` (plant protocol, one per target, in order): at
-/// most `cap` per pair of verdicts, the first in target order, none with a non-finite error.
-pub(crate) fn collect(
-    src: &Source<'_>,
+/// One catalogued move of a [`Found`].
+struct Hit {
     pipeline: Pipeline,
-    outcome: &Outcome,
-    cap: usize,
-    out: &mut Vec<FailureRecord>,
-) {
-    let tolerance = src.cfg.tolerance;
-    let mut taken: std::collections::HashMap<(Finding, Finding), usize> = std::collections::HashMap::new();
-    // Without a model a head answers nothing and the outcome skips targets; a run trains every
-    // head, so the outcome covers the whole set, index for index.
-    if outcome.errors.len() != src.targets.len() {
-        return;
+    index: usize,
+    target: Point2,
+    sensed: Point2,
+    happened: Happened,
+    verdicts: (Finding, Finding),
+}
+
+impl Found {
+    /// An empty note for the job of `setting` on `split`, seeded with `seed`.
+    pub(crate) fn new(setting: Setting, split: Split, seed: u64) -> Self {
+        Self { setting, split, seed, hits: Vec::new() }
     }
-    for (i, &error) in outcome.errors.iter().enumerate() {
-        let happened = Happened { error, reported: outcome.reported[i], camera_reported: outcome.camera_reported[i] };
-        let pair = (happened.verdict(tolerance), happened.camera_verdict(tolerance));
-        if pair == (Finding::Ok, Finding::Ok) || !error.is_finite() {
-            continue;
+
+    /// Notes the failures of `pipeline`'s `outcome` (plant protocol, one per target, in order)
+    /// on `targets`, sensed as `seen`: at most `cap` per pair of verdicts, the first in target
+    /// order, none with a non-finite error.
+    pub(crate) fn collect(
+        &mut self,
+        tolerance: f64,
+        (targets, seen): (&[Point2], &[Point2]),
+        pipeline: Pipeline,
+        outcome: &Outcome,
+        cap: usize,
+    ) {
+        let mut taken: std::collections::HashMap<(Finding, Finding), usize> = std::collections::HashMap::new();
+        // Without a model a head answers nothing and the outcome skips targets; a run trains
+        // every head, so the outcome covers the whole set, index for index.
+        if outcome.errors.len() != targets.len() {
+            return;
         }
-        let n = taken.entry(pair).or_default();
-        if *n >= cap {
-            continue;
+        for (index, &error) in outcome.errors.iter().enumerate() {
+            let happened =
+                Happened { error, reported: outcome.reported[index], camera_reported: outcome.camera_reported[index] };
+            let verdicts = (happened.verdict(tolerance), happened.camera_verdict(tolerance));
+            if verdicts == (Finding::Ok, Finding::Ok) || !error.is_finite() {
+                continue;
+            }
+            let n = taken.entry(verdicts).or_default();
+            if *n >= cap {
+                continue;
+            }
+            *n += 1;
+            self.hits.push(Hit { pipeline, index, target: targets[index], sensed: seen[index], happened, verdicts });
         }
-        *n += 1;
-        out.push(FailureRecord {
+    }
+
+    /// The records, in order, for a run of `cfg`.
+    pub(crate) fn records<'a>(&'a self, cfg: &'a DegradationConfig) -> impl Iterator<Item = FailureRecord> + 'a {
+        self.hits.iter().map(move |h| FailureRecord {
             version: CATALOG_VERSION,
-            arm: src.cfg.arm,
-            pipeline,
+            arm: cfg.arm,
+            pipeline: h.pipeline,
             protocol: Protocol::Plant,
-            split: src.split,
-            setting: src.setting,
-            index: i,
-            target: src.targets[i],
-            sensed: src.seen[i],
-            seed: src.seed,
-            config: src.cfg.clone(),
-            expected: Expected { tolerance },
-            happened,
-            verdict: pair.0,
-            camera_verdict: pair.1,
-        });
+            split: self.split,
+            setting: self.setting,
+            index: h.index,
+            target: h.target,
+            sensed: h.sensed,
+            seed: self.seed,
+            config: cfg.clone(),
+            expected: Expected { tolerance: cfg.tolerance },
+            happened: h.happened,
+            verdict: h.verdicts.0,
+            camera_verdict: h.verdicts.1,
+        })
     }
 }
 
-/// The records as JSON Lines: one compact JSON object per line.
-pub fn to_json_lines(records: &[FailureRecord]) -> Result<String, serde_json::Error> {
-    let mut out = String::new();
-    for r in records {
-        out += &serde_json::to_string(r)?;
-        out.push('\n');
+/// What a [`CatalogWriter`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogSummary {
+    /// Records written.
+    pub records: usize,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Records left out because the next line would have passed the size limit (this one and
+    /// every later one, so the file holds the catalog's first records).
+    pub left_out: usize,
+}
+
+/// Writes failure records as JSON Lines, whole lines only, up to a size limit
+/// ([`MAX_CATALOG_BYTES`] for a file a replay must read): the first record that would pass it,
+/// and every later one, is left out and counted. After a write error nothing more is written,
+/// the output is dropped at once (a temporary file frees its space) and [`CatalogWriter::finish`]
+/// returns the error.
+pub struct CatalogWriter<W: std::io::Write> {
+    out: Option<W>,
+    limit: u64,
+    summary: CatalogSummary,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> CatalogWriter<W> {
+    /// A writer into `out` of at most `limit` bytes.
+    pub fn new(out: W, limit: u64) -> Self {
+        Self { out: Some(out), limit, summary: CatalogSummary { records: 0, bytes: 0, left_out: 0 }, error: None }
     }
-    Ok(out)
+
+    /// Appends `record` as one line, or leaves it out (see [`CatalogWriter`]).
+    pub fn push(&mut self, record: &FailureRecord) {
+        if self.out.is_none() {
+            return;
+        }
+        if self.summary.left_out > 0 {
+            self.summary.left_out += 1;
+            return;
+        }
+        let line = match serde_json::to_string(record) {
+            Ok(mut line) => {
+                line.push('\n');
+                line
+            }
+            Err(e) => return self.fail(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        };
+        if self.summary.bytes + line.len() as u64 > self.limit {
+            self.summary.left_out = 1;
+            return;
+        }
+        if let Err(e) = self.out.as_mut().map_or(Ok(()), |out| out.write_all(line.as_bytes())) {
+            return self.fail(e);
+        }
+        self.summary.records += 1;
+        self.summary.bytes += line.len() as u64;
+    }
+
+    /// Keeps the first error and drops the output.
+    fn fail(&mut self, e: std::io::Error) {
+        self.out = None;
+        self.error.get_or_insert(e);
+    }
+
+    /// The output, flushed, and what was written; or the first write error.
+    pub fn finish(mut self) -> Result<(W, CatalogSummary), std::io::Error> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let mut out = self.out.take().expect("kept until an error");
+        out.flush()?;
+        Ok((out, self.summary))
+    }
 }
 
 /// Why a catalog record could not be read.
@@ -270,6 +369,23 @@ pub fn parse_record(text: &str, index: usize) -> Result<FailureRecord, CatalogEr
     serde_json::from_value(value).map_err(|e| CatalogError::Record { index, reason: e.to_string() })
 }
 
+/// One field in which a record and its re-derivation differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    /// The field, as a JSON path (`verdict`, `setting.level`, `happened.error`).
+    pub field: String,
+    /// Its value in the record, as JSON (`absent` when the record lacks it).
+    pub recorded: String,
+    /// Its value re-derived, as JSON (`absent` when the re-derived record lacks it).
+    pub rederived: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: recorded {}, re-derived {}", self.field, self.recorded, self.rederived)
+    }
+}
+
 /// What a replay of one record found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayOutcome {
@@ -281,13 +397,13 @@ pub struct ReplayOutcome {
     pub verdict: Finding,
     /// Its verdict with the camera check.
     pub camera_verdict: Finding,
-    /// What differs from the record, in words (empty: identical, the tip error bit for bit).
-    pub differences: Vec<String>,
+    /// Every field in which the record differs from its re-derivation, ordered by JSON path
+    /// (empty: identical, floats bit for bit).
+    pub differences: Vec<Difference>,
 }
 
 impl ReplayOutcome {
-    /// True when the re-run reproduced the record: the same tip error bit for bit, the same
-    /// reports, the same sensed target.
+    /// True when the re-run reproduced the record: every field it states, floats bit for bit.
     pub fn identical(&self) -> bool {
         self.differences.is_empty()
     }
@@ -322,27 +438,34 @@ fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// Re-runs `record` headlessly: trains its pipeline's head (if any) from the configuration as
-/// the run did, rebuilds its target set and sensed targets, and drives the plant through the
-/// set up to the record's index with the record's seed (the plant carries its state from target
-/// to target). Errors on a record that cannot be replayed (version, arm, configuration, a
-/// target set or index the configuration does not make).
+/// Re-runs `record` headlessly and re-derives it whole: finds the plant-protocol job of its
+/// configuration that its seed belongs to (the setting and target set), trains its pipeline's
+/// head (if any) from the configuration as the run did, rebuilds the target set and sensed
+/// targets, drives the plant through the set up to the record's index (the plant carries its
+/// state from target to target), and compares every field of the record with the re-derived
+/// one ([`differences`]). Errors on a record that cannot be replayed (version, arm,
+/// configuration, a seed or index the configuration does not make).
 pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> {
     check(record)?;
     let cfg = &record.config;
     let arm = cfg.arm;
     let sets = channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
-    let Some((_, targets)) = sets.iter().find(|(s, _)| *s == record.split) else {
+    let job = super::jobs(cfg, sets.len()).into_iter().enumerate().find(|&(j, (protocol, ..))| {
+        protocol == Protocol::Plant
+            && crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64) == record.seed
+    });
+    let Some((_, (_, setting, set))) = job else {
         return Err(ExperimentError::Invalid(format!(
-            "the record's configuration makes no `{}` target set",
-            record.split.key()
+            "the record's seed {} is the seed of no plant-protocol setting of its configuration",
+            record.seed
         )));
     };
+    let (split, targets) = &sets[set];
     let n = record.index;
     if n >= targets.len() {
         return Err(ExperimentError::Invalid(format!(
             "the record's target index {n} is past its `{}` set of {} targets",
-            record.split.key(),
+            split.key(),
             targets.len()
         )));
     }
@@ -355,7 +478,6 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         Table::from_fn(|h| model.as_ref().filter(|m| m.kind == h));
     let mut lineup = Lineup::new(arm, models);
     lineup.envelope = Envelope { arm, config: cfg.envelope };
-    let setting = record.setting;
     let real = real_at(setting.perturbation.mismatch)?;
     let seen = if setting.perturbation.target > 0.0 {
         protocol::sensed(targets, setting.perturbation.target, record.seed)
@@ -386,30 +508,90 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         )));
     };
     let happened = Happened { error, reported, camera_reported };
-    let mut differences = Vec::new();
-    if targets[n] != record.target {
-        differences.push(format!("target: recorded {:?}, the configuration gives {:?}", record.target, targets[n]));
-    }
-    if seen[n] != record.sensed {
-        differences.push(format!("sensed target: recorded {:?}, re-run {:?}", record.sensed, seen[n]));
-    }
-    let rec = record.happened;
-    if error.to_bits() != rec.error.to_bits() {
-        differences.push(format!("tip error: recorded {:e} m, re-run {:e} m", rec.error, error));
-    }
-    if reported != rec.reported {
-        differences.push(format!("reported: recorded {}, re-run {reported}", rec.reported));
-    }
-    if camera_reported != rec.camera_reported {
-        differences.push(format!("camera reported: recorded {}, re-run {camera_reported}", rec.camera_reported));
-    }
-    Ok(ReplayOutcome {
+    let rederived = FailureRecord {
+        version: CATALOG_VERSION,
+        arm,
+        pipeline: record.pipeline,
+        protocol: Protocol::Plant,
+        split: *split,
+        setting,
+        index: n,
+        target: targets[n],
         sensed: seen[n],
+        seed: record.seed,
+        config: cfg.clone(),
+        expected: Expected { tolerance: cfg.tolerance },
         happened,
         verdict: happened.verdict(cfg.tolerance),
         camera_verdict: happened.camera_verdict(cfg.tolerance),
-        differences,
+    };
+    Ok(ReplayOutcome {
+        sensed: seen[n],
+        happened,
+        verdict: rederived.verdict,
+        camera_verdict: rederived.camera_verdict,
+        differences: differences(record, &rederived)?,
     })
+}
+
+/// Every field in which `recorded` and `rederived` differ, compared as JSON (so a field added to
+/// [`FailureRecord`] later is compared too), leaves only, ordered by path; numbers compare bit
+/// for bit.
+pub fn differences(recorded: &FailureRecord, rederived: &FailureRecord) -> Result<Vec<Difference>, ExperimentError> {
+    let json = |r: &FailureRecord| {
+        serde_json::to_value(r)
+            .map_err(|e| ExperimentError::Invalid(format!("the record cannot be written as JSON: {e}")))
+    };
+    let mut out = Vec::new();
+    walk(&json(recorded)?, &json(rederived)?, "", &mut out);
+    Ok(out)
+}
+
+/// Appends to `out` the leaves under `path` in which `a` (recorded) and `b` (re-derived) differ.
+fn walk(a: &serde_json::Value, b: &serde_json::Value, path: &str, out: &mut Vec<Difference>) {
+    use serde_json::Value;
+    let join = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+    let differ = |field: String, a: Option<&Value>, b: Option<&Value>| {
+        let show = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
+        Difference { field, recorded: show(a), rederived: show(b) }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                match (x.get(key), y.get(key)) {
+                    (Some(u), Some(v)) => walk(u, v, &join(key), out),
+                    (u, v) => out.push(differ(join(key), u, v)),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                walk(u, v, &format!("{path}[{i}]"), out);
+            }
+        }
+        (Value::Number(x), Value::Number(y)) if same_number(x, y) => {}
+        (Value::Number(_), Value::Number(_)) => out.push(differ(path.to_string(), Some(a), Some(b))),
+        _ if a == b => {}
+        _ => out.push(differ(path.to_string(), Some(a), Some(b))),
+    }
+}
+
+/// Two JSON numbers are the same: equal integers, or floats equal bit for bit (so `0.0` and
+/// `-0.0` differ).
+fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    if let (Some(i), Some(j)) = (x.as_u64(), y.as_u64()) {
+        return i == j;
+    }
+    if let (Some(i), Some(j)) = (x.as_i64(), y.as_i64()) {
+        return i == j;
+    }
+    match (x.as_f64(), y.as_f64()) {
+        (Some(u), Some(v)) => u.to_bits() == v.to_bits(),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

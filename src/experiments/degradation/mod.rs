@@ -19,7 +19,7 @@ pub mod protocol;
 pub mod report;
 pub mod verdict;
 
-pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, ReplayOutcome, replay};
+pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, MAX_CATALOG_BYTES, ReplayOutcome, replay};
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
 pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
 pub use report::{Cell, CheckRates, DegradationReport};
@@ -113,23 +113,59 @@ pub fn degradation_observed(
     models: Vec<LearnedModel>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<DegradationReport, ExperimentError> {
-    degradation_catalogued(cfg, models, progress, None).map(|(report, _)| report)
+    degradation_catalogued(cfg, models, progress, None)
 }
 
-/// [`degradation_observed`], and with `catalog: Some(cap)` the failure catalog of the plant
-/// protocol: at most `cap` records per cell and pair of verdicts ([`catalog`]). A catalog is
-/// replayed by re-training the heads, so it cannot be made with heads loaded from model files.
+/// Where a run's failure catalog goes, for [`degradation_catalogued`].
+pub struct CatalogSink<'a> {
+    /// The most records per cell (pipeline, setting, target set) and pair of verdicts.
+    pub cap: usize,
+    /// Called with each record, in catalog order, as the run goes.
+    pub sink: &'a mut dyn FnMut(&FailureRecord),
+}
+
+/// The jobs of a run of `cfg` on `sets` target sets, in order: (protocol, setting, target set),
+/// the plant protocol's settings then the exercise's, each over every set. Job `j`'s noise is
+/// seeded with `subseed(cfg.seed, Stream::Setting, j)`, which is how a replay finds a record's
+/// job again.
+pub(crate) fn jobs(cfg: &DegradationConfig, sets: usize) -> Vec<(Protocol, Setting, usize)> {
+    let mut jobs = Vec::new();
+    for (protocol, chans) in
+        [(Protocol::Plant, &Channel::ALL[..]), (Protocol::Exercise, &channels::EXERCISE_CHANNELS[..])]
+    {
+        let runs = if protocol == Protocol::Plant { cfg.protocol.runs_plant() } else { cfg.protocol.runs_exercise() };
+        if runs {
+            for s in channels::settings(&cfg.levels, chans) {
+                jobs.extend((0..sets).map(|i| (protocol, s, i)));
+            }
+        }
+    }
+    jobs
+}
+
+/// [`degradation_observed`], and with a `catalog` the failure catalog of the plant protocol: at
+/// most `catalog.cap` records per cell and pair of verdicts ([`catalog`]), handed to
+/// `catalog.sink` in order while the run goes. With a catalog the jobs run in ordered windows
+/// of a few per thread, so only a window's failures are held at a time (compactly). A catalog
+/// is replayed by re-training the heads, so it cannot be made with heads loaded from model
+/// files, and it holds plant-protocol records only, so an exercise-only run cannot make one.
 pub fn degradation_catalogued(
     cfg: &DegradationConfig,
     models: Vec<LearnedModel>,
     progress: &(dyn Fn(Progress) + Sync),
-    catalog: Option<usize>,
-) -> Result<(DegradationReport, Vec<FailureRecord>), ExperimentError> {
+    mut catalog: Option<CatalogSink<'_>>,
+) -> Result<DegradationReport, ExperimentError> {
     cfg.validate()?;
     if catalog.is_some() && !models.is_empty() {
         return Err(ExperimentError::Invalid(
             "a failure catalog is replayed by re-training the heads, so it cannot be made with heads loaded from model files".into(),
         ));
+    }
+    if catalog.is_some() && !cfg.protocol.runs_plant() {
+        return Err(ExperimentError::Invalid(format!(
+            "a failure catalog holds plant-protocol records only, so protocol `{}` would write an empty one; run protocol `plant` or `both`",
+            cfg.protocol
+        )));
     }
     let mut loaded: Table<HeadKind, Option<LearnedModel>> = Table::default();
     for m in models {
@@ -148,17 +184,7 @@ pub fn degradation_catalogued(
     let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
     lineup.envelope = Envelope { arm, config: cfg.envelope };
     let sets = channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
-    let mut jobs: Vec<(Protocol, Setting, usize)> = Vec::new();
-    for (protocol, chans) in
-        [(Protocol::Plant, &Channel::ALL[..]), (Protocol::Exercise, &channels::EXERCISE_CHANNELS[..])]
-    {
-        let runs = if protocol == Protocol::Plant { cfg.protocol.runs_plant() } else { cfg.protocol.runs_exercise() };
-        if runs {
-            for s in channels::settings(&cfg.levels, chans) {
-                jobs.extend((0..sets.len()).map(|i| (protocol, s, i)));
-            }
-        }
-    }
+    let jobs = jobs(cfg, sets.len());
     let pipes = pipelines();
     let t1 = std::time::Instant::now();
     // The heads' answers for the true targets serve every setting without target noise.
@@ -166,56 +192,59 @@ pub fn degradation_catalogued(
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = jobs.len();
     progress(Progress::Evaluating { done: 0, total });
-    let per_job: Vec<(Vec<Cell>, Vec<FailureRecord>)> = jobs
-        .par_iter()
-        .enumerate()
-        .map(|(j, &(protocol, setting, set))| {
-            let (split, targets): &(Split, Vec<Point2>) = &sets[set];
-            let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
-            let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
-            let noisy = setting.perturbation.target > 0.0;
-            let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
-            let own = noisy.then(|| Proposals::new(&lineup, &seen));
-            let (seen, proposals) =
-                if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
-            let mut records = Vec::new();
-            let source = catalog::Source { cfg, setting, split: *split, targets, seen, seed };
-            let cells = pipes
-                .iter()
-                .map(|&pipe| {
-                    let outcome = match protocol {
-                        Protocol::Exercise => protocol::exercise_run(&lineup, pipe, &setting, targets, proposals, seed),
-                        _ => protocol::plant_run(
-                            &lineup,
-                            pipe,
-                            real,
-                            &cfg.body,
-                            &setting,
-                            targets,
-                            seen,
-                            proposals,
-                            cfg.corrections,
-                            cfg.tolerance,
-                            cfg.post_move_check,
-                            seed,
-                        ),
-                    };
-                    if let (Some(cap), Protocol::Plant) = (catalog, protocol) {
-                        catalog::collect(&source, pipe, &outcome, cap, &mut records);
-                    }
-                    Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
-                })
-                .collect::<Vec<_>>();
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(Progress::Evaluating { done: n, total });
-            (cells, records)
-        })
-        .collect();
+    let cap = catalog.as_ref().map(|c| c.cap);
+    let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
+        let (split, targets): &(Split, Vec<Point2>) = &sets[set];
+        let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
+        let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
+        let noisy = setting.perturbation.target > 0.0;
+        let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
+        let own = noisy.then(|| Proposals::new(&lineup, &seen));
+        let (seen, proposals) =
+            if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };
+        let mut found = catalog::Found::new(setting, *split, seed);
+        let cells = pipes
+            .iter()
+            .map(|&pipe| {
+                let outcome = match protocol {
+                    Protocol::Exercise => protocol::exercise_run(&lineup, pipe, &setting, targets, proposals, seed),
+                    _ => protocol::plant_run(
+                        &lineup,
+                        pipe,
+                        real,
+                        &cfg.body,
+                        &setting,
+                        targets,
+                        seen,
+                        proposals,
+                        cfg.corrections,
+                        cfg.tolerance,
+                        cfg.post_move_check,
+                        seed,
+                    ),
+                };
+                if let (Some(cap), Protocol::Plant) = (cap, protocol) {
+                    found.collect(cfg.tolerance, (targets, seen), pipe, &outcome, cap);
+                }
+                Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
+            })
+            .collect::<Vec<_>>();
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(Progress::Evaluating { done: n, total });
+        (cells, found)
+    };
+    // Without a catalog every job runs at once; with one, a window at a time.
+    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { total.max(1) };
     let mut cells = Vec::new();
-    let mut records = Vec::new();
-    for (c, r) in per_job {
-        cells.extend(c);
-        records.extend(r);
+    for (w, chunk) in jobs.chunks(window).enumerate() {
+        let per_job: Vec<(Vec<Cell>, catalog::Found)> =
+            chunk.par_iter().enumerate().map(|(k, &job)| run_job(w * window + k, job)).collect();
+        for (c, found) in per_job {
+            cells.extend(c);
+            if let Some(catalog) = catalog.as_mut() {
+                found.records(cfg).for_each(|r| (catalog.sink)(&r));
+            }
+        }
     }
     let eval_seconds = t1.elapsed().as_secs_f64();
     // The configuration echoes the OOD sets that ran; the requested ones that came out empty
@@ -239,5 +268,5 @@ pub fn degradation_catalogued(
         targets: sets.iter().map(|(s, t)| (*s, t.len())).collect(),
     };
     report.claims = claims::claims(&report);
-    Ok((report, records))
+    Ok(report)
 }
