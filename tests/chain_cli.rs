@@ -123,7 +123,8 @@ fn an_older_chain_model_answers_with_the_nets_it_has_and_names_the_rest() {
     assert!(err.contains("no net for flow"), "{err}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["left_out"], serde_json::json!(["flow"]));
-    let methods: Vec<&str> = report["methods"].as_array().unwrap().iter().map(|m| m["method"].as_str().unwrap()).collect();
+    let methods: Vec<&str> =
+        report["methods"].as_array().unwrap().iter().map(|m| m["method"].as_str().unwrap()).collect();
     assert!(methods.contains(&"mdn") && methods.contains(&"hybrid") && !methods.contains(&"flow"), "{methods:?}");
     // The atlas layer that needs a missing net says so; one that does not, draws.
     let png = dir.join("a.png");

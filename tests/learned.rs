@@ -295,3 +295,43 @@ fn every_caller_turns_a_learned_answer_into_the_same_solution() {
     }
     assert_eq!(statuses.len(), 3, "{statuses:?}");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A model file with finite extremes (#39): a trained head with one layer's weights scaled up
+    /// by any power of ten is either refused when loaded, naming its network, or answers every
+    /// target, near or far, with finite poses and weights.
+    #[test]
+    fn a_scaled_network_is_refused_or_answers_finitely(
+        exp in 0i32..40,
+        layer in 0usize..4,
+        x in -1e7..1e7f64,
+        y in -1e7..1e7f64,
+    ) {
+        for head in HeadKind::ALL {
+            let mut m = trained(head).clone();
+            let l = layer % m.net.layers.len();
+            let scale = 10f32.powi(exp);
+            m.net.layers[l].w.iter_mut().for_each(|w| *w *= scale);
+            match m.validate() {
+                Err(e) => prop_assert!(e.field.starts_with("net"), "{head} x1e{exp} at layer {l}: {e:?}"),
+                Ok(()) => {
+                    // What loading promises: no value the net computes passes the bound.
+                    let mut input = [0f32; 4];
+                    m.features(Point2::new(x, y), ElbowMode::Up, &mut input);
+                    let out = m.net.forward_one(&input[..m.input_dims()]);
+                    let largest = out.iter().fold(0f64, |a, v| a.max(f64::from(v.abs())));
+                    prop_assert!(largest <= elbow::learned::model::MAX_ACTIVATION, "{head} x1e{exp} at layer {l}: {largest:e}");
+                    let p = m.predict(Point2::new(x, y), ElbowMode::Up);
+                    prop_assert!(p.pose.is_finite(), "{head} x1e{exp} at layer {l}: {p:?}");
+                    for c in &p.candidates {
+                        prop_assert!(c.pose.is_finite() && c.weight.is_finite(), "{head} x1e{exp}: {c:?}");
+                        // Not the stand-in `predict` puts where the net's answer was not finite.
+                        prop_assert!(c.weight != 0.0 || c.pose != Pose::default(), "{head} x1e{exp} at layer {l}: {c:?}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -505,11 +505,16 @@ impl ChainNet {
                             );
                         }
                         if let Mixture::Full(f) = m
-                            && !(f.sigma_max.is_finite() && f.sigma_max > sigma_min && f64::from(f.sigma_max) <= MAX_SPREAD)
+                            && !(f.sigma_max.is_finite()
+                                && f.sigma_max > sigma_min
+                                && f64::from(f.sigma_max) <= MAX_SPREAD)
                         {
                             return field_err(
                                 format!("{field}.mixture"),
-                                format!("spread cap must exceed the floor and be at most {MAX_SPREAD:e}, got {:e}", f.sigma_max),
+                                format!(
+                                    "spread cap must exceed the floor and be at most {MAX_SPREAD:e}, got {:e}",
+                                    f.sigma_max
+                                ),
                             );
                         }
                         m.outputs()

@@ -233,8 +233,10 @@ impl DegradationConfig {
             e.max_correction.to_string(),
         )?;
         let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
-        let scales = self.levels.mismatch.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
-        let combined = self.levels.combined.iter().map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
+        let scales =
+            self.levels.mismatch.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
+        let combined =
+            self.levels.combined.iter().map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
         for (scale, source_of_level) in scales.chain(combined) {
             if let Err(e) = RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale)) {
                 // The largest valid level, by bisection between 0 (the nominal arm) and this one.
