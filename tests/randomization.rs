@@ -94,8 +94,9 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
     assert_eq!(solvers, ["elbow-down", "mdn", "mdn", "residual", "residual"], "solvers by their keys");
     assert_eq!(v["claims"][2]["verdict"], "does-not-hold");
     let feedback = v["feedback"]["rows"].as_array().unwrap();
-    assert_eq!(feedback.len(), 3 * 5, "five feedback pipelines on 3 plant sets");
+    assert_eq!(feedback.len(), 3 * 6, "six feedback pipelines on 3 plant sets");
     assert_eq!(feedback[1]["pipeline"], "analytic+feedback");
+    assert_eq!(feedback[2]["pipeline"], "analytic+calibration");
     assert_eq!(feedback[0]["per_move"].as_array().unwrap().len(), 6, "one mean per move of an episode");
     let keys: Vec<&str> =
         v["feedback"]["claims"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();

@@ -170,6 +170,7 @@ fn feedback_colour(p: FeedbackPipeline) -> RGBColor {
     match p {
         FeedbackPipeline::Analytic => RGBColor(90, 90, 90),
         FeedbackPipeline::AnalyticFeedback => RGBColor(31, 119, 180),
+        FeedbackPipeline::AnalyticCalibrated => RGBColor(44, 160, 44),
         FeedbackPipeline::HeadNominal => RGBColor(240, 170, 120),
         FeedbackPipeline::HeadRandomized => RGBColor(214, 39, 40),
         FeedbackPipeline::HeadNoHistory => RGBColor(148, 103, 189),
