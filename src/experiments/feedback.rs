@@ -405,6 +405,33 @@ pub fn calibrated_command(arm: &TwoLinkArm, target: Point2, seen: &[Observation]
     if command.is_finite() { command } else { nominal_answer(arm, target) }
 }
 
+/// What one move costs on this machine, seconds: the command from the closed form on a model
+/// calibrated from `views` camera observations ([`calibrated_command`]), and from the nominal
+/// closed form alone; the median of `n` timed moves each, on a mismatched arm's views. A
+/// measurement of the CPU it runs on, so it stays out of the (reproducible) report.
+pub fn cost_per_move(arm: &TwoLinkArm, views: usize, n: usize) -> [f64; 2] {
+    let real = RealArm::mismatched(arm, [0.05, -0.05], Pose::new(0.05, -0.05)).unwrap_or(RealArm::ideal(*arm));
+    let seen: Vec<Observation> = (0..views)
+        .map(|k| {
+            let command = Pose::new(-1.0 + 0.7 * k as f64, 0.4 + 0.3 * k as f64);
+            Observation { command, offset: real.tip(command) - arm.tip(command) }
+        })
+        .collect();
+    let target = Point2::new(0.9, 0.7);
+    let time = |f: &dyn Fn() -> Pose| {
+        let mut t: Vec<f64> = (0..n.max(1))
+            .map(|_| {
+                let start = std::time::Instant::now();
+                std::hint::black_box(f());
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    [time(&|| calibrated_command(arm, std::hint::black_box(target), &seen)), time(&|| nominal_answer(arm, target))]
+}
+
 /// One pipeline on one set of plants, over whole episodes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FeedbackRow {
@@ -665,6 +692,13 @@ mod tests {
         let nominal_miss = (real.tip(nominal_answer(&arm, target)) - target).norm();
         assert!(miss < 1e-3 && nominal_miss > 0.05, "calibrated {miss} m, nominal {nominal_miss} m");
         assert_eq!(calibrate(&arm, &[]), RealArm::ideal(arm), "nothing seen: the nominal arm");
+    }
+
+    #[test]
+    fn a_calibrated_move_costs_more_than_the_closed_form_and_is_timed() {
+        let [calibrated, closed] = cost_per_move(&TwoLinkArm::default(), 5, 50);
+        assert!(calibrated > 0.0 && closed >= 0.0 && calibrated.is_finite(), "{calibrated} {closed}");
+        assert!(calibrated > closed, "Gauss-Newton on five views costs more than one closed form");
     }
 
     #[test]
