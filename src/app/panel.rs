@@ -337,28 +337,45 @@ fn contents(
     ));
     lesson_section(ui, guide.active.reborrow(), &mut guide.open, &lab.models);
     arm_selector(ui, open.reborrow());
+    // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
+    let lit = guide.active.0.and_then(lesson_knob);
+    let opened = guide.active.is_changed() && lit.is_some();
+    let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();
         contents_chain(ui, arm, lab.target.pos, lab.hover.0, chain);
+        // The same plant and channels as the two-link arm's, on this chain.
+        ui.separator();
+        ui.strong("The chain's plant: the same servos, channels and sliders as the two-link arm's");
+        if let Some(line) = mismatch_line(&lab.plant, true) {
+            ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
+        }
+        perturbation_section(ui, lab.plant.reborrow(), lit);
+        egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
+            .id_salt("chain-gap")
+            .default_open(true)
+            .open((opened && in_gap).then_some(true))
+            .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), None, lit));
+        egui::CollapsingHeader::new("Plant: model mismatch")
+            .id_salt("chain-mismatch")
+            .default_open(false)
+            .show(ui, |ui| plant_section(ui, lab.plant.reborrow(), true));
         return;
     }
     ui.separator();
     driver_section(ui, lab.driver.reborrow());
     training_bar(ui, &mut lab.controls, &lab.training);
     branch_line(ui, &lab.branches, lab.time.elapsed_secs_f64(), &lab.sim);
-    if let Some(line) = mismatch_line(&lab.plant) {
+    if let Some(line) = mismatch_line(&lab.plant, false) {
         ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
     }
     let driver = lab.driver.0;
-    // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
-    let lit = guide.active.0.and_then(lesson_knob);
-    let opened = guide.active.is_changed() && lit.is_some();
     perturbation_section(ui, lab.plant.reborrow(), lit);
-    let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
+    let camera = Some((lab.camera_view.reborrow(), &*lab.sim));
     egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
         .default_open(false)
         .open((opened && in_gap).then_some(true))
-        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), lab.camera_view.reborrow(), &lab.sim, lit));
+        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), camera, lit));
     ui.separator();
     atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
     egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart").default_open(false).show(
@@ -399,7 +416,7 @@ fn contents(
         .show(ui, |ui| target_section(ui, lab.target.reborrow(), home));
     egui::CollapsingHeader::new("Plant: model mismatch")
         .default_open(false)
-        .show(ui, |ui| plant_section(ui, lab.plant.reborrow()));
+        .show(ui, |ui| plant_section(ui, lab.plant.reborrow(), false));
     egui::CollapsingHeader::new("Training")
         .default_open(false)
         .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
@@ -477,12 +494,14 @@ fn perturbation_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, lit: O
     plant.set_if_neq(s.sanitized());
 }
 
-/// The model mismatch in force, as one line for the panel (`None`: the real arm is the model).
-fn mismatch_line(s: &PlantSettings) -> Option<String> {
+/// The model mismatch in force, as one line for the panel (`None`: the real arm is the model);
+/// on a `chain` the second values act on every link and joint after the first.
+fn mismatch_line(s: &PlantSettings, chain: bool) -> Option<String> {
     let s = s.sanitized();
+    let later = if chain { " (the second on every later link and joint)" } else { "" };
     (s.length_error != [0.0; 2] || s.joint_offset != [0.0; 2]).then(|| {
         format!(
-            "The real arm differs from the model: link lengths {:+.1} % and {:+.1} %, joint offsets {:+.3} and {:+.3} rad (Plant: model mismatch).",
+            "The real arm differs from the model: link lengths {:+.1} % and {:+.1} %, joint offsets {:+.3} and {:+.3} rad{later} (Plant: model mismatch).",
             100.0 * s.length_error[0],
             100.0 * s.length_error[1],
             s.joint_offset[0],
@@ -938,24 +957,29 @@ fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
 }
 
 /// The mismatch of the plant (noise and backlash sit at the top), and the presets.
-fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
+fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, chain: bool) {
     let mut s = *plant;
+    let names = if chain {
+        ["first link length error", "later links' length error", "first joint offset (rad)", "later joints' offset (rad)"]
+    } else {
+        ["upper link length error", "forearm length error", "shoulder offset (rad)", "elbow offset (rad)"]
+    };
     let lengths = "The real link's length relative to the model's (0.05: 5 % longer). Every solver plans on the model; only the residual hybrid learns the difference.";
     let offsets = "Where the real joint's zero sits relative to the model's, radians: a calibration error the encoders cannot see.";
     knob(
         ui,
         false,
-        egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text("upper link length error"),
+        egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text(names[0]),
         lengths,
     );
     knob(
         ui,
         false,
-        egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text("forearm length error"),
+        egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text(names[1]),
         lengths,
     );
-    knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text("shoulder offset (rad)"), offsets);
-    knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text("elbow offset (rad)"), offsets);
+    knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text(names[2]), offsets);
+    knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text(names[3]), offsets);
     ui.horizontal(|ui| {
         if ui.button("ideal plant").clicked() {
             s = PlantSettings::IDEAL;
@@ -970,11 +994,11 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>) {
 
 /// The newer reality-gap channels: joint friction (stiction), link flex, latency and the
 /// camera, and the camera view that shows what the encoders cannot see.
+/// On the two-link arm, `camera` holds its camera view toggle and plant.
 fn gap_section(
     ui: &mut egui::Ui,
     mut plant: Mut<PlantSettings>,
-    mut view: Mut<CameraView>,
-    sim: &Sim,
+    camera: Option<(Mut<CameraView>, &Sim)>,
     lit: Option<Channel>,
 ) {
     let mut s = *plant;
@@ -1001,32 +1025,33 @@ fn gap_section(
         egui::Slider::new(&mut s.latency_ms, range::LATENCY).text("latency (ms)"),
         "How long a goal takes to reach the servos, in milliseconds of simulated time (the same at any frame rate). The servos still close their own loop, so it costs tracking, not the final pose.",
     );
-    let camera = "The external camera that sees the tip: its pixel noise at 1 mm per pixel, its calibration offset, and its frame rate (0 turns it off). It moves no arm; the camera check uses it.";
+    let eye = "The external camera that sees the tip: its pixel noise at 1 mm per pixel, its calibration offset, and its frame rate (0 turns it off). It moves no arm; the camera check uses it.";
     knob(
         ui,
         false,
         egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"),
-        camera,
+        eye,
     );
     knob(
         ui,
         false,
         egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"),
-        camera,
+        eye,
     );
     knob(
         ui,
         false,
         egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"),
-        camera,
+        eye,
     );
     knob(
         ui,
         false,
         egui::Slider::new(&mut s.camera_fps, range::CAMERA_FPS).text("camera frame rate (fps, 0: off)"),
-        camera,
+        eye,
     );
     plant.set_if_neq(s.sanitized());
+    let Some((mut view, sim)) = camera else { return };
     let mut on = view.0;
     ui.checkbox(&mut on, "camera view: the arm as the encoders and the camera see it");
     view.set_if_neq(CameraView(on));

@@ -2,14 +2,11 @@
 //! measured through noisy encoders; the rolling tip-error history is kept for the plot.
 
 use super::AppSet;
-use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
+use super::state::arm::{HISTORY_SECS, MAX_FRAME_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
 use super::state::solve::{BranchEvent, BranchLog, Solutions};
 use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::learned::branch::is_branch_change;
-
-/// The longest frame the plant catches up on, seconds.
-const MAX_FRAME_SECS: f64 = 0.5;
 
 /// Registers the systems that apply settings and drive the plant.
 pub(crate) fn plugin(app: &mut App) {
@@ -48,8 +45,6 @@ fn drive(
         branches.last_command = Some(command);
         sim.plant.command(command);
     }
-    // Real time, in the plant's fixed 1 ms sub-steps, down to 2 frames a second; a longer stall
-    // (a window dragged, a laptop waking) is not made up.
     let dt = time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
     sim.plant.step(dt);
     let measured = sim.plant.measure();

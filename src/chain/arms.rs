@@ -257,6 +257,22 @@ impl ChainArm {
         }
     }
 
+    /// The arm as the plant builds it: the SO-101's links with their measured mass properties,
+    /// any other chain's as uniform rods ([`crate::plant::RealChain::rods`]).
+    pub fn real(&self) -> crate::plant::RealChain {
+        let mut real = crate::plant::RealChain::rods(self.chain.clone());
+        if self.kind == Some(ArmKind::So101) {
+            real.bodies = super::so101::BODIES.to_vec();
+        }
+        real
+    }
+
+    /// True when the arm hangs in a vertical plane (the SO-101's pitch joints): its plant has
+    /// gravity on. The others lie on a table.
+    pub fn vertical(&self) -> bool {
+        self.kind == Some(ArmKind::So101)
+    }
+
     /// The farthest the tip gets from the origin: the reach, plus the rail's travel.
     pub fn extent(&self) -> f64 {
         let rail = self.chain.rail().map_or(0.0, |t| t.min.abs().max(t.max.abs()));

@@ -23,8 +23,13 @@
 // best with the indices of the formulas it implements.
 #![allow(clippy::needless_range_loop)]
 
-/// The most degrees of freedom a model may have (servo hinges and backlash hinges together).
-pub const MAX_DOF: usize = 8;
+/// The most degrees of freedom a model may have (servo joints and backlash hinges together): a
+/// hinge of free play behind every revolute joint of the longest chain.
+pub const MAX_DOF: usize = 2 * crate::kinematics::serial::MAX_COORDS;
+
+/// Models up to this many degrees of freedom step on arrays of exactly their size; larger ones
+/// on [`MAX_DOF`]-sized arrays padded with inert rows.
+const EXACT_DOF: usize = 8;
 
 /// Standard gravity, m/s².
 pub const GRAVITY: f64 = 9.81;
@@ -116,12 +121,17 @@ pub const PLAY_DAMPING: f64 = 0.01;
 /// See [`PLAY_DAMPING`].
 pub const PLAY_ARMATURE: f64 = 0.01;
 
-/// One hinge of the model and the body it carries.
+/// One joint of the model (a hinge, or the base's slide) and the body it carries.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dof {
-    /// Where the hinge sits on the previous body's `x` axis, metres (0 for the first hinge).
+    /// True for a prismatic joint along the world's `y` axis (a rail; only the first joint may
+    /// be one): `q` is then a height in metres, and its servo's gains, damping, armature and
+    /// friction are in N/m, N s/m, kg and N.
+    pub slide: bool,
+    /// Where the joint sits on the previous body's `x` axis, metres (0 for the first joint).
     pub at: f64,
-    /// The body's angle at `q = 0`, relative to the previous body, radians.
+    /// The body's angle at `q = 0`, relative to the previous body, radians (for a slide: its
+    /// height at `q = 0`, metres).
     pub offset: f64,
     /// The body after the hinge.
     pub body: Inertia,
@@ -192,10 +202,10 @@ impl Multibody {
     /// A model of these hinges, at most [`MAX_DOF`].
     ///
     /// # Panics
-    /// With no hinge or more than [`MAX_DOF`] (a model is built by the plant from checked
-    /// parameters, never from user input directly).
+    /// With no hinge, more than [`MAX_DOF`], or a slide other than the first joint.
     pub fn new(dofs: Vec<Dof>, gravity: f64) -> Self {
         assert!(!dofs.is_empty() && dofs.len() <= MAX_DOF, "1 to {MAX_DOF} hinges, got {}", dofs.len());
+        assert!(dofs.iter().skip(1).all(|d| !d.slide), "only the first joint may slide");
         Self { dofs, gravity }
     }
 
@@ -231,7 +241,11 @@ impl Multibody {
         let mut axis = [1.0, 0.0];
         for (k, d) in self.dofs.iter().enumerate() {
             at = [at[0] + d.at * axis[0], at[1] + d.at * axis[1]];
-            angle += q[k] + d.offset;
+            if d.slide {
+                at[1] += q[k] + d.offset;
+            } else {
+                angle += q[k] + d.offset;
+            }
             let (s, c) = angle.sin_cos();
             axis = [c, s];
             out.axis[k] = axis;
@@ -264,7 +278,14 @@ impl Multibody {
             }
             for i in 0..=b {
                 for j in 0..=i {
-                    let v = body.mass * (r[i][0] * r[j][0] + r[i][1] * r[j][1]) + body.inertia;
+                    // A hinge moves the centre by `z × r` and turns the body; a slide moves it
+                    // along `y` and does not turn it.
+                    let v = match (self.dofs[i].slide, self.dofs[j].slide) {
+                        (false, false) => body.mass * (r[i][0] * r[j][0] + r[i][1] * r[j][1]) + body.inertia,
+                        (false, true) => body.mass * r[i][0],
+                        (true, false) => body.mass * r[j][0],
+                        (true, true) => body.mass,
+                    };
                     m[i][j] += v;
                 }
             }
@@ -279,7 +300,8 @@ impl Multibody {
     }
 
     /// Coriolis, centrifugal and gravity torques by recursive Newton-Euler with no joint
-    /// acceleration (gravity enters as an upward acceleration of the base).
+    /// acceleration (gravity enters as an upward acceleration of the base). A base slide along
+    /// `y` turns nothing, so it adds no velocity terms; its entry is the force along the rail.
     fn bias_at<const N: usize>(&self, pose: &Pose<N>, v: &[f64]) -> [f64; N] {
         let n = N.min(self.dofs.len());
         let mut acc_c = [[0.0; 2]; N];
@@ -290,7 +312,9 @@ impl Multibody {
                 let r = pose.link[k - 1];
                 ap = [ap[0] - w * w * r[0], ap[1] - w * w * r[1]];
             }
-            w += v[k];
+            if !self.dofs[k].slide {
+                w += v[k];
+            }
             let rc = pose.com[k];
             acc_c[k] = [ap[0] - w * w * rc[0], ap[1] - w * w * rc[1]];
         }
@@ -303,7 +327,8 @@ impl Multibody {
             // through hinge k+1.
             moment += cross(pose.com[k], f) + cross(pose.link[k], force);
             force = [force[0] + f[0], force[1] + f[1]];
-            tau[k] = moment;
+            // A hinge bears the moment; a slide (along y, first) the force along its axis.
+            tau[k] = if self.dofs[k].slide { force[1] } else { moment };
         }
         tau
     }
@@ -352,7 +377,8 @@ impl Multibody {
 
     /// One step of `dt` seconds toward `goals` (one per hinge; unactuated hinges ignore theirs).
     pub fn step(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
-        // One copy of the step per size, so every array is exactly as long as the model.
+        // One copy of the step per size up to EXACT_DOF, so every array is exactly as long as
+        // the model; past that, one padded copy.
         match self.dofs.len() {
             1 => self.step_n::<1>(s, goals, dt),
             2 => self.step_n::<2>(s, goals, dt),
@@ -361,16 +387,23 @@ impl Multibody {
             5 => self.step_n::<5>(s, goals, dt),
             6 => self.step_n::<6>(s, goals, dt),
             7 => self.step_n::<7>(s, goals, dt),
+            EXACT_DOF => self.step_n::<EXACT_DOF>(s, goals, dt),
             _ => self.step_n::<MAX_DOF>(s, goals, dt),
         }
     }
 
+    /// The step on arrays of `N >= len()`: rows past the model are inert (unit mass, no force),
+    /// which leaves the factor of the model's block, and so its answer, exactly as with `N`
+    /// equal to the model's size.
     fn step_n<const N: usize>(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
-        let n = N;
+        let n = self.dofs.len();
         let (servo, kv_eff, saturated) = self.servo_torques(s, goals);
         let pose = self.pose::<N>(&s.q);
         let bias = self.bias_at(&pose, &s.v);
         let mut a = self.mass_matrix_at(&pose);
+        for (k, row) in a.iter_mut().enumerate().skip(n) {
+            row[k] = 1.0;
+        }
         let mut f = [0.0; N];
         for k in 0..n {
             let d = &self.dofs[k];
@@ -438,7 +471,7 @@ impl Multibody {
             // Held: no creep at all, so a resting arm stays put bit for bit.
             v.iter_mut().for_each(|v| *v = 0.0);
         }
-        s.v[..n].copy_from_slice(&v);
+        s.v[..n].copy_from_slice(&v[..n]);
         for (q, v) in s.q.iter_mut().zip(&v) {
             *q += dt * v;
         }
@@ -541,6 +574,7 @@ mod tests {
 
     fn two_link(gravity: f64, servo: Option<Servo>) -> Multibody {
         let dof = |at: f64| Dof {
+            slide: false,
             at,
             offset: 0.0,
             body: Inertia::rod(0.05, 1.0),
@@ -621,6 +655,7 @@ mod tests {
         let servo = Servo::STS3215;
         let dofs = vec![
             Dof {
+                slide: false,
                 at: 0.0,
                 offset: 0.0,
                 body: Inertia::NONE,
@@ -631,6 +666,7 @@ mod tests {
                 range: None,
             },
             Dof {
+                slide: false,
                 at: 0.0,
                 offset: 0.0,
                 body: Inertia::rod(0.05, 1.0),
@@ -652,5 +688,104 @@ mod tests {
         // accelerates, then comes back.
         assert!(widest > 0.011 && widest < 0.04, "pressed past the stop, softly: {widest}");
         assert!(s.q[1].abs() <= 0.0101, "and back at the stop at rest: {}", s.q[1]);
+    }
+
+    /// A rail (a slide along `y` carrying a 0.3 kg carriage) under two hinged rods.
+    fn rail_two_link(gravity: f64, servo: Option<(Servo, Servo)>) -> Multibody {
+        let dof = |slide: bool, at: f64, body: Inertia, servo: Option<Servo>| Dof {
+            slide,
+            at,
+            offset: 0.0,
+            body,
+            armature: servo.map_or(0.0, |s| s.armature),
+            damping: servo.map_or(0.0, |s| s.damping),
+            frictionloss: servo.map_or(0.0, |s| s.frictionloss),
+            actuator: servo.map(|s| (s.kp, s.kv, s.torque_limit)),
+            range: None,
+        };
+        let carriage = Inertia { mass: 0.3, com: [0.0, 0.0], inertia: 0.0 };
+        Multibody::new(
+            vec![
+                dof(true, 0.0, carriage, servo.map(|s| s.0)),
+                dof(false, 0.0, Inertia::rod(0.05, 1.0), servo.map(|s| s.1)),
+                dof(false, 1.0, Inertia::rod(0.05, 1.0), servo.map(|s| s.1)),
+            ],
+            gravity,
+        )
+    }
+
+    /// Twice the kinetic energy at `q`, `v`, from each body's centre velocity by central
+    /// differences of the poses and its spin: `Σ m |ċ|² + I ω²`.
+    fn twice_kinetic(mb: &Multibody, q: &[f64], v: &[f64]) -> f64 {
+        let h = 1e-6;
+        let at = |t: f64| {
+            let q: Vec<f64> = q.iter().zip(v).map(|(q, v)| q + t * v).collect();
+            let p = mb.pose::<3>(&q);
+            [0, 1, 2].map(|k| [p.hinge[k][0] + p.com[k][0], p.hinge[k][1] + p.com[k][1]])
+        };
+        let (a, b) = (at(h), at(-h));
+        let mut spin = 0.0;
+        let mut sum = 0.0;
+        for (k, d) in mb.dofs().iter().enumerate() {
+            if !d.slide {
+                spin += v[k];
+            }
+            let c = [(a[k][0] - b[k][0]) / (2.0 * h), (a[k][1] - b[k][1]) / (2.0 * h)];
+            sum += d.body.mass * (c[0] * c[0] + c[1] * c[1]) + d.body.inertia * spin * spin;
+        }
+        sum
+    }
+
+    #[test]
+    fn a_rails_mass_matrix_gives_the_kinetic_energy_of_every_body() {
+        let mb = rail_two_link(0.0, None);
+        for (q, v) in [([0.2, 0.3, 0.7], [1.0, 0.0, 0.0]), ([-0.4, 1.1, -2.0], [0.5, -1.5, 2.0]), ([0.0; 3], [0.3, 0.2, -0.1])]
+        {
+            let m = mb.mass_matrix(&q);
+            let vmv: f64 = (0..3).map(|i| (0..3).map(|j| v[i] * m[i][j] * v[j]).sum::<f64>()).sum();
+            let fd = twice_kinetic(&mb, &q, &v);
+            assert!((vmv - fd).abs() < 1e-6, "q {q:?} v {v:?}: {vmv} vs {fd}");
+        }
+        // The rail alone moves every body: its entry is the whole mass.
+        assert!((mb.mass_matrix(&[0.0; 3])[0][0] - 0.4).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_rail_bears_the_whole_weight_and_adds_no_velocity_forces() {
+        let mb = rail_two_link(GRAVITY, None);
+        let hinges = two_link(GRAVITY, None);
+        let q = [0.3, 0.4, -0.9];
+        let g = mb.bias(&q, &[0.0; 3]);
+        assert!((g[0] - 0.4 * GRAVITY).abs() < 1e-12, "the rail carries carriage and links: {g:?}");
+        let plain = hinges.bias(&q[1..], &[0.0; 2]);
+        assert!((g[1] - plain[0]).abs() < 1e-12 && (g[2] - plain[1]).abs() < 1e-12, "{g:?} {plain:?}");
+        // Sliding fast changes no force (no Coriolis from a pure translation); turning does.
+        let sliding = mb.bias(&q, &[3.0, 0.0, 0.0]);
+        assert_eq!(sliding, g);
+        let turning = mb.bias(&q, &[0.0, 2.0, 1.0]);
+        let plain_turning = hinges.bias(&q[1..], &[2.0, 1.0]);
+        assert!((turning[1] - plain_turning[0]).abs() < 1e-12 && (turning[2] - plain_turning[1]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_free_rail_and_pendulum_keep_their_energy_and_a_servoed_rail_sags_by_weight_over_gain() {
+        let mb = rail_two_link(GRAVITY, None);
+        let mut s = State { q: State::at_rest(&[0.0, 0.3, 0.5]).q, v: State::at_rest(&[0.5, 0.0, 0.0]).q };
+        let e0 = mb.energy(&s);
+        let mut worst: f64 = 0.0;
+        for _ in 0..10_000 {
+            mb.step(&mut s, &[0.0; 3], 1e-4);
+            worst = worst.max((mb.energy(&s) - e0).abs());
+        }
+        assert!(worst < 2e-3, "{worst}");
+        // On servos, the rail holds 0.4 kg against gravity, short of its goal by m g / kp.
+        let rail = Servo { kp: 2000.0, kv: 40.0, torque_limit: 40.0, damping: 20.0, armature: 0.5, frictionloss: 0.0 };
+        let mb = rail_two_link(GRAVITY, Some((rail, Servo::STS3215)));
+        let mut s = State::at_rest(&[0.5, std::f64::consts::FRAC_PI_2, 0.0]);
+        for _ in 0..3000 {
+            mb.step(&mut s, &[0.5, std::f64::consts::FRAC_PI_2, 0.0], 1e-3);
+        }
+        let sag = 0.5 - s.q[0];
+        assert!((sag - 0.4 * GRAVITY / 2000.0).abs() < 1e-6, "{sag}");
     }
 }

@@ -27,6 +27,8 @@ pub mod dynamics;
 
 use std::collections::VecDeque;
 
+use crate::chain::arm::Chain;
+use crate::kinematics::serial::MAX_COORDS;
 use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
 use crate::rng::{Stream, rng};
 use dynamics::{Dof, Inertia, MAX_DOF, Multibody, PLAY_ARMATURE, PLAY_DAMPING, Servo, State};
@@ -323,18 +325,105 @@ impl PlantConfig {
     pub fn latency(&self) -> f64 {
         self.latency_ms * 1e-3
     }
+}
 
-    /// The rigid-body model of the real arm: per joint a servo hinge, then (with backlash) a
-    /// free-play hinge of Menagerie's `backlash` class carrying the link; the indices of the
-    /// servo hinges.
-    pub fn model(&self) -> (Multibody, [usize; 2]) {
-        let arm = &self.real.arm;
-        let lengths = [arm.l1(), arm.l2()];
-        let offsets = [self.real.joint_offsets.shoulder, self.real.joint_offsets.elbow];
-        let bodies = [0, 1].map(|k| Inertia::rod(self.link_mass[k], lengths[k]));
-        let (model, servos) = serial_model(&lengths, &bodies, &offsets, &self.servo, self.backlash, self.gravity);
-        (model, [servos[0], servos[1]])
+/// Mass of a link per metre of its length, kg/m: the two-link arm's 1 m links weigh
+/// [`TWO_LINK_MASS`] each, and a chain's links are the same tube.
+pub const LINK_MASS_PER_METRE: f64 = TWO_LINK_MASS;
+
+/// The servo of a rail's carriage, in N/m, N s/m, N and kg: a belt-driven linear axis under
+/// position control, its gains chosen (not taken from a datasheet) so that the carriage settles
+/// in about a quarter of a second and runs at most 2 m/s (force limit over damping).
+pub const RAIL_SERVO: Servo =
+    Servo { kp: 2000.0, kv: 40.0, torque_limit: 40.0, damping: 20.0, armature: 0.5, frictionloss: 0.0 };
+
+/// Mass of a rail's carriage, kg.
+pub const RAIL_CARRIAGE_MASS: f64 = 0.3;
+
+/// The arm a plant moves, as it truly is: the real chain (its link lengths and its rail), the
+/// mass properties of each revolute link, and what no encoder sees, the offset of each
+/// coordinate between what is commanded and where the link goes (radians; metres for a rail).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RealChain {
+    /// The true geometry and ranges.
+    pub chain: Chain,
+    /// Each revolute link's mass properties in its own frame (`x` along the link).
+    pub bodies: Vec<Inertia>,
+    /// Added to each commanded coordinate before it reaches the link (`chain.coords()` of them).
+    pub offsets: Vec<f64>,
+    /// The rail's servo, when the chain has a rail ([`RAIL_SERVO`] by default).
+    pub rail_servo: Servo,
+    /// The rail's carriage mass, kg ([`RAIL_CARRIAGE_MASS`] by default).
+    pub carriage_mass: f64,
+}
+
+impl RealChain {
+    /// `chain` as modelled, its links uniform rods of [`LINK_MASS_PER_METRE`].
+    pub fn rods(chain: Chain) -> Self {
+        let bodies = chain.links().iter().map(|l| Inertia::rod(LINK_MASS_PER_METRE * l.length, l.length)).collect();
+        let offsets = vec![0.0; chain.coords()];
+        Self { chain, bodies, offsets, rail_servo: RAIL_SERVO, carriage_mass: RAIL_CARRIAGE_MASS }
     }
+
+    /// The two-link arm `real` with links of `link_mass` kg (uniform rods).
+    pub fn two_link(real: &RealArm, link_mass: [f64; 2]) -> Self {
+        let arm = &real.arm;
+        let bodies = vec![Inertia::rod(link_mass[0], arm.l1()), Inertia::rod(link_mass[1], arm.l2())];
+        let offsets = vec![real.joint_offsets.shoulder, real.joint_offsets.elbow];
+        Self { chain: Chain::from(*arm), bodies, offsets, rail_servo: RAIL_SERVO, carriage_mass: RAIL_CARRIAGE_MASS }
+    }
+
+    /// This arm departing from its model: revolute link `k`'s length scaled by
+    /// `1 + length_error(k)` (its body scaled with it) and joint `k` offset by `offset(k)`
+    /// radians, where `k` counts the revolute joints from the base. `Err` when a length leaves the
+    /// range a chain accepts.
+    pub fn mismatched(
+        &self,
+        length_error: impl Fn(usize) -> f64,
+        offset: impl Fn(usize) -> f64,
+    ) -> Result<Self, crate::chain::arm::ChainError> {
+        let first = self.chain.first_joint();
+        let mut links = self.chain.links().to_vec();
+        let mut bodies = self.bodies.clone();
+        let mut offsets = self.offsets.clone();
+        for (k, (link, body)) in links.iter_mut().zip(&mut bodies).enumerate() {
+            let scale = 1.0 + length_error(k);
+            link.length *= scale;
+            body.com = body.com.map(|c| c * scale);
+            body.inertia *= scale * scale;
+            offsets[first + k] += offset(k);
+        }
+        let chain = Chain::new(self.chain.rail(), links)?;
+        Ok(Self { chain, bodies, offsets, ..self.clone() })
+    }
+}
+
+/// The rigid-body model of `real` on `servo` (the rail, if any, on its own servo with its
+/// carriage), with free play of ±`backlash` rad behind each revolute servo, in a vertical plane
+/// when `gravity`; and the index of each coordinate's servo joint.
+fn chain_model(real: &RealChain, servo: &Servo, backlash: f64, gravity: bool) -> (Multibody, Vec<usize>) {
+    let lengths: Vec<f64> = real.chain.links().iter().map(|l| l.length).collect();
+    let first = real.chain.first_joint();
+    let (model, mut servos) = serial_model(&lengths, &real.bodies, &real.offsets[first..], servo, backlash, gravity);
+    if first == 0 {
+        return (model, servos);
+    }
+    let rail = real.rail_servo;
+    let carriage = Dof {
+        slide: true,
+        at: 0.0,
+        offset: real.offsets[0],
+        body: Inertia { mass: real.carriage_mass, com: [0.0, 0.0], inertia: 0.0 },
+        armature: rail.armature,
+        damping: rail.damping,
+        frictionloss: rail.frictionloss,
+        actuator: Some((rail.kp, rail.kv, rail.torque_limit)),
+        range: None,
+    };
+    let dofs: Vec<Dof> = std::iter::once(carriage).chain(model.dofs().iter().copied()).collect();
+    servos.iter_mut().for_each(|k| *k += 1);
+    servos.insert(0, 0);
+    (Multibody::new(dofs, model.gravity), servos)
 }
 
 /// A serial arm of links `lengths` with mass properties `bodies`, each joint's zero at `offsets`,
@@ -355,6 +444,7 @@ pub fn serial_model(
         servos.push(dofs.len());
         let at = if k == 0 { 0.0 } else { lengths[k - 1] };
         dofs.push(Dof {
+            slide: false,
             at,
             offset: offsets[k],
             body: if play { Inertia::NONE } else { bodies[k] },
@@ -366,6 +456,7 @@ pub fn serial_model(
         });
         if play {
             dofs.push(Dof {
+                slide: false,
                 at: 0.0,
                 offset: 0.0,
                 body: bodies[k],
@@ -380,19 +471,36 @@ pub fn serial_model(
     (Multibody::new(dofs, if gravity { dynamics::GRAVITY } else { 0.0 }), servos)
 }
 
-/// The simulated arm's state.
+/// Coordinates of a plant's arm, base first (a rail's height in metres, then joint angles),
+/// padded with zeros to [`MAX_COORDS`].
+pub type Coords = [f64; MAX_COORDS];
+
+/// `x` padded to [`Coords`] (at most [`MAX_COORDS`] of it).
+fn padded(x: &[f64]) -> Coords {
+    let mut out = [0.0; MAX_COORDS];
+    let n = x.len().min(MAX_COORDS);
+    out[..n].copy_from_slice(&x[..n]);
+    out
+}
+
+/// The simulated arm's state: any planar chain (the two-link arm is one), its rail too.
 #[derive(Debug, Clone)]
 pub struct Plant {
     cfg: PlantConfig,
+    /// The arm as it truly is: from `cfg.real` on a two-link plant, set apart on a chain's.
+    real: RealChain,
+    /// True when `real` follows `cfg.real` and `cfg.link_mass` ([`Plant::new`]).
+    two_link: bool,
     model: Multibody,
-    servos: [usize; 2],
+    /// The model's joint of each coordinate's servo.
+    servos: Vec<usize>,
     state: State,
     goals: [f64; MAX_DOF],
     noise: Option<Normal<f64>>,
     rng: ChaCha8Rng,
     camera_rng: ChaCha8Rng,
     /// Goals sent but not yet at the servos, oldest first, with the plant time each arrives.
-    pending: VecDeque<(f64, Pose)>,
+    pending: VecDeque<(f64, Coords)>,
     /// Sub-steps taken so far (plant time is `ticks · SUBSTEP`).
     ticks: u64,
     /// Time asked of [`Plant::step`] not yet simulated (less than one sub-step).
@@ -422,13 +530,31 @@ fn next_frame_time(next: f64, now: f64, period: f64) -> f64 {
 }
 
 impl Plant {
-    /// A plant at rest in `pose` with its goals there (under gravity it then sags).
+    /// A two-link plant at rest in `pose` with its goals there (under gravity it then sags); its
+    /// real arm is `cfg.real` with links of `cfg.link_mass`.
     pub fn new(cfg: PlantConfig, pose: Pose) -> Self {
         let cfg = cfg.sanitized();
         let pose = crate::solver::sane_seed(pose);
-        let (model, servos) = cfg.model();
+        let real = RealChain::two_link(&cfg.real, cfg.link_mass);
+        Self::build(cfg, real, true, &[pose.shoulder, pose.elbow])
+    }
+
+    /// A plant of the chain `real` at rest at coordinates `x` (non-finite ones at 0), under the
+    /// channels of `cfg`: its servo, backlash, encoder noise, gravity, flex, latency and camera
+    /// act on the chain as on the two-link arm (`cfg.real` and `cfg.link_mass`, the two-link
+    /// arm's, are not used). The rail, if any, runs on `real.rail_servo` and reads exactly (a
+    /// linear scale): noise, friction and free play act on the revolute joints.
+    pub fn chain(real: RealChain, cfg: PlantConfig, x: &[f64]) -> Self {
+        let x: Vec<f64> = x.iter().map(|v| if v.is_finite() { *v } else { 0.0 }).collect();
+        Self::build(cfg.sanitized(), real, false, &x)
+    }
+
+    fn build(cfg: PlantConfig, real: RealChain, two_link: bool, x: &[f64]) -> Self {
+        let (model, servos) = chain_model(&real, &cfg.servo, cfg.backlash, cfg.gravity);
         let mut plant = Self {
             cfg,
+            real,
+            two_link,
             model,
             servos,
             state: State::at_rest(&[]),
@@ -445,8 +571,9 @@ impl Plant {
             frame: None,
             frame_owed: false,
         };
-        plant.state.q[servos[0]] = pose.shoulder;
-        plant.state.q[servos[1]] = pose.elbow;
+        for (&k, &v) in plant.servos.iter().zip(x) {
+            plant.state.q[k] = v;
+        }
         plant.goals = plant.state.q;
         plant.set_config(cfg);
         plant.capture_due_frame();
@@ -459,8 +586,19 @@ impl Plant {
         &self.cfg
     }
 
+    /// The arm as it truly is.
+    pub fn real(&self) -> &RealChain {
+        &self.real
+    }
+
+    /// Number of coordinates (servos).
+    pub fn dim(&self) -> usize {
+        self.servos.len()
+    }
+
     /// Changes the parameters, keeping the servos where they are, their speeds, the goals and
-    /// the noise streams. The free play, when its width changes, starts again centred.
+    /// the noise streams. The free play, when its width changes, starts again centred. On a
+    /// two-link plant the real arm follows `cfg.real` and `cfg.link_mass`.
     pub fn set_config(&mut self, cfg: PlantConfig) {
         let cfg = cfg.sanitized();
         self.noise = (cfg.noise_std > 0.0).then(|| Normal::new(0.0, cfg.noise_std).expect("finite std"));
@@ -468,44 +606,77 @@ impl Plant {
             self.frame = None;
             self.next_frame = self.time();
         }
-        if cfg != self.cfg {
-            let (model, servos) = cfg.model();
-            if servos != self.servos || model.len() != self.model.len() {
-                let old = self.state;
-                let mut state = State::at_rest(&[]);
-                let mut goals = [0.0; MAX_DOF];
-                for (new, was) in servos.iter().zip(self.servos) {
-                    state.q[*new] = old.q[was];
-                    state.v[*new] = old.v[was];
-                    goals[*new] = self.goals[was];
-                }
-                self.state = state;
-                self.goals = goals;
-                self.servos = servos;
-            }
-            self.model = model;
-            self.resting = false;
-        }
+        let real = if self.two_link { RealChain::two_link(&cfg.real, cfg.link_mass) } else { self.real.clone() };
+        let changed = cfg != self.cfg;
         self.cfg = cfg;
+        if changed || real != self.real {
+            self.rebuild(real);
+        }
     }
 
-    /// Sends a goal; non-finite angles are ignored (the previous goal stays). It reaches the
-    /// servos [`PlantConfig::latency_ms`] after now.
+    /// Makes `real` the chain's true arm (a chain plant's mismatch; on a two-link plant set
+    /// `cfg.real` instead), keeping the servos, speeds, goals and streams. `real` must have this
+    /// plant's coordinates; one that does not is ignored.
+    pub fn set_real(&mut self, real: RealChain) {
+        if !self.two_link && real.chain.coords() == self.dim() && real != self.real {
+            self.rebuild(real);
+        }
+    }
+
+    /// The model for `real` and the configuration in force, carrying the servo states over.
+    fn rebuild(&mut self, real: RealChain) {
+        let (model, servos) = chain_model(&real, &self.cfg.servo, self.cfg.backlash, self.cfg.gravity);
+        if servos != self.servos || model.len() != self.model.len() {
+            let old = self.state;
+            let mut state = State::at_rest(&[]);
+            let mut goals = [0.0; MAX_DOF];
+            for (new, &was) in servos.iter().zip(&self.servos) {
+                state.q[*new] = old.q[was];
+                state.v[*new] = old.v[was];
+                goals[*new] = self.goals[was];
+            }
+            self.state = state;
+            self.goals = goals;
+            self.servos = servos;
+        }
+        self.model = model;
+        self.real = real;
+        self.resting = false;
+    }
+
+    /// Sends a two-link goal (see [`Plant::command_x`]).
     pub fn command(&mut self, pose: Pose) {
-        if pose.is_finite() {
+        self.command_x(&[pose.shoulder, pose.elbow]);
+    }
+
+    /// Sends a goal, one value per coordinate; one with a non-finite value or of the wrong
+    /// length is ignored (the previous goal stays). It reaches the servos
+    /// [`PlantConfig::latency_ms`] after now.
+    pub fn command_x(&mut self, x: &[f64]) {
+        if x.len() == self.dim() && x.iter().all(|v| v.is_finite()) {
             let due = self.time() + self.cfg.latency();
             // A goal sent later never arrives earlier: one sent after a shorter latency was set
             // replaces those still waiting to arrive after it.
             while self.pending.back().is_some_and(|&(d, _)| d >= due) {
                 self.pending.pop_back();
             }
-            self.pending.push_back((due, pose));
+            self.pending.push_back((due, padded(x)));
         }
     }
 
-    /// The goal at the servos (the newest one out of the delay line).
+    /// The two-link goal at the servos (the newest one out of the delay line).
     pub fn commanded(&self) -> Pose {
-        Pose::new(self.goals[self.servos[0]], self.goals[self.servos[1]])
+        let x = self.commanded_x();
+        Pose::new(x[0], x[1])
+    }
+
+    /// The goal at the servos, per coordinate.
+    pub fn commanded_x(&self) -> Coords {
+        let mut out = [0.0; MAX_COORDS];
+        for (o, &k) in out.iter_mut().zip(&self.servos) {
+            *o = self.goals[k];
+        }
+        out
     }
 
     /// Goals still in the delay line.
@@ -513,19 +684,20 @@ impl Plant {
         self.pending.len()
     }
 
-    /// Every goal whose time has come reaches the servos, unwrapped onto each servo's side of
-    /// the circle so that a goal across ±π turns the short way.
+    /// Every goal whose time has come reaches the servos; a joint that turns freely takes it on
+    /// its own side of the circle, so that a goal across ±π turns the short way.
     fn deliver_due(&mut self) {
         let now = self.time();
-        while let Some(&(due, pose)) = self.pending.front() {
+        while let Some(&(due, x)) = self.pending.front() {
             if due > now + 0.5 * SUBSTEP {
                 break;
             }
             self.pending.pop_front();
-            let [s, e] = self.servos;
-            let unwrap = |c: f64, q: f64| q + crate::kinematics::wrap_angle(c - q);
-            self.goals[s] = unwrap(pose.shoulder, self.state.q[s]);
-            self.goals[e] = unwrap(pose.elbow, self.state.q[e]);
+            for (i, &k) in self.servos.iter().enumerate() {
+                let q = self.state.q[k];
+                self.goals[k] =
+                    if self.real.chain.is_bounded(i) { x[i] } else { q + crate::kinematics::wrap_angle(x[i] - q) };
+            }
             self.resting = false;
         }
     }
@@ -617,13 +789,22 @@ impl Plant {
         }
     }
 
-    /// What the encoders read: each servo's output angle (in the command frame) plus noise.
+    /// What the encoders read, two-link (see [`Plant::measure_x`]).
     pub fn measure(&mut self) -> Pose {
-        let q = self.link_pose();
-        match &self.noise {
-            None => q,
-            Some(n) => Pose::new(q.shoulder + n.sample(&mut self.rng), q.elbow + n.sample(&mut self.rng)),
+        let x = self.measure_x();
+        Pose::new(x[0], x[1])
+    }
+
+    /// What the encoders read: each servo's output (in the command frame), the joints' with
+    /// Gaussian noise (a rail's linear scale reads exactly).
+    pub fn measure_x(&mut self) -> Coords {
+        let mut x = self.link_x();
+        if let Some(n) = &self.noise {
+            for i in self.real.chain.first_joint()..self.dim() {
+                x[i] += n.sample(&mut self.rng);
+            }
         }
+        x
     }
 
     /// The camera's latest frame of the tip (`None` without a camera).
@@ -632,14 +813,34 @@ impl Plant {
     }
 
     /// Each servo's output angle in the command frame, without noise (what a perfect encoder
-    /// would read).
+    /// would read), two-link.
     pub fn link_pose(&self) -> Pose {
-        Pose::new(self.state.q[self.servos[0]], self.state.q[self.servos[1]])
+        let x = self.link_x();
+        Pose::new(x[0], x[1])
     }
 
-    /// Each servo's speed, rad/s.
+    /// Each servo's output per coordinate in the command frame, without noise.
+    pub fn link_x(&self) -> Coords {
+        let mut out = [0.0; MAX_COORDS];
+        for (o, &k) in out.iter_mut().zip(&self.servos) {
+            *o = self.state.q[k];
+        }
+        out
+    }
+
+    /// Each servo's speed, rad/s (m/s for a rail), two-link.
     pub fn speeds(&self) -> Pose {
-        Pose::new(self.state.v[self.servos[0]], self.state.v[self.servos[1]])
+        let x = self.speeds_x();
+        Pose::new(x[0], x[1])
+    }
+
+    /// Each servo's speed, rad/s (m/s for a rail).
+    pub fn speeds_x(&self) -> Coords {
+        let mut out = [0.0; MAX_COORDS];
+        for (o, &k) in out.iter_mut().zip(&self.servos) {
+            *o = self.state.v[k];
+        }
+        out
     }
 
     /// Plant time, seconds.
@@ -647,53 +848,103 @@ impl Plant {
         self.ticks as f64 * SUBSTEP
     }
 
-    /// The real links' absolute angles: the servos' angles, the free play, the joint offsets,
-    /// and the droop.
+    /// The real links' coordinates, two-link (see [`Plant::actual_x`]).
     pub fn actual_pose(&self) -> Pose {
-        let real = &self.cfg.real;
-        let (s, e) = (self.servos[0], self.servos[1]);
-        // The play hinge, when there is one, follows its servo hinge.
-        let play = |k: usize| if self.model.len() > 2 { self.state.q[k + 1] } else { 0.0 };
-        let joints = Pose::new(self.state.q[s] + play(s), self.state.q[e] + play(e));
-        let rigid = real.actual(joints);
+        let x = self.actual_x();
+        Pose::new(x[0], x[1])
+    }
+
+    /// The real links' coordinates in the real chain's terms: the servos', the free play, the
+    /// offsets and the droop.
+    pub fn actual_x(&self) -> Coords {
+        let dofs = self.model.dofs();
+        let mut rigid = [0.0; MAX_COORDS];
+        for (i, &k) in self.servos.iter().enumerate() {
+            // The play hinge, when there is one, follows its servo hinge.
+            let play = if dofs.get(k + 1).is_some_and(|d| d.actuator.is_none()) { self.state.q[k + 1] } else { 0.0 };
+            rigid[i] = self.state.q[k] + play + self.real.offsets[i];
+        }
+        let first = self.real.chain.first_joint();
+        let n = self.dim();
+        if self.cfg.flex == 0.0 {
+            return rigid;
+        }
+        let lengths: Vec<f64> = self.real.chain.links().iter().map(|l| l.length).collect();
         // The droop depends on the drooped pose: a few fixed-point steps (a contraction for any
         // flex up to pi/4).
-        let mut pose = rigid;
+        let mut x = rigid;
+        let mut sag = [0.0; MAX_COORDS];
         for _ in 0..4 {
-            pose = rigid + droop(self.cfg.flex, real.arm.l1(), real.arm.l2(), pose);
+            chain_droop(self.cfg.flex, &lengths, &x[first..n], &mut sag[..n - first]);
+            for i in first..n {
+                x[i] = rigid[i] + sag[i - first];
+            }
         }
-        pose
+        x
     }
 
     /// Where the real tip is.
     pub fn tip(&self) -> Point2 {
-        self.cfg.real.arm.tip(self.actual_pose())
+        self.real.chain.tip(&self.actual_x()[..self.dim()])
     }
 
-    /// Base, elbow and tip of the real arm, for drawing.
+    /// Base, elbow and tip of the real two-link arm, for drawing.
     pub fn joints(&self) -> [Point2; 3] {
-        self.cfg.real.arm.joints(self.actual_pose())
+        let p = self.points();
+        [p[0], p[1], p[p.len() - 1]]
+    }
+
+    /// The real arm's base (on its rail), every joint and the tip, for drawing.
+    pub fn points(&self) -> Vec<Point2> {
+        self.real.chain.points(&self.actual_x()[..self.dim()])
     }
 }
 
-/// How far each joint droops, radians, for a `flex` setting (see [`PlantConfig::flex`]) with the
-/// arm in pose `q` (shoulder from +x, elbow relative to the upper arm) and links `l1` and `l2`.
-///
-/// Gravity pulls along −y. The elbow carries the forearm (a uniform rod, torque ∝ `l2² cos θ₂ / 2`),
-/// the shoulder both links; each torque over its stiffness gives the droop, normalised so both
-/// joints droop by `flex` with the arm stretched out along +x.
+/// How far each joint of the two-link arm droops (see [`chain_droop`]), radians, in pose `q`
+/// with links `l1` and `l2`.
 pub fn droop(flex: f64, l1: f64, l2: f64, q: Pose) -> Pose {
+    let mut out = [0.0; 2];
+    chain_droop(flex, &[l1, l2], &[q.shoulder, q.elbow], &mut out);
+    Pose::new(out[0], out[1])
+}
+
+/// How far each revolute joint of a chain of `lengths` droops, radians, into `out`, for a
+/// `flex` setting (see [`PlantConfig::flex`]) with the joints at relative angles `q` (the first
+/// from +x).
+///
+/// Gravity pulls along −y on uniform links of equal mass per metre. Joint `k` carries every
+/// link beyond it: the torque is `Σ_{j≥k} l_j (x_j − x_k)` up to the common factor (mass per
+/// metre · g), with `x_j` the middle of link `j` and `x_k` the joint, measured along `x`. Each
+/// torque over its joint's stiffness gives the droop, the stiffness chosen so that every joint
+/// droops by `flex` with the chain stretched out along +x.
+pub fn chain_droop(flex: f64, lengths: &[f64], q: &[f64], out: &mut [f64]) {
+    out.iter_mut().for_each(|o| *o = 0.0);
     if flex == 0.0 {
-        return Pose::new(0.0, 0.0);
+        return;
     }
-    let (c1, c12) = (q.shoulder.cos(), (q.shoulder + q.elbow).cos());
-    // Torques, up to the common factor (mass per metre · g): forearm about the elbow; both
-    // links about the shoulder.
-    let elbow = l2 * l2 / 2.0 * c12;
-    let shoulder = l1 * l1 / 2.0 * c1 + l2 * (l1 * c1 + l2 / 2.0 * c12);
-    let shoulder_horizontal = l1 * l1 / 2.0 + l2 * (l1 + l2 / 2.0);
-    let elbow_horizontal = l2 * l2 / 2.0;
-    Pose::new(-flex * shoulder / shoulder_horizontal, -flex * elbow / elbow_horizontal)
+    let n = lengths.len().min(q.len()).min(out.len()).min(MAX_COORDS);
+    // Each joint's x, and each link's middle's x, in the pose and stretched out.
+    let (mut joint, mut middle) = ([0.0; MAX_COORDS], [0.0; MAX_COORDS]);
+    let (mut joint_flat, mut middle_flat) = ([0.0; MAX_COORDS], [0.0; MAX_COORDS]);
+    let (mut at, mut at_flat, mut theta) = (0.0, 0.0, 0.0);
+    for k in 0..n {
+        theta += q[k];
+        let c = theta.cos();
+        joint[k] = at;
+        joint_flat[k] = at_flat;
+        middle[k] = at + lengths[k] / 2.0 * c;
+        middle_flat[k] = at_flat + lengths[k] / 2.0;
+        at += lengths[k] * c;
+        at_flat += lengths[k];
+    }
+    for k in 0..n {
+        let (mut torque, mut flat) = (0.0, 0.0);
+        for j in k..n {
+            torque += lengths[j] * (middle[j] - joint[k]);
+            flat += lengths[j] * (middle_flat[j] - joint_flat[k]);
+        }
+        out[k] = -flex * torque / flat;
+    }
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! and hybrid answers (timed, so the panel compares the hybrid with DLS from prior starts), the
 //! driver's answer walked along the manifold by the self-motion slider, and the exact
 //! posterior's fan, which is computed off the frame (a background [`Job`]) with the learned
-//! fans' posterior mismatch against it. Then the simulated chain follows the command.
+//! fans' posterior mismatch against it. Then the chain's plant (the core's, as on the two-link
+//! arm, under the same reality-gap settings) takes the command.
 
 use super::super::AppSet;
 use super::super::job::Job;
-use super::super::state::arm::{Lab, chain_lab};
+use super::super::state::arm::{Lab, MAX_FRAME_SECS, PlantSettings, chain_lab};
 use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD_HISTORY_SECS};
 use bevy::prelude::*;
@@ -31,8 +32,6 @@ pub(crate) fn plugin(app: &mut App) {
 pub(crate) const TOLERANCE: f64 = 1e-3;
 /// DLS and hybrid answers computed (and timed) per frame.
 pub(crate) const PER_FRAME: usize = 4;
-/// Time constant of the chain's motion towards its command, seconds.
-const LAG: f64 = 0.06;
 /// Seed of the fans' draws: the same every frame, so a fan moves smoothly with the target
 /// instead of flickering.
 const FAN_SEED: u64 = 0x00FA_4A11;
@@ -251,44 +250,33 @@ fn answer(
     answers.exact_busy = job.0.busy();
 }
 
-/// Moves the chain towards its command with a first-order lag (angles the short way round on
-/// joints that turn freely), keeping it inside its ranges. When the command and the chain both
-/// hold the tip on the target, the move is pulled back onto the target's manifold (a few DLS
-/// iterations): a change of shape alone (self-motion, or one answer to another) moves the
-/// joints, never the tip.
+/// Sends the command to the chain's plant (rebuilt when the arm or the settings change),
+/// steps it by the frame time and reads its encoders: the same plant, channels and clock as the
+/// two-link arm's.
 fn drive(
     time: Res<Time>,
     lab: Res<Lab>,
-    target: Res<Target>,
+    settings: Res<PlantSettings>,
     answers: Res<ChainAnswers>,
     mut plant: ResMut<ChainPlant>,
 ) {
     let Some(arm) = lab.chain() else { return };
     let d = arm.coords();
-    if plant.x.len() != d {
-        plant.x = arm.prior_center();
+    if plant.plant.as_ref().is_none_or(|p| p.dim() != d) {
+        *plant = ChainPlant::new(arm, &settings, &arm.prior_center());
     }
-    let Some(command) = answers.command.as_ref().filter(|c| c.len() == d) else { return };
-    let dt = time.delta_secs_f64().clamp(0.0, 0.1);
-    let k = 1.0 - (-dt / LAG).exp();
-    let chain = &arm.chain;
-    let on_target = |x: &[f64]| (chain.tip(x) - target.pos).norm() <= TOLERANCE;
-    let held = on_target(&plant.x) && on_target(command);
-    let before = plant.x.clone();
-    for (i, (x, &c)) in plant.x.iter_mut().zip(command).enumerate() {
-        let mut delta = c - *x;
-        if !chain.is_bounded(i) {
-            delta = (delta + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI;
-        }
-        *x += k * delta;
+    let ChainPlant { plant: Some(p), x } = &mut *plant else { return };
+    if settings.is_changed() {
+        let (real, cfg) = settings.chain_plant(arm);
+        p.set_config(cfg);
+        p.set_real(real);
     }
-    let mut x = plant.x.clone();
-    chain.clamp(&mut x);
-    if held {
-        let dls = ChainDls { tolerance: 1e-7, ..ChainDls::new(chain) };
-        if !dls.refine(&mut x, target.pos, 16).converged {
-            x = before;
-        }
+    if let Some(command) = answers.command.as_ref() {
+        p.command_x(command);
     }
-    plant.x = x;
+    p.step(time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS));
+    let read = p.measure_x();
+    let read = if read[..d].iter().all(|v| v.is_finite()) { read } else { p.link_x() };
+    x.clear();
+    x.extend_from_slice(&read[..d]);
 }

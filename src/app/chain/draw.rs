@@ -216,14 +216,12 @@ fn draw(
         polyline(&mut pens.arm, chain, x, color, 0.04);
         pens.fan.line_2d(v(chain.tip(x)), t, color);
     }
-    if plant.x.len() == d {
-        polyline(&mut pens.plant, chain, &plant.x, PLANT_COLOR.with_alpha(0.35), 0.0);
+    // The real arm, as it is (its droop, play and mismatch included), and its base on the rail.
+    let real: Vec<Vec2> = plant.points().into_iter().filter(|p| p.x.is_finite() && p.y.is_finite()).map(v).collect();
+    pens.plant.linestrip_2d(real.iter().copied(), PLANT_COLOR.with_alpha(0.35));
+    if let Some(&base) = real.first() {
+        pens.plant.circle_2d(base, 0.05, PLANT_COLOR.with_alpha(0.6));
     }
-    pens.plant.circle_2d(
-        Vec2::new(0.0, if chain.rail().is_some() { plant.x.first().copied().unwrap_or(0.0) as f32 } else { 0.0 }),
-        0.05,
-        PLANT_COLOR.with_alpha(0.6),
-    );
 
     let r = 0.06;
     pens.arm.circle_2d(t, r, TARGET_COLOR);

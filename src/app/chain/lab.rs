@@ -3,7 +3,7 @@
 //! kept, so switching back does not train again; an arm without nets starts training. Back on
 //! the two-link arm, its heads start training if they never did.
 
-use super::super::state::arm::{Lab, Nominal, default_target};
+use super::super::state::arm::{Lab, Nominal, PlantSettings, default_target};
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
 use super::state::RunPhase;
@@ -71,6 +71,7 @@ struct ChainState<'w> {
     plant: ResMut<'w, ChainPlant>,
     answers: ResMut<'w, ChainAnswers>,
     view: ResMut<'w, ChainView>,
+    settings: Res<'w, PlantSettings>,
 }
 
 /// Rebuilds the lab's state for the newly opened lab.
@@ -86,7 +87,7 @@ fn switch(
     mut commands: (MessageWriter<ChainTrainCommand>, MessageWriter<TrainCommand>),
     two_link: (Res<Training>, Res<TrainingParams>),
 ) {
-    let ChainState { nets, training, workers, plant, answers, view } = &mut chain;
+    let ChainState { nets, training, workers, plant, answers, view, settings } = &mut chain;
     let name = lab.chain().map(|a| a.name.clone());
     if *last == name && last.is_some() {
         return;
@@ -124,7 +125,7 @@ fn switch(
             }
             let demo = arm.demo_target();
             *target = Target::at(demo);
-            plant.x = start_pose(arm, demo);
+            **plant = ChainPlant::new(arm, settings, &start_pose(arm, demo));
             **answers = ChainAnswers::default();
             view.self_motion = 0.0;
         }

@@ -67,7 +67,7 @@ pub(crate) fn contents(
     let methods: Vec<Method> = arm.methods().to_vec();
     driver_row(ui, &methods, s.view.reborrow());
     fan_rows(ui, &methods, s.view.reborrow());
-    self_motion_row(ui, arm, target, s);
+    self_motion_row(ui, target, s);
     ui.separator();
     atlas_rows(ui, s.atlas.reborrow(), hover);
     ui.separator();
@@ -121,7 +121,7 @@ fn fan_rows(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
 }
 
 /// The self-motion slider and what it does to the tip.
-fn self_motion_row(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut ChainSections) {
     // A walk a joint limit stopped shows where it stopped, not how far it was asked to go.
     let asked = s.view.self_motion;
     let mut v = match s.answers.walk {
@@ -138,7 +138,7 @@ fn self_motion_row(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut Ch
             s.view.self_motion = 0.0;
         }
     });
-    let plant_miss = (s.plant.x.len() == arm.coords()).then(|| (arm.chain.tip(&s.plant.x) - target).norm());
+    let plant_miss = s.plant.tip().map(|tip| (tip - target).norm());
     match s.answers.walk {
         Some(w) => ui.small(format!(
             "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the arm's tip {}",

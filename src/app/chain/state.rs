@@ -3,9 +3,12 @@
 //! ([`ChainPlant`]) and the training runs ([`ChainTraining`]). Per-method data is keyed by the
 //! core's [`Method`], so a method added to the registry gets its row, colour and toggle here.
 
+use super::super::state::arm::PlantSettings;
 use bevy::prelude::*;
 use elbow::Point2;
+use elbow::chain::ChainArm;
 use elbow::chain::manifold::Walk;
+use elbow::plant::Plant;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{Method, NetSet, Nets};
 use std::collections::VecDeque;
@@ -219,11 +222,33 @@ pub(crate) struct ChainAnswers {
     pub(crate) flow_mmd_history: VecDeque<[f64; 2]>,
 }
 
-/// The simulated chain: its coordinates follow the command with a first-order lag.
-#[derive(Resource, Debug, Clone, Default, PartialEq)]
+/// The simulated chain: the core's plant (the same as the two-link arm's) for the arm in
+/// force under the panel's plant settings, and what its encoders read.
+#[derive(Resource, Debug, Clone, Default)]
 pub(crate) struct ChainPlant {
-    /// Coordinates now.
+    /// The plant, once a chain lab has opened.
+    pub(crate) plant: Option<Plant>,
+    /// What the encoders read at the end of the last frame: where every answer starts from.
     pub(crate) x: Vec<f64>,
+}
+
+impl ChainPlant {
+    /// The plant of `arm` under `settings`, at rest at `x`.
+    pub(crate) fn new(arm: &ChainArm, settings: &PlantSettings, x: &[f64]) -> Self {
+        let (real, cfg) = settings.chain_plant(arm);
+        let plant = Plant::chain(real, cfg, x);
+        Self { x: plant.link_x()[..arm.coords()].to_vec(), plant: Some(plant) }
+    }
+
+    /// Where the real tip is.
+    pub(crate) fn tip(&self) -> Option<Point2> {
+        self.plant.as_ref().map(Plant::tip)
+    }
+
+    /// The real arm's base (on its rail), joints and tip.
+    pub(crate) fn points(&self) -> Vec<Point2> {
+        self.plant.as_ref().map(Plant::points).unwrap_or_default()
+    }
 }
 
 /// One net's training as the panel shows it.

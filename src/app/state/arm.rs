@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 use elbow::chain::ChainArm;
-use elbow::plant::Camera;
+use elbow::plant::{Camera, RealChain};
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
 
@@ -234,6 +234,26 @@ impl PlantSettings {
         }
     }
 }
+
+impl PlantSettings {
+    /// The plant these settings describe for the chain `arm`: its real arm, the first link's
+    /// length error and joint offset on the first revolute joint and the forearm's on every
+    /// later one (an arm the sliders cannot make stays as modelled), and the channels, with
+    /// gravity on for an arm in a vertical plane.
+    pub(crate) fn chain_plant(&self, arm: &ChainArm) -> (RealChain, PlantConfig) {
+        let s = self.sanitized();
+        let later = |v: [f64; 2]| move |k: usize| if k == 0 { v[0] } else { v[1] };
+        let model = arm.real();
+        let real = model.mismatched(later(s.length_error), later(s.joint_offset)).unwrap_or(model);
+        let cfg = PlantConfig { gravity: arm.vertical(), ..self.config(&TwoLinkArm::default()) };
+        (real, cfg)
+    }
+}
+
+/// The longest frame a plant catches up on, seconds: real time runs in the plant's fixed 1 ms
+/// sub-steps down to 2 frames a second; a longer stall (a window dragged, a laptop waking) is
+/// not made up.
+pub(crate) const MAX_FRAME_SECS: f64 = 0.5;
 
 /// The plant and its latest encoder reading (the seed of every solver).
 #[derive(Resource, Debug, Clone)]
