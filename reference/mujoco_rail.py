@@ -4,7 +4,7 @@
 Writes tests/data/mujoco/rail3_*.csv, which `tests/plant_vs_mujoco.rs` replays on our plant
 (`Plant::chain`). The model is the one our plant builds for `rail3` (src/plant/mod.rs):
 plane x-y, gravity -y; a prismatic joint along +y (the rail) carrying a carriage of 0.3 kg, on
-a position servo of kp 2000 N/m, kv 40 N s/m, force limit +-40 N, damping 20 N s/m, armature
+a position servo of kp 20000 N/m, kv 150 N s/m, force limit +-40 N, damping 20 N s/m, armature
 0.5 kg (RAIL_SERVO); then three hinges about +z with uniform rods of 0.05 kg per metre, lengths
 0.5, 0.5, 1.0 m, each on the SO-101's STS3215 servo of MuJoCo Menagerie without friction
 (damping 0.60, armature 0.028, kp 998.22, kv 2.731, forcerange +-2.94). Integrator
@@ -24,7 +24,7 @@ DT = 0.0002
 SAMPLE = 0.005
 GRAVITY = 9.81
 STS3215 = dict(damping=0.60, armature=0.028, kp=998.22, kv=2.731, fmax=2.94)
-RAIL = dict(damping=20.0, armature=0.5, kp=2000.0, kv=40.0, fmax=40.0, carriage=0.3)
+RAIL = dict(damping=20.0, armature=0.5, kp=20000.0, kv=150.0, fmax=40.0, carriage=0.3)
 LENGTHS = [0.5, 0.5, 1.0]
 PER_METRE = 0.05
 

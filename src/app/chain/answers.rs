@@ -30,6 +30,8 @@ pub(crate) fn plugin(app: &mut App) {
 
 /// Success radius on a chain, metres (the chain experiment's).
 pub(crate) const TOLERANCE: f64 = 1e-3;
+/// The fastest the self-motion walk moves along the manifold, coordinate units per second.
+pub(crate) const SELF_MOTION_SPEED: f64 = 0.5;
 /// DLS and hybrid answers computed (and timed) per frame.
 pub(crate) const PER_FRAME: usize = 4;
 /// Seed of the fans' draws: the same every frame, so a fan moves smoothly with the target
@@ -214,7 +216,13 @@ fn answer(
     let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
     answers.anchor = command.clone().filter(|x| x.iter().all(|v| v.is_finite())).unwrap_or_default();
     answers.walk = None;
-    let distance = view.self_motion();
+    // The walk moves towards the slider's distance at a bounded speed, so the servos keep the
+    // real tip near the target while the shape changes (a jump of the whole distance at once
+    // would swing every joint at its own pace and the tip with them).
+    let asked = view.self_motion();
+    let step = SELF_MOTION_SPEED * time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
+    answers.walked += (asked - answers.walked).clamp(-step, step);
+    let distance = answers.walked;
     if let Some(x) = command.as_mut()
         && distance != 0.0
     {

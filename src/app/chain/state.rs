@@ -216,6 +216,9 @@ pub(crate) struct ChainAnswers {
     pub(crate) command: Option<Vec<f64>>,
     /// The self-motion walk behind the command, when the slider is off zero.
     pub(crate) walk: Option<Walk>,
+    /// How far along the manifold the walk is asked to go now: the slider's distance, reached
+    /// at a bounded speed.
+    pub(crate) walked: f64,
     /// `[seconds since start, MMD]` of each exact fan that came with an MDN fan.
     pub(crate) mmd_history: VecDeque<[f64; 2]>,
     /// The same for the flow's fan.

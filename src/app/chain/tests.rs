@@ -5,7 +5,7 @@
 use super::answers::PER_FRAME;
 use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTraining, ChainView};
 use crate::app::logic_plugin;
-use crate::app::state::arm::Lab;
+use crate::app::state::arm::{Lab, PlantSettings};
 use crate::app::state::solve::Solutions;
 use crate::app::state::train::{Models, TrainingParams};
 use crate::app::state::view::Target;
@@ -17,10 +17,12 @@ use elbow::chain::{ArmKind, ChainArm, Method};
 use elbow::{HeadKind, TrainConfig, Trainer};
 use std::time::{Duration, Instant};
 
-/// The logic plugins on a fixed 16 ms clock, no training anywhere, opened on `lab`.
+/// The logic plugins on a fixed 16 ms clock, no training anywhere, opened on `lab` with the
+/// ideal plant (the reality-gap tests set their own).
 fn app(lab: Lab) -> App {
     let mut app = App::new();
     app.insert_resource(lab);
+    app.insert_resource(PlantSettings::IDEAL);
     app.insert_resource(ChainTraining { autostart: false, ..ChainTraining::default() });
     app.insert_resource(TrainingParams { autostart: false, ..TrainingParams::default() });
     app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
@@ -60,10 +62,10 @@ fn frames_until(app: &mut App, what: &str, done: impl Fn(&World) -> bool) -> usi
     frames
 }
 
-/// The chain's tip miss of the target now, metres.
-fn plant_miss(app: &App, arm: &ChainArm) -> f64 {
-    let x = &app.world().resource::<ChainPlant>().x;
-    (arm.chain.tip(x) - app.world().resource::<Target>().pos).norm()
+/// The real chain's tip miss of the target now, metres.
+fn plant_miss(app: &App) -> f64 {
+    let tip = app.world().resource::<ChainPlant>().tip().expect("a chain plant");
+    (tip - app.world().resource::<Target>().pos).norm()
 }
 
 #[test]
@@ -140,7 +142,7 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
 }
 
 #[test]
-fn self_motion_changes_the_shape_and_keeps_the_tip_within_a_millimetre() {
+fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() {
     for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
         let arm = kind.arm();
         let mut app = app(Lab::Chain(arm.clone()));
@@ -154,15 +156,21 @@ fn self_motion_changes_the_shape_and_keeps_the_tip_within_a_millimetre() {
             }
         };
         settle(&mut app);
-        assert!(plant_miss(&app, &arm) < 1e-3, "{kind}: DLS puts the tip on the target");
+        assert!(plant_miss(&app) < 1e-3, "{kind}: DLS puts the tip on the target");
         let rest = app.world().resource::<ChainPlant>().x.clone();
         for distance in [0.6, -0.6] {
             app.world_mut().resource_mut::<ChainView>().self_motion = distance;
-            // Mid-slide and after: the tip never leaves the target by a millimetre.
+            // The command jumps along the manifold at once; the servos follow it joint by joint,
+            // so mid-move the real tip strays a little (under 2 mm at the walk's 0.5 units/s), then
+            // settles back on target.
+            let mut worst: f64 = 0.0;
             for _ in 0..120 {
                 app.update();
-                assert!(plant_miss(&app, &arm) < 1e-3, "{kind} at {distance}: {}", plant_miss(&app, &arm));
+                worst = worst.max(plant_miss(&app));
             }
+            eprintln!("{kind} at {distance}: the tip strayed at most {worst:.2e} m mid-move");
+            assert!(worst < 3e-3, "{kind} at {distance}: mid-move {worst}");
+            assert!(plant_miss(&app) < 1e-3, "{kind} at {distance}: settled {}", plant_miss(&app));
             let walk = app.world().resource::<ChainAnswers>().walk.expect("a walk");
             assert!(walk.tip_error < 1e-6 && (walk.travelled - distance).abs() < 1e-9, "{kind}: {walk:?}");
             let x = &app.world().resource::<ChainPlant>().x;
@@ -186,7 +194,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     let answers = app.world().resource::<ChainAnswers>();
     assert!(answers.hybrid_stats.solutions >= 100 && answers.hybrid_stats.success > 0.99, "{:?}", answers.hybrid_stats);
     assert!(answers.hybrid_stats.starts >= 1.0 && answers.hybrid_stats.iterations > 0.0);
-    assert!(plant_miss(&app, &arm) < 1e-3, "the hybrid puts the tip on the target: {}", plant_miss(&app, &arm));
+    assert!(plant_miss(&app) < 1e-3, "the hybrid puts the tip on the target: {}", plant_miss(&app));
     // The squared-error net on 3r averages a circle of wrist positions: its answer misses.
     let mse = answers.mse.as_ref().expect("an MSE answer");
     assert!((arm.chain.tip(mse) - arm.demo_target()).norm() > 0.05, "the MSE answer misses");
@@ -195,7 +203,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     for _ in 0..120 {
         app.update();
     }
-    assert!(plant_miss(&app, &arm) > 0.05);
+    assert!(plant_miss(&app) > 0.05);
     // Driving by the flow: the command is the draw of its fan nearest the pose.
     app.world_mut().resource_mut::<ChainView>().driver = Method::Flow;
     app.update();
@@ -257,5 +265,72 @@ fn chain_frame_time() {
             "{kind} frame (200-draw MDN fan, 200-sample exact fan off the frame, hybrid driving): p50 {p50:.3} ms, p99 {p99:.3} ms; {:.1}x the two-link p99",
             p99 / two99
         );
+    }
+}
+
+/// What a plant shows the world after a frame: the real tip, the encoders' reading and the
+/// camera's latest frame.
+fn seen(plant: &mut elbow::plant::Plant, d: usize) -> (Point2, Vec<f64>, Option<Point2>) {
+    (plant.tip(), plant.measure_x()[..d].to_vec(), plant.camera().map(|f| f.tip))
+}
+
+#[test]
+fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
+    type Set = fn(&mut PlantSettings);
+    let channels: [(&str, Set); 8] = [
+        ("encoder noise", |s| s.noise_std = 0.01),
+        ("backlash", |s| s.backlash = 0.05),
+        ("friction", |s| s.frictionloss = 0.3),
+        ("flex", |s| s.flex = 0.05),
+        ("latency", |s| s.latency_ms = 200.0),
+        ("link lengths", |s| s.length_error = [0.1, -0.1]),
+        ("joint offsets", |s| s.joint_offset = [0.05, -0.05]),
+        ("camera", |s| {
+            s.camera_noise = 5.0;
+            s.camera_offset = [0.01, -0.02];
+        }),
+    ];
+    for kind in [ArmKind::Rail3, ArmKind::So101] {
+        let arm = kind.arm();
+        let d = arm.coords();
+        for (name, set) in channels {
+            let mut app = app(Lab::Chain(arm.clone()));
+            app.world_mut().resource_mut::<ChainView>().driver = Method::Dls;
+            app.update();
+            set(&mut app.world_mut().resource_mut::<PlantSettings>());
+            app.update();
+            // The app's plant is the core's for these settings...
+            let settings = *app.world().resource::<PlantSettings>();
+            let (real, cfg) = settings.chain_plant(&arm);
+            let mut core = app.world().resource::<ChainPlant>().plant.clone().expect("a chain plant");
+            assert_eq!((core.config(), core.real()), (&cfg.sanitized(), &real), "{kind} {name}: the settings reach the plant");
+            assert_eq!(core.config().gravity, kind == ArmKind::So101, "{kind}: gravity on the arm in a vertical plane");
+            // ...and moves as the core's does, bit for bit, under the same commands and clock;
+            // the same commands on the ideal plant show the slider acting.
+            let mut ideal = core.clone();
+            let (real0, cfg0) = PlantSettings::IDEAL.chain_plant(&arm);
+            ideal.set_config(cfg0);
+            ideal.set_real(real0);
+            let reach = arm.chain.reach();
+            app.world_mut().resource_mut::<Target>().pos = arm.demo_target() + Point2::new(-0.1, 0.15) * reach;
+            let mut acted = false;
+            for frame in 0..90 {
+                app.update();
+                let command = app.world().resource::<ChainAnswers>().command.clone();
+                for plant in [&mut core, &mut ideal] {
+                    if let Some(c) = &command {
+                        plant.command_x(c);
+                    }
+                    plant.step(0.016);
+                }
+                let (tip, reading, camera) = seen(&mut core, d);
+                let ours = app.world().resource::<ChainPlant>();
+                assert_eq!(ours.tip(), Some(tip), "{kind} {name}, frame {frame}: the tip");
+                assert_eq!(ours.x, reading, "{kind} {name}, frame {frame}: the encoders");
+                assert_eq!(ours.plant.as_ref().and_then(|p| p.camera()).map(|f| f.tip), camera, "{kind} {name}");
+                acted |= seen(&mut ideal, d) != (tip, reading, camera);
+            }
+            assert!(acted, "{kind} {name}: the slider changed nothing the world sees");
+        }
     }
 }
