@@ -343,23 +343,25 @@ fn contents(
     let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
     if let LabChoice::Chain(arm) = &*open {
         ui.separator();
-        contents_chain(ui, arm, lab.target.pos, lab.hover.0, chain);
         // The same plant and channels as the two-link arm's, on this chain.
-        ui.separator();
-        ui.strong("The chain's plant: the same servos, channels and sliders as the two-link arm's");
-        if let Some(line) = mismatch_line(&lab.plant, true) {
-            ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
-        }
-        perturbation_section(ui, lab.plant.reborrow(), lit);
-        egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
-            .id_salt("chain-gap")
-            .default_open(true)
-            .open((opened && in_gap).then_some(true))
-            .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), None, lit));
-        egui::CollapsingHeader::new("Plant: model mismatch")
-            .id_salt("chain-mismatch")
-            .default_open(false)
-            .show(ui, |ui| plant_section(ui, lab.plant.reborrow(), true));
+        let settings = lab.plant.reborrow();
+        let plant = |ui: &mut egui::Ui| {
+            let mut settings = settings;
+            if let Some(line) = mismatch_line(&settings, true) {
+                ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
+            }
+            perturbation_section(ui, settings.reborrow(), lit);
+            egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
+                .id_salt("chain-gap")
+                .default_open(false)
+                .open((opened && in_gap).then_some(true))
+                .show(ui, |ui| gap_section(ui, settings.reborrow(), None, lit));
+            egui::CollapsingHeader::new("Plant: model mismatch")
+                .id_salt("chain-mismatch")
+                .default_open(false)
+                .show(ui, |ui| plant_section(ui, settings.reborrow(), true));
+        };
+        contents_chain(ui, arm, lab.target.pos, lab.hover.0, chain, plant);
         return;
     }
     ui.separator();
@@ -988,7 +990,9 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, chain: bool) 
             s = PlantSettings::default();
         }
     });
-    ui.small("The residual head learns the mismatch in force when training starts.");
+    if !chain {
+        ui.small("The residual head learns the mismatch in force when training starts.");
+    }
     plant.set_if_neq(s.sanitized());
 }
 

@@ -216,9 +216,13 @@ fn draw(
         polyline(&mut pens.arm, chain, x, color, 0.04);
         pens.fan.line_2d(v(chain.tip(x)), t, color);
     }
-    // The real arm, as it is (its droop, play and mismatch included), and its base on the rail.
+    // The command on the model (thin), then the real arm as it is (thick: its droop, play, lag
+    // and mismatch included) with its base on the rail: the gap between them is the plant's.
+    if let Some(x) = answers.command.as_ref() {
+        polyline(&mut pens.arm, chain, x, PLANT_COLOR.with_alpha(0.9), 0.0);
+    }
     let real: Vec<Vec2> = plant.points().into_iter().filter(|p| p.x.is_finite() && p.y.is_finite()).map(v).collect();
-    pens.plant.linestrip_2d(real.iter().copied(), PLANT_COLOR.with_alpha(0.35));
+    pens.plant.linestrip_2d(real.iter().copied(), PLANT_COLOR.with_alpha(0.7));
     if let Some(&base) = real.first() {
         pens.plant.circle_2d(base, 0.05, PLANT_COLOR.with_alpha(0.6));
     }

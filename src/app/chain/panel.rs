@@ -56,18 +56,22 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
     });
 }
 
-/// The chain lab's sections, top to bottom.
+/// The chain lab's sections, top to bottom; `plant` draws the plant's sections (the app's,
+/// shared with the two-link lab) between the answers and the training.
 pub(crate) fn contents(
     ui: &mut egui::Ui,
     arm: &ChainArm,
     target: Point2,
     hover: Option<Point2>,
     s: &mut ChainSections,
+    plant: impl FnOnce(&mut egui::Ui),
 ) {
     let methods: Vec<Method> = arm.methods().to_vec();
     driver_row(ui, &methods, s.view.reborrow());
     fan_rows(ui, &methods, s.view.reborrow());
     self_motion_row(ui, target, s);
+    ui.separator();
+    plant(ui);
     ui.separator();
     atlas_rows(ui, s.atlas.reborrow(), hover);
     ui.separator();
@@ -141,14 +145,14 @@ fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut ChainSections) {
     let plant_miss = s.plant.tip().map(|tip| (tip - target).norm());
     match s.answers.walk {
         Some(w) => ui.small(format!(
-            "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the arm's tip {}",
+            "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the real arm's tip {}",
             number(Some(w.travelled), 2),
             if w.stopped { format!(" of the {} asked (a joint limit stopped it)", number(Some(asked), 2)) } else { String::new() },
             metres(Some(w.tip_error)),
             metres(plant_miss)
         )),
         None => ui.small(format!(
-            "Slide to move the arm along the target's solution manifold: the shape changes, the tip stays. Arm's tip {} off.",
+            "Slide to move the arm along the target's solution manifold: the shape changes, the commanded tip stays. The real arm's tip (thick) is {} off the target.",
             metres(plant_miss)
         )),
     };
