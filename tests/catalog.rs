@@ -5,7 +5,9 @@
 mod common;
 
 use elbow::experiments::degradation::catalog::CatalogWriter;
-use elbow::experiments::degradation::{CatalogSink, FailureRecord, Progress, degradation_catalogued, replay};
+use elbow::experiments::degradation::{
+    CatalogSink, FailureRecord, Progress, degradation_catalogued, replay, replay_traced,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -124,6 +126,28 @@ fn a_silent_and_a_reported_record_replay_bit_for_bit() {
         assert_eq!(v["replay"]["verdict"], verdict);
         let replayed = v["replay"]["happened"]["error"].as_f64().unwrap();
         assert_eq!(replayed.to_bits(), recorded.to_bits(), "{pipeline} {verdict} #{i}");
+    }
+}
+
+#[test]
+fn a_traced_replay_scrubs_to_the_recorded_tip_bit_for_bit() {
+    let (_, records) = catalog();
+    for (pipeline, verdict, channel) in [("mse", "silent", "encoder"), ("analytic", "reported", "encoder")] {
+        let i = find(pipeline, verdict, channel);
+        let record: FailureRecord = serde_json::from_value(records[i].clone()).unwrap();
+        let (outcome, trace) = replay_traced(&record, 2).expect("replays");
+        assert!(outcome.identical(), "{:?}", outcome.differences);
+        assert_eq!(trace.moves.len(), record.index + 1, "every move up to the record's");
+        let last = trace.moves.last().unwrap();
+        assert_eq!((last.index, last.target, last.sensed), (record.index, record.target, record.sensed));
+        assert_eq!(last.error.to_bits(), record.happened.error.to_bits());
+        assert_eq!(last.reported, record.happened.reported);
+        // The last sub-step of the record's move is where the real tip ended: the recorded error.
+        let end = last.ticks.last().expect("the record's move keeps its sub-steps");
+        assert_eq!((end.joints[2] - record.target).norm().to_bits(), record.happened.error.to_bits());
+        assert!(last.ticks.windows(2).all(|w| w[1].time > w[0].time), "sub-steps in time order");
+        let kept = trace.moves.iter().filter(|m| !m.ticks.is_empty()).count();
+        assert_eq!(kept, 2.min(record.index + 1), "only the last two moves keep their sub-steps");
     }
 }
 

@@ -744,10 +744,16 @@ impl Plant {
     /// ([`Plant::is_settled`]), at most [`SETTLE_TIMEOUT`] seconds (the camera keeps its own
     /// schedule meanwhile). Returns the time it took, seconds.
     pub fn settle(&mut self) -> f64 {
+        self.settle_watched(|_| {})
+    }
+
+    /// [`Plant::settle`], calling `watch` with the plant after every sub-step (a replay's trace).
+    pub fn settle_watched(&mut self, mut watch: impl FnMut(&Plant)) -> f64 {
         let start = self.ticks;
         let most = (SETTLE_TIMEOUT / SUBSTEP) as u64;
         loop {
             self.substep();
+            watch(self);
             if (self.pending.is_empty() && self.is_settled()) || self.ticks - start >= most {
                 break;
             }

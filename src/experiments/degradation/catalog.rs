@@ -30,7 +30,7 @@
 use super::channels::{self, Perturbation, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
 use super::proposals::Proposals;
-use super::protocol::{self, Outcome};
+use super::protocol::{self, Outcome, PlantTrace};
 use crate::envelope::Envelope;
 use crate::experiments::ExperimentError;
 use crate::kinematics::{Point2, RealArm, TwoLinkArm};
@@ -446,6 +446,12 @@ fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
 /// one ([`differences`]). Errors on a record that cannot be replayed (version, arm,
 /// configuration, a seed or index the configuration does not make).
 pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> {
+    replay_traced(record, 0).map(|(outcome, _)| outcome)
+}
+
+/// [`replay`], tracing the plant run: every move up to the record's, and every plant sub-step
+/// of the last `keep` moves (the record's own last), which is what the app's replay scrubs.
+pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutcome, PlantTrace), ExperimentError> {
     check(record)?;
     let cfg = &record.config;
     let arm = cfg.arm;
@@ -485,6 +491,7 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         targets.clone()
     };
     let proposals = Proposals::new(&lineup, &seen);
+    let mut trace = PlantTrace::new(keep);
     let outcome = protocol::plant_run(
         &lineup,
         record.pipeline,
@@ -498,6 +505,7 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         cfg.tolerance,
         cfg.post_move_check,
         record.seed,
+        Some(&mut trace),
     );
     let (Some(&error), Some(&reported), Some(&camera_reported)) =
         (outcome.errors.get(n), outcome.reported.get(n), outcome.camera_reported.get(n))
@@ -525,13 +533,14 @@ pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> 
         verdict: happened.verdict(cfg.tolerance),
         camera_verdict: happened.camera_verdict(cfg.tolerance),
     };
-    Ok(ReplayOutcome {
+    let outcome = ReplayOutcome {
         sensed: seen[n],
         happened,
         verdict: rederived.verdict,
         camera_verdict: rederived.camera_verdict,
         differences: differences(record, &rederived)?,
-    })
+    };
+    Ok((outcome, trace))
 }
 
 /// Every field in which `recorded` and `rederived` differ, compared as JSON (so a field added to

@@ -19,7 +19,8 @@ pub mod protocol;
 pub mod report;
 pub mod verdict;
 
-pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, MAX_CATALOG_BYTES, ReplayOutcome, replay};
+pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, MAX_CATALOG_BYTES, ReplayOutcome, replay, replay_traced};
+pub use protocol::{MoveTrace, PlantTrace, Tick};
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
 pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
 pub use report::{Cell, CheckRates, DegradationReport};
@@ -221,6 +222,7 @@ pub fn degradation_catalogued(
                         cfg.tolerance,
                         cfg.post_move_check,
                         seed,
+                        None,
                     ),
                 };
                 if let (Some(cap), Protocol::Plant) = (cap, protocol) {

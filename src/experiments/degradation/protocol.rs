@@ -46,6 +46,7 @@ use crate::plant::{Body, Frame, Plant, PlantConfig};
 use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
+use serde::Serialize;
 
 /// The pose every run starts from (and the exercise solves from).
 pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
@@ -134,6 +135,7 @@ pub fn plant_run(
     tolerance: f64,
     post_move_check: bool,
     seed: u64,
+    mut trace: Option<&mut PlantTrace>,
 ) -> Outcome {
     let p = setting.perturbation;
     let ideal = PlantConfig::ideal(real.arm).with_body(body);
@@ -166,12 +168,19 @@ pub fn plant_run(
         // A frame confirms the move only if taken after the goal was sent.
         let moved_at = plant.time();
         let mut goal = setpoint;
+        let mut ticks = Vec::new();
+        let watching = trace.as_ref().is_some_and(|t| t.watches(i, targets.len()));
         for correction in 0..=corrections {
             if correction > 0 {
                 goal = goal + setpoint.wrapped_difference(plant.measure());
             }
-            plant.command(goal + actuator.pose(&mut rng));
-            plant.settle();
+            let sent = goal + actuator.pose(&mut rng);
+            plant.command(sent);
+            if watching {
+                plant.settle_watched(|p| ticks.push(Tick::of(p, sent, correction)));
+            } else {
+                plant.settle();
+            }
         }
         // Every pipeline reads the encoders once more, so all share one noise stream.
         let after = plant.measure();
@@ -183,11 +192,88 @@ pub fn plant_run(
         // The camera sees the real tip, so it compares with the sensed target itself.
         let seen_wrong = check && !camera_confirms(plant.camera(), moved_at, seen, tolerance);
         let status = answer.solution.status.is_reported_failure();
-        out.errors.push((plant.tip() - target).norm());
+        let error = (plant.tip() - target).norm();
+        out.errors.push(error);
         out.reported.push(status || moved_wrong);
         out.camera_reported.push(status || seen_wrong);
+        if let Some(t) = trace.as_deref_mut() {
+            t.moves.push(MoveTrace {
+                index: i,
+                target,
+                sensed: seen,
+                setpoint,
+                error,
+                reported: status || moved_wrong,
+                camera_reported: status || seen_wrong,
+                ticks,
+            });
+        }
     }
     out
+}
+
+/// The plant at one sub-step of a traced move.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Tick {
+    /// Plant time, seconds.
+    pub time: f64,
+    /// The goal sent (the setpoint, corrected and jittered), radians.
+    pub goal: Pose,
+    /// Which send of the move it belongs to: 0 the setpoint, 1.. the corrections.
+    pub correction: usize,
+    /// The real arm's base, elbow and tip.
+    pub joints: [Point2; 3],
+    /// The servos' angles (what a perfect encoder reads).
+    pub servos: Pose,
+}
+
+impl Tick {
+    fn of(plant: &Plant, goal: Pose, correction: usize) -> Self {
+        Self { time: plant.time(), goal, correction, joints: plant.joints(), servos: plant.link_pose() }
+    }
+}
+
+/// One move of a traced plant run: its target, the answer, what came of it and, for the last
+/// moves, every plant sub-step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoveTrace {
+    /// The target's index in its set.
+    pub index: usize,
+    /// The true target.
+    pub target: Point2,
+    /// The target as sensed.
+    pub sensed: Point2,
+    /// The pipeline's answer, sent as the goal.
+    pub setpoint: Pose,
+    /// How far the real tip ended from the true target, metres.
+    pub error: f64,
+    /// Whether the pipeline (or its encoder check) reported a failure.
+    pub reported: bool,
+    /// The same with the camera check.
+    pub camera_reported: bool,
+    /// Every sub-step of the move (empty for moves before the last [`PlantTrace::keep`]).
+    pub ticks: Vec<Tick>,
+}
+
+/// What a traced plant run keeps: every move, and the sub-steps of the last `keep` of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PlantTrace {
+    /// How many of the last moves keep their sub-steps.
+    pub keep: usize,
+    /// The moves, in order.
+    pub moves: Vec<MoveTrace>,
+}
+
+impl PlantTrace {
+    /// An empty trace keeping the sub-steps of the last `keep` moves.
+    pub fn new(keep: usize) -> Self {
+        Self { keep, moves: Vec::new() }
+    }
+
+    /// True when move `i` of `n` keeps its sub-steps.
+    fn watches(&self, i: usize, n: usize) -> bool {
+        i + self.keep >= n
+    }
 }
 
 /// The exercise protocol for one pipeline over `targets`, on the nominal arm.
