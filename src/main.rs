@@ -59,9 +59,40 @@ fn main() -> ExitCode {
         },
         None => {
             let explicit = cli.arm.is_some() || cli.lengths.is_some();
-            run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)), cli.size)
+            let replay = match &cli.replay {
+                None => None,
+                Some(file) => match replay_lab(file, cli.replay_index.as_deref(), &lab, explicit) {
+                    Ok(r) => Some(r),
+                    Err(message) => {
+                        report(&message);
+                        return ExitCode::from(2);
+                    }
+                },
+            };
+            let lab = replay.as_ref().map_or(lab, |(record, _)| cli::AppArm::TwoLink(record.arm));
+            run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)), cli.size, replay)
         }
     }
+}
+
+/// The record `elbow --replay FILE --index N` opens and its name; with `--arm` or `--lengths`
+/// given (`explicit`), they must name the record's arm. `Err` is one sentence.
+fn replay_lab(
+    file: &std::path::Path,
+    index: Option<&str>,
+    lab: &cli::AppArm,
+    explicit: bool,
+) -> Result<(elbow::experiments::degradation::FailureRecord, String), String> {
+    let (at, record) = cli::replay::read_record(file, index.unwrap_or("0"))?;
+    if explicit && *lab != cli::AppArm::TwoLink(record.arm) {
+        return Err(format!(
+            "record {at} of {} is of the arm `{}`, not of the one --arm or --lengths name; leave them out",
+            file.display(),
+            record.arm
+        ));
+    }
+    let name = file.file_name().map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
+    Ok((record, format!("{name} #{at}")))
 }
 
 /// Opens the desktop app on `lab` once the display and the GPU driver it needs are known to be
@@ -73,6 +104,7 @@ fn run_app(
     lesson: Option<elbow::lessons::Lesson>,
     view: Option<(std::path::PathBuf, bool)>,
     size: Option<(u32, u32)>,
+    replay: Option<(elbow::experiments::degradation::FailureRecord, String)>,
 ) -> ExitCode {
     let lab = match &view {
         None => lab,
@@ -108,7 +140,7 @@ fn run_app(
             None => default_hook(info),
         }
     }));
-    app::run(lab, models, lesson, view.map(|(path, _)| path), size)
+    app::run(lab, models, lesson, view.map(|(path, _)| path), size, replay)
 }
 
 #[cfg(not(feature = "app"))]
@@ -118,6 +150,7 @@ fn run_app(
     _lesson: Option<elbow::lessons::Lesson>,
     _view: Option<(std::path::PathBuf, bool)>,
     _size: Option<(u32, u32)>,
+    _replay: Option<(elbow::experiments::degradation::FailureRecord, String)>,
 ) -> ExitCode {
     report("this build has no desktop app (built without the `app` feature); see `elbow --help`");
     ExitCode::from(2)

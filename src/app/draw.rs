@@ -22,7 +22,7 @@ pub(crate) fn plugin(app: &mut App) {
         .insert_gizmo_config(GhostGizmos, config(4.0, GizmoLineStyle::Solid))
         .insert_gizmo_config(DashedGizmos, config(3.0, GizmoLineStyle::Dashed { gap_scale: 2.5, line_scale: 4.0 }))
         .insert_gizmo_config(WorkspaceGizmos, config(1.5, GizmoLineStyle::Solid))
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(two_link_lab));
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(two_link_lab).run_if(super::replay::not_replaying));
 }
 
 /// Thick lines of the plant.

@@ -14,7 +14,7 @@ use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(EguiPrimaryContextPass, labels.run_if(two_link_lab));
+    app.add_systems(EguiPrimaryContextPass, labels.run_if(two_link_lab).run_if(super::replay::not_replaying));
 }
 
 /// Where a label of `rect` goes: inside `clip` (moved in from any edge it crosses), and clear of

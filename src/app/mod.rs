@@ -31,6 +31,7 @@ mod labels;
 mod lessons;
 mod panel;
 mod plant;
+mod replay;
 mod scene_file;
 mod screenshot;
 mod solvers;
@@ -71,13 +72,14 @@ pub(crate) enum AppSet {
 /// Opens the window and runs the lab on `lab` (`elbow --arm`, `--lengths`) until it closes,
 /// with the model files in `models` loaded in place of their heads' training, on `lesson` when
 /// one is given, or on the view file `view`, in a window of `size` logical pixels (else fitted
-/// to the screen).
+/// to the screen), replaying the catalog record `replay` (its arm is `lab`'s) when one is given.
 pub(crate) fn run(
     lab: AppArm,
     models: Vec<std::path::PathBuf>,
     lesson: Option<elbow::lessons::Lesson>,
     view: Option<std::path::PathBuf>,
     size: Option<(u32, u32)>,
+    replay: Option<(elbow::experiments::degradation::FailureRecord, String)>,
 ) -> ExitCode {
     if let Some(problem) = missing_display() {
         crate::cli::note(format_args!(
@@ -117,6 +119,9 @@ pub(crate) fn run(
     }
     if let Some(path) = view {
         app.world_mut().write_message(scene_file::LoadView(path));
+    }
+    if let Some((record, name)) = replay {
+        app.world_mut().write_message(replay::OpenReplay { record: Box::new(record), name });
     }
     let exit = app.run();
     match exit {
@@ -229,6 +234,7 @@ pub(crate) fn plugin(app: &mut App) {
         labels::plugin,
         screenshot::plugin,
         window::plugin,
+        replay::draw_plugin,
     ));
 }
 
@@ -253,5 +259,6 @@ pub(crate) fn logic_plugin(app: &mut App) {
         lessons::plugin,
         claims::plugin,
         scene_file::plugin,
+        replay::plugin,
     ));
 }

@@ -24,6 +24,7 @@ use super::format::{
 };
 use super::keys::{HELP_KEYS, Help, SHORTCUTS};
 use super::lessons::{ActiveLesson, OpenLesson};
+use super::replay::{self, OpenReplay, ReplayView};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
@@ -128,6 +129,10 @@ struct Guides<'w, 's> {
     pin: ResMut<'w, WhyPin>,
     save: MessageWriter<'w, SaveView>,
     load: MessageWriter<'w, LoadView>,
+    replay: ResMut<'w, ReplayView>,
+    open_replay: MessageWriter<'w, OpenReplay>,
+    /// The replay field's catalog path and record index, as typed.
+    replay_field: Local<'s, (String, String)>,
 }
 
 /// A path field with "save view" and "load view", and what the last one said.
@@ -147,6 +152,28 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
         }
     });
     ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files; `elbow --view FILE` opens one.");
+    ui.horizontal(|ui| {
+        let (path, index) = &mut *guide.replay_field;
+        ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
+        ui.add(egui::TextEdit::singleline(index).hint_text("index").desired_width(50.0));
+        let ready = !path.trim().is_empty();
+        if ui.add_enabled(ready, egui::Button::new("replay record")).on_hover_text("a record of `elbow experiment degradation --catalog FILE`, re-run and scrubbed here").clicked() {
+            let index = if index.trim().is_empty() { "0" } else { index.trim() };
+            let file = std::path::PathBuf::from(path.trim());
+            match crate::cli::replay::read_record(&file, index) {
+                Ok((at, record)) => {
+                    let name = file.file_name().map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
+                    guide.open_replay.write(OpenReplay { record: Box::new(record), name: format!("{name} #{at}") });
+                }
+                Err(why) => guide.replay.refuse(why),
+            }
+        }
+    });
+    if guide.replay.open.is_none()
+        && let Some(why) = &guide.replay.error
+    {
+        ui.colored_label(color32(FLASH_COLOR), egui::RichText::new(why).small());
+    }
     match &guide.view_field.outcome {
         Some(Ok(done)) => {
             ui.small(done);
@@ -336,6 +363,12 @@ fn contents(
         number(fps, 0)
     ));
     lesson_section(ui, guide.active.reborrow(), &mut guide.open, &lab.models);
+    if guide.replay.open.is_some() {
+        let keep = ui.group(|ui| replay::section(ui, guide.replay.reborrow())).inner;
+        if !keep {
+            guide.replay.close();
+        }
+    }
     arm_selector(ui, open.reborrow());
     // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
     let lit = guide.active.0.and_then(lesson_knob);

@@ -26,7 +26,7 @@ mod experiment;
 mod explain;
 pub(crate) mod figure;
 mod plot;
-mod replay;
+pub(crate) mod replay;
 mod solve;
 mod train;
 
@@ -68,6 +68,14 @@ pub(crate) struct Cli {
     /// shrunk to fit the screen.
     #[arg(long, value_name = "WxH", value_parser = parse_window_size)]
     pub(crate) size: Option<(u32, u32)>,
+    /// Open the app on a record of a failure catalog (`elbow experiment degradation --catalog
+    /// FILE`): its arm, plant, solver and target, paused at the failing move, with a scrubber
+    /// over the plant's sub-steps. `--index` picks the record (from 0; default 0).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["lesson", "view"])]
+    pub(crate) replay: Option<std::path::PathBuf>,
+    /// Which record of `--replay`, counted from 0.
+    #[arg(long = "index", value_name = "N", requires = "replay", allow_hyphen_values = true)]
+    pub(crate) replay_index: Option<String>,
 }
 
 /// Parses `--size WxH`: two whole numbers of logical pixels, each from 320 to 16384.
@@ -134,6 +142,9 @@ impl Cli {
             (Some(_), ..) if self.lesson.is_some() => Some("--lesson is for the app; it goes without a command"),
             (Some(_), ..) if self.view.is_some() => Some("--view is for the app; it goes without a command"),
             (Some(_), ..) if self.size.is_some() => Some("--size is for the app; it goes without a command"),
+            (Some(_), ..) if self.replay.is_some() => {
+                Some("--replay before a command is for the app; the command is `elbow replay FILE --index N`")
+            }
             (Some(_), false, ..) => Some("--model before a command is for the app; experiments take their own --model"),
             (Some(_), true, true, _) => {
                 Some("--lengths before a command is for the app; commands take their own --lengths")

@@ -41,14 +41,21 @@ struct Replayed<'a> {
     identical: bool,
 }
 
-/// `elbow replay`.
-pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
-    let at = index(&a.index)?;
-    let name = a.file.display();
-    let bytes = elbow::files::read_bounded(&a.file, MAX_CATALOG_BYTES)
-        .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
+/// Record `index` (as typed: checked here) of the catalog `file`; `Err` is one sentence.
+pub(crate) fn read_record(file: &std::path::Path, index_text: &str) -> Result<(usize, FailureRecord), String> {
+    let at = index(index_text)?;
+    let name = file.display();
+    let bytes =
+        elbow::files::read_bounded(file, MAX_CATALOG_BYTES).map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
     let record = parse_record(text, at).map_err(|e| format!("{name}: {e}"))?;
+    Ok((at, record))
+}
+
+/// `elbow replay`.
+pub(crate) fn run(a: &ReplayArgs) -> Result<(), Failure> {
+    let (at, record) = read_record(&a.file, &a.index)?;
+    let name = a.file.display();
     let out = replay(&record).map_err(|e| format!("cannot replay record {at} of {name}: {e}"))?;
     if a.json {
         print_json(&Replayed { index: at, record: &record, replay: &out, identical: out.identical() })?;

@@ -1,0 +1,327 @@
+//! A catalog record replayed in the app (`elbow --replay FILE --index N`, or the panel's replay
+//! field): the record's arm, plant, solver and target, re-run off the frame by the core's traced
+//! replay ([`replay_traced`]), then shown paused at the end of the failing move, with a scrubber
+//! over the plant's sub-steps of the last moves, step and play controls, the failure named
+//! (silent miss, reported, false alarm) and whether the re-run reproduced the record bit for bit.
+//!
+//! While a replay is open its scene takes the canvas: the live arms are not drawn (the live lab
+//! runs on underneath and returns when the replay closes).
+
+use super::AppSet;
+use super::format::{PLANT_COLOR, TARGET_COLOR, color32, metres};
+use super::job::Job;
+use super::state::arm::{MAX_FRAME_SECS, Nominal};
+use super::state::view::Target;
+use bevy::prelude::*;
+use bevy_egui::egui;
+use elbow::experiments::degradation::{FailureRecord, Finding, MoveTrace, PlantTrace, Tick, replay_traced};
+use elbow::Point2;
+use elbow::plant::SUBSTEP;
+
+/// How many of the last moves keep every plant sub-step for the scrubber: the failing move and
+/// the two before it.
+pub(crate) const KEEP_MOVES: usize = 3;
+
+/// Registers the replay's state, its background run and playback.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<ReplayView>()
+        .init_resource::<ReplayJob>()
+        .add_message::<OpenReplay>()
+        .add_systems(Update, (open, collect, play).chain().in_set(AppSet::Target));
+}
+
+/// Registers the replay's drawing.
+pub(crate) fn draw_plugin(app: &mut App) {
+    app.insert_gizmo_config(ReplayGizmos, GizmoConfig { line: GizmoLineConfig { width: 10.0, ..default() }, ..default() })
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(replaying));
+}
+
+/// Opens a record: `name` says where it came from (`catalog.jsonl #12`).
+#[derive(Message, Debug, Clone)]
+pub(crate) struct OpenReplay {
+    /// The record.
+    pub(crate) record: Box<FailureRecord>,
+    /// Where it came from, for the panel.
+    pub(crate) name: String,
+}
+
+/// What the replay's background run brings: the re-run's verdicts and differences, and its trace.
+type Replayed = Result<(Vec<String>, PlantTrace), String>;
+
+/// The replay's background run, keyed by the number of the opening.
+#[derive(Resource, Default)]
+struct ReplayJob(Job<u64, Replayed>);
+
+/// The replay the panel and the canvas show.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct ReplayView {
+    /// The record and where it came from, once one is open.
+    pub(crate) open: Option<(Box<FailureRecord>, String)>,
+    /// The number of openings so far (the background run's key).
+    opened: u64,
+    /// The trace, once the re-run is done.
+    pub(crate) trace: Option<PlantTrace>,
+    /// Every field in which the re-run differs from the record (empty: bit for bit).
+    pub(crate) differences: Vec<String>,
+    /// Why the re-run failed, if it did.
+    pub(crate) error: Option<String>,
+    /// The sub-steps of the trace in order, as (move, sub-step) positions.
+    pub(crate) ticks: Vec<(usize, usize)>,
+    /// The scrubber's position in [`ReplayView::ticks`].
+    pub(crate) at: usize,
+    /// True while it plays.
+    pub(crate) playing: bool,
+    /// Plant time owed to playback, seconds (less than one sub-step).
+    carry: f64,
+}
+
+impl ReplayView {
+    /// The move and sub-step the scrubber is on.
+    pub(crate) fn current(&self) -> Option<(&MoveTrace, &Tick)> {
+        let (m, t) = *self.ticks.get(self.at)?;
+        let mv = self.trace.as_ref()?.moves.get(m)?;
+        Some((mv, mv.ticks.get(t)?))
+    }
+
+    /// The position of the first sub-step of the move after (`forward`) or of the move the
+    /// scrubber is in (else; the one before when already at its first).
+    fn move_start(&self, forward: bool) -> usize {
+        let Some(&(m, t)) = self.ticks.get(self.at) else { return 0 };
+        let target = if forward { m + 1 } else if t == 0 { m.saturating_sub(1) } else { m };
+        self.ticks.iter().position(|&(mm, _)| mm == target).unwrap_or(if forward { self.at } else { 0 })
+    }
+
+    /// Closes the replay: the live lab is drawn again.
+    pub(crate) fn close(&mut self) {
+        *self = ReplayView { opened: self.opened, ..ReplayView::default() };
+    }
+
+    /// Says why a record could not be opened (the panel shows it).
+    pub(crate) fn refuse(&mut self, why: String) {
+        self.close();
+        self.error = Some(why);
+    }
+
+    /// Moves the scrubber by `by` sub-steps, within the trace.
+    pub(crate) fn step(&mut self, by: isize) {
+        let last = self.ticks.len().saturating_sub(1);
+        self.at = self.at.saturating_add_signed(by).min(last);
+    }
+}
+
+/// Run condition: a replay is open.
+pub(crate) fn replaying(view: Res<ReplayView>) -> bool {
+    view.open.is_some()
+}
+
+/// Run condition: no replay is open.
+pub(crate) fn not_replaying(view: Res<ReplayView>) -> bool {
+    view.open.is_none()
+}
+
+/// Opens a record asked for: refused (said in the panel) when it is of another arm than the
+/// one the app runs; else its re-run starts off the frame and the target moves to its target.
+fn open(
+    mut asked: MessageReader<OpenReplay>,
+    nominal: Res<Nominal>,
+    mut view: ResMut<ReplayView>,
+    mut job: ResMut<ReplayJob>,
+    mut target: ResMut<Target>,
+) {
+    let Some(OpenReplay { record, name }) = asked.read().last().cloned() else { return };
+    let opened = view.opened + 1;
+    *view = ReplayView { opened, ..ReplayView::default() };
+    if record.arm != nominal.0 {
+        view.refuse(format!(
+            "{name} is a record of the arm {}, and the app runs the arm {}: open it with `elbow --replay FILE --index N`",
+            record.arm, nominal.0
+        ));
+        return;
+    }
+    *target = Target::at(record.target);
+    let run = record.clone();
+    job.0.want(&opened);
+    job.0.start(opened, move || {
+        replay_traced(&run, KEEP_MOVES)
+            .map(|(outcome, trace)| (outcome.differences.iter().map(ToString::to_string).collect(), trace))
+            .map_err(|e| e.to_string())
+    });
+    view.open = Some((record, name));
+}
+
+/// Collects the re-run when it is done and stops at the end of the failing move.
+fn collect(mut view: ResMut<ReplayView>, mut job: ResMut<ReplayJob>) {
+    let opened = view.opened;
+    match job.0.poll(&opened) {
+        Some(Ok(Ok((differences, trace)))) => {
+            view.ticks = trace
+                .moves
+                .iter()
+                .enumerate()
+                .flat_map(|(m, mv)| (0..mv.ticks.len()).map(move |t| (m, t)))
+                .collect();
+            view.at = view.ticks.len().saturating_sub(1);
+            view.differences = differences;
+            view.trace = Some(trace);
+        }
+        Some(Ok(Err(e)) | Err(e)) => view.error = Some(format!("the replay failed: {e}")),
+        None => {}
+    }
+}
+
+/// Advances a playing replay by the frame time, one sub-step per millisecond of plant time; it
+/// stops at the end.
+fn play(time: Res<Time>, mut view: ResMut<ReplayView>) {
+    if !view.playing {
+        return;
+    }
+    view.carry += time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
+    let steps = (view.carry / SUBSTEP).floor();
+    view.carry -= steps * SUBSTEP;
+    view.step(steps as isize);
+    if view.at + 1 >= view.ticks.len() {
+        view.playing = false;
+    }
+}
+
+/// The failure a record states, in words.
+fn failure(record: &FailureRecord) -> String {
+    let tol = record.expected.tolerance;
+    let error = metres(Some(record.happened.error));
+    let tolerance = metres(Some(tol));
+    match record.verdict {
+        Finding::Silent => format!("SILENT MISS: the tip ended {error} from the target (tolerance {tolerance}) and nothing was reported."),
+        Finding::Reported => format!("REPORTED: the tip ended {error} from the target (tolerance {tolerance}) and the pipeline said so."),
+        Finding::FalseAlarm => format!("FALSE ALARM: the tip ended {error} from the target, within the tolerance of {tolerance}, yet a failure was reported."),
+        Finding::Ok => format!("no failure with the encoder check (the tip ended {error} from the target); the camera check's verdict is {}.", record.camera_verdict.key()),
+    }
+}
+
+/// The panel's replay section: what the record is, the failure, the scrubber and the controls.
+/// Returns false when the user closed the replay.
+pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
+    let Some((record, name)) = view.open.clone() else { return true };
+    ui.strong(format!("Replay: {name}"));
+    let channel = record.setting.channel.map_or_else(|| "no channel (the baseline)".to_string(), |c| {
+        format!("{} at {}", c.key(), elbow::stats::fmt_num(record.setting.level))
+    });
+    ui.small(format!(
+        "{} on the `{}` targets, {channel}; move {} to ({:.3}, {:.3}) m.",
+        record.pipeline,
+        record.split.key(),
+        record.index,
+        record.target.x,
+        record.target.y
+    ));
+    ui.colored_label(color32(TARGET_COLOR), failure(&record));
+    if let Some(e) = &view.error {
+        ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
+    }
+    if view.trace.is_none() {
+        if view.error.is_none() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.small("re-running the record off the frame (its head trains as the run's did)…");
+            });
+        }
+        return !ui.button("close the replay").clicked();
+    }
+    if view.differences.is_empty() {
+        ui.small("The core's replay re-derived every field of the record, floats bit for bit.");
+    } else {
+        ui.colored_label(
+            egui::Color32::LIGHT_RED,
+            format!("The re-run differs from the record: {}", view.differences.join("; ")),
+        );
+    }
+    let last = view.ticks.len().saturating_sub(1);
+    let mut at = view.at;
+    ui.add(egui::Slider::new(&mut at, 0..=last).text("sub-step (1 ms each)"))
+        .on_hover_text("Scrub the plant's sub-steps over the last moves up to the record's; it opens at the end of the failing move.");
+    if at != view.at {
+        view.at = at;
+        view.playing = false;
+    }
+    ui.horizontal(|ui| {
+        if ui.button("⏮ move").on_hover_text("to the start of this move (or the one before)").clicked() {
+            view.at = view.move_start(false);
+        }
+        if ui.button("◀ step").clicked() {
+            view.step(-1);
+        }
+        let playing = view.playing;
+        if ui.button(if playing { "⏸ pause" } else { "▶ play" }).clicked() {
+            if !playing && view.at >= last {
+                view.at = view.move_start(false);
+            }
+            view.playing = !playing;
+        }
+        if ui.button("step ▶").clicked() {
+            view.step(1);
+        }
+        if ui.button("move ⏭").on_hover_text("to the start of the next move").clicked() {
+            view.at = view.move_start(true);
+        }
+    });
+    if let Some((mv, tick)) = view.current() {
+        let miss = (tick.joints[2] - mv.target).norm();
+        let what = if tick.correction == 0 { "the answer".to_string() } else { format!("correction {}", tick.correction) };
+        ui.small(format!(
+            "t = {:.3} s, move {} ({what} sent): the real tip is {} from this move's target.",
+            tick.time,
+            mv.index,
+            metres(Some(miss))
+        ));
+    }
+    if let Some(trace) = &view.trace {
+        let shown: Vec<String> = trace
+            .moves
+            .iter()
+            .rev()
+            .take(6)
+            .rev()
+            .map(|m| format!("#{} {}{}", m.index, metres(Some(m.error)), if m.reported { " reported" } else { "" }))
+            .collect();
+        ui.small(format!("Last moves, error after each: {}", shown.join(", ")));
+    }
+    ui.small("Thick: the real arm; thin: the goal on the model; cross: the target; ring: the target as sensed; circle: the tolerance.");
+    !ui.button("close the replay").clicked()
+}
+
+/// The gizmos of the replay's scene.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct ReplayGizmos;
+
+fn v(p: Point2) -> Vec2 {
+    Vec2::new(p.x as f32, p.y as f32)
+}
+
+/// Draws the scrubbed sub-step: the real arm, the goal on the model, the move's target, the
+/// sensed target and the tolerance.
+fn draw(view: Res<ReplayView>, nominal: Res<Nominal>, mut arm: Gizmos<ReplayGizmos>, mut thin: Gizmos) {
+    let Some((record, _)) = &view.open else { return };
+    let tolerance = record.expected.tolerance as f32;
+    let Some((mv, tick)) = view.current() else {
+        // Before the trace is in: the record's target alone.
+        thin.circle_2d(v(record.target), tolerance.max(0.01), TARGET_COLOR);
+        return;
+    };
+    arm.linestrip_2d(tick.joints.map(v), PLANT_COLOR.with_alpha(0.85));
+    let goal = nominal.0.joints(tick.goal);
+    thin.linestrip_2d(goal.map(v), PLANT_COLOR);
+    let t = v(mv.target);
+    let r = 0.05;
+    thin.line_2d(t - Vec2::X * r, t + Vec2::X * r, TARGET_COLOR);
+    thin.line_2d(t - Vec2::Y * r, t + Vec2::Y * r, TARGET_COLOR);
+    thin.circle_2d(t, tolerance.max(0.002), TARGET_COLOR.with_alpha(0.7));
+    thin.circle_2d(v(mv.sensed), 0.03, TARGET_COLOR.with_alpha(0.5));
+    let color = if (tick.joints[2] - mv.target).norm() > record.expected.tolerance {
+        Color::srgb(1.0, 0.3, 0.3)
+    } else {
+        Color::srgb(0.3, 1.0, 0.5)
+    };
+    thin.circle_2d(v(tick.joints[2]), 0.025, color);
+}
+
+#[cfg(test)]
+mod tests;
