@@ -1,6 +1,7 @@
 //! The atlas drawn under the arm: a sprite the size of the mapped square, its texture painted
 //! from the latest map with the chosen layer's colours (nearest-neighbour, so cells stay
-//! crisp). It repaints only when a new map arrives or the layer changes, and hides on a chain.
+//! crisp). It repaints only when a new map arrives or the layer changes, and hides on a chain
+//! and while a replay is open.
 
 use super::AppSet;
 use super::atlas::AtlasView;
@@ -98,6 +99,7 @@ fn repaint_chain(
 fn repaint(
     view: Res<AtlasView>,
     lab: Res<Lab>,
+    replay: Res<super::replay::ReplayView>,
     mut images: ResMut<Assets<Image>>,
     mut sprite: Single<(&mut Sprite, &mut Visibility), TwoLinkSprite>,
     mut painted: Local<Option<(u64, elbow::atlas::Layer)>>,
@@ -106,7 +108,9 @@ fn repaint(
     // A map without noise samples has no silent layer: keep showing the old texture until the
     // map with samples arrives, rather than painting every cell as "never silent".
     let silent_pending = |a: &elbow::atlas::Atlas| view.layer == elbow::atlas::Layer::Silent && a.samples == 0;
-    let map = view.latest.as_ref().filter(|a| view.on && a.missing.is_none() && *lab == Lab::TwoLink);
+    // A replay takes the canvas: its scene is drawn on the dark ground.
+    let shown = view.on && *lab == Lab::TwoLink && replay.open.is_none();
+    let map = view.latest.as_ref().filter(|a| shown && a.missing.is_none());
     if map.is_some_and(|a| silent_pending(a)) {
         return;
     }

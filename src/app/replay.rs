@@ -284,7 +284,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
             .collect();
         ui.small(format!("Last moves, error after each: {}", shown.join(", ")));
     }
-    ui.small("Thick: the real arm; thin: the goal on the model; cross: the target; ring: the target as sensed; circle: the tolerance.");
+    ui.small("Thick: the real arm; thin: the goal on the model; yellow trail: the tip's path in this move; cross: the target; ring: the target as sensed; circle: the tolerance.");
     !ui.button("close the replay").clicked()
 }
 
@@ -296,8 +296,8 @@ fn v(p: Point2) -> Vec2 {
     Vec2::new(p.x as f32, p.y as f32)
 }
 
-/// Draws the scrubbed sub-step: the real arm, the goal on the model, the move's target, the
-/// sensed target and the tolerance.
+/// Draws the scrubbed sub-step: the real arm, the goal on the model, the tip's path through the
+/// move so far, the move's target, the sensed target and the tolerance.
 fn draw(view: Res<ReplayView>, nominal: Res<Nominal>, mut arm: Gizmos<ReplayGizmos>, mut thin: Gizmos) {
     let Some((record, _)) = &view.open else { return };
     let tolerance = record.expected.tolerance as f32;
@@ -306,6 +306,11 @@ fn draw(view: Res<ReplayView>, nominal: Res<Nominal>, mut arm: Gizmos<ReplayGizm
         thin.circle_2d(v(record.target), tolerance.max(0.01), TARGET_COLOR);
         return;
     };
+    // The tip's path through this move so far.
+    if let Some(&(m, t)) = view.ticks.get(view.at) {
+        let trace = view.trace.as_ref().map(|tr| &tr.moves[m].ticks[..=t]).unwrap_or_default();
+        thin.linestrip_2d(trace.iter().map(|k| v(k.joints[2])), TARGET_COLOR.with_alpha(0.6));
+    }
     arm.linestrip_2d(tick.joints.map(v), PLANT_COLOR.with_alpha(0.85));
     let goal = nominal.0.joints(tick.goal);
     thin.linestrip_2d(goal.map(v), PLANT_COLOR);
