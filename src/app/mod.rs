@@ -23,6 +23,7 @@ mod claims;
 mod draw;
 mod envelope;
 mod export;
+mod feedback;
 mod format;
 mod heatmap;
 mod job;
@@ -235,6 +236,7 @@ pub(crate) fn plugin(app: &mut App) {
         screenshot::plugin,
         window::plugin,
         replay::draw_plugin,
+        feedback::draw_plugin,
     ));
 }
 
@@ -260,5 +262,6 @@ pub(crate) fn logic_plugin(app: &mut App) {
         claims::plugin,
         scene_file::plugin,
         replay::plugin,
+        feedback::plugin,
     ));
 }

@@ -24,6 +24,7 @@ use super::format::{
 };
 use super::keys::{HELP_KEYS, Help, SHORTCUTS};
 use super::lessons::{ActiveLesson, OpenLesson};
+use super::feedback::{self, FeedbackLab, TrainFeedback};
 use super::replay::{self, OpenReplay, ReplayView};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
@@ -81,6 +82,8 @@ struct TrainingControls<'w> {
     model_file: ResMut<'w, ModelFile>,
     train: MessageWriter<'w, TrainCommand>,
     load: MessageWriter<'w, LoadModel>,
+    feedback: ResMut<'w, FeedbackLab>,
+    train_feedback: MessageWriter<'w, TrainFeedback>,
 }
 
 /// Shows the panel and records its width for the world viewport.
@@ -401,6 +404,19 @@ fn contents(
     driver_section(ui, lab.driver.reborrow());
     training_bar(ui, &mut lab.controls, &lab.training);
     branch_line(ui, &lab.branches, lab.time.elapsed_secs_f64(), &lab.sim);
+    let drives = lab.controls.feedback.drives;
+    if drives {
+        ui.colored_label(
+            egui::Color32::from_rgb(115, 217, 255),
+            egui::RichText::new("The feedback head drives the plant (the driver above is set aside).").small(),
+        );
+    }
+    egui::CollapsingHeader::new("Feedback head: a learner that sees its own feedback")
+        .default_open(false)
+        .show(ui, |ui| {
+            let TrainingControls { feedback, train_feedback, .. } = &mut lab.controls;
+            feedback::section(ui, feedback.reborrow(), train_feedback)
+        });
     if let Some(line) = mismatch_line(&lab.plant, false) {
         ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
     }

@@ -121,7 +121,7 @@ pub enum PlantSet {
 }
 
 /// Where the tip of `plant` comes to rest when `command` is sent from rest at [`START`].
-pub(crate) fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
+pub fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
     let mut plant = Plant::new(*cfg, START);
     plant.command(command);
     plant.settle();

@@ -1,0 +1,280 @@
+//! The feedback head drives: the domain-randomized head of `elbow experiment randomization`,
+//! trained off the frame on randomized plants, commands the two-link plant from the target and
+//! its history window (the last moves' commands and where the camera saw the tip), and the
+//! calibrating classical baseline (the closed form on a model fitted to every camera view so
+//! far) is judged beside it on the same plant, move by move.
+//!
+//! A *move* ends when the plant has settled on a command with a camera frame taken after it:
+//! that frame's offset from the nominal tip joins the history, and the move's error (the head's,
+//! on the plant; the baseline's, landing its own command on the same plant) joins the plot. The
+//! sliders change the plant under both while they run.
+
+use super::AppSet;
+use super::export::{self, YScale};
+use super::format::metres;
+use super::job::Job;
+use super::state::arm::{Nominal, PlantSettings, Sim, two_link_lab};
+use super::state::view::Target;
+use bevy::prelude::*;
+use bevy_egui::egui;
+use elbow::experiments::feedback::{
+    FeedbackConfig, FeedbackHead, History, Observation, calibrated_command, train_feedback_head,
+};
+use elbow::experiments::plants::{Ranges, landing};
+use elbow::plant::Camera;
+use crate::cli::figure::Series;
+use elbow::{Point2, Pose, TrainConfig};
+
+/// Moves kept for the plot.
+pub(crate) const MOVES_KEPT: usize = 200;
+
+/// Registers the feedback lab and its command, which runs after the envelope and before the
+/// plant.
+pub(crate) fn plugin(app: &mut App) {
+    app.init_resource::<FeedbackLab>()
+        .init_resource::<FeedbackJob>()
+        .add_message::<TrainFeedback>()
+        .add_systems(Update, (train, command).chain().in_set(AppSet::Envelope).run_if(two_link_lab))
+        .add_systems(Update, observe.in_set(AppSet::Plant).after(super::plant::drive).run_if(two_link_lab));
+}
+
+/// Registers the drawing of the history window.
+pub(crate) fn draw_plugin(app: &mut App) {
+    app.add_systems(Update, draw.in_set(AppSet::Draw).run_if(two_link_lab).run_if(super::replay::not_replaying));
+}
+
+/// Asks for the feedback head to be trained afresh (the panel's button).
+#[derive(Message, Debug, Clone, Copy)]
+pub(crate) struct TrainFeedback;
+
+/// The head's training, off the frame, keyed by the number of the request.
+#[derive(Resource, Default)]
+struct FeedbackJob(Job<u64, Result<(FeedbackHead, usize), String>>);
+
+/// One finished move.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct MoveError {
+    /// Where the head's command left the real tip, metres from the target.
+    pub(crate) head: f64,
+    /// Where the calibrating baseline's command lands on the same plant, metres from the target.
+    pub(crate) calibrated: f64,
+}
+
+/// The feedback head, its history on the plant in force, and the per-move errors.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct FeedbackLab {
+    /// The trained head.
+    pub(crate) head: Option<FeedbackHead>,
+    /// Training moves it learnt from, once trained.
+    pub(crate) samples: usize,
+    /// Training in progress, or why it failed.
+    pub(crate) training: Option<Result<(), String>>,
+    /// Requests so far (the job's key).
+    requests: u64,
+    /// True while the head drives the plant.
+    pub(crate) drives: bool,
+    /// The history window the head reads, newest first.
+    pub(crate) history: History,
+    /// Every view since the head took over (the calibration's data).
+    pub(crate) seen: Vec<Observation>,
+    /// The command of the move in progress and the plant time it was first sent.
+    pub(crate) pending: Option<(Point2, Pose, f64)>,
+    /// This frame's command.
+    pub(crate) command: Option<Pose>,
+    /// The calibrating baseline's command for the target now (drawn as a ghost).
+    pub(crate) calibrated: Option<Pose>,
+    /// The finished moves, oldest first (at most [`MOVES_KEPT`]).
+    pub(crate) moves: Vec<MoveError>,
+}
+
+impl FeedbackLab {
+    /// Forgets the plant: an empty history, no views, no moves (the head starts over).
+    pub(crate) fn restart(&mut self) {
+        self.history = History::new(FeedbackConfig::default().history);
+        self.seen.clear();
+        self.pending = None;
+        self.moves.clear();
+    }
+}
+
+/// Starts the training asked for and collects it when done.
+fn train(
+    mut asked: MessageReader<TrainFeedback>,
+    nominal: Res<Nominal>,
+    mut lab: ResMut<FeedbackLab>,
+    mut job: ResMut<FeedbackJob>,
+) {
+    if asked.read().last().is_some() {
+        lab.requests += 1;
+        let key = lab.requests;
+        let arm = nominal.0;
+        lab.training = Some(Ok(()));
+        job.0.want(&key);
+        job.0.start(key, move || {
+            let tc = TrainConfig { arm, steps: 4_000, ..TrainConfig::default() };
+            train_feedback_head(&tc, &FeedbackConfig::default(), &Ranges::TRAINING, Camera::default(), &mut || true)
+                .map_err(|e| e.to_string())
+        });
+    }
+    let key = lab.requests;
+    match job.0.poll(&key) {
+        Some(Ok(Ok((head, samples)))) => {
+            lab.head = Some(head);
+            lab.samples = samples;
+            lab.training = None;
+            lab.restart();
+        }
+        Some(Ok(Err(e)) | Err(e)) => lab.training = Some(Err(e)),
+        None => {}
+    }
+}
+
+/// The head's command for the target and its history (when it drives), and the calibrating
+/// baseline's for the ghost.
+fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackLab>) {
+    let lab = &mut *lab;
+    lab.command = match (&lab.head, lab.drives) {
+        (Some(head), true) => Some(head.command(target.pos, &lab.history)).filter(|q| q.is_finite()),
+        _ => None,
+    };
+    lab.calibrated = lab.drives.then(|| calibrated_command(&nominal.0, target.pos, &lab.seen));
+}
+
+/// Ends a move once the plant has settled on the head's command with a camera frame after it:
+/// the view joins the history and the move's errors join the plot.
+fn observe(
+    target: Res<Target>,
+    nominal: Res<Nominal>,
+    settings: Res<PlantSettings>,
+    sim: Res<Sim>,
+    mut lab: ResMut<FeedbackLab>,
+) {
+    let Some(command) = lab.command else {
+        lab.pending = None;
+        return;
+    };
+    let plant = &sim.plant;
+    let now = plant.time();
+    // A new command (the target moved, or the history changed it) starts a new move.
+    let fresh = lab.pending.is_none_or(|(_, c, _)| c.max_joint_distance(command) > 1e-9);
+    if fresh {
+        lab.pending = Some((target.pos, command, now));
+        return;
+    }
+    let Some((aim, sent, since)) = lab.pending else { return };
+    let frame = plant.camera().filter(|f| f.time > since);
+    if !(plant.is_settled() && plant.in_flight() == 0 && (aim - target.pos).norm() < 1e-9) {
+        return;
+    }
+    let Some(frame) = frame else { return };
+    let arm = nominal.0;
+    let seen_before = lab.seen.clone();
+    let observation = Observation { command: sent, offset: frame.tip - arm.tip(sent) };
+    lab.history.push(observation);
+    lab.seen.push(observation);
+    let cfg = settings.config(&arm);
+    let baseline = landing(&cfg, calibrated_command(&arm, aim, &seen_before)).tip();
+    lab.moves.push(MoveError { head: (plant.tip() - aim).norm(), calibrated: (baseline - aim).norm() });
+    if lab.moves.len() > MOVES_KEPT {
+        lab.moves.remove(0);
+    }
+    // The move is done; the next starts when the command changes.
+    lab.pending = Some((aim, sent, f64::INFINITY));
+}
+
+/// The history window on the canvas: for each view, where the model put the tip for the
+/// command (small ring) and where the camera saw it (the arrow's head); and the calibrating
+/// baseline's command as a thin ghost arm.
+fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, mut gizmos: Gizmos) {
+    if !lab.drives {
+        return;
+    }
+    let arm = nominal.0;
+    let v = |p: Point2| Vec2::new(p.x as f32, p.y as f32);
+    let color = Color::srgb(0.45, 0.85, 1.0);
+    for (k, o) in lab.history.seen().iter().enumerate() {
+        let fade = 1.0 - 0.35 * k as f32;
+        let model = v(arm.tip(o.command));
+        let seen = v(arm.tip(o.command) + o.offset);
+        gizmos.circle_2d(model, 0.02, color.with_alpha(fade));
+        gizmos.arrow_2d(model, seen, color.with_alpha(fade));
+    }
+    if let Some(q) = lab.calibrated {
+        gizmos.linestrip_2d(arm.joints(q).map(v), Color::srgb(0.95, 0.6, 0.95).with_alpha(0.8));
+    }
+}
+
+/// The panel's section: train, drive, the history window and the per-move errors.
+pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut MessageWriter<TrainFeedback>) {
+    ui.small(
+        "A head trained on randomized plants (mismatch, flex, friction, backlash) that reads its last two moves: each command and where the camera saw the tip. Beside it, what a roboticist runs: the closed form on a model calibrated from every camera view so far (pink ghost).",
+    );
+    ui.horizontal(|ui| {
+        let busy = matches!(lab.training, Some(Ok(())));
+        let label = if lab.head.is_some() { "train again" } else { "train (about a minute, off the frame)" };
+        if ui.add_enabled(!busy, egui::Button::new(label)).clicked() {
+            train.write(TrainFeedback);
+        }
+        if busy {
+            ui.spinner();
+            ui.small("training on randomized plants…");
+        }
+        let mut drives = lab.drives;
+        if ui.add_enabled(lab.head.is_some(), egui::Checkbox::new(&mut drives, "drives the plant")).changed() {
+            lab.drives = drives;
+            lab.restart();
+        }
+        if ui.add_enabled(lab.drives, egui::Button::new("forget the plant")).on_hover_text("empty the history and the calibration's views: a first move again").clicked() {
+            lab.restart();
+        }
+    });
+    if let Some(Err(e)) = &lab.training {
+        ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
+    }
+    if lab.head.is_some() {
+        ui.small(format!("Trained on {} moves of randomized plants.", lab.samples));
+    }
+    if !lab.drives {
+        return;
+    }
+    ui.small("History window (newest first; blue arrows on the canvas: model tip → camera):");
+    if lab.history.seen().is_empty() {
+        ui.small("  empty: the first move is the nominal closed form plus what the head learnt on average.");
+    }
+    for o in lab.history.seen() {
+        ui.small(format!(
+            "  command ({:+.3}, {:+.3}) rad, camera off the model by ({:+.1}, {:+.1}) mm",
+            o.command.shoulder,
+            o.command.elbow,
+            o.offset.x * 1e3,
+            o.offset.y * 1e3
+        ));
+    }
+    let moves = &lab.moves;
+    if let Some(last) = moves.last() {
+        ui.small(format!(
+            "Move {}: the head's tip {} off, the calibrated closed form's {} (on the same plant).",
+            moves.len(),
+            metres(Some(last.head)),
+            metres(Some(last.calibrated))
+        ));
+    } else {
+        ui.small("Click a target and let the arm settle: each settled move is one point below.");
+    }
+    let series = |name: &str, rgb: [u8; 3], pick: fn(&MoveError) -> f64| Series {
+        name: name.into(),
+        rgb,
+        points: moves.iter().enumerate().map(|(i, m)| [(i + 1) as f64, pick(m).max(1e-6).log10()]).collect(),
+        dashed: false,
+    };
+    let all = [
+        series("feedback head", [115, 217, 255], |m| m.head),
+        series("calibrated closed form", [242, 153, 242], |m| m.calibrated),
+    ];
+    ui.small("Tip error after each move (log scale)");
+    export::show(ui, "feedback-moves", YScale::LogMetres, &[], &all, |_| {});
+    export::buttons(ui, "feedback-moves", "tip error per move", ("move", "tip error"), YScale::LogMetres, &[], &all);
+}
+
+#[cfg(test)]
+mod tests;
