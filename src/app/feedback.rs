@@ -4,7 +4,8 @@
 //! calibrating classical baseline (the closed form on a model fitted to every camera view so
 //! far) is judged beside it on the same plant, move by move.
 //!
-//! A *move* ends when the plant has settled on a command with a camera frame taken after it:
+//! A *move* is one target: the head commands it once, from the history as it stands, and the
+//! move ends when the plant has settled on that command with a camera frame taken after it:
 //! that frame's offset from the nominal tip joins the history, and the move's error (the head's,
 //! on the plant; the baseline's, landing its own command on the same plant) joins the plot. The
 //! sliders change the plant under both while they run.
@@ -77,8 +78,9 @@ pub(crate) struct FeedbackLab {
     pub(crate) history: History,
     /// Every view since the head took over (the calibration's data).
     pub(crate) seen: Vec<Observation>,
-    /// The command of the move in progress and the plant time it was first sent.
-    pub(crate) pending: Option<(Point2, Pose, f64)>,
+    /// The move in progress: its target, the head's command for it, and the plant time it was
+    /// sent (`None` until the plant has it; infinite once the move is recorded).
+    pub(crate) pending: Option<(Point2, Pose, Option<f64>)>,
     /// This frame's command.
     pub(crate) command: Option<Pose>,
     /// The calibrating baseline's command for the target now (drawn as a ghost).
@@ -129,41 +131,43 @@ fn train(
     }
 }
 
-/// The head's command for the target and its history (when it drives), and the calibrating
-/// baseline's for the ghost.
+/// The head's command (when it drives): one per target, from the target and the history as it
+/// stood when the target was set, so a move is one target; and the calibrating baseline's for
+/// the ghost.
 fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackLab>) {
     let lab = &mut *lab;
-    lab.command = match (&lab.head, lab.drives) {
-        (Some(head), true) => Some(head.command(target.pos, &lab.history)).filter(|q| q.is_finite()),
-        _ => None,
+    let Some(head) = lab.head.as_ref().filter(|_| lab.drives) else {
+        (lab.command, lab.calibrated, lab.pending) = (None, None, None);
+        return;
     };
-    lab.calibrated = lab.drives.then(|| calibrated_command(&nominal.0, target.pos, &lab.seen));
+    match lab.pending {
+        Some((aim, command, _)) if aim == target.pos => lab.command = Some(command),
+        _ => {
+            let command = head.command(target.pos, &lab.history);
+            lab.command = command.is_finite().then_some(command);
+            lab.pending = lab.command.map(|c| (target.pos, c, None));
+        }
+    }
+    lab.calibrated = Some(calibrated_command(&nominal.0, target.pos, &lab.seen));
 }
 
 /// Ends a move once the plant has settled on the head's command with a camera frame after it:
 /// the view joins the history and the move's errors join the plot.
 fn observe(
-    target: Res<Target>,
     nominal: Res<Nominal>,
     settings: Res<PlantSettings>,
     sim: Res<Sim>,
     mut lab: ResMut<FeedbackLab>,
 ) {
-    let Some(command) = lab.command else {
-        lab.pending = None;
+    let Some((aim, sent, since)) = lab.pending else { return };
+    let plant = &sim.plant;
+    let Some(since) = since else {
+        // The plant took the command this frame.
+        lab.pending = Some((aim, sent, Some(plant.time())));
         return;
     };
-    let plant = &sim.plant;
-    let now = plant.time();
-    // A new command (the target moved, or the history changed it) starts a new move.
-    let fresh = lab.pending.is_none_or(|(_, c, _)| c.max_joint_distance(command) > 1e-9);
-    if fresh {
-        lab.pending = Some((target.pos, command, now));
-        return;
-    }
-    let Some((aim, sent, since)) = lab.pending else { return };
     let frame = plant.camera().filter(|f| f.time > since);
-    if !(plant.is_settled() && plant.in_flight() == 0 && (aim - target.pos).norm() < 1e-9) {
+    if !(plant.is_settled() && plant.in_flight() == 0) {
         return;
     }
     let Some(frame) = frame else { return };
@@ -178,8 +182,8 @@ fn observe(
     if lab.moves.len() > MOVES_KEPT {
         lab.moves.remove(0);
     }
-    // The move is done; the next starts when the command changes.
-    lab.pending = Some((aim, sent, f64::INFINITY));
+    // The move is done; the next starts when the target moves.
+    lab.pending = Some((aim, sent, Some(f64::INFINITY)));
 }
 
 /// The history window on the canvas: for each view, where the model put the tip for the
@@ -237,7 +241,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut 
     if !lab.drives {
         return;
     }
-    ui.small("History window (newest first; blue arrows on the canvas: model tip → camera):");
+    ui.small("History window, newest first (blue arrows on the canvas: from the model's tip to where the camera saw it):");
     if lab.history.seen().is_empty() {
         ui.small("  empty: the first move is the nominal closed form plus what the head learnt on average.");
     }
