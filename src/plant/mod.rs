@@ -809,8 +809,9 @@ impl Plant {
     pub fn measure_x(&mut self) -> Coords {
         let mut x = self.link_x();
         if let Some(n) = &self.noise {
-            for i in self.real.chain.first_joint()..self.dim() {
-                x[i] += n.sample(&mut self.rng);
+            let joints = self.real.chain.first_joint()..self.dim();
+            for v in &mut x[joints] {
+                *v += n.sample(&mut self.rng);
             }
         }
         x

@@ -168,7 +168,6 @@ fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() 
                 app.update();
                 worst = worst.max(plant_miss(&app));
             }
-            eprintln!("{kind} at {distance}: the tip strayed at most {worst:.2e} m mid-move");
             assert!(worst < 3e-3, "{kind} at {distance}: mid-move {worst}");
             assert!(plant_miss(&app) < 1e-3, "{kind} at {distance}: settled {}", plant_miss(&app));
             let walk = app.world().resource::<ChainAnswers>().walk.expect("a walk");
