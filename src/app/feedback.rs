@@ -15,6 +15,7 @@ use super::export::{self, YScale};
 use super::format::metres;
 use super::job::Job;
 use super::state::arm::{Nominal, PlantSettings, Sim, two_link_lab};
+use super::state::solve::Solutions;
 use super::state::view::Target;
 use bevy::prelude::*;
 use bevy_egui::egui;
@@ -29,13 +30,16 @@ use elbow::{Point2, Pose, TrainConfig};
 /// Moves kept for the plot.
 pub(crate) const MOVES_KEPT: usize = 200;
 
-/// Registers the feedback lab and its command, which runs after the envelope and before the
-/// plant.
+/// Registers the feedback lab and its command, which runs after the envelope's decision and
+/// before the plant, and the end of each move, after the plant.
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<FeedbackLab>()
         .init_resource::<FeedbackJob>()
         .add_message::<TrainFeedback>()
-        .add_systems(Update, (train, command).chain().in_set(AppSet::Envelope).run_if(two_link_lab))
+        .add_systems(
+            Update,
+            (train, command).chain().in_set(AppSet::Envelope).after(super::envelope::decide).run_if(two_link_lab),
+        )
         .add_systems(Update, observe.in_set(AppSet::Plant).after(super::plant::drive).run_if(two_link_lab));
 }
 
@@ -131,10 +135,10 @@ fn train(
     }
 }
 
-/// The head's command (when it drives): one per target, from the target and the history as it
-/// stood when the target was set, so a move is one target; and the calibrating baseline's for
-/// the ghost.
-fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackLab>) {
+/// The head's command (when it drives), which the plant takes in place of the driver's: one per
+/// target, from the target and the history as it stood when the target was set, so a move is one
+/// target; and the calibrating baseline's for the ghost.
+fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackLab>, mut solutions: ResMut<Solutions>) {
     let lab = &mut *lab;
     let Some(head) = lab.head.as_ref().filter(|_| lab.drives) else {
         (lab.command, lab.calibrated, lab.pending) = (None, None, None);
@@ -149,6 +153,7 @@ fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackL
         }
     }
     lab.calibrated = Some(calibrated_command(&nominal.0, target.pos, &lab.seen));
+    solutions.command = lab.command;
 }
 
 /// Ends a move once the plant has settled on the head's command with a camera frame after it:

@@ -4,7 +4,6 @@
 use super::AppSet;
 use super::state::arm::{HISTORY_SECS, MAX_FRAME_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
 use super::state::solve::{BranchEvent, BranchLog, Solutions};
-use super::feedback::FeedbackLab;
 use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::learned::branch::is_branch_change;
@@ -25,8 +24,8 @@ fn apply_settings(nominal: Res<Nominal>, settings: Res<PlantSettings>, mut sim: 
     sim.plant.set_config(settings.config(&nominal.0));
 }
 
-/// Commands the driving answer (the feedback head's while it drives), steps the plant by the
-/// frame time, reads the encoders and records the tip error.
+/// Commands the driving answer, steps the plant by the frame time, reads the encoders and
+/// records the tip error.
 pub(crate) fn drive(
     time: Res<Time>,
     target: Res<Target>,
@@ -34,10 +33,8 @@ pub(crate) fn drive(
     mut sim: ResMut<Sim>,
     mut history: ResMut<TipHistory>,
     mut branches: ResMut<BranchLog>,
-    feedback: Res<FeedbackLab>,
 ) {
-    let command = if feedback.drives { feedback.command } else { solutions.command };
-    if let Some(command) = command {
+    if let Some(command) = solutions.command {
         if branches.last_command.is_some_and(|last| is_branch_change(last, command)) {
             let why = solutions
                 .branch_change

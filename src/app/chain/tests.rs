@@ -337,3 +337,28 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
         }
     }
 }
+
+#[test]
+fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
+    let mut app = app(Lab::TwoLink);
+    app.update();
+    let set = PlantSettings { flex: 0.03, latency_ms: 120.0, backlash: 0.01, length_error: [0.05, -0.02], ..PlantSettings::IDEAL };
+    app.insert_resource(set);
+    app.update();
+    for kind in [ArmKind::Rail3, ArmKind::ThreeR, ArmKind::So101] {
+        let arm = kind.arm();
+        *app.world_mut().resource_mut::<Lab>() = Lab::Chain(arm.clone());
+        app.update();
+        app.update();
+        assert_eq!(*app.world().resource::<PlantSettings>(), set, "{kind}: the sliders are as the user left them");
+        let plant = app.world().resource::<ChainPlant>().plant.clone().expect("a chain plant");
+        let (real, cfg) = set.chain_plant(&arm);
+        assert_eq!((plant.config(), plant.real()), (&cfg.sanitized(), &real), "{kind}: and act on its plant");
+        assert_eq!((plant.config().flex, plant.config().latency_ms), (0.03, 120.0));
+    }
+    *app.world_mut().resource_mut::<Lab>() = Lab::TwoLink;
+    app.update();
+    assert_eq!(*app.world().resource::<PlantSettings>(), set, "and back on the two-link arm");
+    let nominal = app.world().resource::<crate::app::state::arm::Nominal>().0;
+    assert_eq!(*app.world().resource::<crate::app::state::arm::Sim>().plant.config(), set.config(&nominal).sanitized());
+}
