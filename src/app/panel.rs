@@ -14,7 +14,6 @@
 //! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
 use super::atlas::AtlasView;
-use super::chain::keys::shortcuts as chain_shortcuts;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export::{self, YScale};
@@ -22,7 +21,7 @@ use super::format::{
     BRANCH_COLOR, FLASH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number,
     solver_color, swatch,
 };
-use super::keys::{HELP_KEYS, Help, SHORTCUTS};
+use super::keys::{HELP_KEYS, Help, shortcuts};
 use super::lessons::{ActiveLesson, OpenLesson};
 use super::feedback::{self, FeedbackLab, TrainFeedback};
 use super::replay::{self, OpenReplay, ReplayView};
@@ -355,10 +354,7 @@ fn contents(
     });
     let ms = f64::from(frame_secs) * 1e3;
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
-    let keys: Vec<&str> = match open.chain() {
-        Some(arm) => chain_shortcuts(arm).into_iter().map(|(_, key, _)| key).collect(),
-        None => SHORTCUTS.iter().map(|(_, key, _)| *key).collect(),
-    };
+    let keys: Vec<&str> = shortcuts(&open).into_iter().map(|(_, key, _)| key).collect();
     ui.small(format!(
         "Drag or click in the view to move the target.  Keys: {} ?.  frame {} ms ({} fps)",
         keys.join(" "),
@@ -491,17 +487,8 @@ fn help_overlay(ctx: &egui::Context, lab: &LabChoice, help: &mut Help) {
                 };
                 row("drag or click", "move the target (in the view right of the panel)");
                 row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
-                match lab.chain() {
-                    Some(arm) => {
-                        for (_, key, shortcut) in chain_shortcuts(arm) {
-                            row(key, &shortcut.describe());
-                        }
-                    }
-                    None => {
-                        for (_, key, shortcut) in SHORTCUTS {
-                            row(key, &shortcut.describe());
-                        }
-                    }
+                for (_, key, shortcut) in shortcuts(lab) {
+                    row(key, &shortcut.describe());
                 }
                 for (key, what) in HELP_KEYS {
                     row(key, what);

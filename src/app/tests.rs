@@ -4,7 +4,7 @@
 
 use super::atlas::AtlasView;
 use super::format::{metres, number};
-use super::keys::SHORTCUTS;
+use super::keys::shortcuts;
 use super::logic_plugin;
 use super::state::arm::{DEFAULT_TARGET, Nominal, PlantSettings, Sim, TipHistory};
 use super::state::solve::{Driver, EnvelopeStats, Solutions};
@@ -472,7 +472,7 @@ fn lengths_on_the_command_line_make_the_nominal_arm() {
 }
 
 #[test]
-fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
+fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
     let mut app = app();
     app.insert_resource(ButtonInput::<KeyCode>::default());
     app.update();
@@ -483,8 +483,9 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
         input.release(key);
         input.clear();
     };
+    let table = shortcuts(&super::state::arm::Lab::TwoLink);
     for (i, head) in HeadKind::ALL.into_iter().enumerate() {
-        let (key, label, _) = *SHORTCUTS.iter().find(|s| s.2 == super::keys::Shortcut::Head(head)).unwrap();
+        let (key, label, _) = *table.iter().find(|s| s.2 == super::keys::Shortcut::Head(head)).unwrap();
         assert_eq!(label, (i + 1).to_string(), "the n-th head of the registry has key n");
         press(&mut app, key);
         assert_eq!(app.world().resource::<Driver>().0.solver, SolverId::Learned(head));
@@ -498,6 +499,32 @@ fn shortcuts_pick_heads_and_toggle_the_envelope_the_atlas_and_the_layer() {
     let layer = app.world().resource::<AtlasView>().layer;
     press(&mut app, KeyCode::KeyL);
     assert_ne!(app.world().resource::<AtlasView>().layer, layer);
+
+    // The same table on a chain: the number keys pick its drivers in registry order, A and L
+    // act on the chain's atlas, and there is no envelope key.
+    use super::chain::atlas::ChainAtlasView;
+    use super::chain::state::ChainView;
+    use elbow::chain::{ArmKind, Method};
+    let rail3 = ArmKind::Rail3.arm();
+    let lab = super::state::arm::Lab::Chain(rail3.clone());
+    let table = shortcuts(&lab);
+    assert!(table.iter().all(|s| s.2 != super::keys::Shortcut::Envelope), "no envelope on a chain");
+    *app.world_mut().resource_mut::<super::state::arm::Lab>() = lab;
+    app.update();
+    let solver = app.world().resource::<Driver>().0.solver;
+    for (key, label, shortcut) in table.iter().filter(|s| matches!(s.2, super::keys::Shortcut::Method(_))) {
+        let super::keys::Shortcut::Method(m) = *shortcut else { unreachable!() };
+        press(&mut app, *key);
+        assert_eq!(app.world().resource::<ChainView>().driver, m, "key {label}");
+    }
+    assert_eq!(table[0].2, super::keys::Shortcut::Method(Method::Mse), "1 is the registry's first driver");
+    assert_eq!(app.world().resource::<Driver>().0.solver, solver, "the two-link driver is left alone");
+    let on = app.world().resource::<ChainAtlasView>().on;
+    press(&mut app, KeyCode::KeyA);
+    assert_ne!(app.world().resource::<ChainAtlasView>().on, on, "A: the chain's atlas");
+    let layer = app.world().resource::<ChainAtlasView>().layer;
+    press(&mut app, KeyCode::KeyL);
+    assert_ne!(app.world().resource::<ChainAtlasView>().layer, layer);
 }
 
 #[test]

@@ -9,14 +9,13 @@
 //!
 //! One plugin per concern: [`state`] (resources), [`lab`] (switching arms), [`train`]
 //! (background training), [`answers`] (each frame's answers and the chain's motion), [`draw`]
-//! (gizmos), [`atlas`] (the workspace map, off the frame), [`keys`] (shortcuts) and [`panel`] (the side panel's chain sections, called by the app's panel). Its
+//! (gizmos), [`atlas`] (the workspace map, off the frame) and [`panel`] (the side panel's chain sections, called by the app's panel). Its
 //! systems run only while a chain lab is open ([`super::state::arm::chain_lab`]); the two-link
 //! systems only while it is not.
 
 pub(crate) mod answers;
 pub(crate) mod atlas;
 pub(crate) mod draw;
-pub(crate) mod keys;
 pub(crate) mod lab;
 pub(crate) mod panel;
 pub(crate) mod state;
@@ -26,7 +25,7 @@ use bevy::prelude::*;
 
 /// The chain lab's logic: resources, switching, training, answers and motion (no window needed).
 pub(crate) fn logic_plugin(app: &mut App) {
-    app.add_plugins((state::plugin, lab::plugin, train::plugin, answers::plugin, atlas::plugin, keys::plugin));
+    app.add_plugins((state::plugin, lab::plugin, train::plugin, answers::plugin, atlas::plugin));
 }
 
 #[cfg(test)]

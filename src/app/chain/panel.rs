@@ -81,7 +81,7 @@ pub(crate) fn contents(
         .show(ui, |ui| training_section(ui, s));
     egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
         egui::Grid::new("chain-shortcuts").num_columns(2).show(ui, |ui| {
-            for (_, key, shortcut) in super::keys::shortcuts(arm) {
+            for (_, key, shortcut) in super::super::keys::shortcuts(&Lab::Chain(arm.clone())) {
                 ui.strong(key);
                 ui.label(shortcut.describe());
                 ui.end_row();
