@@ -41,6 +41,7 @@ mod sweep;
 mod target;
 mod training;
 mod window;
+mod worker;
 
 #[cfg(test)]
 mod tests;

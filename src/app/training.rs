@@ -1,24 +1,15 @@
-//! Background training: one thread per learned head, so the frame never waits on a minibatch.
-//!
-//! Each worker owns a [`Trainer`] and talks to the app over two channels: [`Control`] messages
-//! in (pause, resume, learning rate, speed), [`Report`]s out (mean loss per chunk of steps,
-//! model snapshots a few times a second, completion or failure). The app side turns
-//! [`TrainCommand`] messages (from the panel or tests) into these, copies snapshots into
+//! Training the two-link heads off the frame: one [`Worker`] per head (the app's one training
+//! worker, as the chain's nets use it), each running a [`Trainer`]. The app side turns
+//! [`TrainCommand`] messages (from the panel or tests) into [`Control`]s, copies snapshots into
 //! [`Models`], which the solvers read, and progress into [`Training`], which the panel shows.
-//!
-//! Workers are joined, never left detached: dropping a [`Worker`] closes its channel, which
-//! wakes the thread wherever it waits, and then waits for it to end. That happens on reset, and
-//! on exit (the app's `AppExit` message, or the world being dropped).
+//! Workers are joined on reset and on exit (the app's `AppExit` message, or the world dropped).
 
 use super::AppSet;
 use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::train::{HeadRun, LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use bevy::prelude::*;
+use super::worker::{Control, Report, Session, TrainRun, Worker};
 use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
-use std::sync::Mutex;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 /// Registers the workers and the systems that command them and collect their reports, and
 /// starts training at startup when [`TrainingParams::autostart`] is set.
@@ -29,149 +20,39 @@ pub(crate) fn plugin(app: &mut App) {
         .add_systems(Last, join_on_exit);
 }
 
-/// Steps per loss report.
-const CHUNK: usize = 10;
-/// Least time between two model snapshots.
-const SNAPSHOT_EVERY: Duration = Duration::from_millis(200);
-/// The slowest speed limit a worker honours, steps per second (slower limits are raised to it,
-/// so a worker never sleeps for long).
-const MIN_RATE: f64 = 10.0;
-
-/// Messages to a worker.
-#[derive(Debug, Clone, Copy)]
-enum Control {
-    Pause,
-    Resume,
-    SetLr(f32),
-    SetRate(f64),
-}
-
-/// Messages from a worker.
-enum Report {
-    /// Mean loss of the steps since the last report, and the steps done.
-    Loss { steps: usize, loss: f32 },
-    /// The model as trained so far.
-    Snapshot(Box<LearnedModel>),
-    /// All steps done (a last snapshot was sent just before).
-    Finished,
-    /// The trainer could not be built.
-    Failed(String),
-}
-
-/// The app's end of one worker thread; dropping it ends and joins the thread.
-struct Worker {
-    control: Option<Sender<Control>>,
-    reports: Mutex<Receiver<Report>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Worker {
-    /// Spawns a thread training `cfg` at up to `rate` steps per second.
-    fn spawn(cfg: TrainConfig, rate: f64) -> std::io::Result<Self> {
-        let (control, control_rx) = mpsc::channel();
-        let (report_tx, reports) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("train-{}", cfg.head))
-            .spawn(move || work(cfg, rate, &control_rx, &report_tx))?;
-        Ok(Self { control: Some(control), reports: Mutex::new(reports), thread: Some(thread) })
-    }
-
-    fn send(&self, msg: Control) {
-        if let Some(control) = &self.control {
-            let _ = control.send(msg);
+/// A two-link head's training loop for the [`Worker`]: a [`Trainer`] of `cfg`, step by step.
+fn head_run(cfg: TrainConfig) -> TrainRun<LearnedModel> {
+    /// The trainer as the worker sees it between steps.
+    struct Head<'a>(&'a mut Trainer);
+    impl Session<LearnedModel> for Head<'_> {
+        fn snapshot(&self) -> LearnedModel {
+            self.0.model().clone()
+        }
+        fn set_lr(&mut self, lr: f32) {
+            self.0.set_lr(lr);
         }
     }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        drop(self.control.take()); // wakes the thread: its next receive sees the channel closed
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+    Box::new(move |watch| {
+        let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
+        while trainer.steps_done() < cfg.steps {
+            let loss = trainer.step();
+            if !watch(trainer.steps_done(), loss, &mut Head(&mut trainer)) {
+                return Ok(None);
+            }
         }
-    }
+        Ok(Some(trainer.model().clone()))
+    })
 }
 
 /// The live workers, one slot per head.
 #[derive(Resource, Default)]
-struct Workers(Table<HeadKind, Option<Worker>>);
+struct Workers(Table<HeadKind, Option<Worker<LearnedModel>>>);
 
 impl Workers {
     /// Ends and joins every worker.
     fn stop_all(&mut self) {
         for (_, worker) in self.0.iter_mut() {
             *worker = None;
-        }
-    }
-}
-
-/// A speed limit as the worker honours it: `None` for no limit.
-fn sane_rate(rate: f64) -> Option<f64> {
-    (rate.is_finite() && rate > 0.0).then(|| rate.max(MIN_RATE))
-}
-
-/// Applies one control message; `paused` and `rate` are the worker's state.
-fn apply(msg: Control, trainer: &mut Trainer, paused: &mut bool, rate: &mut f64) {
-    match msg {
-        Control::Pause => *paused = true,
-        Control::Resume => *paused = false,
-        Control::SetLr(lr) => trainer.set_lr(lr),
-        Control::SetRate(r) => *rate = r,
-    }
-}
-
-/// A worker thread's loop; returns when the app drops its end of the control channel.
-fn work(cfg: TrainConfig, mut rate: f64, control: &Receiver<Control>, reports: &Sender<Report>) {
-    let mut trainer = match Trainer::new(cfg) {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = reports.send(Report::Failed(e.to_string()));
-            return;
-        }
-    };
-    let mut paused = false;
-    let mut last_snapshot: Option<Instant> = None;
-    loop {
-        // Take every pending message; while paused, block until one comes.
-        loop {
-            let msg = if paused { control.recv().map_err(|_| TryRecvError::Disconnected) } else { control.try_recv() };
-            match msg {
-                Ok(msg) => apply(msg, &mut trainer, &mut paused, &mut rate),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return,
-            }
-        }
-        let started = Instant::now();
-        let n = CHUNK.min(cfg.steps.saturating_sub(trainer.steps_done()));
-        let mut sum = 0.0f32;
-        for _ in 0..n {
-            sum += trainer.step();
-        }
-        let done = trainer.steps_done() >= cfg.steps;
-        if n > 0 && reports.send(Report::Loss { steps: trainer.steps_done(), loss: sum / n as f32 }).is_err() {
-            return;
-        }
-        if done || last_snapshot.is_none_or(|t| t.elapsed() >= SNAPSHOT_EVERY) {
-            last_snapshot = Some(Instant::now());
-            if reports.send(Report::Snapshot(Box::new(trainer.model().clone()))).is_err() {
-                return;
-            }
-        }
-        if done {
-            let _ = reports.send(Report::Finished);
-            // Nothing left to do: wait for the app to let go.
-            while control.recv().is_ok() {}
-            return;
-        }
-        // Keep to the speed limit, waking at once for a message (or the app letting go).
-        if let Some(limit) = sane_rate(rate)
-            && let Some(rest) = Duration::from_secs_f64(n as f64 / limit).checked_sub(started.elapsed())
-        {
-            match control.recv_timeout(rest) {
-                Ok(msg) => apply(msg, &mut trainer, &mut paused, &mut rate),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
         }
     }
 }
@@ -205,7 +86,7 @@ fn handle_commands(
                         // The residual head learns the mismatch of the plant it drives.
                         let cfg = params.config(head, nominal.0, settings.real_arm(&nominal.0));
                         *run = HeadRun { total: cfg.steps, ..HeadRun::default() };
-                        match Worker::spawn(cfg, params.steps_per_sec) {
+                        match Worker::spawn(format!("train-{head}"), params.steps_per_sec, head_run(cfg)) {
                             Ok(w) => {
                                 *worker = Some(w);
                                 run.state = RunState::Running;
@@ -280,27 +161,21 @@ fn collect_reports(mut training: ResMut<Training>, mut workers: ResMut<Workers>,
         let run = &mut training.0[head];
         let slot = &mut workers.0[head];
         let Some(worker) = slot else { continue };
-        let reports = worker.reports.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut ended = false;
-        loop {
-            match reports.try_recv() {
-                Ok(Report::Loss { steps, loss }) => {
+        for report in worker.drain(&mut ended) {
+            match report {
+                Report::Loss { steps, loss } => {
                     run.steps_done = steps;
                     if loss.is_finite() {
                         run.losses.push([steps as f64, loss as f64]);
                     }
                 }
-                Ok(Report::Snapshot(model)) => models.set(head, Some(*model)),
-                Ok(Report::Finished) => {
+                Report::Snapshot(model) => models.set(head, Some(*model)),
+                Report::Finished => {
                     info!("{head} head: training done after {} steps", run.steps_done);
                     run.state = RunState::Finished;
                 }
-                Ok(Report::Failed(why)) => run.state = RunState::Failed(why),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    ended = true;
-                    break;
-                }
+                Report::Failed(why) => run.state = RunState::Failed(why),
             }
         }
         if ended {
@@ -316,43 +191,5 @@ fn collect_reports(mut training: ResMut<Training>, mut workers: ResMut<Workers>,
 fn join_on_exit(mut exits: MessageReader<AppExit>, mut workers: ResMut<Workers>) {
     if exits.read().next().is_some() {
         workers.stop_all();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dropping_a_worker_joins_its_thread_even_mid_wait() {
-        let cfg =
-            TrainConfig { steps: 1_000_000, data_size: 256, batch: 16, hidden: 4, depth: 1, ..TrainConfig::default() };
-        for paused in [false, true] {
-            // A slow speed limit: the worker spends its time waiting between chunks; paused, it
-            // waits for a message with no timeout at all.
-            let mut worker = Worker::spawn(cfg, 0.001).expect("spawns");
-            let (_, stand_in) = mpsc::channel();
-            let reports = std::mem::replace(&mut worker.reports, Mutex::new(stand_in));
-            let reports = reports.into_inner().expect("not poisoned");
-            assert!(reports.recv().is_ok(), "the worker reports its first chunk");
-            if paused {
-                worker.send(Control::Pause);
-            }
-            // Dropped on another thread, watched from this one: a worker that dropping does not
-            // wake never ends (paused), so the watch fails rather than waiting forever; a woken
-            // one ends at once, so the watch's ten minutes are a hang guard, not a speed check.
-            let (dropped, watch) = mpsc::channel();
-            std::thread::spawn(move || {
-                drop(worker);
-                let _ = dropped.send(());
-            });
-            assert!(watch.recv_timeout(Duration::from_secs(600)).is_ok(), "not woken (paused: {paused})");
-            // Joined: the thread has ended when the drop returns, so its report sender is gone.
-            while reports.try_recv().is_ok() {}
-            assert!(matches!(reports.try_recv(), Err(TryRecvError::Disconnected)), "not joined (paused: {paused})");
-        }
-        assert_eq!(sane_rate(0.001), Some(MIN_RATE));
-        assert_eq!(sane_rate(f64::NAN), None);
-        assert_eq!(sane_rate(0.0), None);
     }
 }
