@@ -1004,12 +1004,8 @@ fn rail3_hold_checks(gravity: bool) -> Vec<Check> {
     let x0 = [0.0; 4];
     let ours = run_rail3(rail3_plant(elbow::plant::RAIL_SERVO, gravity, &x0), &x0, csv.duration());
     let last = csv.rows.len() - 1;
-    let mut checks = vec![Check::new(
-        "rail sag (mm)",
-        -ours.last_q()[0] * 1e3,
-        -csv.col("x1")[last] * 1e3,
-        Tol::Abs(0.01),
-    )];
+    let mut checks =
+        vec![Check::new("rail sag (mm)", -ours.last_q()[0] * 1e3, -csv.col("x1")[last] * 1e3, Tol::Abs(0.01))];
     for (k, name) in ["x2", "x3", "x4"].iter().enumerate() {
         // The frictionless servos settle on the pure spring sag: within 2 % of MuJoCo's.
         let theirs = csv.col(name)[last];

@@ -17,6 +17,7 @@ use super::job::Job;
 use super::state::arm::{Nominal, PlantSettings, Sim, two_link_lab};
 use super::state::solve::Solutions;
 use super::state::view::Target;
+use crate::cli::figure::Series;
 use bevy::prelude::*;
 use bevy_egui::egui;
 use elbow::experiments::feedback::{
@@ -24,7 +25,6 @@ use elbow::experiments::feedback::{
 };
 use elbow::experiments::plants::{Ranges, landing};
 use elbow::plant::Camera;
-use crate::cli::figure::Series;
 use elbow::{Point2, Pose, TrainConfig};
 
 /// Moves kept for the plot.
@@ -158,12 +158,7 @@ fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackL
 
 /// Ends a move once the plant has settled on the head's command with a camera frame after it:
 /// the view joins the history and the move's errors join the plot.
-fn observe(
-    nominal: Res<Nominal>,
-    settings: Res<PlantSettings>,
-    sim: Res<Sim>,
-    mut lab: ResMut<FeedbackLab>,
-) {
+fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, mut lab: ResMut<FeedbackLab>) {
     let Some((aim, sent, since)) = lab.pending else { return };
     let plant = &sim.plant;
     let Some(since) = since else {
@@ -233,7 +228,11 @@ pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut 
             lab.drives = drives;
             lab.restart();
         }
-        if ui.add_enabled(lab.drives, egui::Button::new("forget the plant")).on_hover_text("empty the history and the calibration's views: a first move again").clicked() {
+        if ui
+            .add_enabled(lab.drives, egui::Button::new("forget the plant"))
+            .on_hover_text("empty the history and the calibration's views: a first move again")
+            .clicked()
+        {
             lab.restart();
         }
     });
@@ -246,7 +245,9 @@ pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut 
     if !lab.drives {
         return;
     }
-    ui.small("History window, newest first (blue arrows on the canvas: from the model's tip to where the camera saw it):");
+    ui.small(
+        "History window, newest first (blue arrows on the canvas: from the model's tip to where the camera saw it):",
+    );
     if lab.history.seen().is_empty() {
         ui.small("  empty: the first move is the nominal closed form plus what the head learnt on average.");
     }

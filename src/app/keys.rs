@@ -5,7 +5,7 @@
 use super::AppSet;
 use super::atlas::AtlasView;
 use super::chain::atlas::ChainAtlasView;
-use super::chain::state::{ChainTrainCommand, ChainTraining, ChainView, RunPhase, drives, method_label};
+use super::chain::state::{ChainTrainCommand, ChainTraining, ChainView, drives, method_label};
 use super::state::arm::Lab;
 use super::state::solve::Driver;
 use super::state::train::{RunState, TrainCommand, Training};
@@ -100,7 +100,7 @@ fn apply(shortcut: Shortcut, two: &mut TwoLinkKeys, chain: &mut ChainKeys) {
             two.train.write(if running { TrainCommand::Pause } else { TrainCommand::Start });
         }
         Shortcut::Training(Family::Chain) => {
-            let running = chain.training.runs.iter().any(|r| r.state == RunPhase::Running);
+            let running = chain.training.runs.iter().any(|r| r.state == RunState::Running);
             chain.train.write(if running { ChainTrainCommand::Stop } else { ChainTrainCommand::Start });
         }
     }

@@ -17,13 +17,13 @@ use super::atlas::AtlasView;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export::{self, YScale};
+use super::feedback::{self, FeedbackLab, TrainFeedback};
 use super::format::{
     BRANCH_COLOR, FLASH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, finite, key_bar, metres, number,
     solver_color, swatch,
 };
 use super::keys::{HELP_KEYS, Help, shortcuts};
 use super::lessons::{ActiveLesson, OpenLesson};
-use super::feedback::{self, FeedbackLab, TrainFeedback};
 use super::replay::{self, OpenReplay, ReplayView};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
@@ -159,12 +159,18 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
         ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
         ui.add(egui::TextEdit::singleline(index).hint_text("index").desired_width(50.0));
         let ready = !path.trim().is_empty();
-        if ui.add_enabled(ready, egui::Button::new("replay record")).on_hover_text("a record of `elbow experiment degradation --catalog FILE`, re-run and scrubbed here").clicked() {
+        if ui
+            .add_enabled(ready, egui::Button::new("replay record"))
+            .on_hover_text("a record of `elbow experiment degradation --catalog FILE`, re-run and scrubbed here")
+            .clicked()
+        {
             let index = if index.trim().is_empty() { "0" } else { index.trim() };
             let file = std::path::PathBuf::from(path.trim());
             match crate::cli::replay::read_record(&file, index) {
                 Ok((at, record)) => {
-                    let name = file.file_name().map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
+                    let name = file
+                        .file_name()
+                        .map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
                     guide.open_replay.write(OpenReplay { record: Box::new(record), name: format!("{name} #{at}") });
                 }
                 Err(why) => guide.replay.refuse(why),
@@ -407,12 +413,13 @@ fn contents(
             egui::RichText::new("The feedback head drives the plant (the driver above is set aside).").small(),
         );
     }
-    egui::CollapsingHeader::new("Feedback head: a learner that sees its own feedback")
-        .default_open(false)
-        .show(ui, |ui| {
+    egui::CollapsingHeader::new("Feedback head: a learner that sees its own feedback").default_open(false).show(
+        ui,
+        |ui| {
             let TrainingControls { feedback, train_feedback, .. } = &mut lab.controls;
             feedback::section(ui, feedback.reborrow(), train_feedback)
-        });
+        },
+    );
     if let Some(line) = mismatch_line(&lab.plant, false) {
         ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
     }
@@ -998,24 +1005,19 @@ fn target_section(ui: &mut egui::Ui, mut target: Mut<Target>, home: Point2) {
 fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, chain: bool) {
     let mut s = *plant;
     let names = if chain {
-        ["first link length error", "later links' length error", "first joint offset (rad)", "later joints' offset (rad)"]
+        [
+            "first link length error",
+            "later links' length error",
+            "first joint offset (rad)",
+            "later joints' offset (rad)",
+        ]
     } else {
         ["upper link length error", "forearm length error", "shoulder offset (rad)", "elbow offset (rad)"]
     };
     let lengths = "The real link's length relative to the model's (0.05: 5 % longer). Every solver plans on the model; only the residual hybrid learns the difference.";
     let offsets = "Where the real joint's zero sits relative to the model's, radians: a calibration error the encoders cannot see.";
-    knob(
-        ui,
-        false,
-        egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text(names[0]),
-        lengths,
-    );
-    knob(
-        ui,
-        false,
-        egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text(names[1]),
-        lengths,
-    );
+    knob(ui, false, egui::Slider::new(&mut s.length_error[0], range::LENGTH_ERROR).text(names[0]), lengths);
+    knob(ui, false, egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text(names[1]), lengths);
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text(names[2]), offsets);
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text(names[3]), offsets);
     ui.horizontal(|ui| {
@@ -1072,18 +1074,8 @@ fn gap_section(
         egui::Slider::new(&mut s.camera_noise, range::CAMERA_NOISE).text("camera noise (px at 1 mm/px)"),
         eye,
     );
-    knob(
-        ui,
-        false,
-        egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"),
-        eye,
-    );
-    knob(
-        ui,
-        false,
-        egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"),
-        eye,
-    );
+    knob(ui, false, egui::Slider::new(&mut s.camera_offset[0], range::CAMERA_OFFSET).text("camera offset x (m)"), eye);
+    knob(ui, false, egui::Slider::new(&mut s.camera_offset[1], range::CAMERA_OFFSET).text("camera offset y (m)"), eye);
     knob(
         ui,
         false,

@@ -14,8 +14,8 @@ use super::state::arm::{MAX_FRAME_SECS, Nominal};
 use super::state::view::Target;
 use bevy::prelude::*;
 use bevy_egui::egui;
-use elbow::experiments::degradation::{FailureRecord, Finding, MoveTrace, PlantTrace, Tick, replay_traced};
 use elbow::Point2;
+use elbow::experiments::degradation::{FailureRecord, Finding, MoveTrace, PlantTrace, Tick, replay_traced};
 use elbow::plant::SUBSTEP;
 
 /// How many of the last moves keep every plant sub-step for the scrubber: the failing move and
@@ -32,8 +32,11 @@ pub(crate) fn plugin(app: &mut App) {
 
 /// Registers the replay's drawing.
 pub(crate) fn draw_plugin(app: &mut App) {
-    app.insert_gizmo_config(ReplayGizmos, GizmoConfig { line: GizmoLineConfig { width: 10.0, ..default() }, ..default() })
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(replaying));
+    app.insert_gizmo_config(
+        ReplayGizmos,
+        GizmoConfig { line: GizmoLineConfig { width: 10.0, ..default() }, ..default() },
+    )
+    .add_systems(Update, draw.in_set(AppSet::Draw).run_if(replaying));
 }
 
 /// Opens a record: `name` says where it came from (`catalog.jsonl #12`).
@@ -87,7 +90,13 @@ impl ReplayView {
     /// scrubber is in (else; the one before when already at its first).
     fn move_start(&self, forward: bool) -> usize {
         let Some(&(m, t)) = self.ticks.get(self.at) else { return 0 };
-        let target = if forward { m + 1 } else if t == 0 { m.saturating_sub(1) } else { m };
+        let target = if forward {
+            m + 1
+        } else if t == 0 {
+            m.saturating_sub(1)
+        } else {
+            m
+        };
         self.ticks.iter().position(|&(mm, _)| mm == target).unwrap_or(if forward { self.at } else { 0 })
     }
 
@@ -154,12 +163,8 @@ fn collect(mut view: ResMut<ReplayView>, mut job: ResMut<ReplayJob>) {
     let opened = view.opened;
     match job.0.poll(&opened) {
         Some(Ok(Ok((differences, trace)))) => {
-            view.ticks = trace
-                .moves
-                .iter()
-                .enumerate()
-                .flat_map(|(m, mv)| (0..mv.ticks.len()).map(move |t| (m, t)))
-                .collect();
+            view.ticks =
+                trace.moves.iter().enumerate().flat_map(|(m, mv)| (0..mv.ticks.len()).map(move |t| (m, t))).collect();
             view.at = view.ticks.len().saturating_sub(1);
             view.differences = differences;
             view.trace = Some(trace);
@@ -190,10 +195,19 @@ fn failure(record: &FailureRecord) -> String {
     let error = metres(Some(record.happened.error));
     let tolerance = metres(Some(tol));
     match record.verdict {
-        Finding::Silent => format!("SILENT MISS: the tip ended {error} from the target (tolerance {tolerance}) and nothing was reported."),
-        Finding::Reported => format!("REPORTED: the tip ended {error} from the target (tolerance {tolerance}) and the pipeline said so."),
-        Finding::FalseAlarm => format!("FALSE ALARM: the tip ended {error} from the target, within the tolerance of {tolerance}, yet a failure was reported."),
-        Finding::Ok => format!("no failure with the encoder check (the tip ended {error} from the target); the camera check's verdict is {}.", record.camera_verdict.key()),
+        Finding::Silent => format!(
+            "SILENT MISS: the tip ended {error} from the target (tolerance {tolerance}) and nothing was reported."
+        ),
+        Finding::Reported => {
+            format!("REPORTED: the tip ended {error} from the target (tolerance {tolerance}) and the pipeline said so.")
+        }
+        Finding::FalseAlarm => format!(
+            "FALSE ALARM: the tip ended {error} from the target, within the tolerance of {tolerance}, yet a failure was reported."
+        ),
+        Finding::Ok => format!(
+            "no failure with the encoder check (the tip ended {error} from the target); the camera check's verdict is {}.",
+            record.camera_verdict.key()
+        ),
     }
 }
 
@@ -202,9 +216,10 @@ fn failure(record: &FailureRecord) -> String {
 pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
     let Some((record, name)) = view.open.clone() else { return true };
     ui.strong(format!("Replay: {name}"));
-    let channel = record.setting.channel.map_or_else(|| "no channel (the baseline)".to_string(), |c| {
-        format!("{} at {}", c.key(), elbow::stats::fmt_num(record.setting.level))
-    });
+    let channel = record.setting.channel.map_or_else(
+        || "no channel (the baseline)".to_string(),
+        |c| format!("{} at {}", c.key(), elbow::stats::fmt_num(record.setting.level)),
+    );
     ui.small(format!(
         "{} on the `{}` targets, {channel}; move {} to ({:.3}, {:.3}) m.",
         record.pipeline,
@@ -236,8 +251,9 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
     }
     let last = view.ticks.len().saturating_sub(1);
     let mut at = view.at;
-    ui.add(egui::Slider::new(&mut at, 0..=last).text("sub-step (1 ms each)"))
-        .on_hover_text("Scrub the plant's sub-steps over the last moves up to the record's; it opens at the end of the failing move.");
+    ui.add(egui::Slider::new(&mut at, 0..=last).text("sub-step (1 ms each)")).on_hover_text(
+        "Scrub the plant's sub-steps over the last moves up to the record's; it opens at the end of the failing move.",
+    );
     if at != view.at {
         view.at = at;
         view.playing = false;
@@ -265,7 +281,8 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
     });
     if let Some((mv, tick)) = view.current() {
         let miss = (tick.joints[2] - mv.target).norm();
-        let what = if tick.correction == 0 { "the answer".to_string() } else { format!("correction {}", tick.correction) };
+        let what =
+            if tick.correction == 0 { "the answer".to_string() } else { format!("correction {}", tick.correction) };
         ui.small(format!(
             "t = {:.3} s, move {} ({what} sent): the real tip is {} from this move's target.",
             tick.time,

@@ -400,7 +400,7 @@ fn reset_joins_the_training_threads() {
     let (training, models) = (app.world().resource::<Training>(), app.world().resource::<Models>());
     for head in HeadKind::ALL {
         // Idle, and nothing of the old run comes back.
-        assert_eq!(training.head(head), &super::state::train::HeadRun::default(), "{head}");
+        assert_eq!(training.head(head), &super::state::train::Run::default(), "{head}");
         assert!(models.get(head).is_none(), "{head}");
     }
 }

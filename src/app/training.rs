@@ -6,9 +6,9 @@
 
 use super::AppSet;
 use super::state::arm::{Nominal, PlantSettings, two_link_lab};
-use super::state::train::{HeadRun, LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
-use bevy::prelude::*;
+use super::state::train::{LoadModel, ModelFile, Models, Run, RunState, TrainCommand, Training, TrainingParams};
 use super::worker::{Control, Report, Session, TrainRun, Worker};
+use bevy::prelude::*;
 use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 
 /// Registers the workers and the systems that command them and collect their reports, and
@@ -85,7 +85,7 @@ fn handle_commands(
                     RunState::Idle | RunState::Failed(_) => {
                         // The residual head learns the mismatch of the plant it drives.
                         let cfg = params.config(head, nominal.0, settings.real_arm(&nominal.0));
-                        *run = HeadRun { total: cfg.steps, ..HeadRun::default() };
+                        *run = Run { total: cfg.steps, ..Run::default() };
                         match Worker::spawn(format!("train-{head}"), params.steps_per_sec, head_run(cfg)) {
                             Ok(w) => {
                                 *worker = Some(w);
@@ -108,7 +108,7 @@ fn handle_commands(
                 }
                 TrainCommand::Reset => {
                     *worker = None; // joins the thread
-                    *run = HeadRun::default();
+                    *run = Run::default();
                     models.set(head, None);
                 }
                 TrainCommand::SetLr(lr) => {
@@ -142,11 +142,8 @@ fn load_models(
             Ok(m) => {
                 let head = m.kind;
                 workers.0[head] = None; // joins its training thread, if any
-                training.0[head] = HeadRun {
-                    state: RunState::Loaded(shown.clone()),
-                    loaded_from: Some(path.clone()),
-                    ..HeadRun::default()
-                };
+                training.0[head] =
+                    Run { state: RunState::Loaded(shown.clone()), loaded_from: Some(path.clone()), ..Run::default() };
                 models.set(head, Some(m));
                 Ok(format!("{head} head loaded from {shown}"))
             }

@@ -151,14 +151,14 @@ impl Pace {
 /// A worker thread: runs the loop, reporting as it goes; after a finished run it waits for the
 /// app to let go.
 fn work<M>(run: TrainRun<M>, rate: f64, control: &Receiver<Control>, reports: &Sender<Report<M>>) {
-    let mut pace =
-        Pace { paused: false, rate, sum: 0.0, n: 0, chunk_started: Instant::now(), last_snapshot: None };
+    let mut pace = Pace { paused: false, rate, sum: 0.0, n: 0, chunk_started: Instant::now(), last_snapshot: None };
     let mut last_steps = 0;
     let mut watch = |steps: usize, loss: f32, session: &mut dyn Session<M>| -> bool {
         last_steps = steps;
         // Take every pending message; while paused, block until one comes.
         loop {
-            let msg = if pace.paused { control.recv().map_err(|_| TryRecvError::Disconnected) } else { control.try_recv() };
+            let msg =
+                if pace.paused { control.recv().map_err(|_| TryRecvError::Disconnected) } else { control.try_recv() };
             match msg {
                 Ok(msg) => pace.apply(msg, session),
                 Err(TryRecvError::Empty) => break,

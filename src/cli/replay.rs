@@ -45,8 +45,8 @@ struct Replayed<'a> {
 pub(crate) fn read_record(file: &std::path::Path, index_text: &str) -> Result<(usize, FailureRecord), String> {
     let at = index(index_text)?;
     let name = file.display();
-    let bytes =
-        elbow::files::read_bounded(file, MAX_CATALOG_BYTES).map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
+    let bytes = elbow::files::read_bounded(file, MAX_CATALOG_BYTES)
+        .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
     let record = parse_record(text, at).map_err(|e| format!("{name}: {e}"))?;
     Ok((at, record))

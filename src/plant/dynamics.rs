@@ -739,7 +739,8 @@ mod tests {
     #[test]
     fn a_rails_mass_matrix_gives_the_kinetic_energy_of_every_body() {
         let mb = rail_two_link(0.0, None);
-        for (q, v) in [([0.2, 0.3, 0.7], [1.0, 0.0, 0.0]), ([-0.4, 1.1, -2.0], [0.5, -1.5, 2.0]), ([0.0; 3], [0.3, 0.2, -0.1])]
+        for (q, v) in
+            [([0.2, 0.3, 0.7], [1.0, 0.0, 0.0]), ([-0.4, 1.1, -2.0], [0.5, -1.5, 2.0]), ([0.0; 3], [0.3, 0.2, -0.1])]
         {
             let m = mb.mass_matrix(&q);
             let vmv: f64 = (0..3).map(|i| (0..3).map(|j| v[i] * m[i][j] * v[j]).sum::<f64>()).sum();

@@ -6,7 +6,6 @@
 use super::super::state::arm::{Lab, Nominal, PlantSettings, default_target};
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
-use super::state::RunPhase;
 use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::ecs::system::SystemParam;
@@ -35,7 +34,7 @@ pub(crate) fn preload(app: &mut App, model: ChainModel, path: &std::path::Path) 
     let mut training = ChainTraining { config: model.net, ..ChainTraining::default() };
     for kind in NetKind::ALL {
         if model.net(kind).is_some() {
-            training.run_mut(kind).state = RunPhase::Loaded(file.clone());
+            training.run_mut(kind).state = RunState::Loaded(file.clone());
         }
     }
     let name = model.arm.name.clone();
@@ -99,8 +98,8 @@ fn switch(
         workers.stop_all();
         let mut runs = training.clone();
         for run in &mut runs.runs {
-            if run.state == RunPhase::Running {
-                run.state = RunPhase::Failed("stopped when the arm changed".into());
+            if run.state == RunState::Running {
+                run.state = RunState::Failed("stopped when the arm changed".into());
             }
         }
         kept.0.insert(old, (std::mem::take(&mut **nets), runs));

@@ -7,11 +7,12 @@
 use super::super::export::{self, YScale};
 use super::super::format::{key_bar, method_color, metres, number, swatch};
 use super::super::state::arm::Lab;
+use super::super::state::train::Run;
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
 use super::state::{
-    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN, NetRun,
-    RunPhase, SELF_MOTION_SPAN, drives, method_label,
+    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN,
+    SELF_MOTION_SPAN, drives, method_label,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -321,16 +322,14 @@ fn net_method(kind: NetKind) -> Method {
 }
 
 /// One net's progress line.
-fn run_line(ui: &mut egui::Ui, name: &str, run: &NetRun) {
-    let state = match &run.state {
-        RunPhase::Idle => "idle".to_string(),
-        RunPhase::Running => "training…".into(),
-        RunPhase::Done => "done".into(),
-        RunPhase::Loaded(file) => format!("loaded from {file}"),
-        RunPhase::Failed(why) => format!("stopped: {why}"),
-    };
-    let loss = run.losses.last().map(|l| l[1]);
-    ui.small(format!("{name}: {} / {} steps, loss {} — {state}", run.steps, run.total, number(loss, 3)));
+fn run_line(ui: &mut egui::Ui, name: &str, run: &Run) {
+    let state = run.state.label();
+    ui.small(format!(
+        "{name}: {} / {} steps, loss {} — {state}",
+        run.steps_done,
+        run.total,
+        number(run.last_loss(), 3)
+    ));
 }
 
 /// The nets' training: progress, loss curves, and starting again.
@@ -352,7 +351,7 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
     if steps != s.training.config.steps {
         s.training.config.steps = steps;
     }
-    let curve = |run: &NetRun| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
+    let curve = |run: &Run| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
     if s.training.runs.iter().map(|r| r.losses.len()).sum::<usize>() > 1 {
         ui.small("training loss by step (MSE: squared error; MDN and flow: negative log-likelihood)");
         let losses: Vec<_> = NetKind::ALL

@@ -4,13 +4,14 @@
 //! core's [`Method`], so a method added to the registry gets its row, colour and toggle here.
 
 use super::super::state::arm::PlantSettings;
+use super::super::state::train::Run;
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::chain::ChainArm;
 use elbow::chain::manifold::Walk;
-use elbow::plant::Plant;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{Method, NetSet, Nets};
+use elbow::plant::Plant;
 use std::collections::VecDeque;
 
 /// Registers the chain lab's resources and its training message.
@@ -254,40 +255,11 @@ impl ChainPlant {
     }
 }
 
-/// One net's training as the panel shows it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct NetRun {
-    /// Steps done.
-    pub(crate) steps: usize,
-    /// Steps in all.
-    pub(crate) total: usize,
-    /// `[step, mean loss]` per chunk of steps.
-    pub(crate) losses: Vec<[f64; 2]>,
-    /// Running, done, or why it failed.
-    pub(crate) state: RunPhase,
-}
-
-/// Where a net's training stands.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) enum RunPhase {
-    /// Not started.
-    #[default]
-    Idle,
-    /// Training on its thread.
-    Running,
-    /// All steps done.
-    Done,
-    /// Loaded from this model file (`--model`).
-    Loaded(String),
-    /// Refused or stopped: why.
-    Failed(String),
-}
-
 /// Every net's training run and the settings of the next run.
 #[derive(Resource, Debug, Clone, PartialEq)]
 pub(crate) struct ChainTraining {
     /// The runs, by [`NetKind::ALL`] position.
-    pub(crate) runs: [NetRun; NetKind::ALL.len()],
+    pub(crate) runs: [Run; NetKind::ALL.len()],
     /// The configuration of the next run (the experiment's, by default).
     pub(crate) config: NetConfig,
     /// Start training when a chain lab opens without nets.
@@ -302,12 +274,12 @@ impl Default for ChainTraining {
 
 impl ChainTraining {
     /// The run of `kind`.
-    pub(crate) fn run(&self, kind: NetKind) -> &NetRun {
+    pub(crate) fn run(&self, kind: NetKind) -> &Run {
         &self.runs[kind.index()]
     }
 
     /// The run of `kind`, to change.
-    pub(crate) fn run_mut(&mut self, kind: NetKind) -> &mut NetRun {
+    pub(crate) fn run_mut(&mut self, kind: NetKind) -> &mut Run {
         &mut self.runs[kind.index()]
     }
 }

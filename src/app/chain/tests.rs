@@ -258,7 +258,13 @@ fn chain_frame_time() {
         let mut app = app(Lab::Chain(arm.clone()));
         // The plant's dynamics with its heaviest step: free play behind every joint (twice the
         // joints), friction, flex, latency, noise and the camera.
-        app.insert_resource(PlantSettings { backlash: 0.02, frictionloss: 0.052, flex: 0.02, latency_ms: 50.0, ..PlantSettings::default() });
+        app.insert_resource(PlantSettings {
+            backlash: 0.02,
+            frictionloss: 0.052,
+            flex: 0.02,
+            latency_ms: 50.0,
+            ..PlantSettings::default()
+        });
         app.update();
         give_nets(&mut app, &arm, 50, true);
         frames_until(&mut app, "exact fan", |w| w.resource::<ChainAnswers>().exact.x.len() == 200 * arm.coords());
@@ -306,7 +312,11 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
             let settings = *app.world().resource::<PlantSettings>();
             let (real, cfg) = settings.chain_plant(&arm);
             let mut core = app.world().resource::<ChainPlant>().plant.clone().expect("a chain plant");
-            assert_eq!((core.config(), core.real()), (&cfg.sanitized(), &real), "{kind} {name}: the settings reach the plant");
+            assert_eq!(
+                (core.config(), core.real()),
+                (&cfg.sanitized(), &real),
+                "{kind} {name}: the settings reach the plant"
+            );
             assert_eq!(core.config().gravity, kind == ArmKind::So101, "{kind}: gravity on the arm in a vertical plane");
             // ...and moves as the core's does, bit for bit, under the same commands and clock;
             // the same commands on the ideal plant show the slider acting.
@@ -342,7 +352,13 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
 fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
     let mut app = app(Lab::TwoLink);
     app.update();
-    let set = PlantSettings { flex: 0.03, latency_ms: 120.0, backlash: 0.01, length_error: [0.05, -0.02], ..PlantSettings::IDEAL };
+    let set = PlantSettings {
+        flex: 0.03,
+        latency_ms: 120.0,
+        backlash: 0.01,
+        length_error: [0.05, -0.02],
+        ..PlantSettings::IDEAL
+    };
     app.insert_resource(set);
     app.update();
     for kind in [ArmKind::Rail3, ArmKind::ThreeR, ArmKind::So101] {

@@ -5,11 +5,12 @@
 
 use super::super::AppSet;
 use super::super::state::arm::Lab;
-use super::state::{ChainNets, ChainTrainCommand, ChainTraining, RunPhase};
+use super::super::state::train::RunState;
+use super::super::worker::{Report, Session, TrainRun, Worker};
+use super::state::{ChainNets, ChainTrainCommand, ChainTraining};
 use bevy::prelude::*;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{ChainArm, Seeds, solve::net_needed};
-use super::super::worker::{Report, Session, TrainRun, Worker};
 
 /// Registers the workers and the systems that start them and collect their reports.
 pub(crate) fn plugin(app: &mut App) {
@@ -69,15 +70,15 @@ impl NetWorkers {
             }
             run.total = cfg.steps;
             if let Err(e) = cfg.validate(kind, arm.coords()) {
-                run.state = RunPhase::Failed(e.to_string());
+                run.state = RunState::Failed(e.to_string());
                 continue;
             }
             match Worker::spawn(format!("chain-train-{kind:?}"), 0.0, net_run(arm.clone(), kind, cfg)) {
                 Ok(w) => {
                     *self.slot(kind) = Some(w);
-                    run.state = RunPhase::Running;
+                    run.state = RunState::Running;
                 }
-                Err(e) => run.state = RunPhase::Failed(format!("cannot start a thread: {e}")),
+                Err(e) => run.state = RunState::Failed(format!("cannot start a thread: {e}")),
             }
         }
     }
@@ -98,8 +99,8 @@ fn handle_commands(
                 workers.stop_all();
                 for kind in KINDS {
                     let run = training.run_mut(kind);
-                    if run.state == RunPhase::Running {
-                        run.state = RunPhase::Failed("stopped".into());
+                    if run.state == RunState::Running {
+                        run.state = RunState::Failed("stopped".into());
                     }
                 }
             }
@@ -118,19 +119,19 @@ fn collect(mut training: ResMut<ChainTraining>, mut workers: ResMut<NetWorkers>,
         for report in worker.drain(&mut ended) {
             match report {
                 Report::Loss { steps, loss } => {
-                    run.steps = steps;
+                    run.steps_done = steps;
                     if loss.is_finite() {
                         run.losses.push([steps as f64, f64::from(loss)]);
                     }
                 }
                 Report::Snapshot(net) => nets.set(kind, Some(*net)),
                 Report::Finished => {
-                    run.steps = run.total;
-                    run.state = RunPhase::Done;
+                    run.steps_done = run.total;
+                    run.state = RunState::Finished;
                     finished = true;
                 }
                 Report::Failed(why) => {
-                    run.state = RunPhase::Failed(why);
+                    run.state = RunState::Failed(why);
                     finished = true;
                 }
             }

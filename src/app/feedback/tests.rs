@@ -54,7 +54,12 @@ fn on_a_mismatched_plant_the_feedback_heads_later_moves_beat_its_first() {
     assert_eq!(moves.len(), targets.len());
     assert_eq!(app.world().resource::<FeedbackLab>().history.seen().len(), 2, "the window holds the last two moves");
     let later: f64 = moves[2..].iter().map(|m| m.head).sum::<f64>() / (moves.len() - 2) as f64;
-    assert!(later < 0.6 * moves[0].head, "first move {:.1} mm, later moves {:.1} mm on average", moves[0].head * 1e3, later * 1e3);
+    assert!(
+        later < 0.6 * moves[0].head,
+        "first move {:.1} mm, later moves {:.1} mm on average",
+        moves[0].head * 1e3,
+        later * 1e3
+    );
     // The calibrated closed form is judged on the same plant: from its second move on it knows
     // the arm too.
     assert!(moves.iter().all(|m| m.calibrated.is_finite()));

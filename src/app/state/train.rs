@@ -121,14 +121,15 @@ impl RunState {
             RunState::Paused => "paused".into(),
             RunState::Finished => "done".into(),
             RunState::Loaded(file) => format!("loaded from {file}"),
-            RunState::Failed(why) => format!("failed: {why}"),
+            RunState::Failed(why) => format!("stopped: {why}"),
         }
     }
 }
 
-/// One head's training as the app shows it.
+/// One net's training as the app shows it: a two-link head's or a chain net's (one run state
+/// for every net the app trains).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct HeadRun {
+pub(crate) struct Run {
     /// Where the run stands.
     pub(crate) state: RunState,
     /// Steps done.
@@ -141,7 +142,7 @@ pub(crate) struct HeadRun {
     pub(crate) loaded_from: Option<std::path::PathBuf>,
 }
 
-impl HeadRun {
+impl Run {
     /// The most recent loss.
     pub(crate) fn last_loss(&self) -> Option<f64> {
         self.losses.last().map(|p| p[1])
@@ -150,11 +151,11 @@ impl HeadRun {
 
 /// Every head's training run.
 #[derive(Resource, Debug, Clone, Default)]
-pub(crate) struct Training(pub(crate) Table<HeadKind, HeadRun>);
+pub(crate) struct Training(pub(crate) Table<HeadKind, Run>);
 
 impl Training {
     /// The run of `head`.
-    pub(crate) fn head(&self, head: HeadKind) -> &HeadRun {
+    pub(crate) fn head(&self, head: HeadKind) -> &Run {
         &self.0[head]
     }
 }
