@@ -78,6 +78,8 @@ pub enum Stream {
     FeedbackData,
     /// The episodes a feedback head is evaluated on (index: the plant set).
     FeedbackEpisodes,
+    /// The draws and training stand-ins of a chain net's explanation.
+    ChainExplain,
 }
 
 impl Stream {
@@ -109,6 +111,7 @@ impl Stream {
             Stream::ChainAtlas => (23, 0),
             Stream::FeedbackData => (24, 0),
             Stream::FeedbackEpisodes => (25, 0),
+            Stream::ChainExplain => (26, 0),
         }
     }
 }

@@ -32,6 +32,7 @@
 pub mod arm;
 pub mod arms;
 pub mod dls;
+pub mod explain;
 pub mod manifold;
 pub mod mmd;
 pub mod model;

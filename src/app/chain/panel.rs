@@ -11,7 +11,7 @@ use super::super::state::train::Run;
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
 use super::state::{
-    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, IterStats, MAX_FAN,
+    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
     SELF_MOTION_SPAN, drives, method_label,
 };
 use bevy::ecs::system::SystemParam;
@@ -31,6 +31,7 @@ pub(crate) struct ChainSections<'w> {
     nets: Res<'w, ChainNets>,
     plant: Res<'w, ChainPlant>,
     training: ResMut<'w, ChainTraining>,
+    why: ResMut<'w, ChainWhy>,
     atlas: ResMut<'w, ChainAtlasView>,
     commands: MessageWriter<'w, ChainTrainCommand>,
 }
@@ -77,6 +78,9 @@ pub(crate) fn contents(
     atlas_rows(ui, s.atlas.reborrow(), hover);
     ui.separator();
     readouts(ui, arm, target, s);
+    egui::CollapsingHeader::new("Why did it do that? The driver's net here, taken apart")
+        .default_open(false)
+        .show(ui, |ui| why_section(ui, arm, target, s));
     egui::CollapsingHeader::new("Training the nets (off the frame)")
         .default_open(true)
         .show(ui, |ui| training_section(ui, s));
@@ -361,4 +365,78 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
         export::show(ui, "chain-loss", YScale::Linear, &[], &losses, |_| {});
         export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), YScale::Linear, &[], &losses);
     }
+}
+
+/// The net behind a driver: its own, the MDN for the hybrid (its seeds), none for DLS.
+fn driver_net(driver: Method) -> Option<NetKind> {
+    match driver {
+        Method::Mse => Some(NetKind::Mse),
+        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
+        Method::Flow => Some(NetKind::Flow),
+        Method::Dls | Method::Exact => None,
+    }
+}
+
+/// "Why did it do that?" on a chain: the driver's net's answer at the target, taken apart
+/// ([`elbow::chain::explain`]): its components or draws, the training data around the target,
+/// and what the classical check (DLS from the answer) makes of it.
+fn why_section(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+    let driver = s.view.driver;
+    let Some(kind) = driver_net(driver) else {
+        ui.small("DLS is classical: it reports whether it converged (see its row above); there is no net to explain.");
+        return;
+    };
+    let Some(net) = s.nets.get(kind) else {
+        ui.small(format!("The {} has not trained yet.", net_label(kind)));
+        return;
+    };
+    // The driver's own answer for a net that drives (the fan's draw nearest the pose, before
+    // any self-motion); the hybrid is explained through its MDN seeds.
+    let answer = (driver != Method::Hybrid && s.answers.anchor.len() == arm.coords()).then(|| s.answers.anchor.clone());
+    if ui.button(format!("explain the {} at the target", net_label(kind))).clicked() {
+        s.why.0 = Some(elbow::chain::explain::explain(arm, net, target, TOLERANCE, answer.as_deref()));
+    }
+    let Some(e) = &s.why.0 else {
+        ui.small("Takes the net's answer here apart: its posterior, the training data around the target, and the classical check.");
+        return;
+    };
+    let moved = (Point2::new(e.target[0], e.target[1]) - target).norm();
+    if moved > 1e-9 {
+        ui.small(format!(
+            "(asked at ({:.3}, {:.3}); the target has moved {} since)",
+            e.target[0],
+            e.target[1],
+            metres(Some(moved))
+        ));
+    }
+    for line in &e.summary {
+        ui.label(egui::RichText::new(line).small());
+    }
+    if !e.components.is_empty() {
+        egui::Grid::new("chain-why-components").num_columns(3).striped(true).show(ui, |ui| {
+            ui.small("weight");
+            ui.small("mean's tip miss");
+            ui.small("spread");
+            ui.end_row();
+            for c in &e.components {
+                ui.small(number(Some(c.weight), 2));
+                ui.small(metres(Some(c.mean_miss)));
+                ui.small(number(Some(c.spread), 3));
+                ui.end_row();
+            }
+        });
+    }
+    ui.small(format!(
+        "{} draws: {} % within {}, median miss {}, spread {}; training targets within {}: {} (typical {}); DLS from the answer: {} after {} iteration(s).",
+        elbow::chain::explain::DRAWS,
+        number(Some(100.0 * e.draws_within), 0),
+        metres(Some(TOLERANCE)),
+        metres(Some(e.draws_median_miss)),
+        number(Some(e.draws_spread), 2),
+        metres(Some(e.density.radius)),
+        e.density.count,
+        number(Some(e.density.typical), 0),
+        if e.check.converged { "converged".to_string() } else { format!("{} short", metres(Some(e.check.error))) },
+        e.check.iterations
+    ));
 }

@@ -21,6 +21,7 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<ChainAnswers>()
         .init_resource::<ChainPlant>()
         .init_resource::<ChainTraining>()
+        .init_resource::<ChainWhy>()
         .add_message::<ChainTrainCommand>();
 }
 
@@ -292,3 +293,7 @@ pub(crate) enum ChainTrainCommand {
     /// Stop every run, keeping the nets as they stand.
     Stop,
 }
+
+/// The chain's "why did it do that?": the latest explanation asked for, and where it was asked.
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct ChainWhy(pub(crate) Option<elbow::chain::explain::ChainExplanation>);
