@@ -357,8 +357,13 @@ impl Multibody {
     /// The servo torque of each hinge for `goals` (0 where unactuated), clamped, and the
     /// actuator's velocity gain where the servo is not saturated (0 where it is).
     pub fn servo_torques(&self, s: &State, goals: &[f64]) -> (Vector, Vector, bool) {
-        let mut tau = [0.0; MAX_DOF];
-        let mut kv_eff = [0.0; MAX_DOF];
+        self.servo_torques_n::<MAX_DOF>(s, goals)
+    }
+
+    /// [`Multibody::servo_torques`] on arrays of `N >= len()`.
+    fn servo_torques_n<const N: usize>(&self, s: &State, goals: &[f64]) -> ([f64; N], [f64; N], bool) {
+        let mut tau = [0.0; N];
+        let mut kv_eff = [0.0; N];
         let mut saturated = false;
         for (k, d) in self.dofs.iter().enumerate() {
             if let Some((kp, kv, limit)) = d.actuator {
@@ -397,7 +402,7 @@ impl Multibody {
     /// equal to the model's size.
     fn step_n<const N: usize>(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
         let n = self.dofs.len();
-        let (servo, kv_eff, saturated) = self.servo_torques(s, goals);
+        let (servo, kv_eff, saturated) = self.servo_torques_n::<N>(s, goals);
         let pose = self.pose::<N>(&s.q);
         let bias = self.bias_at(&pose, &s.v);
         let mut a = self.mass_matrix_at(&pose);
