@@ -38,19 +38,22 @@ pub(crate) const PER_FRAME: usize = 4;
 /// instead of flickering.
 const FAN_SEED: u64 = 0x00FA_4A11;
 
-/// What an exact fan is computed for: the target (bit for bit), the fan size, the arm and the
-/// snapshot of the nets whose mismatch it measures.
+/// What an exact fan is computed for: the target (bit for bit), the fan size and the arm (the
+/// nets whose mismatch it measures refresh it separately, see [`NETS_REFRESH`]).
 #[derive(Debug, Clone, PartialEq)]
 struct ExactKey {
     target: [u64; 2],
     fan: usize,
     arm: String,
-    nets: u64,
 }
 
-/// The background job of the exact fan.
+/// How often, at most, the exact fan's mismatch is taken again against nets that changed (they
+/// change many times a second while they train; a run keyed by them would never be current).
+const NETS_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The background job of the exact fan, and whether the nets changed since its latest start.
 #[derive(Resource, Default)]
-struct ExactJob(Job<ExactKey, ExactFan>);
+struct ExactJob(Job<ExactKey, ExactFan>, bool, u64);
 
 /// `n` draws of a net (the MDN, the flow) for `target`, the same draws every frame.
 fn fan(net: &ChainNet, target: Point2, n: usize, out: &mut Vec<f64>) {
@@ -230,13 +233,8 @@ fn answer(
     }
     answers.command = command.filter(|x| x.iter().all(|v| v.is_finite()));
 
-    // The exact fan: off the frame, for the current target and the nets' snapshot.
-    let key = ExactKey {
-        target: [target.x.to_bits(), target.y.to_bits()],
-        fan: view.fan(),
-        arm: arm.name.clone(),
-        nets: nets.generation,
-    };
+    // The exact fan: off the frame, for the current target, with the nets' latest snapshot.
+    let key = ExactKey { target: [target.x.to_bits(), target.y.to_bits()], fan: view.fan(), arm: arm.name.clone() };
     if let Some(Ok(fan)) = job.0.poll(&key) {
         let now = time.elapsed_secs_f64();
         for (mmd, history) in [(fan.mmd, &mut answers.mmd_history), (fan.flow_mmd, &mut answers.flow_mmd_history)] {
@@ -250,7 +248,13 @@ fn answer(
         answers.exact = fan;
     }
     job.0.want(&key);
+    // New nets (a snapshot while they train, a load): the mismatch is taken again, at most every
+    // NETS_REFRESH while they keep changing.
+    let changed = std::mem::replace(&mut job.2, nets.generation) != nets.generation;
+    let ExactJob(work, stale, _) = &mut *job;
+    work.refresh_for_models(stale, changed, NETS_REFRESH);
     if job.0.due() {
+        job.1 = false;
         let (arm, n) = (arm.clone(), view.fan());
         let (mdn, flow) = (nets.get(NetKind::Mdn).cloned(), nets.get(NetKind::Flow).cloned());
         job.0.start(key, move || exact_fan(&arm, mdn.as_ref(), flow.as_ref(), target, n));

@@ -378,3 +378,28 @@ fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
     let nominal = app.world().resource::<crate::app::state::arm::Nominal>().0;
     assert_eq!(*app.world().resource::<crate::app::state::arm::Sim>().plant.config(), set.config(&nominal).sanitized());
 }
+
+#[test]
+fn the_exact_fan_and_its_mismatch_arrive_while_the_nets_keep_changing() {
+    let arm = ArmKind::Rail3.arm();
+    let mut app = app(Lab::Chain(arm.clone()));
+    app.update();
+    give_nets(&mut app, &arm, 100, false);
+    // A new snapshot every frame, as training sends them: the fan's run must not be dropped as
+    // stale each time.
+    let frames = frames_until(&mut app, "a mismatch while the nets change", |w| {
+        !w.resource::<ChainAnswers>().mmd_history.is_empty()
+    });
+    assert!(frames < 2_000);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut arrived = 0;
+    while arrived < 2 {
+        let before = app.world().resource::<ChainAnswers>().mmd_history.len();
+        let net = app.world().resource::<ChainNets>().get(NetKind::Mdn).cloned();
+        app.world_mut().resource_mut::<ChainNets>().set(NetKind::Mdn, net);
+        std::thread::sleep(Duration::from_millis(5));
+        app.update();
+        arrived += usize::from(app.world().resource::<ChainAnswers>().mmd_history.len() > before);
+        assert!(Instant::now() < deadline, "no exact fan while the nets change every frame");
+    }
+}
