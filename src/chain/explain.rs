@@ -110,10 +110,13 @@ pub fn explain(
     let mut rng = rng(0, Stream::ChainExplain, 0);
     let mut draws = Vec::with_capacity(DRAWS * d);
     net.sample(target, DRAWS, &mut rng, &mut draws);
-    let answer = match answer.filter(|a| a.len() == d) {
-        Some(a) => a.to_vec(),
-        None if kind == NetKind::Flow => draws[..d].to_vec(),
-        None => {
+    let mixture = net.mixture_for(target).unwrap_or_default();
+    let likeliest = mixture.iter().max_by(|a, b| a.weight.total_cmp(&b.weight));
+    let answer = match (answer.filter(|a| a.len() == d), likeliest) {
+        (Some(a), _) => a.to_vec(),
+        (None, _) if kind == NetKind::Flow => draws[..d].to_vec(),
+        (None, Some(c)) if kind == NetKind::Mdn => c.mean[..d].to_vec(),
+        (None, _) => {
             let mut x = vec![0.0; d];
             net.answer(target, &mut x);
             x
@@ -121,9 +124,7 @@ pub fn explain(
     };
     let miss = |x: &[f64]| (chain.tip(x) - target).norm();
     let answer_miss = miss(&answer);
-    let mut components: Vec<ComponentView> = net
-        .mixture_for(target)
-        .unwrap_or_default()
+    let mut components: Vec<ComponentView> = mixture
         .into_iter()
         .map(|c| ComponentView {
             weight: c.weight,
@@ -225,7 +226,7 @@ fn summarize(
     });
     out.push(if check.converged {
         format!(
-            "The classical check, DLS from this answer, reaches the target in {} iteration(s), moving it by {:.3}: the hybrid would send that, vouched for.",
+            "The classical check, DLS from this answer, reaches the target in {} iteration(s), moving it by {:.3} in the coordinates: the hybrid would send that, vouched for.",
             check.iterations, check.moved
         )
     } else {
@@ -276,6 +277,7 @@ mod tests {
         let mdn = small(NetKind::Mdn, &arm);
         let e = explain(&arm, &mdn, arm.demo_target(), 1e-3, None);
         assert!(!e.components.is_empty() && e.components.len() <= COMPONENTS);
+        assert_eq!(e.answer_miss, e.components[0].mean_miss, "its own answer: the likeliest component's mean");
         assert!(e.components.windows(2).all(|w| w[0].weight >= w[1].weight), "likeliest first");
         assert!(e.draws_spread > 0.1, "rail3's posterior at its demo target is a spread");
         // Past the reach nothing was trained and nothing reaches.
