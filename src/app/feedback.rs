@@ -26,6 +26,8 @@ use elbow::experiments::feedback::{
 use elbow::experiments::plants::{Ranges, landing};
 use elbow::plant::Camera;
 use elbow::{Point2, Pose, TrainConfig};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Moves kept for the plot.
 pub(crate) const MOVES_KEPT: usize = 200;
@@ -52,9 +54,16 @@ pub(crate) fn draw_plugin(app: &mut App) {
 #[derive(Message, Debug, Clone, Copy)]
 pub(crate) struct TrainFeedback;
 
-/// The head's training, off the frame, keyed by the number of the request.
+/// The head's training, off the frame, keyed by the number of the request, and the flag that
+/// stops it (a new request, or the app closing: dropping the job waits for its thread).
 #[derive(Resource, Default)]
-struct FeedbackJob(Job<u64, Result<(FeedbackHead, usize), String>>);
+struct FeedbackJob(Job<u64, Result<(FeedbackHead, usize), String>>, Arc<AtomicBool>);
+
+impl Drop for FeedbackJob {
+    fn drop(&mut self) {
+        self.1.store(true, Ordering::Relaxed);
+    }
+}
 
 /// One finished move.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,8 +91,8 @@ pub(crate) struct FeedbackLab {
     pub(crate) history: History,
     /// Every view since the head took over (the calibration's data).
     pub(crate) seen: Vec<Observation>,
-    /// The move in progress: its target, the head's command for it, and the plant time it was
-    /// sent (`None` until the plant has it; infinite once the move is recorded).
+    /// The move in progress: its target, the head's command for it, and the plant time the arm
+    /// was first seen settled on it (`None` until then; infinite once the move is recorded).
     pub(crate) pending: Option<(Point2, Pose, Option<f64>)>,
     /// This frame's command.
     pub(crate) command: Option<Pose>,
@@ -113,12 +122,20 @@ fn train(
     if asked.read().last().is_some() {
         lab.requests += 1;
         let key = lab.requests;
-        let arm = nominal.0;
         lab.training = Some(Ok(()));
+        // A run in progress stops at its next step; the new one starts when it has.
+        job.1.store(true, Ordering::Relaxed);
+        job.1 = Arc::new(AtomicBool::new(false));
         job.0.want(&key);
+    }
+    let key = lab.requests;
+    if job.0.due() && lab.training == Some(Ok(())) {
+        let arm = nominal.0;
+        let stop = job.1.clone();
         job.0.start(key, move || {
             let tc = TrainConfig { arm, steps: 4_000, ..TrainConfig::default() };
-            train_feedback_head(&tc, &FeedbackConfig::default(), &Ranges::TRAINING, Camera::default(), &mut || true)
+            let mut keep_going = || !stop.load(Ordering::Relaxed);
+            train_feedback_head(&tc, &FeedbackConfig::default(), &Ranges::TRAINING, Camera::default(), &mut keep_going)
                 .map_err(|e| e.to_string())
         });
     }
@@ -159,18 +176,24 @@ fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackL
 /// Ends a move once the plant has settled on the head's command with a camera frame after it:
 /// the view joins the history and the move's errors join the plot.
 fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, mut lab: ResMut<FeedbackLab>) {
-    let Some((aim, sent, since)) = lab.pending else { return };
+    let Some((aim, sent, settled)) = lab.pending else { return };
+    if settled == Some(f64::INFINITY) {
+        return; // recorded; the next move starts when the target moves
+    }
     let plant = &sim.plant;
-    let Some(since) = since else {
-        // The plant took the command this frame.
+    // The goal at the servos is this move's (the command is sent every frame, so goals stay in
+    // flight under latency: what counts is that this one has arrived), and the arm is still.
+    let arrived = plant.commanded().wrapped_difference(sent).max_abs() < 1e-9;
+    if !(arrived && plant.is_settled()) {
+        lab.pending = Some((aim, sent, None));
+        return;
+    }
+    let Some(settled) = settled else {
         lab.pending = Some((aim, sent, Some(plant.time())));
         return;
     };
-    let frame = plant.camera().filter(|f| f.time > since);
-    if !(plant.is_settled() && plant.in_flight() == 0) {
-        return;
-    }
-    let Some(frame) = frame else { return };
+    // The view: the first camera frame taken once the arm had settled.
+    let Some(frame) = plant.camera().filter(|f| f.time >= settled) else { return };
     let arm = nominal.0;
     let seen_before = lab.seen.clone();
     let observation = Observation { command: sent, offset: frame.tip - arm.tip(sent) };
@@ -209,7 +232,13 @@ fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, mut gizmos: Gizmos) {
 }
 
 /// The panel's section: train, drive, the history window and the per-move errors.
-pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut MessageWriter<TrainFeedback>) {
+/// `camera_on`: the plant's camera takes frames (without it no move ends).
+pub(crate) fn section(
+    ui: &mut egui::Ui,
+    mut lab: Mut<FeedbackLab>,
+    train: &mut MessageWriter<TrainFeedback>,
+    camera_on: bool,
+) {
     ui.small(
         "A head trained on randomized plants (mismatch, flex, friction, backlash) that reads its last two moves: each command and where the camera saw the tip. Beside it, what a roboticist runs: the closed form on a model calibrated from every camera view so far (pink ghost).",
     );
@@ -270,6 +299,13 @@ pub(crate) fn section(ui: &mut egui::Ui, mut lab: Mut<FeedbackLab>, train: &mut 
         ));
     } else {
         ui.small("Click a target and let the arm settle: each settled move is one point below.");
+    }
+    if !camera_on {
+        ui.colored_label(
+            egui::Color32::LIGHT_RED,
+            egui::RichText::new("The camera is off (frame rate 0): the head sees no feedback and no move is recorded.")
+                .small(),
+        );
     }
     let series = |name: &str, rgb: [u8; 3], pick: fn(&MoveError) -> f64| Series {
         name: name.into(),

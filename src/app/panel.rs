@@ -133,8 +133,9 @@ struct Guides<'w, 's> {
     load: MessageWriter<'w, LoadView>,
     replay: ResMut<'w, ReplayView>,
     open_replay: MessageWriter<'w, OpenReplay>,
-    /// The replay field's catalog path and record index, as typed.
-    replay_field: Local<'s, (String, String)>,
+    /// The replay field's catalog path and record index, as typed, and why the last record
+    /// asked for could not be read.
+    replay_field: Local<'s, (String, String, Option<String>)>,
 }
 
 /// A path field with "save view" and "load view", and what the last one said.
@@ -155,7 +156,7 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
     });
     ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files; `elbow --view FILE` opens one.");
     ui.horizontal(|ui| {
-        let (path, index) = &mut *guide.replay_field;
+        let (path, index, problem) = &mut *guide.replay_field;
         ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
         ui.add(egui::TextEdit::singleline(index).hint_text("index").desired_width(50.0));
         let ready = !path.trim().is_empty();
@@ -168,18 +169,18 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
             let file = std::path::PathBuf::from(path.trim());
             match crate::cli::replay::read_record(&file, index) {
                 Ok((at, record)) => {
+                    *problem = None;
                     let name = file
                         .file_name()
                         .map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
                     guide.open_replay.write(OpenReplay { record: Box::new(record), name: format!("{name} #{at}") });
                 }
-                Err(why) => guide.replay.refuse(why),
+                Err(why) => *problem = Some(why),
             }
         }
     });
-    if guide.replay.open.is_none()
-        && let Some(why) = &guide.replay.error
-    {
+    let refused = if guide.replay.open.is_none() { guide.replay.error.as_ref() } else { None };
+    if let Some(why) = guide.replay_field.2.as_ref().or(refused) {
         ui.colored_label(color32(FLASH_COLOR), egui::RichText::new(why).small());
     }
     match &guide.view_field.outcome {
@@ -413,11 +414,12 @@ fn contents(
             egui::RichText::new("The feedback head drives the plant (the driver above is set aside).").small(),
         );
     }
+    let camera_on = lab.plant.camera().is_on();
     egui::CollapsingHeader::new("Feedback head: a learner that sees its own feedback").default_open(false).show(
         ui,
         |ui| {
             let TrainingControls { feedback, train_feedback, .. } = &mut lab.controls;
-            feedback::section(ui, feedback.reborrow(), train_feedback)
+            feedback::section(ui, feedback.reborrow(), train_feedback, camera_on)
         },
     );
     if let Some(line) = mismatch_line(&lab.plant, false) {

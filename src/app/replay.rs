@@ -10,7 +10,7 @@
 use super::AppSet;
 use super::format::{PLANT_COLOR, TARGET_COLOR, color32, metres};
 use super::job::Job;
-use super::state::arm::{MAX_FRAME_SECS, Nominal};
+use super::state::arm::{Lab, MAX_FRAME_SECS, Nominal};
 use super::state::view::Target;
 use bevy::prelude::*;
 use bevy_egui::egui;
@@ -27,7 +27,7 @@ pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ReplayView>()
         .init_resource::<ReplayJob>()
         .add_message::<OpenReplay>()
-        .add_systems(Update, (open, collect, play).chain().in_set(AppSet::Target));
+        .add_systems(Update, (close_on_other_lab, open, collect, play).chain().in_set(AppSet::Target));
 }
 
 /// Registers the replay's drawing.
@@ -100,9 +100,10 @@ impl ReplayView {
         self.ticks.iter().position(|&(mm, _)| mm == target).unwrap_or(if forward { self.at } else { 0 })
     }
 
-    /// Closes the replay: the live lab is drawn again.
+    /// Closes the replay: the live lab is drawn again, and a re-run still going is dropped when
+    /// it ends.
     pub(crate) fn close(&mut self) {
-        *self = ReplayView { opened: self.opened, ..ReplayView::default() };
+        *self = ReplayView { opened: self.opened + 1, ..ReplayView::default() };
     }
 
     /// Says why a record could not be opened (the panel shows it).
@@ -129,12 +130,12 @@ pub(crate) fn not_replaying(view: Res<ReplayView>) -> bool {
 }
 
 /// Opens a record asked for: refused (said in the panel) when it is of another arm than the
-/// one the app runs; else its re-run starts off the frame and the target moves to its target.
+/// one the app runs; else the target moves to its target and its re-run is started off the
+/// frame ([`collect`]).
 fn open(
     mut asked: MessageReader<OpenReplay>,
     nominal: Res<Nominal>,
     mut view: ResMut<ReplayView>,
-    mut job: ResMut<ReplayJob>,
     mut target: ResMut<Target>,
 ) {
     let Some(OpenReplay { record, name }) = asked.read().last().cloned() else { return };
@@ -148,19 +149,32 @@ fn open(
         return;
     }
     *target = Target::at(record.target);
-    let run = record.clone();
-    job.0.want(&opened);
-    job.0.start(opened, move || {
-        replay_traced(&run, KEEP_MOVES)
-            .map(|(outcome, trace)| (outcome.differences.iter().map(ToString::to_string).collect(), trace))
-            .map_err(|e| e.to_string())
-    });
     view.open = Some((record, name));
 }
 
-/// Collects the re-run when it is done and stops at the end of the failing move.
+/// Closes the replay when the lab changes: a record is of the two-link arm it was opened on.
+fn close_on_other_lab(lab: Res<Lab>, mut view: ResMut<ReplayView>) {
+    if lab.is_changed() && lab.chain().is_some() && view.open.is_some() {
+        view.close();
+    }
+}
+
+/// Starts the open record's re-run when the job is free (one run at a time: a run for a replay
+/// since closed finishes first, its result dropped), and collects it when done, stopped at the
+/// end of the failing move.
 fn collect(mut view: ResMut<ReplayView>, mut job: ResMut<ReplayJob>) {
     let opened = view.opened;
+    if let Some((record, _)) = view.open.as_ref().filter(|_| view.trace.is_none() && view.error.is_none()) {
+        job.0.want(&opened);
+        if job.0.due() {
+            let run = record.clone();
+            job.0.start(opened, move || {
+                replay_traced(&run, KEEP_MOVES)
+                    .map(|(outcome, trace)| (outcome.differences.iter().map(ToString::to_string).collect(), trace))
+                    .map_err(|e| e.to_string())
+            });
+        }
+    }
     match job.0.poll(&opened) {
         Some(Ok(Ok((differences, trace)))) => {
             view.ticks =

@@ -136,6 +136,9 @@ fn collect(mut training: ResMut<ChainTraining>, mut workers: ResMut<NetWorkers>,
                 }
             }
         }
+        if ended && run.state == RunState::Running {
+            run.state = RunState::Failed("training thread stopped".into());
+        }
         finished |= ended;
         if finished {
             *slot = None;
