@@ -244,7 +244,7 @@ pub(crate) fn section(
     );
     ui.horizontal(|ui| {
         let busy = matches!(lab.training, Some(Ok(())));
-        let label = if lab.head.is_some() { "train again" } else { "train (about a minute, off the frame)" };
+        let label = if lab.head.is_some() { "train again" } else { "train (a minute or two, off the frame)" };
         if ui.add_enabled(!busy, egui::Button::new(label)).clicked() {
             train.write(TrainFeedback);
         }
