@@ -478,6 +478,11 @@ pub fn serial_model(
 /// padded with zeros to [`MAX_COORDS`].
 pub type Coords = [f64; MAX_COORDS];
 
+/// The first two coordinates as a two-link pose.
+fn two_link(x: Coords) -> Pose {
+    Pose::new(x[0], x[1])
+}
+
 /// `x` padded to [`Coords`] (at most [`MAX_COORDS`] of it).
 fn padded(x: &[f64]) -> Coords {
     let mut out = [0.0; MAX_COORDS];
@@ -667,19 +672,23 @@ impl Plant {
         }
     }
 
+    /// `values` (one per joint of the model) at each coordinate's servo joint.
+    fn at_servos(&self, values: &[f64; MAX_DOF]) -> Coords {
+        let mut out = [0.0; MAX_COORDS];
+        for (o, &k) in out.iter_mut().zip(&self.servos) {
+            *o = values[k];
+        }
+        out
+    }
+
     /// The two-link goal at the servos (the newest one out of the delay line).
     pub fn commanded(&self) -> Pose {
-        let x = self.commanded_x();
-        Pose::new(x[0], x[1])
+        two_link(self.commanded_x())
     }
 
     /// The goal at the servos, per coordinate.
     pub fn commanded_x(&self) -> Coords {
-        let mut out = [0.0; MAX_COORDS];
-        for (o, &k) in out.iter_mut().zip(&self.servos) {
-            *o = self.goals[k];
-        }
-        out
+        self.at_servos(&self.goals)
     }
 
     /// Goals still in the delay line.
@@ -800,8 +809,7 @@ impl Plant {
 
     /// What the encoders read, two-link (see [`Plant::measure_x`]).
     pub fn measure(&mut self) -> Pose {
-        let x = self.measure_x();
-        Pose::new(x[0], x[1])
+        two_link(self.measure_x())
     }
 
     /// What the encoders read: each servo's output (in the command frame), the joints' with
@@ -825,32 +833,22 @@ impl Plant {
     /// Each servo's output angle in the command frame, without noise (what a perfect encoder
     /// would read), two-link.
     pub fn link_pose(&self) -> Pose {
-        let x = self.link_x();
-        Pose::new(x[0], x[1])
+        two_link(self.link_x())
     }
 
     /// Each servo's output per coordinate in the command frame, without noise.
     pub fn link_x(&self) -> Coords {
-        let mut out = [0.0; MAX_COORDS];
-        for (o, &k) in out.iter_mut().zip(&self.servos) {
-            *o = self.state.q[k];
-        }
-        out
+        self.at_servos(&self.state.q)
     }
 
     /// Each servo's speed, rad/s (m/s for a rail), two-link.
     pub fn speeds(&self) -> Pose {
-        let x = self.speeds_x();
-        Pose::new(x[0], x[1])
+        two_link(self.speeds_x())
     }
 
     /// Each servo's speed, rad/s (m/s for a rail).
     pub fn speeds_x(&self) -> Coords {
-        let mut out = [0.0; MAX_COORDS];
-        for (o, &k) in out.iter_mut().zip(&self.servos) {
-            *o = self.state.v[k];
-        }
-        out
+        self.at_servos(&self.state.v)
     }
 
     /// Plant time, seconds.
@@ -860,8 +858,7 @@ impl Plant {
 
     /// The real links' coordinates, two-link (see [`Plant::actual_x`]).
     pub fn actual_pose(&self) -> Pose {
-        let x = self.actual_x();
-        Pose::new(x[0], x[1])
+        two_link(self.actual_x())
     }
 
     /// The real links' coordinates in the real chain's terms: the servos', the free play, the
