@@ -98,6 +98,8 @@ pub(crate) struct FeedbackLab {
     pub(crate) command: Option<Pose>,
     /// The calibrating baseline's command for the target now (drawn as a ghost).
     pub(crate) calibrated: Option<Pose>,
+    /// The target and the number of views [`FeedbackLab::calibrated`] was fitted for.
+    calibrated_for: Option<(Point2, usize)>,
     /// The finished moves, oldest first (at most [`MOVES_KEPT`]).
     pub(crate) moves: Vec<MoveError>,
 }
@@ -108,6 +110,7 @@ impl FeedbackLab {
         self.history = History::new(FeedbackConfig::default().history);
         self.seen.clear();
         self.pending = None;
+        self.calibrated_for = None;
         self.moves.clear();
     }
 }
@@ -169,7 +172,12 @@ fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackL
             lab.pending = lab.command.map(|c| (target.pos, c, None));
         }
     }
-    lab.calibrated = Some(calibrated_command(&nominal.0, target.pos, &lab.seen));
+    // The calibration changes only with the target or the views: fitted again only then.
+    let asked = (target.pos, lab.seen.len());
+    if lab.calibrated.is_none() || lab.calibrated_for != Some(asked) {
+        lab.calibrated = Some(calibrated_command(&nominal.0, target.pos, &lab.seen));
+        lab.calibrated_for = Some(asked);
+    }
     solutions.command = lab.command;
 }
 
@@ -195,12 +203,11 @@ fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, m
     // The view: the first camera frame taken once the arm had settled.
     let Some(frame) = plant.camera().filter(|f| f.time >= settled) else { return };
     let arm = nominal.0;
-    let seen_before = lab.seen.clone();
+    // The baseline's move: the closed form calibrated from the views before this one.
+    let baseline = landing(&settings.config(&arm), calibrated_command(&arm, aim, &lab.seen)).tip();
     let observation = Observation { command: sent, offset: frame.tip - arm.tip(sent) };
     lab.history.push(observation);
     lab.seen.push(observation);
-    let cfg = settings.config(&arm);
-    let baseline = landing(&cfg, calibrated_command(&arm, aim, &seen_before)).tip();
     lab.moves.push(MoveError { head: (plant.tip() - aim).norm(), calibrated: (baseline - aim).norm() });
     if lab.moves.len() > MOVES_KEPT {
         lab.moves.remove(0);
