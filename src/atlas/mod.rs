@@ -16,9 +16,10 @@
 //!   mismatch; a miss over the tolerance that the solver did not report is silent. Latency and
 //!   the camera change nothing for an arm at rest on its answer, so a map has no use for them.
 //!
-//! Learned heads answer a whole grid with batched inference ([`LearnedModel::predict_batch`]).
-//! [`paint`] turns a map into pixels and a colour key. [`chain`] maps a redundant chain's methods
-//! the same way ([`chain::chain_atlas`]).
+//! Learned heads answer a whole grid with batched inference
+//! ([`LearnedModel::predict_batch`](crate::learned::LearnedModel::predict_batch)). [`paint`] turns a
+//! map into pixels and a colour key. [`chain`] maps a redundant chain's methods the same way
+//! ([`chain::chain_atlas`]).
 
 pub mod chain;
 pub mod paint;

@@ -135,8 +135,8 @@ impl Channel {
         if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS { 1.0 / MAX_FPS } else { level }
     }
 
-    /// Checks one level of this channel: finite, at least 0, within [`Channel::largest`], a
-    /// and a camera period of 0 or at least 1/[`MAX_FPS`].
+    /// Checks one level of this channel: finite, at least 0, within the channel's largest level
+    /// (the plant's own bound on the quantity), and a camera period of 0 or at least 1/[`MAX_FPS`].
     pub fn check_level(self, level: f64) -> Result<(), String> {
         let got = crate::stats::fmt_num(level);
         if !(level.is_finite() && level >= 0.0) {
