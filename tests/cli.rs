@@ -360,11 +360,11 @@ fn solve_on_a_chain_prints_every_method_and_says_when_a_target_is_out_of_reach()
     assert!(out.contains("dls: 0 of 2 converged") && out.contains("did not converge"), "{out}");
 }
 
-/// `--arm 2r`, the default, changes nothing: the README's solve output byte for byte, and the
-/// same atlas file with and without it.
+/// `--arm 2r`, the default, changes nothing: the solve output of `docs/1-averaging-trap.md` byte
+/// for byte, and the same atlas file with and without it.
 #[test]
 fn the_two_link_arm_is_unchanged_by_arm_2r() {
-    let readme = "target (1, 0.8) on arm l1=1 l2=1
+    let documented = "target (1, 0.8) on arm l1=1 l2=1
 reachable
 pose           shoulder°       elbow°             tip (x, y)   FK error m  in limits
 elbow-up         88.8447    -100.3698   (1.000000, 0.800000)    2.220e-16       true
@@ -374,7 +374,7 @@ average          38.6598       0.0000   (1.561738, 1.249390)     7.194e-1       
     for extra in [&[][..], &["--arm", "2r"], &["--lengths", "1,1"]] {
         let (code, out, err) = elbow(&[&["solve", "1.0", "0.8"], extra].concat());
         assert_eq!(code, 0, "{err}");
-        assert_eq!(out, readme, "{extra:?}");
+        assert_eq!(out, documented, "{extra:?}");
     }
     let png = |name: &str, extra: &[&str]| {
         let path = chain_scratch(name);

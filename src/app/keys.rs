@@ -148,7 +148,7 @@ pub(crate) const DIGITS: [(KeyCode, &str); 9] = [
 ];
 
 /// The one shortcut table: every shortcut of `lab` with its key, for the keys, the panel, the
-/// help overlay and the README. A number key per driver the lab has (the two-link heads of the
+/// help overlay and `docs/0-the-app.md`. A number key per driver the lab has (the two-link heads of the
 /// registry, or the chain's drivers among its arm's methods, in registry order), then the
 /// envelope where the lab has one, the atlas, its layers and training.
 pub(crate) fn shortcuts(lab: &Lab) -> Vec<(KeyCode, &'static str, Shortcut)> {

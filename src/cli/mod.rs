@@ -1,8 +1,9 @@
 //! The headless command line: `solve`, `train`, `experiment`, `atlas`, `bench`, `explain` and `replay`.
 //!
 //! A thin layer over the core library: it parses arguments into the core's plain configurations,
-//! calls the core, and prints tables, JSON or CSV. Every number in the README comes from one of
-//! these commands. Bad input gives a clear message and exit code 2; nothing panics on user input.
+//! calls the core, and prints tables, JSON or CSV. Every number in the README and in `docs/`
+//! comes from one of these commands. Bad input gives a clear message and exit code 2; nothing
+//! panics on user input.
 //! Everything printed goes through [`outln!`], so a write error (a closed or full standard
 //! output) is an error too, never a silent exit 0. Ctrl-C (SIGINT), SIGTERM and SIGHUP end a
 //! training run cleanly between two steps ([`signals`]), saving nothing, with exit code 130.

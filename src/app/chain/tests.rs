@@ -215,7 +215,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
 /// shape, a 200-sample exact fan off the frame, the hybrid driving, the plant's dynamics with
 /// free play, friction, flex and latency), against the two-link lab's
 /// frame. A measurement, not a check: `cargo test --release --bin elbow -- --ignored
-/// chain_frame_time --nocapture` prints it (README, "The chain in the app").
+/// chain_frame_time --nocapture` prints it (`docs/3-redundant-chains.md`, "The chain in the app").
 #[test]
 #[ignore = "a measurement; run it alone on a quiet machine"]
 #[allow(clippy::print_stdout, reason = "a measurement prints what it measured")]
