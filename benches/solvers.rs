@@ -1,5 +1,7 @@
 //! Criterion benches: solves per second of the classical solvers, MDN training throughput and
-//! single-target inference. `cargo bench` runs them; `elbow bench` prints the same figures fast.
+//! single-target inference, and the redundant chains' hot paths (flow sampling and its training
+//! step, the exact sampler) and the plant's sub-step. `cargo bench` runs them; `elbow bench`
+//! prints the same figures fast.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use elbow::learned::{HeadKind, LearnedIk, TrainConfig, Trainer};
@@ -91,8 +93,8 @@ const SHAPES: [Shape; 8] = [
 /// which pick their own level (the widest; neither can be capped) and compute the bare product:
 /// `matrixmultiply` (what nalgebra uses) and the `gemm` crate (faer's backend; AVX-512 through
 /// its `x86-v4` feature). The crates are measured only with `--features compare-gemm` (see
-/// Cargo.toml for why they are not dev-dependencies). Throughput is in FLOP/s; the README's Speed
-/// section holds the ratios.
+/// Cargo.toml for why they are not dev-dependencies). Throughput is in FLOP/s; `docs/4-speed.md`
+/// holds the ratios.
 fn gemm_shapes(c: &mut Criterion) {
     use elbow::nn::Activation;
     use elbow::nn::kernels::{Epilogue, Gemm, gemm as elbow_gemm};
@@ -232,5 +234,72 @@ fn batched(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, solvers, learned, gemm_shapes, batched);
+/// The chains' hot paths on `rail3` with the chain experiment's defaults: 2,000 flow samples of
+/// one target, the flow's forward and backward pass on a batch of 512, 500 exact posterior
+/// samples at an effective sample size of 10,000, and a 1 ms plant sub-step.
+fn chains(c: &mut Criterion) {
+    use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
+    use elbow::chain::{ArmKind, ExactSampler, Method, NetSet, SolveSettings};
+    use elbow::nn::{Flow, FlowWork, Trainable};
+    use rand::RngExt;
+    let arm = ArmKind::Rail3.arm();
+    let cfg = NetConfig { steps: 50, ..NetConfig::default() };
+    let net = ChainNet::train(&arm, NetKind::Flow, &cfg, |_, _| true).unwrap();
+    let mut nets = NetSet::default();
+    nets.set(NetKind::Flow, Some(net));
+    let settings = SolveSettings::default();
+    let (target, mut rng, mut out) = (arm.demo_target(), ChaCha8Rng::seed_from_u64(3), Vec::new());
+    let mut g = c.benchmark_group("chain");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(2000));
+    g.bench_function("flow_sample_2000", |b| {
+        b.iter(|| {
+            let nets = nets.nets();
+            elbow::chain::solve::solutions(&arm, nets, &settings, Method::Flow, target, 2000, &mut rng, &mut out)
+                .unwrap();
+            black_box(&out);
+        })
+    });
+    let flow = Flow::new(cfg.flow_shape(arm.coords()), &mut rng);
+    let (batch, d) = (cfg.batch, arm.coords());
+    let y = nalgebra::DMatrix::from_fn(2, batch, |_, _| rng.random_range(-1.0..1.0f32));
+    let x = nalgebra::DMatrix::from_fn(d, batch, |_, _| rng.random_range(-1.5..1.5f32));
+    let mut work = FlowWork::new(&flow);
+    g.throughput(Throughput::Elements(batch as u64));
+    g.bench_function("flow_loss_and_grads_batch512", |b| b.iter(|| black_box(flow.loss_and_grads(&mut work, &y, &x))));
+    let mut sampler = ExactSampler::new(&arm);
+    sampler.ess_factor = settings.ess_factor;
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("exact_sample_500_ess10000", |b| b.iter(|| black_box(sampler.sample(target, 500, &mut rng))));
+    g.finish();
+    let mut g = c.benchmark_group("plant");
+    g.throughput(Throughput::Elements(1));
+    for (name, chain) in [("substep_two_link", None), ("substep_rail3", Some(&arm))] {
+        let cfg = elbow::plant::PlantConfig {
+            gravity: true,
+            servo: elbow::plant::dynamics::Servo::STS3215,
+            ..elbow::plant::PlantConfig::ideal(TwoLinkArm::default())
+        };
+        let mut plant = match chain {
+            Some(arm) => elbow::plant::Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
+            None => elbow::plant::Plant::new(cfg, Pose::new(0.3, 0.6)),
+        };
+        let goals: Vec<Vec<f64>> =
+            (0..64).map(|_| (0..plant.dim()).map(|_| rng.random_range(-0.8..0.8)).collect()).collect();
+        let mut tick = 0usize;
+        // A new goal every 20 sub-steps: the plant never rests (where a sub-step does nothing).
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                if tick.is_multiple_of(20) {
+                    plant.command_x(&goals[(tick / 20) % 64]);
+                }
+                tick += 1;
+                plant.step(elbow::plant::SUBSTEP);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, solvers, learned, gemm_shapes, batched, chains);
 criterion_main!(benches);

@@ -94,6 +94,47 @@ pub struct BenchReport {
     pub atlas_threads: usize,
     /// Wall time of the same atlas for the analytic solver on one thread, ms.
     pub atlas_analytic_ms: f64,
+    /// The hot paths of the redundant chains and the plant ([`ChainBench`]).
+    pub chain: ChainBench,
+}
+
+/// Speed of the redundant chains' hot paths and of the plant, on `rail3` with the chain
+/// experiment's defaults (a flow of 8 coupling blocks of 2 ReLU layers of 64, the exact
+/// sampler at an effective sample size of 20 times the 500 samples drawn).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainBench {
+    /// 2,000 flow samples for one target (the chain experiment's `s/2000`, the demo target),
+    /// best of five, ms.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_sample_ms: f64,
+    /// FLOP of one flow sample (2 per weight of every coupling network, the conditioning folded
+    /// into the first layer's bias).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_sample_flops: f64,
+    /// Flow sampling GFLOP/s as a percentage of the core's FMA peak.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_sample_percent_of_peak: f64,
+    /// One flow training step (batch 512: data, forward, backward, Adam), median of five
+    /// blocks, ms.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_train_step_ms: f64,
+    /// FLOP of one flow training sample (forward, weight gradients, and input gradients of all
+    /// but the conditioning network's first layer: 2 per multiply-add).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_train_flops_per_sample: f64,
+    /// Flow training GFLOP/s as a percentage of the core's FMA peak.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub flow_train_percent_of_peak: f64,
+    /// The exact sampler: 500 posterior samples for one target at an effective sample size of
+    /// 10,000, median over eight targets drawn from the prior, ms.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub exact_sample_ms: f64,
+    /// One 1 ms sub-step of the two-link plant (STS3215 servos, gravity, always moving), µs.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub plant_step_two_link_us: f64,
+    /// One 1 ms sub-step of the `rail3` plant (a rail and three joints, always moving), µs.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub plant_step_rail3_us: f64,
 }
 
 /// Median wall time of `runs` calls of `f`, milliseconds.
@@ -291,7 +332,9 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
             black_box(crate::atlas::compute(&lineup, mdn_id, &silent_cfg).expect("the default atlas is valid"));
         })
     });
+    let chain = measure_chain(fma_peak_gflops)?;
     Ok(BenchReport {
+        chain,
         atlas_resolution: side,
         atlas_mdn_ms,
         atlas_mdn_parallel_ms,
@@ -319,6 +362,106 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
         mdn_steps_to_target: reached.map(|r| r.0),
         mdn_seconds_to_target: reached.map(|r| r.1),
     })
+}
+
+/// Measures [`ChainBench`] against a core of `peak_gflops`.
+pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
+    use crate::chain::nets::{Body, ChainNet, NetConfig, NetKind};
+    use crate::chain::solve::{NetSet, SolveSettings, solutions};
+    use crate::chain::{ArmKind, ExactSampler, Method};
+    let arm = ArmKind::Rail3.arm();
+    // The flow's training step: five timed blocks of 40 steps after 20 untimed ones.
+    let (warm, block, blocks) = (20, 40, 5);
+    let cfg = NetConfig { steps: warm + block * blocks, ..NetConfig::default() };
+    let mut marks = Vec::with_capacity(blocks + 1);
+    let net = ChainNet::train(&arm, NetKind::Flow, &cfg, |step, _| {
+        if step >= warm && (step - warm).is_multiple_of(block) {
+            marks.push(Instant::now());
+        }
+        true
+    })
+    .map_err(|e| e.to_string())?;
+    let flow_train_step_ms =
+        median(marks.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1e3 / block as f64).collect());
+    let Body::Flow { flow } = &net.body else { return Err("a flow net holds a flow".into()) };
+    let blocks_macs: usize = flow.blocks.iter().map(|b| b.net.macs_per_sample()).sum();
+    let cond_macs = flow.cond.macs_per_sample();
+    let train_macs = 3 * (blocks_macs + cond_macs) - flow.cond.layers[0].w.len();
+    let flow_train_flops_per_sample = 2.0 * train_macs as f64;
+    let train_gflops = flow_train_flops_per_sample * cfg.batch as f64 / (flow_train_step_ms * 1e-3) / 1e9;
+    // Sampling folds the conditioning into each block's first-layer bias: only the coupling
+    // networks run per sample, their first layers on the kept coordinates alone.
+    let shape = flow.shape;
+    let folded = shape.blocks * shape.features * shape.hidden;
+    let flow_sample_flops = 2.0 * (blocks_macs - folded) as f64;
+    let mut nets = NetSet::default();
+    nets.set(NetKind::Flow, Some(net));
+    let settings = SolveSettings::default();
+    let target = arm.demo_target();
+    let mut out = Vec::new();
+    let mut draw = rng(1, Stream::Bench, 1);
+    let mut times = Vec::new();
+    for _ in 0..6 {
+        let t = Instant::now();
+        solutions(&arm, nets.nets(), &settings, Method::Flow, target, 2000, &mut draw, &mut out)
+            .map_err(|e| e.to_string())?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let flow_sample_ms = times[1..].iter().copied().fold(f64::INFINITY, f64::min);
+    let flow_gflops = flow_sample_flops * 2000.0 / (flow_sample_ms * 1e-3) / 1e9;
+    // The exact sampler on targets the experiment would draw.
+    let mut sampler = ExactSampler::new(&arm);
+    sampler.ess_factor = settings.ess_factor;
+    let mut x = [0.0; crate::chain::arm::MAX_COORDS];
+    let d = arm.coords();
+    let exact_sample_ms = median(
+        (0..8)
+            .map(|_| {
+                arm.prior.sample(&mut draw, &mut x[..d]);
+                let target = arm.chain.tip(&x[..d]);
+                let t = Instant::now();
+                black_box(sampler.sample(target, 500, &mut draw));
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    );
+    Ok(ChainBench {
+        flow_sample_ms,
+        flow_sample_flops,
+        flow_sample_percent_of_peak: 100.0 * flow_gflops / peak_gflops.max(1e-9),
+        flow_train_step_ms,
+        flow_train_flops_per_sample,
+        flow_train_percent_of_peak: 100.0 * train_gflops / peak_gflops.max(1e-9),
+        exact_sample_ms,
+        plant_step_two_link_us: plant_step_us(None),
+        plant_step_rail3_us: plant_step_us(Some(&arm)),
+    })
+}
+
+/// Microseconds per 1 ms sub-step of a plant that keeps moving: the two-link plant on the
+/// SO-101's servos under gravity, or `chain`'s plant, commanded to a new pose every 20 ms (so it
+/// never comes to rest, where a sub-step skips the dynamics).
+fn plant_step_us(chain: Option<&crate::chain::ChainArm>) -> f64 {
+    use crate::plant::dynamics::Servo;
+    use crate::plant::{Plant, PlantConfig};
+    let cfg = PlantConfig { gravity: true, servo: Servo::STS3215, ..PlantConfig::ideal(TwoLinkArm::default()) };
+    let mut plant = match chain {
+        Some(arm) => Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
+        None => Plant::new(cfg, Pose::new(0.3, 0.6)),
+    };
+    let dim = plant.dim();
+    let mut draw = rng(2, Stream::Bench, 2);
+    let (moves, substeps) = (500, 20);
+    let t = Instant::now();
+    for _ in 0..moves {
+        let goal: Vec<f64> = (0..dim).map(|_| draw.random_range(-0.8..0.8)).collect();
+        plant.command_x(&goal);
+        for _ in 0..substeps {
+            plant.step(crate::plant::SUBSTEP);
+        }
+    }
+    black_box(plant.tip());
+    1e6 * t.elapsed().as_secs_f64() / (moves * substeps) as f64
 }
 
 /// Measures the f32 fused-multiply-add peak of one core with independent register accumulators.
@@ -392,5 +535,29 @@ mod peak {
         }
         std::hint::black_box(sum);
         (ITERS * 12 * 8 * 2) as f64 / secs / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chain rows count the default rail3 flow's work from its shape, as worked out by
+    /// hand here, and every figure is a finite positive number.
+    #[test]
+    fn the_chain_rows_count_the_flows_work_and_are_finite() {
+        let c = measure_chain(100.0).unwrap();
+        // Sampling: 8 blocks of kept coordinates (2) -> 64 -> 64 -> 4, the features folded in.
+        assert_eq!(c.flow_sample_flops, 2.0 * 8.0 * (2.0 * 64.0 + 64.0 * 64.0 + 64.0 * 4.0));
+        // Training: each block sees (2 + 32 features) -> 64 -> 64 -> 4, the conditioning net
+        // 2 -> 128 -> 128 -> 128 -> 32; forward, dW and dX, less the conditioning input's dX.
+        let blocks = 8.0 * (34.0 * 64.0 + 64.0 * 64.0 + 64.0 * 4.0);
+        let cond = 2.0 * 128.0 + 2.0 * 128.0 * 128.0 + 128.0 * 32.0;
+        assert_eq!(c.flow_train_flops_per_sample, 2.0 * (3.0 * (blocks + cond) - 2.0 * 128.0));
+        let json = serde_json::to_value(&c).unwrap();
+        for (field, v) in json.as_object().unwrap() {
+            let v = v.as_f64().unwrap();
+            assert!(v.is_finite() && v > 0.0, "{field}: {v}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Runtime dispatch of the hot loops to the widest vector unit the CPU has.
 //!
 //! The crate is compiled for baseline x86-64, so a portable binary runs anywhere. Each hot loop
-//! is written once; the [`dispatch!`] macro compiles it again inside `#[target_feature]` wrappers
+//! is written once; the `dispatch!` macro compiles it again inside `#[target_feature]` wrappers
 //! (AVX-512, AVX2+FMA) and picks one at run time.
 //!
 //! Loops written with explicit vectors use the [`Simd`] trait, which has exactly one

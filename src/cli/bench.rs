@@ -88,5 +88,27 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     );
     outln!("MDN inference            {:>10.3} µs", r.mdn_inference_us);
     outln!("MSE inference            {:>10.3} µs", r.mse_inference_us);
+    let c = &r.chain;
+    outln!(
+        "flow sampling, rail3     {:>10.3} ms     (2000 samples of one target, {:.0} FLOP each: {:.0}% of peak)",
+        c.flow_sample_ms,
+        c.flow_sample_flops,
+        c.flow_sample_percent_of_peak
+    );
+    outln!(
+        "flow training step       {:>10.3} ms     (batch 512, {:.0} FLOP/sample: {:.0}% of peak)",
+        c.flow_train_step_ms,
+        c.flow_train_flops_per_sample,
+        c.flow_train_percent_of_peak
+    );
+    outln!(
+        "exact sampler, rail3     {:>10.2} ms     (500 posterior samples of one target at ESS 10000; median of 8 targets)",
+        c.exact_sample_ms
+    );
+    outln!(
+        "plant sub-step (1 ms)    {:>10.2} µs     (two-link, moving; rail3: {:.2} µs)",
+        c.plant_step_two_link_us,
+        c.plant_step_rail3_us
+    );
     Ok(())
 }

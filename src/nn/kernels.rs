@@ -11,7 +11,7 @@
 //! The product is cut into micro-tiles of `MV` row vectors by `NC` columns, whose `MV · NC`
 //! accumulators stay in registers while the kernel runs down the whole summed dimension: one
 //! step loads `MV` vectors of A and broadcasts `NC` scalars of B for `MV · NC` fused
-//! multiply-adds. The tile is sized per level (see [`Tiling`]), so that it holds at least twice
+//! multiply-adds. The tile is sized per level (see `Tiling`), so that it holds at least twice
 //! the 8 independent FMA chains a core with two 4-cycle FMA pipes needs, and leaves registers
 //! for the operands.
 //!
