@@ -78,9 +78,27 @@ fn row_sum_body(p: &[f64], b: &[Vec<f64>], from: usize, squares: &[f64], d2: &mu
             *d += t * t;
         }
     }
-    let mut sum = 0.0;
-    for &d in d2.iter() {
-        // sum_h a_h / (a_h + d) over a common denominator: one division per pair.
+    // sum_h a_h / (a_h + d) over a common denominator: one division per pair. Eight running
+    // sums, so the divisions run a vector at a time (one running sum would chain them); the
+    // order of the additions is the same at every SIMD level.
+    const LANES: usize = 8;
+    let mut sums = [0.0; LANES];
+    let mut chunks = d2.chunks_exact(LANES);
+    for c in &mut chunks {
+        let (mut num, mut den) = ([0.0; LANES], [1.0; LANES]);
+        for &a in squares {
+            for l in 0..LANES {
+                let ad = a + c[l];
+                num[l] = num[l] * ad + a * den[l];
+                den[l] *= ad;
+            }
+        }
+        for l in 0..LANES {
+            sums[l] += num[l] / den[l];
+        }
+    }
+    let mut sum: f64 = sums.iter().sum();
+    for &d in chunks.remainder() {
         let (mut num, mut den) = (0.0, 1.0);
         for &a in squares {
             num = num * (a + d) + a * den;
@@ -181,8 +199,13 @@ mod tests {
                 }
             }
         }
-        let got = mmd_unbiased(&a, &b, 3, &k);
-        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // The same value, bit for bit, at every SIMD level.
+        let mut first = None;
+        crate::simd::for_each_level(|level| {
+            let got = mmd_unbiased(&a, &b, 3, &k);
+            assert!((got - want).abs() < 1e-12, "{level:?}: {got} vs {want}");
+            assert_eq!(got, *first.get_or_insert(got), "{level:?}");
+        });
     }
 
     #[test]

@@ -167,11 +167,15 @@ impl<'a> ExactSampler<'a> {
     /// false drops the Jacobian factor (only for showing that the tests catch it).
     fn weight(&self, x: &[f64], cols: &mut [Point2], with_jacobian: bool) -> f64 {
         self.chain.jacobian(x, cols);
+        // Each coordinate's prior density once (every chart pairs two of them).
+        let mut density = [0.0; MAX_COORDS];
+        for (i, p) in density[..x.len()].iter_mut().enumerate() {
+            *p = self.prior.density(i, x[i]);
+        }
         let mut denom = 0.0;
         for &(a, b) in &self.charts {
             let det = if with_jacobian { (cols[a].x * cols[b].y - cols[a].y * cols[b].x).abs() } else { 1.0 };
-            let pab = self.prior.density(a, x[a]) * self.prior.density(b, x[b]);
-            denom += det / pab;
+            denom += det / (density[a] * density[b]);
         }
         if denom.is_finite() && denom > 0.0 { 1.0 / denom } else { 0.0 }
     }
