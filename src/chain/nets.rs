@@ -73,14 +73,6 @@ fn flow_lr() -> f32 {
     FLOW_LR
 }
 
-/// The flow's default warm-up, steps: at [`FLOW_LR`] from the first step the so101 flow
-/// diverged at step 215.
-pub const FLOW_WARMUP: usize = 500;
-
-fn flow_warmup() -> usize {
-    FLOW_WARMUP
-}
-
 /// How a chain's normalizing flow is built and its peak learning rate (the rest of its training
 /// schedule is the [`NetConfig`]'s).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -102,10 +94,6 @@ pub struct FlowSettings {
     /// Peak learning rate of the flow's training ([`FLOW_LR`] when a file predates it).
     #[serde(default = "flow_lr")]
     pub lr: f32,
-    /// Steps over which the flow's learning rate rises to its peak ([`FLOW_WARMUP`] when a
-    /// file predates it).
-    #[serde(default = "flow_warmup")]
-    pub warmup: usize,
 }
 
 impl Default for FlowSettings {
@@ -119,7 +107,6 @@ impl Default for FlowSettings {
             clamp: 2.0,
             activation: Activation::Relu,
             lr: FLOW_LR,
-            warmup: FLOW_WARMUP,
         }
     }
 }
@@ -236,8 +223,8 @@ impl NetConfig {
             NetKind::Mdn => (self.mixture(coords).outputs(), self.hidden, self.depth),
             NetKind::Flow => (coords, self.flow.hidden, self.flow.depth),
         };
-        let (lr, warmup) = if kind == NetKind::Flow { (self.flow.lr, self.flow.warmup) } else { (self.lr, 0) };
-        Fit { inputs: 2, outputs, hidden, depth, steps: self.steps, batch: self.batch, lr, warmup }
+        let lr = if kind == NetKind::Flow { self.flow.lr } else { self.lr };
+        Fit { inputs: 2, outputs, hidden, depth, steps: self.steps, batch: self.batch, lr }
     }
 
     /// The flow over `coords` coordinates: a conditioning net of the configuration's depth, the
@@ -882,19 +869,6 @@ mod tests {
         let mut json = serde_json::to_value(FlowSettings::default()).unwrap();
         json.as_object_mut().unwrap().remove("lr");
         assert_eq!(serde_json::from_value::<FlowSettings>(json).unwrap().lr, FLOW_LR);
-    }
-
-    /// At the flow's peak rate from the first step, the so101 flow (the experiment's seed)
-    /// diverged at step 215; with the warm-up it trains on.
-    #[test]
-    fn the_so101_flow_warms_up_instead_of_diverging() {
-        let arm = ArmKind::So101.arm();
-        let run = |warmup| {
-            let cfg = NetConfig { flow: FlowSettings { warmup, ..FlowSettings::default() }, ..NetConfig::default() };
-            ChainNet::train(&arm, NetKind::Flow, &cfg, |step, _| step < 300).unwrap_err()
-        };
-        assert!(matches!(run(FLOW_WARMUP), TrainError::Cancelled { .. }), "{:?}", run(FLOW_WARMUP));
-        assert!(matches!(run(0), TrainError::Diverged { .. }), "{:?}", run(0));
     }
 
     #[test]

@@ -259,7 +259,6 @@ pub fn train_feedback_head(
         steps: tc.steps,
         batch: tc.batch,
         lr: tc.lr,
-        warmup: 0,
     };
     fit.check_settings(None, 1.0, 1.0)?;
     fit.check_budget(4.0 * (xs.len() + ys.len()) as f64)?;

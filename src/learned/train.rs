@@ -188,8 +188,6 @@ pub struct Fit {
     pub batch: usize,
     /// Peak learning rate.
     pub lr: f32,
-    /// Steps over which the learning rate rises linearly to its peak (0: from the first step).
-    pub warmup: usize,
 }
 
 impl Fit {
@@ -263,12 +261,10 @@ impl Fit {
     }
 
     /// The learning rate of step `step` (counted from 0): a cosine decay from the peak to
-    /// [`LR_FLOOR`] of it at the last step, times a linear rise over the first
-    /// [`Fit::warmup`] steps.
+    /// [`LR_FLOOR`] of it at the last step.
     pub fn lr_at(&self, step: usize) -> f32 {
         let t = (step as f32 / self.steps.max(1) as f32).min(1.0);
-        let rise = if self.warmup > 0 { ((step + 1) as f32 / self.warmup as f32).min(1.0) } else { 1.0 };
-        rise * self.lr * (LR_FLOOR + (1.0 - LR_FLOOR) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
+        self.lr * (LR_FLOOR + (1.0 - LR_FLOOR) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos()))
     }
 }
 
@@ -436,7 +432,6 @@ impl TrainConfig {
             steps: self.steps,
             batch: self.batch,
             lr: self.lr,
-            warmup: 0,
         }
     }
 
@@ -687,18 +682,6 @@ mod tests {
 
     fn quick(head: HeadKind) -> TrainConfig {
         TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() }
-    }
-
-    #[test]
-    fn the_rate_rises_over_the_warm_up_then_follows_the_cosine() {
-        let cold = Fit { inputs: 2, outputs: 2, hidden: 8, depth: 1, steps: 1000, batch: 8, lr: 1e-2, warmup: 0 };
-        let warm = Fit { warmup: 100, ..cold };
-        assert_eq!(cold.lr_at(0), 1e-2);
-        assert!((warm.lr_at(0) - 1e-4).abs() < 1e-9, "{}", warm.lr_at(0));
-        assert!((warm.lr_at(49) - 0.5 * cold.lr_at(49)).abs() < 1e-9);
-        for step in [99, 100, 500, 999] {
-            assert_eq!(warm.lr_at(step), cold.lr_at(step), "step {step}");
-        }
     }
 
     #[test]
