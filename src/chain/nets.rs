@@ -860,18 +860,6 @@ mod tests {
     }
 
     #[test]
-    fn the_flow_trains_at_its_own_learning_rate() {
-        let cfg = NetConfig { lr: 1e-3, ..NetConfig::default() };
-        assert_eq!(cfg.fit(NetKind::Flow, 4).lr, FLOW_LR);
-        assert_eq!(cfg.fit(NetKind::Mdn, 4).lr, 1e-3);
-        assert_eq!(cfg.fit(NetKind::Mse, 4).lr, 1e-3);
-        // Settings written before the flow had its own rate read as the default.
-        let mut json = serde_json::to_value(FlowSettings::default()).unwrap();
-        json.as_object_mut().unwrap().remove("lr");
-        assert_eq!(serde_json::from_value::<FlowSettings>(json).unwrap().lr, FLOW_LR);
-    }
-
-    #[test]
     fn bad_settings_are_refused() {
         for cfg in [
             NetConfig { steps: 0, ..NetConfig::default() },
