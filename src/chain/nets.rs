@@ -63,18 +63,7 @@ impl NetKind {
 
 crate::keys::keyed!(NetKind, "net");
 
-/// The flow's default peak learning rate: 1.5 times the other nets'. Chosen from 1.5e-3, 3e-3,
-/// 4.5e-3 and 6e-3 on rail3's seeds 0 and 1 (posterior mismatch 0.0048 and 0.0032 above the
-/// floor at 3e-3, 0.0030 and 0.0029 here), and checked on seed 2, which took no part in the
-/// choice: 0.0038 at 3e-3, 0.0028 here (see `docs/3-redundant-chains.md`).
-pub const FLOW_LR: f32 = 4.5e-3;
-
-fn flow_lr() -> f32 {
-    FLOW_LR
-}
-
-/// How a chain's normalizing flow is built and its peak learning rate (the rest of its training
-/// schedule is the [`NetConfig`]'s).
+/// How a chain's normalizing flow is built (its training schedule is the [`NetConfig`]'s).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FlowSettings {
     /// Coupling blocks.
@@ -91,9 +80,6 @@ pub struct FlowSettings {
     pub clamp: f32,
     /// The networks' hidden activation.
     pub activation: Activation,
-    /// Peak learning rate of the flow's training ([`FLOW_LR`] when a file predates it).
-    #[serde(default = "flow_lr")]
-    pub lr: f32,
 }
 
 impl Default for FlowSettings {
@@ -106,7 +92,6 @@ impl Default for FlowSettings {
             cond_hidden: 128,
             clamp: 2.0,
             activation: Activation::Relu,
-            lr: FLOW_LR,
         }
     }
 }
@@ -187,8 +172,7 @@ pub struct NetConfig {
     pub steps: usize,
     /// Samples per minibatch.
     pub batch: usize,
-    /// Peak learning rate of the squared-error net and the MDN (the flow has its own,
-    /// [`FlowSettings::lr`]).
+    /// Peak learning rate.
     pub lr: f32,
     /// Seed of initialisation and data.
     pub seed: u64,
@@ -223,8 +207,7 @@ impl NetConfig {
             NetKind::Mdn => (self.mixture(coords).outputs(), self.hidden, self.depth),
             NetKind::Flow => (coords, self.flow.hidden, self.flow.depth),
         };
-        let lr = if kind == NetKind::Flow { self.flow.lr } else { self.lr };
-        Fit { inputs: 2, outputs, hidden, depth, steps: self.steps, batch: self.batch, lr }
+        Fit { inputs: 2, outputs, hidden, depth, steps: self.steps, batch: self.batch, lr: self.lr }
     }
 
     /// The flow over `coords` coordinates: a conditioning net of the configuration's depth, the
