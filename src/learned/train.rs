@@ -502,26 +502,19 @@ struct Batches {
     order: Vec<usize>,
     cursor: usize,
     rng: ChaCha8Rng,
-    /// The rows of the minibatch being filled.
-    rows: Vec<usize>,
 }
 
 impl Batches {
     /// Fills one minibatch, a sample per column.
     fn fill(&mut self, x: &mut DMatrix<f32>, y: &mut DMatrix<f32>) {
         let (x_dims, y_dims) = (x.nrows(), y.nrows());
-        // The rows first, then the copies: the random draws are one dependent chain, and with
-        // them out of the way the gathers from the table (in L2, not L1) overlap each other.
-        self.rows.clear();
-        for _ in 0..x.ncols() {
+        for j in 0..x.ncols() {
             if self.cursor >= self.order.len() {
                 self.order.shuffle(&mut self.rng);
                 self.cursor = 0;
             }
-            self.rows.push(2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>()));
+            let row = 2 * self.order[self.cursor] + usize::from(self.rng.random::<bool>());
             self.cursor += 1;
-        }
-        for (j, &row) in self.rows.iter().enumerate() {
             // Element loops: a 3- or 4-value copy_from_slice would become a memcpy call each.
             let x = &mut x.as_mut_slice()[j * x_dims..(j + 1) * x_dims];
             x.iter_mut().zip(&self.inputs[row]).for_each(|(d, &v)| *d = v);
@@ -601,8 +594,7 @@ impl Trainer {
                 targets.push(y);
             }
         }
-        let batches =
-            Batches { inputs, targets, order: (0..data.len()).collect(), cursor: usize::MAX, rng, rows: Vec::new() };
+        let batches = Batches { inputs, targets, order: (0..data.len()).collect(), cursor: usize::MAX, rng };
         Ok(Self { cfg, model, fitter, data, batches, history: Vec::new() })
     }
 
