@@ -3,7 +3,9 @@
 //! Reports solves per second of the classical solvers, MDN training throughput (f32, batch 256,
 //! 3-64-64-14) against this core's measured FMA peak, batched inference of a 256 x 256 grid of
 //! targets against the same peak, single-target inference time, and the training time to the
-//! MDN accuracy target. Throughputs are medians of several timed blocks and the peak is the best
+//! MDN accuracy target; then the redundant chains' hot paths ([`ChainBench`]: flow sampling and
+//! the flow's training step against the same peak, the exact sampler per target) and a plant
+//! sub-step. Throughputs are medians of several timed blocks and the peak is the best
 //! of three runs, so the ratios stay conservative on a busy machine. `ELBOW_SIMD=avx2` or
 //! `baseline` measures the narrower code paths on a wider CPU (the peak stays the widest).
 
