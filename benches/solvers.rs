@@ -275,15 +275,7 @@ fn chains(c: &mut Criterion) {
     let mut g = c.benchmark_group("plant");
     g.throughput(Throughput::Elements(1));
     for (name, chain) in [("substep_two_link", None), ("substep_rail3", Some(&arm))] {
-        let cfg = elbow::plant::PlantConfig {
-            gravity: true,
-            servo: elbow::plant::dynamics::Servo::STS3215,
-            ..elbow::plant::PlantConfig::ideal(TwoLinkArm::default())
-        };
-        let mut plant = match chain {
-            Some(arm) => elbow::plant::Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
-            None => elbow::plant::Plant::new(cfg, Pose::new(0.3, 0.6)),
-        };
+        let mut plant = elbow::bench::timed_plant(chain);
         let goals: Vec<Vec<f64>> =
             (0..64).map(|_| (0..plant.dim()).map(|_| rng.random_range(-0.8..0.8)).collect()).collect();
         let mut tick = 0usize;

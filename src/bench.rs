@@ -440,17 +440,23 @@ pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
     })
 }
 
+/// The plant whose sub-step the benches time: the two-link arm on the SO-101's servos (with
+/// their friction) under gravity, or `chain`'s plant on the same servos, at rest near zero.
+pub fn timed_plant(chain: Option<&crate::chain::ChainArm>) -> crate::plant::Plant {
+    use crate::plant::dynamics::Servo;
+    use crate::plant::{Plant, PlantConfig};
+    let cfg = PlantConfig { gravity: true, servo: Servo::STS3215, ..PlantConfig::ideal(TwoLinkArm::default()) };
+    match chain {
+        Some(arm) => Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
+        None => Plant::new(cfg, Pose::new(0.3, 0.6)),
+    }
+}
+
 /// Microseconds per 1 ms sub-step of a plant that keeps moving: the two-link plant on the
 /// SO-101's servos under gravity, or `chain`'s plant, commanded to a new pose every 20 ms (so it
 /// never comes to rest, where a sub-step skips the dynamics).
 fn plant_step_us(chain: Option<&crate::chain::ChainArm>) -> f64 {
-    use crate::plant::dynamics::Servo;
-    use crate::plant::{Plant, PlantConfig};
-    let cfg = PlantConfig { gravity: true, servo: Servo::STS3215, ..PlantConfig::ideal(TwoLinkArm::default()) };
-    let mut plant = match chain {
-        Some(arm) => Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
-        None => Plant::new(cfg, Pose::new(0.3, 0.6)),
-    };
+    let mut plant = timed_plant(chain);
     let dim = plant.dim();
     let mut draw = rng(2, Stream::Bench, 2);
     let (moves, substeps) = (500, 20);
