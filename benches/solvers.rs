@@ -53,7 +53,7 @@ fn learned(c: &mut Criterion) {
     let mut g = c.benchmark_group("mdn");
     g.throughput(Throughput::Elements(cfg.batch as u64));
     let mut t = Trainer::new(cfg).unwrap();
-    g.bench_function("train_step_batch256", |b| b.iter(|| black_box(t.step())));
+    g.bench_function("train_step_batch256", |b| b.iter(|| black_box(t.step().unwrap())));
     let model = t.into_model();
     let target = elbow::Point2::new(1.0, 0.8);
     g.throughput(Throughput::Elements(1));

@@ -226,19 +226,19 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let cfg = TrainConfig { head: HeadKind::Mdn, steps: train_steps, ..TrainConfig::default() };
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
     for _ in 0..20 {
-        trainer.step();
+        trainer.step().map_err(|e| e.to_string())?;
     }
     // Five timed blocks; the median block is the figure.
     let block = cfg.steps.div_ceil(5);
-    let rates: Vec<f64> = (0..5)
+    let rates = (0..5)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..block {
-                trainer.step();
+                trainer.step().map_err(|e| e.to_string())?;
             }
-            (block * cfg.batch) as f64 / t.elapsed().as_secs_f64()
+            Ok((block * cfg.batch) as f64 / t.elapsed().as_secs_f64())
         })
-        .collect();
+        .collect::<Result<Vec<f64>, String>>()?;
     let samples_per_second = median(rates);
     let net = &trainer.model().net;
     // One MAC per weight per sample: forward, dW for every layer, dX for all but the first.
@@ -286,7 +286,7 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     while acc_trainer.steps_done() < acc_cfg.steps {
         let t = Instant::now();
         for _ in 0..ACCURACY_CHECK_EVERY {
-            acc_trainer.step();
+            acc_trainer.step().map_err(|e| e.to_string())?;
         }
         train_secs += t.elapsed().as_secs_f64();
         let miss = crate::learned::evaluate(acc_trainer.model(), &held_out).mean;

@@ -358,7 +358,7 @@ mod tests {
         let cfg = TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() };
         let targets = cfg.data_config().targets();
         let mut t = Trainer::new(cfg).expect("valid config");
-        t.run(|_, _| {});
+        t.run(|_, _| {}).unwrap();
         (t.into_model(), targets)
     }
 

@@ -16,7 +16,7 @@ fn trained(head: HeadKind) -> &'static LearnedModel {
             .iter()
             .map(|&head| {
                 let mut t = Trainer::new(TrainConfig { head, steps: 4000, ..TrainConfig::default() }).unwrap();
-                t.run(|_, _| {});
+                t.run(|_, _| {}).unwrap();
                 t.into_model()
             })
             .collect()
@@ -165,7 +165,7 @@ fn raw_angles_wrap_where_the_sector_avoids_it() {
             ..TrainConfig::default()
         };
         let mut t = Trainer::new(cfg).unwrap();
-        t.run(|_, _| {});
+        t.run(|_, _| {}).unwrap();
         evaluate(t.model(), &held_out_targets(&arm, region, 1000, 5)).mean
     };
     let (full, half) = (run(Region::Annulus), run(sector));
@@ -259,7 +259,7 @@ fn every_caller_turns_a_learned_answer_into_the_same_solution() {
     for head in HeadKind::ALL {
         let cfg = TrainConfig { head, steps: 30, data_size: 256, hidden: 8, depth: 1, ..TrainConfig::default() };
         let mut t = Trainer::new(cfg).unwrap();
-        t.run(|_, _| {});
+        t.run(|_, _| {}).unwrap();
         let trained = t.into_model();
         // The same head with every correction refused: the analytic answer, unchanged.
         let strict = LearnedModel { max_correction: 0.0, ..trained.clone() };

@@ -327,7 +327,7 @@ fn friction_stops_the_arm_short_and_an_outer_correction_takes_it_up() {
 fn model_files_replace_training_and_must_fit_the_arm() {
     let cfg = DegradationConfig { protocol: Protocol::Exercise, targets: 50, train_steps: 50, ..args() };
     let mut t = Trainer::new(TrainConfig { head: HeadKind::Mdn, steps: 20, ..TrainConfig::default() }).unwrap();
-    t.run(|_, _| {});
+    t.run(|_, _| {}).unwrap();
     let model = t.into_model();
     let r = degradation_with(&cfg, vec![model.clone()]).unwrap();
     assert_eq!(r.loaded, [HeadKind::Mdn]);

@@ -60,7 +60,7 @@ fn tiny_models() -> Models {
             TrainConfig { head, steps: 30, data_size: 256, batch: 32, hidden: 8, depth: 1, ..TrainConfig::default() };
         let mut trainer = Trainer::new(cfg).expect("tiny config is valid");
         for _ in 0..30 {
-            trainer.step();
+            trainer.step().unwrap();
         }
         models.set(head, Some(trainer.model().clone()));
     }
@@ -817,7 +817,7 @@ fn trained_mdn() -> Models {
     let cfg = TrainConfig { head: HeadKind::Mdn, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() };
     let mut trainer = Trainer::new(cfg).expect("valid config");
     for _ in 0..cfg.steps {
-        trainer.step();
+        trainer.step().unwrap();
     }
     let mut models = Models::default();
     models.set(HeadKind::Mdn, Some(trainer.model().clone()));

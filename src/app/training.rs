@@ -35,7 +35,7 @@ fn head_run(cfg: TrainConfig) -> TrainRun<LearnedModel> {
     Box::new(move |watch| {
         let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
         while trainer.steps_done() < cfg.steps {
-            let loss = trainer.step();
+            let loss = trainer.step().map_err(|e| e.to_string())?;
             if !watch(trainer.steps_done(), loss, &mut Head(&mut trainer)) {
                 return Ok(None);
             }

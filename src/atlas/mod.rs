@@ -518,7 +518,7 @@ mod tests {
     fn the_mse_map_sits_on_the_average_in_the_interior_and_answers_beyond_the_rim() {
         let arm = TwoLinkArm::default();
         let mut t = Trainer::new(TrainConfig { head: HeadKind::Mse, steps: 1500, ..TrainConfig::default() }).unwrap();
-        t.run(|_, _| {});
+        t.run(|_, _| {}).unwrap();
         let model = t.into_model();
         let mut models = Table::default();
         models[HeadKind::Mse] = Some(&model);
@@ -542,7 +542,7 @@ mod tests {
         let tiny = |head| {
             let cfg = TrainConfig { head, steps: 30, data_size: 256, hidden: 8, depth: 1, ..TrainConfig::default() };
             let mut t = Trainer::new(cfg).unwrap();
-            t.run(|_, _| {});
+            t.run(|_, _| {}).unwrap();
             t.into_model()
         };
         let models: Vec<_> = HeadKind::ALL.iter().map(|&h| tiny(h)).collect();

@@ -107,7 +107,7 @@ pub(crate) fn two_link_head(
     let cfg = TrainConfig { head, arm, real, steps, seed, ..TrainConfig::default() };
     super::note(format_args!("training {head} for {} steps…", cfg.steps));
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
-    trainer.run(|_, _| {});
+    trainer.run(|_, _| {}).map_err(|e| e.to_string())?;
     Ok((trainer.into_model(), cfg))
 }
 

@@ -137,7 +137,7 @@ pub fn bishop1994(cfg: &BishopConfig) -> Result<BishopReport, ExperimentError> {
     let mut models = Vec::new();
     for head in [HeadKind::Mse, HeadKind::Mdn] {
         let mut trainer = Trainer::new(cfg.train_config(head))?;
-        trainer.run(|_, _| {});
+        trainer.run(|_, _| {})?;
         models.push(trainer.into_model());
     }
     let train_seconds = started.elapsed().as_secs_f64();

@@ -91,7 +91,7 @@ mod tests {
         for head in HeadKind::ALL {
             let cfg = TrainConfig { head, steps: 40, data_size: 512, hidden: 16, ..TrainConfig::default() };
             let mut t = Trainer::new(cfg).unwrap();
-            t.run(|_, _| {});
+            t.run(|_, _| {}).unwrap();
             let model = t.into_model();
             for mode in ElbowMode::BOTH {
                 let mut out = Vec::new();

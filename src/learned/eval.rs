@@ -175,9 +175,9 @@ mod tests {
         let targets = held_out_targets(&arm, Region::Annulus, 1000, 1);
         let quick = |head| TrainConfig { head, steps: 1500, data_size: 4000, hidden: 32, ..TrainConfig::default() };
         let mut mse = Trainer::new(quick(HeadKind::Mse)).unwrap();
-        mse.run(|_, _| {});
+        mse.run(|_, _| {}).unwrap();
         let mut mdn = Trainer::new(quick(HeadKind::Mdn)).unwrap();
-        mdn.run(|_, _| {});
+        mdn.run(|_, _| {}).unwrap();
         let (mse, mdn) = (evaluate(mse.model(), &targets), evaluate(mdn.model(), &targets));
         assert!(mse.mean > 0.2, "MSE mean miss {}", mse.mean);
         assert!(mdn.mean < mse.mean / 4.0, "MDN {} vs MSE {}", mdn.mean, mse.mean);

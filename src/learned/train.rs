@@ -88,8 +88,50 @@ impl Default for TrainConfig {
     }
 }
 
-/// A training loss above this (or not finite) means the run diverged.
+/// A step whose training loss is above this (or not finite) is a bad step; [`BAD_STREAK`] of
+/// them in a row mean the run diverged.
 pub const DIVERGED_LOSS: f32 = 1e6;
+
+/// Bad steps in a row ([`DIVERGED_LOSS`]) that mean the run has diverged. One bad minibatch is
+/// not a diverged model: a net trained on fresh draws from a prior with tails (the chains' nets)
+/// meets a sample far out where it has seen none, and that one batch's loss can pass
+/// [`DIVERGED_LOSS`] while the next batch is as good as before (the gradient step it takes is
+/// clipped). A run that has diverged stays bad.
+pub const BAD_STREAK: usize = 5;
+
+/// Steps between two checkpoints of the divergence guard (taken only after a stretch with no bad
+/// step).
+pub const CHECKPOINT_EVERY: usize = 250;
+
+/// Roll-backs the divergence guard makes before it gives up with [`TrainError::Diverged`]; each
+/// halves the peak learning rate.
+pub const MAX_ROLLBACKS: usize = 4;
+
+/// One recovery of the divergence guard: at `step` the run had diverged (its last bad step's
+/// loss was `loss`), so the weights and the optimizer went back to their checkpoint of step
+/// `to_step` and training went on at the peak learning rate `lr`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rollback {
+    /// The step at which the divergence was detected.
+    pub step: usize,
+    /// The loss of that step (not finite, or above [`DIVERGED_LOSS`]).
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub loss: f32,
+    /// The step of the weights the run went back to.
+    pub to_step: usize,
+    /// The peak learning rate from then on (half the one before).
+    pub lr: f32,
+}
+
+/// The roll-backs of a run in words: `none`, or how many and at which steps.
+pub fn rollbacks_in_words(rollbacks: &[Rollback]) -> String {
+    if rollbacks.is_empty() {
+        return "none".into();
+    }
+    let at: Vec<String> =
+        rollbacks.iter().map(|r| format!("step {} back to {} at rate {}", r.step, r.to_step, r.lr)).collect();
+    format!("{} ({})", rollbacks.len(), at.join("; "))
+}
 
 /// Why a training run was refused or did not finish.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -126,13 +168,19 @@ pub enum TrainError {
         /// The limit.
         limit: f64,
     },
-    /// The loss became non-finite or exceeded [`DIVERGED_LOSS`]: the model is useless.
-    #[error("training diverged at step {step} (loss {loss}); nothing was saved: try a smaller learning rate")]
+    /// The run diverged and the guard gave up: [`MAX_ROLLBACKS`] roll-backs to the last good
+    /// weights at ever smaller learning rates did not stop it. The model is useless.
+    #[error(
+        "training diverged at step {step} (loss {loss}) even after {rollbacks} roll-backs to the last good weights at \
+         halved learning rates; nothing was saved: try a smaller learning rate"
+    )]
     Diverged {
         /// The step at which it was detected.
         step: usize,
         /// The loss at that step.
         loss: f32,
+        /// Roll-backs the guard had made before it gave up.
+        rollbacks: usize,
     },
     /// The caller asked the run to stop (Ctrl-C in the command line).
     #[error("training interrupted at step {step} of {steps}; nothing was saved")]
@@ -282,7 +330,11 @@ pub fn check_budget(bytes: f64, flops: f64) -> Result<(), TrainError> {
 
 /// One training run in progress, whatever it fits: Adam on any [`Trainable`] model (an [`Mlp`]
 /// under a [`Loss`], a normalizing flow), each minibatch filled by the caller, the learning rate
-/// on [`Fit::lr_at`]'s schedule.
+/// on [`Fit::lr_at`]'s schedule, under a divergence guard: [`BAD_STREAK`] bad steps in a row
+/// (a loss not finite or above [`DIVERGED_LOSS`]) roll the weights and the optimizer back to a
+/// checkpoint taken at least [`CHECKPOINT_EVERY`] steps before, halve the peak learning rate and
+/// go on; every roll-back is kept ([`Fitter::rollbacks`]) and the run fails only after
+/// [`MAX_ROLLBACKS`].
 pub struct Fitter<M: Trainable = Mlp> {
     fit: Fit,
     adam: Adam,
@@ -290,6 +342,19 @@ pub struct Fitter<M: Trainable = Mlp> {
     x: DMatrix<f32>,
     y: DMatrix<f32>,
     step: usize,
+    /// Bad steps in a row so far.
+    bad: usize,
+    /// The newest checkpoint and the one before it: a roll-back goes to the older, so the weights
+    /// it restores predate the trouble by at least [`CHECKPOINT_EVERY`] steps.
+    checkpoints: [Option<Checkpoint>; 2],
+    rollbacks: Vec<Rollback>,
+}
+
+/// The weights and the optimizer at one step.
+struct Checkpoint {
+    step: usize,
+    params: Vec<Vec<f32>>,
+    adam: Adam,
 }
 
 impl Fitter<Mlp> {
@@ -311,7 +376,15 @@ impl<M: Trainable> Fitter<M> {
             y: DMatrix::zeros(target_dims, fit.batch),
             fit,
             step: 0,
+            bad: 0,
+            checkpoints: [None, None],
+            rollbacks: Vec::new(),
         }
+    }
+
+    /// The divergence guard's roll-backs so far, oldest first.
+    pub fn rollbacks(&self) -> &[Rollback] {
+        &self.rollbacks
     }
 
     /// Steps done.
@@ -335,19 +408,70 @@ impl<M: Trainable> Fitter<M> {
     }
 
     /// One minibatch update of `net`: `fill(x, y)` writes the batch's inputs and targets, one
-    /// sample per column; returns the batch's loss.
-    pub fn step(&mut self, net: &mut M, fill: impl FnOnce(&mut DMatrix<f32>, &mut DMatrix<f32>)) -> f32 {
+    /// sample per column; returns the batch's loss. Under the divergence guard (see [`Fitter`]):
+    /// the step that completes [`BAD_STREAK`] bad steps rolls `net` back (and still returns its
+    /// loss); [`TrainError::Diverged`] once [`MAX_ROLLBACKS`] roll-backs did not help.
+    pub fn step(
+        &mut self,
+        net: &mut M,
+        fill: impl FnOnce(&mut DMatrix<f32>, &mut DMatrix<f32>),
+    ) -> Result<f32, TrainError> {
+        if self.step.is_multiple_of(CHECKPOINT_EVERY) && self.bad == 0 {
+            self.checkpoint(net);
+        }
         fill(&mut self.x, &mut self.y);
         self.adam.lr = self.current_lr();
         let loss = net.loss_and_grads(&mut self.work, &self.x, &self.y);
         self.adam.step_slices(net.parameters_mut(), M::gradients(&self.work));
         self.step += 1;
-        loss
+        if loss.is_finite() && loss <= DIVERGED_LOSS {
+            self.bad = 0;
+        } else {
+            self.bad += 1;
+            if self.bad >= BAD_STREAK {
+                self.roll_back(net, loss)?;
+            }
+        }
+        Ok(loss)
+    }
+
+    /// Keeps the weights and the optimizer as they are now (the older checkpoint is dropped).
+    fn checkpoint(&mut self, net: &mut M) {
+        let reuse = self.checkpoints[0].take();
+        let params = net.parameters_mut();
+        let checkpoint = match reuse {
+            Some(mut c) => {
+                c.params.iter_mut().zip(&params).for_each(|(dst, src)| dst.copy_from_slice(src));
+                c.adam.clone_from(&self.adam);
+                c.step = self.step;
+                c
+            }
+            None => Checkpoint { step: self.step, params: params.iter().map(|p| p.to_vec()).collect(), adam: self.adam.clone() },
+        };
+        self.checkpoints.swap(0, 1);
+        self.checkpoints[1] = Some(checkpoint);
+    }
+
+    /// Restores the oldest checkpoint kept and halves the peak learning rate, or gives up.
+    fn roll_back(&mut self, net: &mut M, loss: f32) -> Result<(), TrainError> {
+        let Some(checkpoint) = self.checkpoints.iter().flatten().next().filter(|_| self.rollbacks.len() < MAX_ROLLBACKS)
+        else {
+            return Err(TrainError::Diverged { step: self.step, loss, rollbacks: self.rollbacks.len() });
+        };
+        net.parameters_mut().into_iter().zip(&checkpoint.params).for_each(|(dst, src)| dst.copy_from_slice(src));
+        self.adam.clone_from(&checkpoint.adam);
+        self.rollbacks.push(Rollback { step: self.step, loss, to_step: checkpoint.step, lr: 0.5 * self.fit.lr });
+        self.fit.lr *= 0.5;
+        self.step = checkpoint.step;
+        self.bad = 0;
+        // The newer checkpoint may hold weights from the stretch that went wrong.
+        self.checkpoints = [self.checkpoints[0].take().or(self.checkpoints[1].take()), None];
+        Ok(())
     }
 
     /// Runs the remaining steps, calling `progress(step, loss)` after each; stops with
     /// [`TrainError::Cancelled`] as soon as `progress` returns `false`, and with
-    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`].
+    /// [`TrainError::Diverged`] when the divergence guard gives up (see [`Fitter`]).
     pub fn run(
         &mut self,
         net: &mut M,
@@ -366,10 +490,7 @@ impl<M: Trainable> Fitter<M> {
         mut progress: impl FnMut(usize, f32, &M) -> bool,
     ) -> Result<(), TrainError> {
         while self.step < self.fit.steps {
-            let loss = self.step(net, &mut fill);
-            if !(loss.is_finite() && loss <= DIVERGED_LOSS) {
-                return Err(TrainError::Diverged { step: self.step, loss });
-            }
+            let loss = self.step(net, &mut fill)?;
             if !progress(self.step, loss, net) {
                 return Err(TrainError::Cancelled { step: self.step, steps: self.fit.steps });
             }
@@ -630,26 +751,31 @@ impl Trainer {
         self.fitter.current_lr()
     }
 
-    /// One minibatch update; returns its loss.
-    pub fn step(&mut self) -> f32 {
+    /// One minibatch update under the divergence guard ([`Fitter::step`]); returns its loss.
+    pub fn step(&mut self) -> Result<f32, TrainError> {
         let batches = &mut self.batches;
-        let loss = self.fitter.step(&mut self.model.net, |x, y| batches.fill(x, y));
+        let loss = self.fitter.step(&mut self.model.net, |x, y| batches.fill(x, y))?;
         self.history.push(loss);
-        loss
+        Ok(loss)
     }
 
-    /// Runs the remaining configured steps, calling `progress(step, loss)` after each.
-    pub fn run(&mut self, mut progress: impl FnMut(usize, f32)) {
-        while self.steps_done() < self.cfg.steps {
-            let loss = self.step();
-            progress(self.steps_done(), loss);
-        }
+    /// The divergence guard's roll-backs so far ([`Fitter::rollbacks`]).
+    pub fn rollbacks(&self) -> &[Rollback] {
+        self.fitter.rollbacks()
+    }
+
+    /// Runs the remaining configured steps, calling `progress(step, loss)` after each; fails only
+    /// when the divergence guard gives up ([`TrainError::Diverged`]).
+    pub fn run(&mut self, mut progress: impl FnMut(usize, f32)) -> Result<(), TrainError> {
+        self.run_checked(|step, loss| {
+            progress(step, loss);
+            true
+        })
     }
 
     /// Runs the remaining configured steps, calling `progress(step, loss)` after each; stops
     /// with [`TrainError::Cancelled`] as soon as `progress` returns `false`, and with
-    /// [`TrainError::Diverged`] when the loss becomes non-finite or exceeds [`DIVERGED_LOSS`]
-    /// ([`Fitter::run`]).
+    /// [`TrainError::Diverged`] when the divergence guard gives up ([`Fitter::run`]).
     pub fn run_checked(&mut self, mut progress: impl FnMut(usize, f32) -> bool) -> Result<(), TrainError> {
         let (batches, history) = (&mut self.batches, &mut self.history);
         self.fitter.run(
@@ -709,14 +835,85 @@ mod tests {
     }
 
     #[test]
-    fn divergence_and_cancellation_stop_the_run() {
-        let cfg = TrainConfig { steps: 2000, lr: 0.999, data_size: 512, ..TrainConfig::default() };
-        let mut t = Trainer::new(cfg).unwrap();
-        let r = t.run_checked(|_, _| true);
-        assert!(matches!(r, Err(TrainError::Diverged { .. })), "{r:?}");
+    fn cancellation_stops_the_run() {
         let mut t = Trainer::new(TrainConfig { steps: 100, data_size: 512, ..TrainConfig::default() }).unwrap();
         let r = t.run_checked(|step, _| step < 10);
         assert_eq!(r, Err(TrainError::Cancelled { step: 10, steps: 100 }));
+    }
+
+    /// A one-parameter model, `loss = (p - 3)²`, whose loss reads `bad` (and whose gradient is
+    /// not finite) on the calls in `blow_up`: an explosion forced at a known point.
+    struct Forced {
+        p: [f32; 1],
+        blow_up: std::ops::Range<usize>,
+        bad: f32,
+        calls: std::cell::Cell<usize>,
+    }
+
+    impl Trainable for Forced {
+        type Work = [f32; 1];
+        fn loss_and_grads(&self, work: &mut [f32; 1], _: &DMatrix<f32>, _: &DMatrix<f32>) -> f32 {
+            let call = self.calls.replace(self.calls.get() + 1);
+            if self.blow_up.contains(&call) {
+                work[0] = f32::NAN;
+                return self.bad;
+            }
+            work[0] = 2.0 * (self.p[0] - 3.0);
+            (self.p[0] - 3.0).powi(2)
+        }
+        fn parameters_mut(&mut self) -> Vec<&mut [f32]> {
+            vec![&mut self.p]
+        }
+        fn gradients(work: &[f32; 1]) -> Vec<&[f32]> {
+            vec![work]
+        }
+    }
+
+    fn forced(blow_up: std::ops::Range<usize>, bad: f32) -> (Forced, Fitter<Forced>) {
+        let model = Forced { p: [0.0], blow_up, bad, calls: 0.into() };
+        let fit = Fit { inputs: 1, outputs: 1, hidden: 1, depth: 1, steps: 2000, batch: 1, lr: 0.05 };
+        (model, Fitter::with_work(fit, [0.0], 1))
+    }
+
+    #[test]
+    fn a_forced_explosion_is_rolled_back_and_reported() {
+        let (mut model, mut fitter) = forced(600..600 + BAD_STREAK, f32::NAN);
+        let mut steps = Vec::new();
+        fitter.run(&mut model, |_, _| {}, |step, _| {
+            steps.push(step);
+            true
+        })
+        .expect("the guard recovers");
+        // Checkpoints at steps 0, 250 and 500: the roll-back goes to the older kept one, 250,
+        // at half the rate, and the run still does all its steps.
+        let lr = 0.025;
+        assert_eq!(fitter.rollbacks().len(), 1, "{:?}", fitter.rollbacks());
+        let r = fitter.rollbacks()[0];
+        assert!(r.step == 600 + BAD_STREAK && r.to_step == 250 && r.lr == lr && r.loss.is_nan(), "{r:?}");
+        assert_eq!(steps.last(), Some(&2000));
+        assert!((model.p[0] - 3.0).abs() < 1e-3, "{}", model.p[0]);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"loss\":\"NaN\""), "{json}");
+        assert_eq!(rollbacks_in_words(fitter.rollbacks()), format!("1 (step 605 back to 250 at rate {lr})"));
+    }
+
+    #[test]
+    fn one_bad_batch_is_not_a_divergence() {
+        // One minibatch far out (as a chain's prior tail gives) passes the loss bar once: the run
+        // goes on, with nothing rolled back.
+        let (mut model, mut fitter) = forced(900..901, 1e9);
+        fitter.run(&mut model, |_, _| {}, |_, _| true).expect("no divergence");
+        assert!(fitter.rollbacks().is_empty(), "{:?}", fitter.rollbacks());
+    }
+
+    #[test]
+    fn the_guard_gives_up_after_its_last_rollback() {
+        let (mut model, mut fitter) = forced(100..usize::MAX, 1e9);
+        let r = fitter.run(&mut model, |_, _| {}, |_, _| true);
+        assert!(matches!(r, Err(TrainError::Diverged { rollbacks: MAX_ROLLBACKS, .. })), "{r:?}");
+        assert_eq!(fitter.rollbacks().len(), MAX_ROLLBACKS);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("4 roll-backs") && e.contains("smaller learning rate"), "{e}");
     }
 
     #[test]
@@ -727,7 +924,7 @@ mod tests {
         assert!(near(fit.lr_at(500), 0.01 * (0.05 + 0.95 * 0.5)), "{}", fit.lr_at(500));
         assert!(near(fit.lr_at(1000), 0.0005) && near(fit.lr_at(5000), 0.0005), "{}", fit.lr_at(1000));
         let mut t = Trainer::new(TrainConfig { steps: 10, data_size: 64, ..TrainConfig::default() }).unwrap();
-        t.run(|_, _| {});
+        t.run(|_, _| {}).unwrap();
         assert!(near(t.current_lr(), 0.05 * TrainConfig::default().lr), "{}", t.current_lr());
         t.set_lr(f32::NAN);
         assert_eq!(t.config().lr, TrainConfig::default().lr);
@@ -751,8 +948,8 @@ mod tests {
     fn loss_falls_for_every_head() {
         for head in HeadKind::ALL {
             let mut t = Trainer::new(TrainConfig { steps: 300, ..quick(head) }).unwrap();
-            let first: f32 = (0..20).map(|_| t.step()).sum::<f32>() / 20.0;
-            t.run(|_, _| {});
+            let first: f32 = (0..20).map(|_| t.step().unwrap()).sum::<f32>() / 20.0;
+            t.run(|_, _| {}).unwrap();
             let last: f32 = t.history[t.history.len() - 20..].iter().sum::<f32>() / 20.0;
             assert!(last <= reached(head) && last < first, "{head}: {first} -> {last}, not down to {}", reached(head));
         }

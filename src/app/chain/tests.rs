@@ -240,7 +240,7 @@ fn chain_frame_time() {
     for head in HeadKind::ALL {
         let mut trainer = Trainer::new(TrainConfig { head, steps: 30, ..TrainConfig::default() }).expect("valid");
         for _ in 0..30 {
-            trainer.step();
+            trainer.step().unwrap();
         }
         models.set(head, Some(trainer.model().clone()));
     }

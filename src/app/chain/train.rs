@@ -33,7 +33,7 @@ fn net_run(arm: ChainArm, kind: NetKind, cfg: NetConfig) -> TrainRun<ChainNet> {
     }
     Box::new(move |watch| {
         match ChainNet::train_watched(&arm, kind, &cfg, |step, loss, snapshot| watch(step, loss, &mut Net(snapshot))) {
-            Ok(net) => Ok(Some(net)),
+            Ok((net, _)) => Ok(Some(net)),
             Err(elbow::learned::TrainError::Cancelled { .. }) => Ok(None),
             Err(e) => Err(e.to_string()),
         }

@@ -11,6 +11,7 @@ use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
+use elbow::learned::train::rollbacks_in_words;
 use elbow::learned::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
 use elbow::nn::Activation;
 use elbow::stats::Summary;
@@ -247,8 +248,12 @@ pub(crate) fn print_budget(r: &ChainReport) -> Result<(), String> {
             ),
         };
         let seconds = b.seconds.map_or_else(String::new, |s| format!(", {s:.1} s"));
+        let rollbacks = b
+            .rollbacks
+            .as_deref()
+            .map_or_else(String::new, |r| format!(", divergence roll-backs: {}", rollbacks_in_words(r)));
         outln!(
-            "  {:<5} {what}: {} parameters, {} steps of {} prior pairs{seconds}",
+            "  {:<5} {what}: {} parameters, {} steps of {} prior pairs{seconds}{rollbacks}",
             b.net,
             b.parameters,
             b.steps,

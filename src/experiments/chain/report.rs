@@ -2,6 +2,7 @@
 
 use crate::chain::nets::NetConfig;
 use crate::chain::{Kernel, Method, Seeds};
+use crate::learned::train::Rollback;
 use crate::stats::{Summary, json_f64, json_numbers};
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +62,10 @@ pub struct NetBudget {
     /// nets loaded from a file.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_numbers", default)]
     pub seconds: Option<f64>,
+    /// The divergence guard's roll-backs in its training (an empty list: none); absent for nets
+    /// loaded from a file.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rollbacks: Option<Vec<Rollback>>,
 }
 
 /// The samples of each method at the demo target, for the figure.

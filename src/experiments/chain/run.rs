@@ -12,6 +12,7 @@ use crate::chain::{ExactSampler, Method, solve};
 use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
+use crate::learned::train::Rollback;
 use crate::rng::{Stream, rng};
 use crate::stats::Summary;
 use rand_chacha::ChaCha8Rng;
@@ -47,6 +48,8 @@ pub struct TrainedNets {
     pub nets: NetSet,
     /// Wall seconds of each net's training.
     pub seconds: Vec<(NetKind, f64)>,
+    /// The divergence guard's roll-backs in each net's training (none for most runs).
+    pub rollbacks: Vec<(NetKind, Vec<Rollback>)>,
 }
 
 impl TrainedNets {
@@ -55,10 +58,11 @@ impl TrainedNets {
         self.nets.nets()
     }
 
-    /// Fills in the training seconds of `report`'s budget rows.
+    /// Fills in the training seconds and roll-backs of `report`'s budget rows.
     pub fn time(&self, report: &mut ChainReport) {
         for b in &mut report.budget {
             b.seconds = self.seconds.iter().find(|(k, _)| k.key() == b.net).map(|&(_, s)| s);
+            b.rollbacks = self.rollbacks.iter().find(|(k, _)| k.key() == b.net).map(|(_, r)| r.clone());
         }
     }
 }
@@ -185,6 +189,7 @@ pub fn evaluate(
             steps: cfg.net.steps,
             batch: cfg.net.batch,
             seconds: None,
+            rollbacks: None,
         })
         .collect();
     Ok(ChainReport {
@@ -220,20 +225,21 @@ pub fn train_nets(
     kinds.sort_by(|&a, &b| cfg.net.work_estimate(b, d).total_cmp(&cfg.net.work_estimate(a, d)));
     let total = kinds.len() * cfg.net.steps;
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let trained: Vec<(ChainNet, f64)> = kinds
+    let trained: Vec<(ChainNet, Vec<Rollback>, f64)> = kinds
         .par_iter()
         .map(|&kind| {
             let t = Instant::now();
-            let net = ChainNet::train(&cfg.arm, kind, &cfg.net, |_, _| {
+            let (net, rollbacks) = ChainNet::train_watched(&cfg.arm, kind, &cfg.net, |_, _, _| {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 !n.is_multiple_of(64) || progress(Progress::Training { done: n, total })
             })?;
-            Ok((net, t.elapsed().as_secs_f64()))
+            Ok((net, rollbacks, t.elapsed().as_secs_f64()))
         })
         .collect::<Result<_, TrainError>>()?;
     let mut out = TrainedNets::default();
-    for (net, seconds) in trained {
+    for (net, rollbacks, seconds) in trained {
         out.seconds.push((net.kind, seconds));
+        out.rollbacks.push((net.kind, rollbacks));
         out.nets.set(net.kind, Some(net));
     }
     Ok(out)

@@ -76,7 +76,7 @@ pub fn train_head(
 ) -> Result<LearnedModel, ExperimentError> {
     let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
     let mut t = Trainer::new(cfg)?;
-    t.run(|_, _| {});
+    t.run(|_, _| {})?;
     Ok(t.into_model())
 }
 
