@@ -144,7 +144,7 @@ fn train(
     }
     let key = lab.requests;
     match job.0.poll(&key) {
-        Some(Ok(Ok((head, samples)))) => {
+        Some(Ok(Ok((head, samples, _)))) => {
             lab.head = Some(head);
             lab.samples = samples;
             lab.training = None;

@@ -780,7 +780,7 @@ mod tests {
     use super::*;
     use crate::chain::ArmKind;
     use crate::learned::train::{DIVERGED_LOSS, MAX_ROLLBACKS};
-    use crate::learned::{MAX_STEPS, TrainConfig, Trainer};
+    use crate::learned::MAX_STEPS;
     use rand::SeedableRng;
 
     #[test]

@@ -222,12 +222,13 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
     }
     let s = report.fk_miss;
     outln!(
-        "head {}: {} steps in {:.2} s ({:.0} samples/s), final loss {:.4}",
+        "head {}: {} steps in {:.2} s ({:.0} samples/s), final loss {:.4}, divergence roll-backs: {}",
         report.head,
         report.steps,
         report.train_seconds,
         report.samples_per_second,
-        report.final_loss
+        report.final_loss,
+        elbow::learned::train::rollbacks_in_words(&report.rollbacks)
     );
     outln!(
         "held-out FK miss over {} answers: mean {:.4} m ({:.2}% of reach), median {:.4}, p95 {:.4}, max {:.4}",

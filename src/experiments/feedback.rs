@@ -30,7 +30,7 @@ use super::plants::{PlantSet, Ranges, clear_of_the_rim, command_reaching, gap_ha
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
 use crate::learned::TrainConfig;
-use crate::learned::train::{Fit, Fitter};
+use crate::learned::train::{Fit, Fitter, NetRollbacks, Rollback};
 use crate::nn::{Activation, Mlp, Mse};
 use crate::plant::{Camera, PlantConfig};
 use crate::rng::{Stream, rng};
@@ -234,14 +234,15 @@ fn episode_data(
 }
 
 /// Trains a feedback head on episodes on plants from `ranges`; `keep_going` is asked after every
-/// step. Returns the head and its number of training samples.
+/// step. Returns the head, its number of training samples and its training's divergence
+/// roll-backs.
 pub fn train_feedback_head(
     tc: &TrainConfig,
     fc: &FeedbackConfig,
     ranges: &Ranges,
     camera: Camera,
     keep_going: &mut dyn FnMut() -> bool,
-) -> Result<(FeedbackHead, usize), ExperimentError> {
+) -> Result<(FeedbackHead, usize, Vec<Rollback>), ExperimentError> {
     fc.validate()?;
     let (xs, ys) = episodes_data(tc, fc, ranges, camera);
     let width = FeedbackHead::inputs(fc.history);
@@ -273,7 +274,7 @@ pub fn train_feedback_head(
         }
     };
     fitter.run(&mut net, fill, |_, _| keep_going()).map_err(ExperimentError::of_training)?;
-    Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n))
+    Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n, fitter.rollbacks().to_vec()))
 }
 
 /// A pipeline of the feedback comparison.
@@ -463,6 +464,8 @@ pub struct FeedbackReport {
     pub rows: Vec<FeedbackRow>,
     /// The four claims about the feedback head, with their verdicts.
     pub claims: Vec<Claim>,
+    /// The divergence guard's roll-backs in training the two heads (only heads that had any).
+    pub rollbacks: Vec<NetRollbacks>,
 }
 
 impl FeedbackReport {
@@ -620,8 +623,8 @@ mod tests {
         let tc = TrainConfig { steps: 1500, hidden: 32, depth: 2, ..TrainConfig::default() };
         let camera = Camera::default();
         let never_stop = &mut || true;
-        let (nominal, _) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, camera, never_stop).unwrap();
-        let (randomized, samples) = train_feedback_head(&tc, &fc, &Ranges::TRAINING, camera, never_stop).unwrap();
+        let (nominal, _, _) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, camera, never_stop).unwrap();
+        let (randomized, samples, _) = train_feedback_head(&tc, &fc, &Ranges::TRAINING, camera, never_stop).unwrap();
         let sets = [
             (PlantSet::Nominal, &Ranges::NOMINAL),
             (PlantSet::Inside, &Ranges::TRAINING),
@@ -629,7 +632,7 @@ mod tests {
         ];
         let (plants, episodes) = episode_sets(&tc.arm, tc.region, &fc, 30, sets, camera, 7);
         let rows = evaluate(&tc.arm, &fc, 0.01, &plants, &episodes, [&nominal, &randomized]);
-        let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new() };
+        let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new(), rollbacks: Vec::new() };
         report.claims = claims(&report);
         (report, fc)
     }

@@ -26,6 +26,7 @@ use super::degradation::verdict::{Claim, claim};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, RealArm};
 use crate::learned::data::{Dataset, Sample};
+use crate::learned::train::{NetRollbacks, Rollback};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
 use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::{Camera, PlantConfig};
@@ -145,6 +146,9 @@ pub struct RandomizationReport {
     pub claims: Vec<Claim>,
     /// The feedback head against the open-loop and classical pipelines, over episodes.
     pub feedback: FeedbackReport,
+    /// The divergence guard's roll-backs in training the heads (only heads that had any; the
+    /// feedback heads' are in [`FeedbackReport::rollbacks`]).
+    pub rollbacks: Vec<NetRollbacks>,
 }
 
 impl RandomizationReport {
@@ -206,10 +210,11 @@ fn train(
     tc: TrainConfig,
     data: Dataset,
     keep_going: &mut dyn FnMut() -> bool,
-) -> Result<LearnedModel, ExperimentError> {
+) -> Result<(LearnedModel, Vec<Rollback>), ExperimentError> {
     let mut trainer = Trainer::with_data(tc, data)?;
     trainer.run_checked(|_, _| keep_going()).map_err(ExperimentError::of_training)?;
-    Ok(trainer.into_model())
+    let rollbacks = trainer.rollbacks().to_vec();
+    Ok((trainer.into_model(), rollbacks))
 }
 
 /// Runs `solver` of `lineup` from rest at [`START`] on every plant and target of a set.
@@ -325,8 +330,12 @@ pub fn randomization(
             }
         }
     }
+    let mut rollbacks = Vec::new();
     for (head, slot, tc, data) in runs {
-        trained[slot][head] = Some(train(tc, data, &mut || progress(done, total))?);
+        let (model, r) = train(tc, data, &mut || progress(done, total))?;
+        let training = if slot == 1 { "randomized" } else { "nominal" };
+        rollbacks.extend(NetRollbacks::of(format!("{head} {training}"), &r));
+        trained[slot][head] = Some(model);
         done += 1;
         if !progress(done, total) {
             return Err(ExperimentError::Cancelled);
@@ -374,7 +383,7 @@ pub fn randomization(
     }
     let feedback = feedback_comparison(cfg, &mut || progress(done, total))?;
     let mut report =
-        RandomizationReport { config: cfg.clone(), randomized_samples, rows, claims: Vec::new(), feedback };
+        RandomizationReport { config: cfg.clone(), randomized_samples, rows, claims: Vec::new(), feedback, rollbacks };
     report.claims = claims(&report);
     Ok(report)
 }
@@ -388,8 +397,13 @@ fn feedback_comparison(
     use super::feedback::{claims, episode_sets, evaluate, train_feedback_head};
     let fc = cfg.feedback;
     let tc = cfg.train;
-    let (nominal, _) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, cfg.camera, keep_going)?;
-    let (randomized, samples) = train_feedback_head(&tc, &fc, &cfg.randomized, cfg.camera, keep_going)?;
+    let (nominal, _, nominal_rollbacks) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, cfg.camera, keep_going)?;
+    let (randomized, samples, randomized_rollbacks) =
+        train_feedback_head(&tc, &fc, &cfg.randomized, cfg.camera, keep_going)?;
+    let rollbacks = [("feedback nominal", nominal_rollbacks), ("feedback randomized", randomized_rollbacks)]
+        .into_iter()
+        .filter_map(|(net, r)| NetRollbacks::of(net, &r))
+        .collect();
     let sets =
         [(PlantSet::Nominal, &Ranges::NOMINAL), (PlantSet::Inside, &cfg.randomized), (PlantSet::Outside, &cfg.outside)];
     let (plants, episodes) = episode_sets(&tc.arm, tc.region, &fc, cfg.plants, sets, cfg.camera, cfg.seed);
@@ -397,7 +411,7 @@ fn feedback_comparison(
     if !keep_going() {
         return Err(ExperimentError::Cancelled);
     }
-    let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new() };
+    let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new(), rollbacks };
     report.claims = claims(&report);
     Ok(report)
 }
@@ -521,9 +535,9 @@ mod tests {
             silent_with_camera: 0.0,
         };
         let cfg = RandomizationConfig { heads: vec![HeadKind::Mdn], ..RandomizationConfig::default() };
-        let feedback = FeedbackReport { config: cfg.feedback, samples: 0, rows: vec![], claims: vec![] };
+        let feedback = FeedbackReport { config: cfg.feedback, samples: 0, rows: vec![], claims: vec![], rollbacks: vec![] };
         let mut report =
-            RandomizationReport { config: cfg, randomized_samples: 0, rows: vec![row], claims: vec![], feedback };
+            RandomizationReport { config: cfg, randomized_samples: 0, rows: vec![row], claims: vec![], feedback, rollbacks: vec![] };
         let reports = |r: &RandomizationReport| claims(r)[2].verdict.clone();
         assert_eq!(reports(&report), Verdict::DoesNotHold, "{:?}", claims(&report)[2]);
         report.rows[0].silent_rate = 0.4;

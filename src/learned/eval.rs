@@ -82,6 +82,8 @@ pub struct TrainReport {
     /// ([`super::LearnedModel::max_correction`]) and kept the analytic answer uncorrected.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::stats::json_numbers")]
     pub corrections_applied: Option<f64>,
+    /// The divergence guard's roll-backs during training (empty: none).
+    pub rollbacks: Vec<super::train::Rollback>,
 }
 
 /// Held-out targets evaluated between two calls of the progress callback.
@@ -112,6 +114,7 @@ pub fn train_and_evaluate(
     let start = std::time::Instant::now();
     trainer.run_checked(&mut progress)?;
     let secs = start.elapsed().as_secs_f64();
+    let rollbacks = trainer.rollbacks().to_vec();
     let history = &trainer.history;
     let tail = &history[history.len().saturating_sub(100)..];
     let final_loss = tail.iter().sum::<f32>() / tail.len().max(1) as f32;
@@ -139,6 +142,7 @@ pub fn train_and_evaluate(
         fk_miss,
         analytic_on_real_arm,
         corrections_applied,
+        rollbacks,
     };
     Ok((model, report))
 }

@@ -123,6 +123,32 @@ pub struct Rollback {
     pub lr: f32,
 }
 
+/// One trained net's roll-backs, under the name its report gives it (`mdn randomized`,
+/// `feedback nominal`); reports list only the nets that had any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetRollbacks {
+    /// The net.
+    pub net: String,
+    /// Its roll-backs, oldest first.
+    pub rollbacks: Vec<Rollback>,
+}
+
+impl NetRollbacks {
+    /// `rollbacks` under `net`, or nothing when there are none.
+    pub fn of(net: impl Into<String>, rollbacks: &[Rollback]) -> Option<Self> {
+        (!rollbacks.is_empty()).then(|| Self { net: net.into(), rollbacks: rollbacks.to_vec() })
+    }
+
+    /// Every net's roll-backs in words, `none` when no net had any.
+    pub fn in_words(nets: &[NetRollbacks]) -> String {
+        if nets.is_empty() {
+            return "none".into();
+        }
+        let each: Vec<String> = nets.iter().map(|n| format!("{}: {}", n.net, rollbacks_in_words(&n.rollbacks))).collect();
+        each.join(", ")
+    }
+}
+
 /// The roll-backs of a run in words: `none`, or how many and at which steps.
 pub fn rollbacks_in_words(rollbacks: &[Rollback]) -> String {
     if rollbacks.is_empty() {

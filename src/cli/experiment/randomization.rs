@@ -189,6 +189,8 @@ fn print_report(r: &RandomizationReport) -> Result<(), Failure> {
         r.config.targets,
         r.config.tolerance
     );
+    let nets: Vec<_> = r.rollbacks.iter().chain(&r.feedback.rollbacks).cloned().collect();
+    outln!("divergence roll-backs in training: {}", elbow::learned::train::NetRollbacks::in_words(&nets));
     outln!("");
     outln!(
         "{:<10} {:<11} {:<8} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10} {:>10}",
