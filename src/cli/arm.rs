@@ -108,6 +108,10 @@ pub(crate) fn two_link_head(
     super::note(format_args!("training {head} for {} steps…", cfg.steps));
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
     trainer.run(|_, _| {}).map_err(|e| e.to_string())?;
+    if !trainer.rollbacks().is_empty() {
+        let words = elbow::learned::train::rollbacks_in_words(trainer.rollbacks());
+        super::note(format_args!("training {head} diverged and was rolled back: {words}"));
+    }
     Ok((trainer.into_model(), cfg))
 }
 

@@ -77,6 +77,8 @@ pub struct BishopReport {
     /// Training wall time of both nets, seconds.
     #[serde(serialize_with = "json_numbers")]
     pub train_seconds: f64,
+    /// The divergence guard's roll-backs in training the two nets (only nets that had any).
+    pub rollbacks: Vec<crate::learned::train::NetRollbacks>,
 }
 
 /// The report's arm: links 0.8 and 0.2, shoulder in [0.3, 1.2] rad, elbow within ±π/2.
@@ -134,10 +136,11 @@ fn rms_median(errors: &mut [f64]) -> (f64, f64) {
 pub fn bishop1994(cfg: &BishopConfig) -> Result<BishopReport, ExperimentError> {
     let arm = bishop_arm();
     let started = std::time::Instant::now();
-    let mut models = Vec::new();
+    let (mut models, mut rollbacks) = (Vec::new(), Vec::new());
     for head in [HeadKind::Mse, HeadKind::Mdn] {
         let mut trainer = Trainer::new(cfg.train_config(head))?;
         trainer.run(|_, _| {})?;
+        rollbacks.extend(crate::learned::train::NetRollbacks::of(head.key(), trainer.rollbacks()));
         models.push(trainer.into_model());
     }
     let train_seconds = started.elapsed().as_secs_f64();
@@ -159,6 +162,7 @@ pub fn bishop1994(cfg: &BishopConfig) -> Result<BishopReport, ExperimentError> {
         two_branch_share: both as f64 / targets.len().max(1) as f64,
         rows,
         train_seconds,
+        rollbacks,
     })
 }
 

@@ -356,6 +356,8 @@ pub struct TrackingReport {
     pub claim: Claim,
     /// Seconds spent training the heads.
     pub train_seconds: f64,
+    /// The divergence guard's roll-backs in training the heads (only heads that had any).
+    pub rollbacks: Vec<crate::learned::train::NetRollbacks>,
     /// Seconds spent tracking.
     pub eval_seconds: f64,
 }
@@ -389,7 +391,7 @@ pub fn tracking_observed(
     // The heads are trained as the degradation experiment trains them, against the real arm
     // they will drive: here the nominal one (this experiment isolates latency).
     let none: Table<HeadKind, Option<LearnedModel>> = Table::default();
-    let models = train_heads(arm, Region::Annulus, RealArm::ideal(arm), cfg.train_steps, cfg.seed, &none)?;
+    let (models, rollbacks) = train_heads(arm, Region::Annulus, RealArm::ideal(arm), cfg.train_steps, cfg.seed, &none)?;
     let train_seconds = t0.elapsed().as_secs_f64();
     let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
     // The envelope's joint-step limit is its top joint speed over one control period.
@@ -480,6 +482,7 @@ pub fn tracking_observed(
         fits,
         claim,
         train_seconds,
+        rollbacks,
         eval_seconds,
     })
 }

@@ -57,6 +57,7 @@ fn print(r: &BishopReport) -> Result<(), String> {
         c.steps,
         r.train_seconds
     );
+    outln!("divergence roll-backs in training: {}", elbow::learned::train::NetRollbacks::in_words(&r.rollbacks));
     outln!("{:.0}% of the test targets have both branches inside the limits", 100.0 * r.two_branch_share);
     outln!("{:<16} {:>10} {:>10} {:>12}", "answer", "RMS m", "median m", "report's RMS");
     for row in &r.rows {

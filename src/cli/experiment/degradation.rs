@@ -383,6 +383,7 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         if loaded.is_empty() { String::new() } else { format!(", loaded from files: {}", loaded.join(", ")) },
         r.eval_seconds
     );
+    outln!("divergence roll-backs in training: {}", elbow::learned::train::NetRollbacks::in_words(&r.rollbacks));
     outln!(
         "Rates are per target: reported, missed, SILENT (missed, not reported), false alarm (reported, not missed)."
     );

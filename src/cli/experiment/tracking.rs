@@ -177,6 +177,7 @@ fn print_report(r: &TrackingReport) -> Result<(), Failure> {
         r.train_seconds,
         r.eval_seconds
     );
+    outln!("divergence roll-backs in training: {}", elbow::learned::train::NetRollbacks::in_words(&r.rollbacks));
     let periods: Vec<String> = r.speeds.iter().map(|s| format!("{} m/s: lap {:.2} s", s.speed, s.period)).collect();
     outln!("Speeds (mean along the path): {}", periods.join("; "));
     outln!("Cells: mean / worst tip-to-target distance over the scored lap, mm (0 ms: the servos' own lag).");

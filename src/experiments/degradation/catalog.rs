@@ -477,7 +477,7 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
     }
     let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
     let model = match record.pipeline.solver.head() {
-        Some(head) => Some(super::train_head(head, arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed)?),
+        Some(head) => Some(super::train_head(head, arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed)?.0),
         None => None,
     };
     let models: Table<HeadKind, Option<&crate::learned::LearnedModel>> =

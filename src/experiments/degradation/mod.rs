@@ -29,6 +29,7 @@ pub use verdict::{Case, Claim, Verdict};
 use super::ExperimentError;
 use crate::envelope::Envelope;
 use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
+use crate::learned::train::{NetRollbacks, Rollback};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
 use crate::lineup::{Lineup, Pipeline, SolverId, Table};
 use proposals::Proposals;
@@ -51,21 +52,24 @@ pub fn train_heads(
     steps: usize,
     seed: u64,
     loaded: &Table<HeadKind, Option<LearnedModel>>,
-) -> Result<Table<HeadKind, LearnedModel>, ExperimentError> {
-    let models: Vec<LearnedModel> = HeadKind::ALL
+) -> Result<(Table<HeadKind, LearnedModel>, Vec<NetRollbacks>), ExperimentError> {
+    let trained: Vec<(LearnedModel, Option<NetRollbacks>)> = HeadKind::ALL
         .par_iter()
         .map(|&head| {
             if let Some(m) = &loaded[head] {
-                return Ok(m.clone());
+                return Ok((m.clone(), None));
             }
-            train_head(head, arm, region, real, steps, seed)
+            let (model, rollbacks) = train_head(head, arm, region, real, steps, seed)?;
+            Ok((model, NetRollbacks::of(head.key(), &rollbacks)))
         })
         .collect::<Result<_, ExperimentError>>()?;
+    let (models, rollbacks): (Vec<_>, Vec<_>) = trained.into_iter().unzip();
     let mut models = models.into_iter();
-    Ok(Table::from_fn(|_| models.next().expect("one model per head, in order")))
+    Ok((Table::from_fn(|_| models.next().expect("one model per head, in order")), rollbacks.into_iter().flatten().collect()))
 }
 
-/// Trains one head as a degradation run does (a replay trains its head the same way).
+/// Trains one head as a degradation run does (a replay trains its head the same way), with its
+/// training's divergence roll-backs.
 pub fn train_head(
     head: HeadKind,
     arm: TwoLinkArm,
@@ -73,11 +77,12 @@ pub fn train_head(
     real: RealArm,
     steps: usize,
     seed: u64,
-) -> Result<LearnedModel, ExperimentError> {
+) -> Result<(LearnedModel, Vec<Rollback>), ExperimentError> {
     let cfg = TrainConfig { head, arm, region, steps, seed, real, ..TrainConfig::default() };
     let mut t = Trainer::new(cfg)?;
     t.run(|_, _| {})?;
-    Ok(t.into_model())
+    let rollbacks = t.rollbacks().to_vec();
+    Ok((t.into_model(), rollbacks))
 }
 
 /// Runs the experiment, training every head.
@@ -180,7 +185,7 @@ pub fn degradation_catalogued(
     let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
     let t0 = std::time::Instant::now();
     progress(Progress::Training);
-    let models = train_heads(arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed, &loaded)?;
+    let (models, rollbacks) = train_heads(arm, cfg.region, real_at(1.0)?, cfg.train_steps, cfg.seed, &loaded)?;
     let train_seconds = t0.elapsed().as_secs_f64();
     let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
     lineup.envelope = Envelope { arm, config: cfg.envelope };
@@ -266,6 +271,7 @@ pub fn degradation_catalogued(
         claims: Vec::new(),
         loaded: HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect(),
         train_seconds,
+        rollbacks,
         eval_seconds,
         targets: sets.iter().map(|(s, t)| (*s, t.len())).collect(),
     };

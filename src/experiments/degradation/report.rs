@@ -126,6 +126,9 @@ pub struct DegradationReport {
     pub loaded: Vec<HeadKind>,
     /// Training wall time of the heads, seconds.
     pub train_seconds: f64,
+    /// The divergence guard's roll-backs in training the heads (only heads that had any).
+    #[serde(default)]
+    pub rollbacks: Vec<crate::learned::train::NetRollbacks>,
     /// Wall time of the evaluation (every protocol, setting, pipeline and target), seconds.
     pub eval_seconds: f64,
     /// Targets per set, by split.
