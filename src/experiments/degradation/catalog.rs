@@ -241,22 +241,22 @@ impl Found {
     pub(crate) fn records<'a>(&'a self, cfg: &'a DegradationConfig) -> impl Iterator<Item = FailureRecord> + 'a {
         self.hits.iter().map(move |h| {
             let mut record = FailureRecord {
-            version: CATALOG_VERSION,
-            arm: cfg.arm,
-            pipeline: h.pipeline,
-            protocol: Protocol::Plant,
-            split: self.split,
-            setting: self.setting,
-            index: h.index,
-            target: h.target,
-            sensed: h.sensed,
-            seed: self.seed,
-            config: cfg.clone(),
-            expected: Expected { tolerance: cfg.tolerance },
-            happened: h.happened,
-            verdict: h.verdicts.0,
-            camera_verdict: h.verdicts.1,
-            setup_digests: serde_json::Value::Null,
+                version: CATALOG_VERSION,
+                arm: cfg.arm,
+                pipeline: h.pipeline,
+                protocol: Protocol::Plant,
+                split: self.split,
+                setting: self.setting,
+                index: h.index,
+                target: h.target,
+                sensed: h.sensed,
+                seed: self.seed,
+                config: cfg.clone(),
+                expected: Expected { tolerance: cfg.tolerance },
+                happened: h.happened,
+                verdict: h.verdicts.0,
+                camera_verdict: h.verdicts.1,
+                setup_digests: serde_json::Value::Null,
             };
             record.setup_digests = setup_digests(&record);
             record
@@ -369,7 +369,9 @@ pub enum CatalogError {
         reason: String,
     },
     /// A line (or array element) up to the record is longer than [`MAX_RECORD_BYTES`].
-    #[error("{what} is longer than {MAX_RECORD_BYTES} bytes, the most a record may take (a record takes a few kilobytes), so it was not read")]
+    #[error(
+        "{what} is longer than {MAX_RECORD_BYTES} bytes, the most a record may take (a record takes a few kilobytes), so it was not read"
+    )]
     TooLong {
         /// Which, in words (`line 3`, `record 2`).
         what: String,
@@ -406,11 +408,7 @@ pub fn read_record(mut input: impl std::io::BufRead, index: usize) -> Result<Fai
         }
         input.consume(blank);
     };
-    let value = if first == Some(b'[') {
-        nth_of_array(input, index)?
-    } else {
-        nth_line(input, index, skipped_lines)?
-    };
+    let value = if first == Some(b'[') { nth_of_array(input, index)? } else { nth_line(input, index, skipped_lines)? };
     match value.get("version") {
         Some(v) if v.as_u64() == Some(u64::from(CATALOG_VERSION)) => {}
         found => {
@@ -578,8 +576,12 @@ fn json_of(v: &impl Serialize) -> serde_json::Value {
 fn digests(v: &serde_json::Value, path: &str) -> serde_json::Value {
     use serde_json::Value;
     match v {
-        Value::Object(m) => Value::Object(m.iter().map(|(k, u)| (k.clone(), digests(u, &format!("{path}.{k}")))).collect()),
-        Value::Array(a) => Value::Array(a.iter().enumerate().map(|(i, u)| digests(u, &format!("{path}[{i}]"))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, u)| (k.clone(), digests(u, &format!("{path}.{k}")))).collect())
+        }
+        Value::Array(a) => {
+            Value::Array(a.iter().enumerate().map(|(i, u)| digests(u, &format!("{path}[{i}]"))).collect())
+        }
         leaf => Value::String(format!("{:08x}", leaf_digest(path, leaf))),
     }
 }
@@ -623,7 +625,12 @@ pub fn setup_differences(record: &FailureRecord) -> Vec<Difference> {
         .map(|d| {
             let recorded = at_path(&whole, &d.field).map_or_else(|| "absent".to_string(), serde_json::Value::to_string);
             let field = if d.field.is_empty() { "setup_digests".to_string() } else { d.field };
-            Difference { field, recorded, rederived: format!("{}, this value's {}", d.recorded, d.rederived), setup: true }
+            Difference {
+                field,
+                recorded,
+                rederived: format!("{}, this value's {}", d.recorded, d.rederived),
+                setup: true,
+            }
         })
         .collect()
 }
@@ -680,7 +687,9 @@ fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
             0 => String::new(),
             n => format!(", and {n} more set-up field(s) were edited"),
         };
-        return bad(format!("the record's set-up was edited, so a replay would not re-run what the record saw: {first}{more}"));
+        return bad(format!(
+            "the record's set-up was edited, so a replay would not re-run what the record saw: {first}{more}"
+        ));
     }
     record.arm.validate().map_err(|e| ExperimentError::Invalid(format!("the record's arm cannot be built: {e}")))?;
     record
@@ -988,7 +997,10 @@ mod tests {
             // A replay that re-derives it, or a record that states it, shows the string.
             let d = differences(&sample(), &r).unwrap();
             assert_eq!(d.len(), 1);
-            assert_eq!((d[0].field.as_str(), d[0].recorded.as_str(), d[0].rederived.as_str()), ("happened.error", "0.125", name));
+            assert_eq!(
+                (d[0].field.as_str(), d[0].recorded.as_str(), d[0].rederived.as_str()),
+                ("happened.error", "0.125", name)
+            );
             let outcome = ReplayOutcome {
                 sensed: r.sensed,
                 happened: r.happened,
@@ -1014,7 +1026,9 @@ mod tests {
             ("index", |r| r.index = 1),
             ("pipeline", |r| r.pipeline = Pipeline::plain(crate::lineup::SolverId::Iterative)),
             ("seed", |r| r.seed = 8),
-            ("config.mismatch.length_error[0]", |r| r.config.mismatch.length_error[0] = -r.config.mismatch.length_error[0]),
+            ("config.mismatch.length_error[0]", |r| {
+                r.config.mismatch.length_error[0] = -r.config.mismatch.length_error[0]
+            }),
         ];
         for (field, edit) in edits {
             let mut r = sample();
@@ -1024,11 +1038,20 @@ mod tests {
             assert!(d[0].setup && d[0].to_string().contains("not the value the record was written with"), "{}", d[0]);
             // Refused before anything runs, naming the field.
             let e = replay(&r).unwrap_err().to_string();
-            assert!(e.contains(&format!("set-up was edited, so a replay would not re-run what the record saw: {field}: recorded")), "{e}");
+            assert!(
+                e.contains(&format!(
+                    "set-up was edited, so a replay would not re-run what the record saw: {field}: recorded"
+                )),
+                "{e}"
+            );
         }
         let mut r = sample();
         r.config.body.servo.armature = up(r.config.body.servo.armature);
-        assert!(setup_differences(&r)[0].to_string().starts_with("config.body.servo.armature: recorded 0.028000000000000004,"));
+        assert!(
+            setup_differences(&r)[0]
+                .to_string()
+                .starts_with("config.body.servo.armature: recorded 0.028000000000000004,")
+        );
         // An edited digest is named by its field too.
         let mut r = sample();
         r.setup_digests["config"]["tolerance"] = serde_json::json!("00000000");
