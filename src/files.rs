@@ -346,6 +346,7 @@ fn too_big(size: u64, limit: u64) -> Error {
 }
 
 /// A reader that fails once more than `limit` bytes have come through it ([`open_bounded`]).
+#[derive(Debug)]
 pub struct Bounded<R> {
     inner: R,
     read: u64,
@@ -488,6 +489,12 @@ mod tests {
         assert!(read_bounded(&dir, 99).unwrap_err().to_string().contains("directory"));
         #[cfg(target_os = "linux")]
         assert!(read_bounded(Path::new("/dev/zero"), 99).unwrap_err().to_string().contains("device"));
+        // A stream opened within the limit fails once the file has grown past it.
+        let mut input = open_bounded(&path, 100).unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"grown").unwrap();
+        let mut all = Vec::new();
+        assert!(input.read_to_end(&mut all).unwrap_err().to_string().contains("limit is 100"));
+        assert!(open_bounded(&path, 100).unwrap_err().to_string().contains("limit is 100"));
         std::fs::remove_dir_all(&dir).ok();
     }
 }
