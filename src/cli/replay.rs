@@ -1,7 +1,9 @@
 //! `elbow replay FILE --index N`: reads one record of a failure catalog (from `elbow experiment
-//! degradation --catalog`), re-runs it headlessly with the core's [`replay`], prints the outcome
-//! and says whether it reproduced the record: every field it states re-derived and compared,
-//! floats bit for bit (exit code 2 naming the first field that differs when it did not).
+//! degradation --catalog`), streaming the file up to that record and no further, re-runs it
+//! headlessly with the core's [`replay`], prints the outcome and says whether it reproduced the
+//! record: its set-up checked against the digests it was written with (an edited set-up field
+//! is refused, named, before anything runs), every other field re-derived and compared, floats
+//! bit for bit (exit code 2 naming the first field that differs when it did not).
 
 use super::{Failure, print_json};
 use clap::Args;

@@ -1017,7 +1017,8 @@ mod tests {
     fn an_edited_setup_field_is_named_by_its_digest() {
         assert_eq!(setup_differences(&sample()), []);
         let up = |v: f64| f64::from_bits(v.to_bits() + 1);
-        let edits: [(&str, fn(&mut FailureRecord)); 9] = [
+        type Edit = fn(&mut FailureRecord);
+        let edits: [(&str, Edit); 9] = [
             ("config.body.servo.frictionloss", |r| r.config.body.servo.frictionloss = f64::from_bits(1)),
             ("config.body.servo.kp", |r| r.config.body.servo.kp = f64::from_bits(r.config.body.servo.kp.to_bits() + 1)),
             ("config.body.link_mass[1]", |r| r.config.body.link_mass[1] *= 1.0 + f64::EPSILON),
