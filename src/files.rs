@@ -9,7 +9,8 @@
 //! is removed by the next write to the same path ([`sweep_stale_temps`]).
 //! [`check_destination`] finds out up front whether a write will work, so a long run is not
 //! wasted on an unwritable path. [`read_bounded`] reads only regular files (never a FIFO or
-//! device, which could block or never end) up to a size limit.
+//! device, which could block or never end) up to a size limit; [`open_bounded`] opens one for
+//! reading as a stream, under the same limit.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Error, ErrorKind, Read, Write};
@@ -319,22 +320,51 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Reads a regular file of at most `limit` bytes; refuses directories, FIFOs and devices
 /// before opening them, and stops reading past the limit (a file that grows is caught too).
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+    let size = std::fs::metadata(path)?.len();
+    let mut bytes = Vec::with_capacity(size.min(limit) as usize);
+    open_bounded(path, limit)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens a regular file of at most `limit` bytes for reading as a stream, buffered: refuses
+/// directories, FIFOs and devices before opening them, and a file above the limit; a read past
+/// the limit (a file that grew) is an error.
+pub fn open_bounded(path: &Path, limit: u64) -> Result<std::io::BufReader<Bounded<File>>, Error> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(Error::new(ErrorKind::InvalidInput, format!("it is {}, not a regular file", kind_of(&meta))));
     }
-    let too_big = |size: u64| {
-        Error::new(ErrorKind::InvalidData, format!("it is {size} bytes or more; the limit is {limit} bytes"))
-    };
     if meta.len() > limit {
-        return Err(too_big(meta.len()));
+        return Err(too_big(meta.len(), limit));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    File::open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_big(bytes.len() as u64));
+    Ok(std::io::BufReader::new(Bounded { inner: File::open(path)?, read: 0, limit }))
+}
+
+/// The error of a file above its size limit.
+fn too_big(size: u64, limit: u64) -> Error {
+    Error::new(ErrorKind::InvalidData, format!("it is {size} bytes or more; the limit is {limit} bytes"))
+}
+
+/// A reader that fails once more than `limit` bytes have come through it ([`open_bounded`]).
+#[derive(Debug)]
+pub struct Bounded<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // One byte past the limit is enough to tell that the file is too big.
+        let room = (self.limit + 1).saturating_sub(self.read);
+        let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let got = self.inner.read(&mut buf[..n])?;
+        self.read += got as u64;
+        if self.read > self.limit {
+            return Err(too_big(self.read, self.limit));
+        }
+        Ok(got)
     }
-    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -459,6 +489,12 @@ mod tests {
         assert!(read_bounded(&dir, 99).unwrap_err().to_string().contains("directory"));
         #[cfg(target_os = "linux")]
         assert!(read_bounded(Path::new("/dev/zero"), 99).unwrap_err().to_string().contains("device"));
+        // A stream opened within the limit fails once the file has grown past it.
+        let mut input = open_bounded(&path, 100).unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"grown").unwrap();
+        let mut all = Vec::new();
+        assert!(input.read_to_end(&mut all).unwrap_err().to_string().contains("limit is 100"));
+        assert!(open_bounded(&path, 100).unwrap_err().to_string().contains("limit is 100"));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use elbow::experiments::degradation::catalog::CatalogWriter;
+use elbow::experiments::degradation::catalog::{CatalogWriter, SETUP_FIELDS, setup_digests};
 use elbow::experiments::degradation::{
     CatalogSink, FailureRecord, Progress, degradation_catalogued, replay, replay_traced,
 };
@@ -87,7 +87,7 @@ fn find(pipeline: &str, verdict: &str, channel: &str) -> usize {
 fn the_catalog_holds_silent_failures_of_a_bare_head_and_reported_ones_of_the_analytic_solver() {
     let (_, records) = catalog();
     for r in records {
-        assert_eq!(r["version"], 1);
+        assert_eq!(r["version"], 2);
         assert_eq!(r["protocol"], "plant");
         assert!(["silent", "reported", "false-alarm", "ok"].contains(&r["verdict"].as_str().unwrap()));
         assert!(r["config"]["seed"].is_u64() && r["happened"]["error"].is_f64());
@@ -194,12 +194,15 @@ fn hostile_catalogs_and_paths_are_refused_with_one_sentence() {
     refused(&["replay", &write("garbage.jsonl", "not json\n".into()), "--index", "0"], "not JSON Lines");
     let mut old = records[0].clone();
     old["version"] = serde_json::json!(0);
-    refused(&["replay", &write("old.jsonl", format!("{old}\n")), "--index", "0"], "reads only version 1");
+    refused(&["replay", &write("old.jsonl", format!("{old}\n")), "--index", "0"], "reads only version 2");
     let n = records.len().to_string();
     refused(&["replay", p, "--index", &n], "does not exist");
     let mut bad_arm = records[0].clone();
     bad_arm["arm"]["l1"] = serde_json::json!(-1.0);
     bad_arm["config"]["arm"]["l1"] = serde_json::json!(-1.0);
+    refused(&["replay", &write("arm.jsonl", format!("{bad_arm}\n")), "--index", "0"], "set-up was edited");
+    // With its digests made again (anyone can), the arm is still refused.
+    let bad_arm = redigested(bad_arm);
     refused(&["replay", &write("arm.jsonl", format!("{bad_arm}\n")), "--index", "0"], "arm cannot be built");
     let mut other_arm = records[0].clone();
     other_arm["arm"]["l1"] = serde_json::json!(0.5);
@@ -208,6 +211,13 @@ fn hostile_catalogs_and_paths_are_refused_with_one_sentence() {
     let missing = dir.join("no-such-dir").join("c.jsonl");
     refused(&[RUN, &["--catalog", missing.to_str().unwrap()]].concat(), "cannot write the catalog");
     assert!(!dir.join("no-such-dir").exists());
+}
+
+/// `record` with its set-up digests made again for what it states now.
+fn redigested(record: Value) -> Value {
+    let mut r: FailureRecord = serde_json::from_value(record).unwrap();
+    r.setup_digests = setup_digests(&r);
+    serde_json::to_value(r).unwrap()
 }
 
 /// Every leaf of `v` under `path`: its path as a replay names it (`setting.level`,
@@ -273,30 +283,119 @@ fn an_edit_of_any_field_a_record_states_is_refused_naming_the_field() {
     let original = &records[find("analytic", "reported", "encoder")];
     let mut all = Vec::new();
     leaves(original, "", "", &mut all);
-    // The configuration is the recipe a replay follows, not a statement it checks; the
-    // pipeline and the index name what to re-run, so an edit shows in what the re-run gives.
-    let recipe = |path: &str| path.starts_with("config.") || path == "pipeline" || path == "index";
-    let mut checked = 0;
-    for (path, pointer) in all.iter().filter(|(p, _)| !p.starts_with("config.")) {
+    // The set-up (the configuration, the pipeline, the index, the seed) is what a replay
+    // follows: an edit there, or to its digest, is refused before anything runs, naming it.
+    let top = |path: &str| path.split(['.', '[']).next().unwrap().to_string();
+    let set_up = |path: &str| SETUP_FIELDS.contains(&top(path).as_str());
+    let mut unedited = Vec::new();
+    for (path, pointer) in &all {
         let value = original.pointer(pointer).unwrap();
         let Some(outcome) = edits(pointer, value).into_iter().find_map(|v| replay_edited(original, pointer, Some(v)))
         else {
+            unedited.push(path.as_str());
             continue;
         };
-        checked += 1;
-        let top = path.split(['.', '[']).next().unwrap();
+        let named = path.strip_prefix("setup_digests.").unwrap_or(path);
         match outcome {
+            Err(e) if set_up(named) => {
+                assert!(
+                    e.contains(&format!(
+                        "set-up was edited, so a replay would not re-run what the record saw: {named}: recorded"
+                    )),
+                    "{path}: {e}"
+                );
+            }
             // Refused outright: the message names the field.
-            Err(e) => assert!(e.contains(top), "{path}: {e}"),
-            Ok(fields) if recipe(path) => assert!(!fields.is_empty(), "{path} edited replays as identical"),
-            Ok(fields) => assert_eq!(fields, [path.as_str()], "{path} edited"),
+            Err(e) => assert!(e.contains(&top(path)), "{path}: {e}"),
+            Ok(fields) => {
+                assert!(!set_up(named), "{path} edited replays: {fields:?}");
+                assert_eq!(fields, [path.as_str()], "{path} edited");
+            }
         }
     }
-    let stated = all.iter().filter(|(p, _)| !p.starts_with("config.")).count();
-    assert!(checked >= stated, "only {checked} of the {stated} stated fields could be edited");
+    // Every leaf but the few whose every other value is not a record: enums with one value in
+    // the catalog, `exercise` none of theirs.
+    let enums = ["config.envelope.fallback", "config.ood[0]", "config.ood[1]", "config.ood[2]", "config.region"];
+    assert_eq!(unedited, enums, "only these leaves could not be edited");
+    assert!(all.iter().filter(|(p, _)| p.starts_with("config.")).count() > 40, "the configuration's leaves are walked");
     // A field left out is a field that differs too.
     let dropped = replay_edited(original, "/setting/channel", None).unwrap();
     assert_eq!(dropped, Ok(vec!["setting.channel".to_string()]));
+}
+
+#[test]
+fn an_edited_set_up_field_is_refused_naming_it_even_when_the_outputs_would_not_change() {
+    let (_, records) = catalog();
+    let i = find("analytic", "reported", "encoder");
+    let up = |v: &Value| serde_json::json!(f64::from_bits(v.as_f64().unwrap().to_bits() + 1));
+    for (pointer, field) in [
+        ("/config/body/servo/frictionloss", "config.body.servo.frictionloss"),
+        ("/config/body/servo/kp", "config.body.servo.kp"),
+        ("/config/body/servo/kv", "config.body.servo.kv"),
+        ("/config/body/servo/armature", "config.body.servo.armature"),
+        ("/config/body/link_mass/0", "config.body.link_mass[0]"),
+        ("/config/mismatch/length_error/1", "config.mismatch.length_error[1]"),
+        ("/config/post_move_check", "config.post_move_check"),
+        ("/config/arm/l1", "config.arm.l1"),
+    ] {
+        let mut r = records[i].clone();
+        let v = r.pointer(pointer).unwrap().clone();
+        *r.pointer_mut(pointer).unwrap() = if v.is_boolean() { Value::Bool(!v.as_bool().unwrap()) } else { up(&v) };
+        if field == "config.arm.l1" {
+            r["arm"]["l1"] = r["config"]["arm"]["l1"].clone();
+        }
+        let edited = common::scratch().join("edited-set-up.jsonl");
+        std::fs::write(&edited, format!("{r}\n")).unwrap();
+        refused(
+            &["replay", edited.to_str().unwrap(), "--index", "0"],
+            &format!("set-up was edited, so a replay would not re-run what the record saw: {field}: recorded"),
+        );
+        // With fresh digests (anyone can make them) the edit is replayed: only a nudge of the
+        // gain or the arm shows in the tip error; the others re-run to every output bit for bit,
+        // which is why the set-up carries its digests.
+        std::fs::write(&edited, format!("{}\n", redigested(r))).unwrap();
+        let run = common::elbow(&["replay", edited.to_str().unwrap(), "--index", "0"]);
+        let shows = ["config.body.servo.kp", "config.arm.l1"].contains(&field);
+        assert_eq!(run.code, if shows { 2 } else { 0 }, "{field}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn a_non_finite_error_replays_as_its_string_never_null() {
+    let (_, records) = catalog();
+    let i = find("analytic", "reported", "encoder");
+    let mut r = records[i].clone();
+    r["happened"]["error"] = serde_json::json!("NaN");
+    let edited = common::scratch().join("nan.jsonl");
+    std::fs::write(&edited, format!("{r}\n")).unwrap();
+    let run = common::elbow(&["replay", edited.to_str().unwrap(), "--index", "0", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("did not reproduce: happened.error: recorded \"NaN\", re-derived"), "{}", run.stderr);
+    assert!(!run.stdout.contains("null"), "{}", run.stdout);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["record"]["happened"]["error"], "NaN");
+    assert_eq!(v["replay"]["differences"][0]["recorded"], "\"NaN\"");
+    // On screen, in words (the differing field quotes the record's JSON).
+    let run = common::elbow(&["replay", edited.to_str().unwrap(), "--index", "0"]);
+    assert!(run.stdout.contains("recorded: error not a number,"), "{}", run.stdout);
+    assert!(run.stdout.contains("DIFFERS: happened.error: recorded \"NaN\""), "{}", run.stdout);
+}
+
+#[test]
+fn replay_reads_up_to_its_record_and_refuses_a_huge_line_before_it() {
+    let (path, _) = catalog();
+    let text = std::fs::read_to_string(path).unwrap();
+    let first = text.lines().next().unwrap();
+    // Record 0, then 16 MiB of garbage on one line.
+    let huge = common::scratch().join("huge-tail.jsonl");
+    let mut bytes = format!("{first}\n").into_bytes();
+    bytes.resize(bytes.len() + (16 << 20), b'x');
+    std::fs::write(&huge, bytes).unwrap();
+    let h = huge.to_str().unwrap();
+    let run = common::elbow(&["replay", h, "--index", "0"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\nidentical"), "{}", run.stdout);
+    refused(&["replay", h, "--index", "1"], "line 2 is longer than 1048576 bytes");
 }
 
 #[test]

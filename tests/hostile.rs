@@ -396,7 +396,7 @@ fn a_catalog_run_ended_by_a_signal_leaves_no_temporary_file_and_a_killed_one_is_
     let run = elbow(&[SMALL_DEGRADATION, &["--targets", "50", "--csv", "--catalog", c]].concat());
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(temps(), 0, "the next write sweeps the dead process's temporary file");
-    assert!(std::fs::read_to_string(&catalog).unwrap().starts_with("{\"version\":1"));
+    assert!(std::fs::read_to_string(&catalog).unwrap().starts_with("{\"version\":2"));
     // The same for a model: a planted temporary file of a process that no longer runs.
     let stale = dir.join(format!(".m.json.tmp-{}-0", i32::MAX - 1));
     std::fs::write(&stale, "debris").unwrap();

@@ -1,11 +1,13 @@
 //! `elbow replay FILE --index N`: reads one record of a failure catalog (from `elbow experiment
-//! degradation --catalog`), re-runs it headlessly with the core's [`replay`], prints the outcome
-//! and says whether it reproduced the record: every field it states re-derived and compared,
-//! floats bit for bit (exit code 2 naming the first field that differs when it did not).
+//! degradation --catalog`), streaming the file up to that record and no further, re-runs it
+//! headlessly with the core's [`replay`], prints the outcome and says whether it reproduced the
+//! record: its set-up checked against the digests it was written with (an edited set-up field
+//! is refused, named, before anything runs), every other field re-derived and compared, floats
+//! bit for bit (exit code 2 naming the first field that differs when it did not).
 
 use super::{Failure, print_json};
 use clap::Args;
-use elbow::experiments::degradation::catalog::parse_record;
+use elbow::experiments::degradation::catalog::read_record as read_catalog;
 use elbow::experiments::degradation::{FailureRecord, MAX_CATALOG_BYTES, ReplayOutcome, replay};
 use std::path::PathBuf;
 
@@ -41,14 +43,14 @@ struct Replayed<'a> {
     identical: bool,
 }
 
-/// Record `index` (as typed: checked here) of the catalog `file`; `Err` is one sentence.
+/// Record `index` (as typed: checked here) of the catalog `file`, read as a stream up to that
+/// record and no further; `Err` is one sentence.
 pub(crate) fn read_record(file: &std::path::Path, index_text: &str) -> Result<(usize, FailureRecord), String> {
     let at = index(index_text)?;
     let name = file.display();
-    let bytes = elbow::files::read_bounded(file, MAX_CATALOG_BYTES)
+    let input = elbow::files::open_bounded(file, MAX_CATALOG_BYTES)
         .map_err(|e| format!("cannot read the catalog {name}: {e}"))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| format!("the catalog {name} is not UTF-8 text: {e}"))?;
-    let record = parse_record(text, at).map_err(|e| format!("{name}: {e}"))?;
+    let record = read_catalog(input, at).map_err(|e| format!("{name}: {e}"))?;
     Ok((at, record))
 }
 
@@ -99,8 +101,8 @@ fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<()
     );
     let h = r.happened;
     outln!(
-        "  recorded: error {} m, reported {}, camera reported {}, verdict {}, camera verdict {}",
-        h.error,
+        "  recorded: error {}, reported {}, camera reported {}, verdict {}, camera verdict {}",
+        metres(h.error),
         h.reported,
         h.camera_reported,
         r.verdict.key(),
@@ -108,8 +110,8 @@ fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<()
     );
     let h = out.happened;
     outln!(
-        "  replayed: error {} m, reported {}, camera reported {}, verdict {}, camera verdict {}",
-        h.error,
+        "  replayed: error {}, reported {}, camera reported {}, verdict {}, camera verdict {}",
+        metres(h.error),
         h.reported,
         h.camera_reported,
         out.verdict.key(),
@@ -123,4 +125,15 @@ fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<()
         }
     }
     Ok(())
+}
+
+/// A tip error on screen: `0.25 m`, or in words when it is not a finite number.
+fn metres(v: f64) -> String {
+    if v.is_nan() {
+        "not a number".into()
+    } else if v.is_infinite() {
+        "infinite".into()
+    } else {
+        format!("{v} m")
+    }
 }

@@ -12,20 +12,28 @@
 //! A run finds many failures (up to targets x settings x pipelines), so the catalog keeps at
 //! most a given number of records per cell (pipeline, setting, split) and per pair of verdicts
 //! (encoder check, camera check), the first ones in target order. A tip error that is not a
-//! finite number is left out (JSON has no NaN); the cells still count it as a miss. A run holds
-//! only a compact note of each failure and hands the records to a sink in catalog order as it
-//! goes, so a catalog never sits in memory whole.
+//! finite number is left out; the cells still count it as a miss (a replay that re-derives one
+//! writes it as `"NaN"`, `"inf"` or `"-inf"`, the project's rule for JSON, never `null`). A run
+//! holds only a compact note of each failure and hands the records to a sink in catalog order as
+//! it goes, so a catalog never sits in memory whole.
 //!
 //! Files are JSON Lines, one record per line ([`CatalogWriter`], which stops at
-//! [`MAX_CATALOG_BYTES`], the most a replay reads); [`parse_record`] reads them, or a plain JSON
-//! array of records, and refuses a record of another [`CATALOG_VERSION`].
+//! [`MAX_CATALOG_BYTES`]); [`read_record`] streams them, or a plain JSON array of records, up to
+//! the record asked for and no further, each record at most [`MAX_RECORD_BYTES`], and refuses a
+//! record of another [`CATALOG_VERSION`].
 //!
-//! A replay re-derives the whole record from its configuration, pipeline, seed and index and
-//! compares it with the record field by field (floats bit for bit), so no field a record states
-//! goes unchecked: the verdicts, the tolerance, the setting, the target, the tip error, the
-//! reports. The configuration is the recipe; the seed names the setting and target set it drew
-//! (each setting's seed derives from the configuration's), and the pipeline and index name
-//! what to re-run.
+//! A replay checks a record's set-up, then re-derives the rest of it and compares the two field
+//! by field (floats bit for bit), so no field a record states goes unchecked. The set-up is what
+//! a replay follows rather than re-derives: the configuration (the arm, the plant's parameters,
+//! the channel levels, the mismatch, the protocol switches...), the pipeline, the target's index
+//! and the setting's seed. An edit there (a friction loss one ulp off) could re-run to the very
+//! same outputs, so each record carries [`FailureRecord::setup_digests`], a digest of every
+//! set-up field's path and value made when it was written; a replay refuses a record whose
+//! set-up no longer matches them, naming each edited field ([`setup_differences`]). The digests
+//! catch edits, not forgery: anyone can recompute them. Everything else is re-derived from the
+//! set-up: the seed names the setting and target set it drew (each setting's seed derives from
+//! the configuration's), and the re-run gives the target, the sensed target, the tip error, the
+//! reports, the verdicts and the tolerance.
 
 use super::channels::{self, Perturbation, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
@@ -38,12 +46,21 @@ use crate::learned::HeadKind;
 use crate::lineup::{Lineup, Pipeline, Table};
 use serde::{Deserialize, Serialize};
 
-/// The format version of a catalog record; a reader refuses any other.
-pub const CATALOG_VERSION: u32 = 1;
+/// The format version of a catalog record; a reader refuses any other. Version 2 added
+/// [`FailureRecord::setup_digests`].
+pub const CATALOG_VERSION: u32 = 2;
 
 /// The largest catalog, bytes (4 GiB): `elbow replay` reads no more, and a [`CatalogWriter`]
 /// writes no more.
 pub const MAX_CATALOG_BYTES: u64 = 4 << 30;
+
+/// The longest record [`read_record`] reads, bytes (1 MiB): a line of JSON Lines (or an element
+/// of a JSON array) past it is refused unread. A record takes a few kilobytes.
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// The top-level fields of a record that make its set-up: what a replay follows rather than
+/// re-derives, so [`FailureRecord::setup_digests`] covers them.
+pub const SETUP_FIELDS: [&str; 4] = ["config", "index", "pipeline", "seed"];
 
 /// What one check made of one move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -92,7 +109,9 @@ pub struct Expected {
 /// What happened on the move.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Happened {
-    /// Tip error against the true target, metres (exact: JSON numbers round-trip).
+    /// Tip error against the true target, metres (exact: JSON numbers round-trip; one that is
+    /// not finite is written `"NaN"`, `"inf"` or `"-inf"`).
+    #[serde(serialize_with = "crate::stats::json_numbers", deserialize_with = "crate::stats::json_f64")]
     pub error: f64,
     /// Reported a failure by its status or the encoder check after the move.
     pub reported: bool,
@@ -150,6 +169,10 @@ pub struct FailureRecord {
     pub verdict: Finding,
     /// The verdict with the camera check instead.
     pub camera_verdict: Finding,
+    /// The set-up's digests ([`setup_digests`]): for each field under [`SETUP_FIELDS`], in the
+    /// same shape, a digest of its path and value as the record was written. A replay refuses a
+    /// record whose set-up no longer matches them.
+    pub setup_digests: serde_json::Value,
 }
 
 /// The failures of one (setting, target set) job, compact: a [`FailureRecord`] is built from
@@ -214,24 +237,29 @@ impl Found {
         }
     }
 
-    /// The records, in order, for a run of `cfg`.
+    /// The records, in order, for a run of `cfg`, each with its set-up's digests.
     pub(crate) fn records<'a>(&'a self, cfg: &'a DegradationConfig) -> impl Iterator<Item = FailureRecord> + 'a {
-        self.hits.iter().map(move |h| FailureRecord {
-            version: CATALOG_VERSION,
-            arm: cfg.arm,
-            pipeline: h.pipeline,
-            protocol: Protocol::Plant,
-            split: self.split,
-            setting: self.setting,
-            index: h.index,
-            target: h.target,
-            sensed: h.sensed,
-            seed: self.seed,
-            config: cfg.clone(),
-            expected: Expected { tolerance: cfg.tolerance },
-            happened: h.happened,
-            verdict: h.verdicts.0,
-            camera_verdict: h.verdicts.1,
+        self.hits.iter().map(move |h| {
+            let mut record = FailureRecord {
+                version: CATALOG_VERSION,
+                arm: cfg.arm,
+                pipeline: h.pipeline,
+                protocol: Protocol::Plant,
+                split: self.split,
+                setting: self.setting,
+                index: h.index,
+                target: h.target,
+                sensed: h.sensed,
+                seed: self.seed,
+                config: cfg.clone(),
+                expected: Expected { tolerance: cfg.tolerance },
+                happened: h.happened,
+                verdict: h.verdicts.0,
+                camera_verdict: h.verdicts.1,
+                setup_digests: serde_json::Value::Null,
+            };
+            record.setup_digests = setup_digests(&record);
+            record
         })
     }
 }
@@ -340,25 +368,47 @@ pub enum CatalogError {
         /// What is wrong.
         reason: String,
     },
+    /// A line (or array element) up to the record is longer than [`MAX_RECORD_BYTES`].
+    #[error(
+        "{what} is longer than {MAX_RECORD_BYTES} bytes, the most a record may take (a record takes a few kilobytes), so it was not read"
+    )]
+    TooLong {
+        /// Which, in words (`line 3`, `record 2`).
+        what: String,
+    },
+    /// The catalog could not be read.
+    #[error("cannot read the catalog: {0}")]
+    Read(String),
 }
 
-/// Record `index` (0-based) of a catalog: JSON Lines (blank lines skipped) or a JSON array.
+/// Record `index` (0-based) of a catalog held in `text`: [`read_record`] on its bytes.
 pub fn parse_record(text: &str, index: usize) -> Result<FailureRecord, CatalogError> {
-    let trimmed = text.trim_start();
-    let value = if trimmed.starts_with('[') {
-        let mut all: Vec<serde_json::Value> =
-            serde_json::from_str(trimmed).map_err(|e| CatalogError::Json(e.to_string()))?;
-        let count = all.len();
-        if index >= count {
-            return Err(CatalogError::Index { index, count });
+    read_record(text.as_bytes(), index)
+}
+
+/// Record `index` (0-based) of a catalog read from `input`: JSON Lines (blank lines skipped) or a
+/// JSON array. Reads only up to the end of that record, whatever follows it, and each line (or
+/// array element) up to it at most [`MAX_RECORD_BYTES`] long, so the memory it takes is flat in
+/// the catalog's size; a longer one is refused without being read whole.
+pub fn read_record(mut input: impl std::io::BufRead, index: usize) -> Result<FailureRecord, CatalogError> {
+    let io = |e: std::io::Error| CatalogError::Read(e.to_string());
+    // Leading whitespace tells nothing; the newlines in it still count as lines.
+    let mut skipped_lines = 0;
+    let first = loop {
+        let buf = input.fill_buf().map_err(io)?;
+        if buf.is_empty() {
+            break None;
         }
-        all.swap_remove(index)
-    } else {
-        let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
-        let count = lines.len();
-        let &(line, body) = lines.get(index).ok_or(CatalogError::Index { index, count })?;
-        serde_json::from_str(body).map_err(|e| CatalogError::Json(format!("line {}: {e}", line + 1)))?
+        let blank = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        skipped_lines += buf[..blank].iter().filter(|&&b| b == b'\n').count();
+        if blank < buf.len() {
+            let first = buf[blank];
+            input.consume(blank);
+            break Some(first);
+        }
+        input.consume(blank);
     };
+    let value = if first == Some(b'[') { nth_of_array(input, index)? } else { nth_line(input, index, skipped_lines)? };
     match value.get("version") {
         Some(v) if v.as_u64() == Some(u64::from(CATALOG_VERSION)) => {}
         found => {
@@ -369,21 +419,233 @@ pub fn parse_record(text: &str, index: usize) -> Result<FailureRecord, CatalogEr
     serde_json::from_value(value).map_err(|e| CatalogError::Record { index, reason: e.to_string() })
 }
 
+/// The `index`-th non-blank line of JSON Lines as JSON; `before` lines were skipped already.
+fn nth_line(mut input: impl std::io::BufRead, index: usize, before: usize) -> Result<serde_json::Value, CatalogError> {
+    use std::io::{BufRead, Read};
+    let mut line = Vec::new();
+    let (mut number, mut count) = (before, 0);
+    loop {
+        line.clear();
+        // One byte past the limit tells a line that is too long from one that just fits.
+        let read = (&mut input)
+            .take(MAX_RECORD_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| CatalogError::Read(e.to_string()))?;
+        if read == 0 {
+            return Err(CatalogError::Index { index, count });
+        }
+        number += 1;
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        if body.len() > MAX_RECORD_BYTES {
+            return Err(CatalogError::TooLong { what: format!("line {number}") });
+        }
+        if body.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if count == index {
+            return serde_json::from_slice(body).map_err(|e| CatalogError::Json(format!("line {number}: {e}")));
+        }
+        count += 1;
+    }
+}
+
+/// The `index`-th element of a JSON array as JSON, parsed as a stream: the elements before it
+/// skipped without being kept, nothing after it read, the element itself at most
+/// [`MAX_RECORD_BYTES`].
+fn nth_of_array(input: impl std::io::BufRead, index: usize) -> Result<serde_json::Value, CatalogError> {
+    use serde::de::{Deserializer, Error, IgnoredAny, SeqAccess, Visitor};
+    use std::cell::{Cell, RefCell};
+    /// The reader under the parser: while `budget` is `Some`, reads at most that many more bytes,
+    /// then fails and sets `over`.
+    struct Budgeted<'a, R> {
+        inner: R,
+        budget: &'a Cell<Option<usize>>,
+        over: &'a Cell<bool>,
+    }
+    impl<R: std::io::Read> std::io::Read for Budgeted<'_, R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(left) = self.budget.get() else { return self.inner.read(buf) };
+            if left == 0 {
+                self.over.set(true);
+                return Err(std::io::Error::other("the record is too long"));
+            }
+            let n = buf.len().min(left);
+            let read = self.inner.read(&mut buf[..n])?;
+            self.budget.set(Some(left - read));
+            Ok(read)
+        }
+    }
+    /// Walks the array to element `index`: keeps it in `found` and stops there (an error the
+    /// caller sees through), or counts the elements of a shorter array.
+    struct Nth<'a> {
+        index: usize,
+        budget: &'a Cell<Option<usize>>,
+        found: &'a RefCell<Option<serde_json::Value>>,
+    }
+    impl<'de> Visitor<'de> for Nth<'_> {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON array of records")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            for i in 0..self.index {
+                if seq.next_element::<IgnoredAny>()?.is_none() {
+                    return Ok(i);
+                }
+            }
+            self.budget.set(Some(MAX_RECORD_BYTES));
+            let element = seq.next_element::<serde_json::Value>()?;
+            self.budget.set(None);
+            match element {
+                Some(v) => {
+                    *self.found.borrow_mut() = Some(v);
+                    Err(A::Error::custom("found"))
+                }
+                None => Ok(self.index),
+            }
+        }
+    }
+    let (budget, over, found) = (Cell::new(None), Cell::new(false), RefCell::new(None));
+    let reader = Budgeted { inner: input, budget: &budget, over: &over };
+    let mut parser = serde_json::Deserializer::from_reader(reader);
+    let walked = (&mut parser).deserialize_seq(Nth { index, budget: &budget, found: &found });
+    if let Some(value) = found.into_inner() {
+        return Ok(value);
+    }
+    match walked {
+        _ if over.get() => Err(CatalogError::TooLong { what: format!("record {index}") }),
+        Ok(count) => Err(CatalogError::Index { index, count }),
+        Err(e) => Err(CatalogError::Json(e.to_string())),
+    }
+}
+
 /// One field in which a record and its re-derivation differ.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Difference {
-    /// The field, as a JSON path (`verdict`, `setting.level`, `happened.error`).
+    /// The field, as a JSON path (`verdict`, `setting.level`, `happened.error`,
+    /// `config.body.servo.frictionloss`).
     pub field: String,
     /// Its value in the record, as JSON (`absent` when the record lacks it).
     pub recorded: String,
-    /// Its value re-derived, as JSON (`absent` when the re-derived record lacks it).
+    /// Its value re-derived, as JSON (`absent` when the re-derived record lacks it). A set-up
+    /// field is not re-derived: for one, the digest the record holds for it and the digest of
+    /// its value now (`absent` where one side lacks the field).
     pub rederived: String,
+    /// A field of the set-up ([`SETUP_FIELDS`]), which a replay follows: its value no longer
+    /// matches the digest the record was written with, so it (or its digest) was edited.
+    pub setup: bool,
 }
 
 impl std::fmt::Display for Difference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: recorded {}, re-derived {}", self.field, self.recorded, self.rederived)
+        if self.setup {
+            write!(
+                f,
+                "{}: recorded {}, not the value the record was written with (set-up digest {})",
+                self.field, self.recorded, self.rederived
+            )
+        } else {
+            write!(f, "{}: recorded {}, re-derived {}", self.field, self.recorded, self.rederived)
+        }
     }
+}
+
+/// The digests of `record`'s set-up, for [`FailureRecord::setup_digests`]: an object with the
+/// fields under [`SETUP_FIELDS`] in their JSON shape, each value (a number, a string, a boolean)
+/// replaced by a 32-bit digest, 8 hex digits, of its path (`config.body.servo.frictionloss`) and
+/// its value (a float by its bits). The digest is FNV-1a (64-bit, folded), fixed here so that a
+/// catalog checks the same on every machine and every build.
+pub fn setup_digests(record: &FailureRecord) -> serde_json::Value {
+    let parts: [(&str, serde_json::Value); 4] = [
+        ("config", json_of(&record.config)),
+        ("index", json_of(&record.index)),
+        ("pipeline", json_of(&record.pipeline)),
+        ("seed", json_of(&record.seed)),
+    ];
+    debug_assert!(parts.iter().map(|p| p.0).eq(SETUP_FIELDS));
+    serde_json::Value::Object(parts.into_iter().map(|(key, v)| (key.to_string(), digests(&v, key))).collect())
+}
+
+/// `v` as JSON; a value that cannot be written becomes a string saying so (never for a record's
+/// own types, whose maps have string keys).
+fn json_of(v: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or_else(|e| serde_json::Value::String(format!("cannot be written as JSON: {e}")))
+}
+
+/// `v` with every leaf under `path` replaced by its digest.
+fn digests(v: &serde_json::Value, path: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, u)| (k.clone(), digests(u, &format!("{path}.{k}")))).collect())
+        }
+        Value::Array(a) => {
+            Value::Array(a.iter().enumerate().map(|(i, u)| digests(u, &format!("{path}[{i}]"))).collect())
+        }
+        leaf => Value::String(format!("{:08x}", leaf_digest(path, leaf))),
+    }
+}
+
+/// The digest of the leaf `v` at `path`: FNV-1a over the path, a separator, the value's kind
+/// and its bytes, folded to 32 bits.
+fn leaf_digest(path: &str, v: &serde_json::Value) -> u32 {
+    use serde_json::Value;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(path.as_bytes());
+    eat(&[0]);
+    match v {
+        Value::Null => eat(b"n"),
+        Value::Bool(b) => eat(&[b'b', u8::from(*b)]),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => (eat(b"u"), eat(&u.to_le_bytes())).1,
+            (_, Some(i), _) => (eat(b"i"), eat(&i.to_le_bytes())).1,
+            (_, _, f) => (eat(b"f"), eat(&f.map_or(u64::MAX, f64::to_bits).to_le_bytes())).1,
+        },
+        Value::String(s) => (eat(b"s"), eat(s.as_bytes())).1,
+        // Containers are walked by `digests`; one here is digested by its text.
+        other => (eat(b"j"), eat(other.to_string().as_bytes())).1,
+    }
+    ((h >> 32) ^ h) as u32
+}
+
+/// Every set-up field of `record` ([`SETUP_FIELDS`]) whose value no longer matches the digest
+/// the record was written with, ordered by path. Each names the field (a leaf, or the array or
+/// object whose shape changed), its value now and the two digests.
+pub fn setup_differences(record: &FailureRecord) -> Vec<Difference> {
+    let mut found = Vec::new();
+    walk(&record.setup_digests, &setup_digests(record), "", &mut found);
+    let whole = json_of(record);
+    found
+        .into_iter()
+        .map(|d| {
+            let recorded = at_path(&whole, &d.field).map_or_else(|| "absent".to_string(), serde_json::Value::to_string);
+            let field = if d.field.is_empty() { "setup_digests".to_string() } else { d.field };
+            Difference {
+                field,
+                recorded,
+                rederived: format!("{}, this value's {}", d.recorded, d.rederived),
+                setup: true,
+            }
+        })
+        .collect()
+}
+
+/// The value at a path as [`walk`] writes it (`config.levels.encoder[1]`), if any.
+fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    if path.is_empty() {
+        return Some(v);
+    }
+    path.split('.').try_fold(v, |v, segment| {
+        let mut parts = segment.split('[');
+        let key = parts.next()?;
+        let v = if key.is_empty() { v } else { v.get(key)? };
+        parts.try_fold(v, |v, i| v.get(i.strip_suffix(']')?.parse::<usize>().ok()?))
+    })
 }
 
 /// What a replay of one record found.
@@ -409,14 +671,24 @@ impl ReplayOutcome {
     }
 }
 
-/// Checks that `record` can be replayed: its version, its arm (buildable, the configuration's),
-/// the protocol and the configuration.
+/// Checks that `record` can be replayed: its version, its set-up (as written: [`setup_differences`]),
+/// its arm (buildable, the configuration's), the protocol and the configuration.
 fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
     let bad = |s: String| Err(ExperimentError::Invalid(s));
     if record.version != CATALOG_VERSION {
         return bad(format!(
             "the record is of catalog format version {}, and this elbow reads only version {CATALOG_VERSION}",
             record.version
+        ));
+    }
+    let edited = setup_differences(record);
+    if let Some(first) = edited.first() {
+        let more = match edited.len() - 1 {
+            0 => String::new(),
+            n => format!(", and {n} more set-up field(s) were edited"),
+        };
+        return bad(format!(
+            "the record's set-up was edited, so a replay would not re-run what the record saw: {first}{more}"
         ));
     }
     record.arm.validate().map_err(|e| ExperimentError::Invalid(format!("the record's arm cannot be built: {e}")))?;
@@ -438,12 +710,13 @@ fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// Re-runs `record` headlessly and re-derives it whole: finds the plant-protocol job of its
-/// configuration that its seed belongs to (the setting and target set), trains its pipeline's
-/// head (if any) from the configuration as the run did, rebuilds the target set and sensed
-/// targets, drives the plant through the set up to the record's index (the plant carries its
-/// state from target to target), and compares every field of the record with the re-derived
-/// one ([`differences`]). Errors on a record that cannot be replayed (version, arm,
+/// Re-runs `record` headlessly and re-derives it whole: checks its set-up against the digests it
+/// was written with ([`setup_differences`]), finds the plant-protocol job of its configuration
+/// that its seed belongs to (the setting and target set), trains its pipeline's head (if any)
+/// from the configuration as the run did, rebuilds the target set and sensed targets, drives the
+/// plant through the set up to the record's index (the plant carries its state from target to
+/// target), and compares every field of the record with the re-derived one ([`differences`]).
+/// Errors on a record that cannot be replayed (version, an edited set-up field, named, arm,
 /// configuration, a seed or index the configuration does not make).
 pub fn replay(record: &FailureRecord) -> Result<ReplayOutcome, ExperimentError> {
     replay_traced(record, 0).map(|(outcome, _)| outcome)
@@ -516,7 +789,7 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         )));
     };
     let happened = Happened { error, reported, camera_reported };
-    let rederived = FailureRecord {
+    let mut rederived = FailureRecord {
         version: CATALOG_VERSION,
         arm,
         pipeline: record.pipeline,
@@ -532,7 +805,9 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         happened,
         verdict: happened.verdict(cfg.tolerance),
         camera_verdict: happened.camera_verdict(cfg.tolerance),
+        setup_digests: serde_json::Value::Null,
     };
+    rederived.setup_digests = setup_digests(&rederived);
     let outcome = ReplayOutcome {
         sensed: seen[n],
         happened,
@@ -562,7 +837,7 @@ fn walk(a: &serde_json::Value, b: &serde_json::Value, path: &str, out: &mut Vec<
     let join = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
     let differ = |field: String, a: Option<&Value>, b: Option<&Value>| {
         let show = |v: Option<&Value>| v.map_or_else(|| "absent".to_string(), Value::to_string);
-        Difference { field, recorded: show(a), rederived: show(b) }
+        Difference { field, recorded: show(a), rederived: show(b), setup: false }
     };
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
@@ -625,7 +900,164 @@ mod tests {
         assert!(matches!(parse_record("\n\n", 0).unwrap_err(), CatalogError::Index { index: 0, count: 0 }));
         assert!(matches!(parse_record("[]", 3).unwrap_err(), CatalogError::Index { index: 3, count: 0 }));
         assert!(matches!(parse_record("nope", 0).unwrap_err(), CatalogError::Json(_)));
-        let e = parse_record("[{\"version\": 1}]", 0).unwrap_err();
+        let e = parse_record("[{\"version\": 2}]", 0).unwrap_err();
         assert!(matches!(e, CatalogError::Record { .. }), "{e}");
+        // Line numbers count blank lines, leading ones too.
+        let e = parse_record("\n  \nnope\n", 0).unwrap_err();
+        assert!(matches!(&e, CatalogError::Json(m) if m.starts_with("line 3:")), "{e}");
+        let two = format!("{}\n\n{}\n", line(&sample()), line(&FailureRecord { index: 1, ..sample() }));
+        assert_eq!(parse_record(&two, 1).unwrap().index, 1);
+        assert!(matches!(parse_record(&two, 2).unwrap_err(), CatalogError::Index { index: 2, count: 2 }));
+        let array = format!("[{}, {}]", line(&sample()), line(&FailureRecord { index: 1, ..sample() }));
+        assert_eq!(parse_record(&array, 1).unwrap().index, 1);
+        assert!(matches!(parse_record(&array, 2).unwrap_err(), CatalogError::Index { index: 2, count: 2 }));
+    }
+
+    /// A record of the default configuration, its digests made.
+    fn sample() -> FailureRecord {
+        let config = DegradationConfig::default();
+        let mut r = FailureRecord {
+            version: CATALOG_VERSION,
+            arm: config.arm,
+            pipeline: Pipeline::plain(crate::lineup::SolverId::Analytic),
+            protocol: Protocol::Plant,
+            split: Split::In,
+            setting: channels::settings(&config.levels, &channels::Channel::ALL)[0],
+            index: 0,
+            target: Point2::new(1.25, 0.5),
+            sensed: Point2::new(1.25, 0.5),
+            seed: 7,
+            expected: Expected { tolerance: config.tolerance },
+            config,
+            happened: Happened { error: 0.125, reported: true, camera_reported: true },
+            verdict: Finding::Reported,
+            camera_verdict: Finding::Reported,
+            setup_digests: serde_json::Value::Null,
+        };
+        r.setup_digests = setup_digests(&r);
+        r
+    }
+
+    /// `r` as one line of JSON.
+    fn line(r: &FailureRecord) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    /// A reader that counts the bytes read through it.
+    struct Counted<R> {
+        inner: R,
+        read: usize,
+    }
+
+    impl<R: std::io::Read> std::io::Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_record_is_read_up_to_its_end_and_no_further_and_a_huge_one_is_refused_unread() {
+        use std::io::Read;
+        const HUGE: u64 = 64 << 20;
+        let record = sample();
+        let first = line(&record) + "\n";
+        // Record 0, then a 64 MiB line; and an array whose element 1 is a 64 MiB string.
+        let lines = || first.as_bytes().chain(std::io::repeat(b'x').take(HUGE));
+        let head = format!("[{},\"", line(&record));
+        let array = || head.as_bytes().chain(std::io::repeat(b'x').take(HUGE)).chain(&b"\"]"[..]);
+        let slack = 64 * 1024;
+        for (which, at) in [("lines", 0), ("lines", 1), ("array", 0), ("array", 1)] {
+            let inner: Box<dyn std::io::Read> = if which == "lines" { Box::new(lines()) } else { Box::new(array()) };
+            let mut input = std::io::BufReader::new(Counted { inner, read: 0 });
+            let got = read_record(&mut input, at);
+            let read = input.get_ref().read;
+            if at == 0 {
+                assert_eq!(got.unwrap(), record, "{which}");
+                assert!(read < first.len() + slack, "{which}: read {read} bytes for a record of {}", first.len());
+            } else {
+                let what = if which == "lines" { "line 2" } else { "record 1" };
+                assert_eq!(got.unwrap_err(), CatalogError::TooLong { what: what.into() }, "{which}");
+                assert!(read < first.len() + MAX_RECORD_BYTES + slack, "{which}: read {read} bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn a_non_finite_error_is_written_as_a_string_never_null_and_read_back() {
+        for (error, name) in [(f64::NAN, "\"NaN\""), (f64::INFINITY, "\"inf\""), (f64::NEG_INFINITY, "\"-inf\"")] {
+            let mut r = sample();
+            r.happened.error = error;
+            let text = line(&r);
+            assert!(text.contains(&format!("\"error\":{name}")) && !text.contains("null"), "{text}");
+            let back = parse_record(&text, 0).unwrap();
+            assert_eq!(back.happened.error.is_nan(), error.is_nan());
+            assert!(back.happened.error.is_nan() || back.happened.error == error);
+            // A replay that re-derives it, or a record that states it, shows the string.
+            let d = differences(&sample(), &r).unwrap();
+            assert_eq!(d.len(), 1);
+            assert_eq!(
+                (d[0].field.as_str(), d[0].recorded.as_str(), d[0].rederived.as_str()),
+                ("happened.error", "0.125", name)
+            );
+            let outcome = ReplayOutcome {
+                sensed: r.sensed,
+                happened: r.happened,
+                verdict: r.verdict,
+                camera_verdict: r.camera_verdict,
+                differences: d,
+            };
+            let text = serde_json::to_string(&outcome).unwrap();
+            assert!(text.contains(&format!("\"error\":{name}")) && !text.contains("null"), "{text}");
+        }
+    }
+
+    #[test]
+    fn an_edited_setup_field_is_named_by_its_digest() {
+        assert_eq!(setup_differences(&sample()), []);
+        let up = |v: f64| f64::from_bits(v.to_bits() + 1);
+        type Edit = fn(&mut FailureRecord);
+        let edits: [(&str, Edit); 9] = [
+            ("config.body.servo.frictionloss", |r| r.config.body.servo.frictionloss = f64::from_bits(1)),
+            ("config.body.servo.kp", |r| r.config.body.servo.kp = f64::from_bits(r.config.body.servo.kp.to_bits() + 1)),
+            ("config.body.link_mass[1]", |r| r.config.body.link_mass[1] *= 1.0 + f64::EPSILON),
+            ("config.post_move_check", |r| r.config.post_move_check = false),
+            ("config.levels.encoder", |r| r.config.levels.encoder.push(0.5)),
+            ("index", |r| r.index = 1),
+            ("pipeline", |r| r.pipeline = Pipeline::plain(crate::lineup::SolverId::Iterative)),
+            ("seed", |r| r.seed = 8),
+            ("config.mismatch.length_error[0]", |r| {
+                r.config.mismatch.length_error[0] = -r.config.mismatch.length_error[0]
+            }),
+        ];
+        for (field, edit) in edits {
+            let mut r = sample();
+            edit(&mut r);
+            let d = setup_differences(&r);
+            assert_eq!(d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(), [field]);
+            assert!(d[0].setup && d[0].to_string().contains("not the value the record was written with"), "{}", d[0]);
+            // Refused before anything runs, naming the field.
+            let e = replay(&r).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "set-up was edited, so a replay would not re-run what the record saw: {field}: recorded"
+                )),
+                "{e}"
+            );
+        }
+        let mut r = sample();
+        r.config.body.servo.armature = up(r.config.body.servo.armature);
+        assert!(
+            setup_differences(&r)[0]
+                .to_string()
+                .starts_with("config.body.servo.armature: recorded 0.028000000000000004,")
+        );
+        // An edited digest is named by its field too.
+        let mut r = sample();
+        r.setup_digests["config"]["tolerance"] = serde_json::json!("00000000");
+        assert_eq!(setup_differences(&r)[0].field, "config.tolerance");
+        r.setup_digests = serde_json::json!(3);
+        assert_eq!(setup_differences(&r)[0].field, "setup_digests");
     }
 }
