@@ -372,8 +372,9 @@ fn a_catalog_run_ended_by_a_signal_leaves_no_temporary_file_and_a_killed_one_is_
     let catalog = dir.join("c.jsonl");
     std::fs::write(&catalog, "old catalog\n").unwrap();
     let c = catalog.to_str().unwrap();
-    // Far longer than the wait before the signal: the catalog streams into a temporary file.
-    let long = [SMALL_DEGRADATION, &["--targets", "200000", "--catalog", c]].concat();
+    // Far longer than the wait before the signal (and within the run's limit of plant time): the
+    // catalog streams into a temporary file.
+    let long = [SMALL_DEGRADATION, &["--targets", "80000", "--catalog", c]].concat();
     let temps = || names(&dir).into_iter().filter(|n| n.starts_with(".c.jsonl.tmp-")).count();
     for signal in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
         let child = common::spawn(&long);

@@ -36,6 +36,19 @@ pub(crate) fn finite(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The farthest a target may lie from the base on each axis, metres (the longest arm reaches
+/// 2e6 m): beyond it a distance would overflow to infinity on screen.
+pub(crate) const MAX_TARGET: f64 = 1e9;
+
+/// A target coordinate: a finite number of metres within ±[`MAX_TARGET`].
+pub(crate) fn target_coordinate(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v.abs() > MAX_TARGET {
+        return Err(format!("a target coordinate must lie within ±1e9 m, got {}", shown(s)));
+    }
+    Ok(v)
+}
+
 /// The accepted values of a real-valued flag: `lo` to `hi` (either end open or closed; an
 /// infinite `hi` admits `inf`) in `unit`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,7 +101,12 @@ impl Range {
 
     /// The range in words: `from 0 to 1e6 N m s/rad`, `in (0, 1000] m`.
     pub(crate) fn words(&self) -> String {
-        let end = |v: f64| if v == f64::INFINITY { "inf".to_string() } else { fmt_num(v) };
+        // `1e6` rather than `1000000`; `2.94`, `1000` and `10000` as they are.
+        let end = |v: f64| match v {
+            f64::INFINITY => "inf".to_string(),
+            v if v.abs() >= 1e5 => format!("{v:e}"),
+            v => fmt_num(v),
+        };
         let unit = if self.unit.is_empty() { String::new() } else { format!(" {}", self.unit) };
         if !self.lo_open && !self.hi_open {
             format!("from {} to {}{unit}", end(self.lo), end(self.hi))
@@ -161,7 +179,7 @@ mod tests {
         assert_eq!(r.parse("2.5"), Ok(2.5));
         for bad in ["0", "-1", "1e300", "nan", "inf", "x"] {
             let e = r.parse(bad).unwrap_err();
-            assert!(e.contains("in (0, 1000000] N m/rad") && e.len() < 80, "{bad}: {e}");
+            assert!(e.contains("in (0, 1e6] N m/rad") && e.len() < 80, "{bad}: {e}");
         }
         assert_eq!(Range::closed(0.0, f64::INFINITY, "rad/s").parse("inf"), Ok(f64::INFINITY));
         assert!(Range::closed(0.0, f64::INFINITY, "s").below_hi().parse("inf").is_err());

@@ -44,7 +44,8 @@ pub const MAX_EVALUATIONS: usize = 20_000_000;
 
 /// Most simulated plant time one run may ask for, seconds, every landing counted at its settle
 /// timeout ([`RandomizationConfig::plant_time`]; the default run: up to 1.3e7 s, most of it the
-/// training data's Newton steps).
+/// training data's Newton steps, in about 100 s on two cores), so a run at the limit takes some
+/// minutes.
 pub const MAX_PLANT_SECONDS: f64 = 5e7;
 
 /// What the experiment runs.
@@ -305,8 +306,8 @@ fn measure(
     )
 }
 
-/// Runs the experiment. `progress(done, total)` is called after each training run and each
-/// measured pipeline; returning `false` stops the run with [`ExperimentError::Cancelled`].
+/// Runs the experiment. `progress(done, total)` is called after each data collection, each
+/// training run and each measured pipeline; returning `false` stops the run with [`ExperimentError::Cancelled`].
 pub fn randomization(
     cfg: &RandomizationConfig,
     mut progress: impl FnMut(usize, usize) -> bool,

@@ -103,7 +103,7 @@ pub(crate) struct ChainArgs {
     /// The flow networks' hidden activation: `tanh` or `relu`.
     #[arg(long, default_value_t = defaults().net.flow.activation)]
     flow_activation: Activation,
-    /// Success radius in metres.
+    /// Success radius in metres, in (0, 1].
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true,
           value_parser = real(Range::above(0.0, elbow::experiments::chain::MAX_TOLERANCE, "m")))]
     tolerance: f64,

@@ -98,7 +98,8 @@ pub(crate) struct RandomizationArgs {
     #[arg(long, default_value_t = defaults().train.data_size, value_parser = count::<16, 1_000_000>,
           allow_hyphen_values = true)]
     data_size: usize,
-    /// A move landing further than this from its target failed, metres.
+    /// A move landing further than this from its target failed, metres, in (0, 2] (the arm's
+    /// reach).
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true,
           value_parser = real(Range::above(0.0, defaults().train.arm.reach(), "m (the arm's reach)")))]
     tolerance: f64,

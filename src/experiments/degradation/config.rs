@@ -122,9 +122,9 @@ pub const MAX_TICKS_PER_SOLVER: u64 = 2_000_000;
 /// Most training steps per head.
 pub const MAX_TRAIN_STEPS: usize = 10_000_000;
 /// Most simulated plant time one run may ask for, seconds, every move counted at its settle
-/// timeout ([`DegradationConfig::plant_time`]; the default run: up to 1.8e6 s). Plant time
-/// passes at about 1e4 s per second of one core, so a run at the limit whose every move ran to
-/// its timeout would take about a quarter of an hour on two cores; real moves settle sooner.
+/// timeout ([`DegradationConfig::plant_time`]; the default run: up to 1.8e6 s, of which its
+/// moves, 1 to 2 s each, use about 2.7e5 s in some 20 s on two cores). A run at the limit takes
+/// a few minutes; one whose every move ran to its timeout, about half an hour.
 pub const MAX_PLANT_SECONDS: f64 = 2e7;
 /// The largest miss tolerance accepted, metres.
 pub const MAX_TOLERANCE: f64 = 1e3;
