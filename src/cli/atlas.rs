@@ -135,7 +135,7 @@ fn check_chain_map_work(cfg: &ChainAtlasConfig) -> Result<(), String> {
     let work = cells * (per_cell as f64 + PROBE_ANSWERS);
     if work > MAX_CHAIN_MAP_ANSWERS {
         return Err(format!(
-            "this map would take about {work:.1e} answers ({cells} cells x ({per_cell} answers + {PROBE_ANSWERS} for the cell's reachability probe)), \
+            "this map would take about {work:.1e} answers ({cells} cells x ({per_cell} answer(s) + {PROBE_ANSWERS} for the cell's reachability probe)), \
              above the limit of {MAX_CHAIN_MAP_ANSWERS:.0e} (a few minutes); use a lower --resolution or fewer --samples"
         ));
     }
