@@ -4,7 +4,6 @@
 //! `2> /dev/full`). Standard output goes through `outln!`, standard error through [`cli::note`].
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use clap::Parser;
 use std::process::ExitCode;
 
 #[cfg(feature = "app")]
@@ -14,7 +13,7 @@ mod cli;
 fn main() -> ExitCode {
     restore_sigpipe();
     cli::signals::install();
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help, version and usage errors: clap's text, and a write error is an error too
         // (`elbow --help > /dev/full` must not exit 0).

@@ -72,7 +72,11 @@ fn a_model_for_another_head_is_refused() {
     let (code, _, err) = explain(&["--head", "mdn", "--target", "1,1", "--model", path]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("holds a mse model, not mdn"), "{err}");
-    let (code, out, err) = explain(&["--head", "mse", "--target", "1e308,-1e308", "--model", path]);
+    let (code, out, err) = explain(&["--head", "mse", "--target", "1e9,-1e9", "--model", path]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("out of reach") && !out.contains("NaN"), "{out}");
+    assert!(out.contains("out of reach") && !out.contains("NaN") && !out.contains("inf"), "{out}");
+    // Beyond ±1e9 m a distance would print as hundreds of digits or overflow: refused in range.
+    let (code, _, err) = explain(&["--head", "mse", "--target", "1e308,-1e308", "--model", path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("within ±1e9 m") && err.len() < 300, "{err}");
 }

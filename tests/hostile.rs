@@ -372,8 +372,9 @@ fn a_catalog_run_ended_by_a_signal_leaves_no_temporary_file_and_a_killed_one_is_
     let catalog = dir.join("c.jsonl");
     std::fs::write(&catalog, "old catalog\n").unwrap();
     let c = catalog.to_str().unwrap();
-    // Far longer than the wait before the signal: the catalog streams into a temporary file.
-    let long = [SMALL_DEGRADATION, &["--targets", "200000", "--catalog", c]].concat();
+    // Far longer than the wait before the signal (and within the run's limit of plant time): the
+    // catalog streams into a temporary file.
+    let long = [SMALL_DEGRADATION, &["--targets", "80000", "--catalog", c]].concat();
     let temps = || names(&dir).into_iter().filter(|n| n.starts_with(".c.jsonl.tmp-")).count();
     for signal in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
         let child = common::spawn(&long);
@@ -905,4 +906,120 @@ fn model_files_with_finite_extremes_are_refused_naming_the_field() {
         assert!(!run.stdout.contains("NaN") && !run.stdout.contains("inf"), "{name}: {}", run.stdout);
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The longest run of digits in `text`.
+fn longest_digit_run(text: &str) -> usize {
+    text.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0)
+}
+
+/// Issue #48 (a): a refused number is echoed bounded (as typed when short, `1e299` for three
+/// hundred typed digits), never as the three hundred digits Rust's `{}` writes for `1e300`, on
+/// every real-valued flag of the plant, the tolerances, the OOD fraction, the combined channel,
+/// the atlas and the chain experiment; each refusal names the flag, its range and its unit.
+#[test]
+fn refused_numbers_are_echoed_bounded_naming_the_flag_and_its_range() {
+    let digits = format!("1{}", "0".repeat(299));
+    let degradation = ["experiment", "degradation"];
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (degradation.to_vec(), "--kp", "N m/rad"),
+        (degradation.to_vec(), "--kv", "N m s/rad"),
+        (degradation.to_vec(), "--torque-limit", "N m"),
+        (degradation.to_vec(), "--damping", "N m s/rad"),
+        (degradation.to_vec(), "--armature", "kg m^2"),
+        (degradation.to_vec(), "--tolerance", "(0, 1000] m"),
+        (degradation.to_vec(), "--ood-fraction", "from 0 to 10"),
+        (degradation.to_vec(), "--combined", "pi rad"),
+        (vec!["experiment", "tracking"], "--kp", "N m/rad"),
+        (vec!["experiment", "randomization"], "--tolerance", "(0, 2] m"),
+        (vec!["experiment", "chain"], "--tolerance", "(0, 1] m"),
+        (vec!["experiment", "chain"], "--ess-factor", "from 1 to 1000"),
+        (vec!["atlas", "--out", "a.png"], "--margin", "from 0 to 2"),
+        (vec!["atlas", "--out", "a.png"], "--noise", "from 0 to 1 rad"),
+        (vec!["atlas", "--out", "a.png"], "--backlash", "from 0 to 1 rad"),
+        (vec!["atlas", "--out", "a.png", "--arm", "rail3"], "--margin", "from 0 to 2"),
+    ];
+    for (base, flag, range) in &cases {
+        for value in ["1e300", digits.as_str()] {
+            let args = [&base[..], &[flag, value]].concat();
+            let err = refused(&args, &[flag, range]);
+            assert!(longest_digit_run(&err) < 30 && err.len() < 400, "{args:?}: {err}");
+        }
+    }
+    // The link masses, one of a pair.
+    let err = refused(&["experiment", "degradation", "--link-mass", &format!("{digits},1")], &["--link-mass", "kg"]);
+    assert!(longest_digit_run(&err) < 30, "{err}");
+}
+
+/// Issue #48 (c): each refusal blames what is wrong: the default mismatch that leaves the
+/// residual head nothing to learn (not "0 usable targets"), three lengths on a two-link command
+/// (not "not a finite number"), a chain named to a two-link command (not a hint about `--from`).
+#[test]
+fn refusals_blame_the_setting_that_is_wrong() {
+    let err = refused(&["train", "--head", "residual", "--lengths", "1,2e-4", "--steps", "10"], &["default mismatch"]);
+    assert!(err.contains("0.0 % of the nominal arm's workspace") && !err.contains("usable targets"), "{err}");
+    let err = refused(&["explain", "--lengths", "1,1,1", "--target", "1,1"], &["--lengths", "two-link arm", "chain"]);
+    assert!(!err.contains("finite number"), "{err}");
+    for cmd in [&["explain", "--target", "1,1"][..], &["experiment", "degradation"], &["experiment", "averaging"]] {
+        let err = refused(&[cmd, &["--arm", "so101"]].concat(), &["two-link arm", "so101 is a chain"]);
+        assert!(!err.contains("--from") && !err.contains("tip:"), "{cmd:?}: {err}");
+    }
+    let err = refused(&["explain", "--target", "1,1,1"], &["two numbers", "3 value(s)"]);
+    assert!(!err.contains("finite number"), "{err}");
+}
+
+/// Issue #48 (d): the chain atlas has a work limit, refused in one sentence before any net is
+/// trained or any cell mapped (the two-link atlas's limit on a learned head, too, comes before
+/// its training).
+#[test]
+fn an_atlas_beyond_its_work_limit_is_refused_before_any_work() {
+    for layer in ["exact-spread", "hybrid-success", "mse-miss"] {
+        let args = ["atlas", "--out", "a.png", "--arm", "rail3", "--layer", layer, "--resolution", "512"];
+        refused_up_front(&args, &["answers", "above the limit", "--resolution"]);
+    }
+    refused_up_front(
+        &[
+            "atlas",
+            "--out",
+            "a.png",
+            "--arm",
+            "so101",
+            "--layer",
+            "mdn-resim",
+            "--resolution",
+            "256",
+            "--samples",
+            "64",
+        ],
+        &["answers", "above the limit"],
+    );
+}
+
+/// Issue #48 (e): the plant experiments' work limits count simulated seconds of plant time, and
+/// a run above them is refused before any work with the quantity, its unit and the limit.
+#[test]
+fn plant_runs_are_limited_in_seconds_of_plant_time_before_any_work() {
+    for args in [
+        &["experiment", "degradation", "--targets", "6000"][..],
+        &["experiment", "degradation", "--targets", "2000", "--corrections", "4"],
+        &["experiment", "randomization", "--data-size", "100000"],
+        &["experiment", "tracking", "--speeds", "0.001"],
+    ] {
+        let err = refused(args, &["s of plant time", "above the limit of", " s;"]);
+        assert!(err.trim().lines().count() == 1, "{args:?}: one sentence: {err}");
+        refused_up_front(args, &[]);
+    }
+}
+
+/// Issue #48 (f): a tracking run whose claim has nothing to judge (only the 0 ms baseline, or a
+/// single speed and latency) is refused before any work, saying so, rather than run for minutes
+/// to a verdict of "DOES NOT HOLD" with nothing judged.
+#[test]
+fn a_tracking_run_with_nothing_to_judge_is_refused_up_front() {
+    for args in [
+        &["experiment", "tracking", "--latency", "0", "--train-steps", "10"][..],
+        &["experiment", "tracking", "--latency", "0,100", "--speeds", "0.4", "--train-steps", "10"],
+    ] {
+        refused_up_front(args, &["nothing to judge", "add a latency above 0 ms"]);
+    }
 }

@@ -89,7 +89,9 @@ fn bad_flags_exit_2_naming_the_flag_and_its_unit() {
     }
     // Values each fine alone, refused together before any work: too slow a target for the work
     // limit, too fast a lap for the control rate.
-    for (args, needle) in [(&["--speeds", "0.0001"][..], "sub-steps"), (&["--speeds", "5", "--rate", "1"][..], "Hz")] {
+    for (args, needle) in
+        [(&["--speeds", "0.0001"][..], "s of plant time"), (&["--speeds", "5", "--rate", "1"][..], "Hz")]
+    {
         let out = common::run_limited(&[&["experiment", "tracking"][..], args].concat(), common::unit() * 5);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(needle) && out.stderr.contains("m/s"), "{args:?}: {}", out.stderr);

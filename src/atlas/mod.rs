@@ -417,6 +417,18 @@ fn row_cells_body(
 /// Maps `solver` over the workspace of `lineup`'s arm, rows in parallel on rayon's pool (the
 /// result does not depend on the number of threads).
 pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
+    Ok(compute_observed(lineup, solver, cfg, &|_, _| true)?.expect("a run that is never stopped completes"))
+}
+
+/// [`compute`], telling `progress(rows done, rows)` after each row (from several threads); when
+/// it answers false, the rows not yet started are skipped and the answer is `Ok(None)`.
+pub fn compute_observed(
+    lineup: &Lineup,
+    solver: SolverId,
+    cfg: &AtlasConfig,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<Option<Atlas>, String> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     cfg.validate()?;
     // The silent layer's plant: an error, never the nominal arm in its place (which would show
     // no mismatch at all).
@@ -436,18 +448,29 @@ pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<A
     };
     // Every row writes its own slice of the map: no per-row vectors to gather afterwards.
     let mut cells = vec![blank; n * n];
+    let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
     let complete = cells
         .par_chunks_mut(n)
         .enumerate()
         .map_init(PredictScratch::default, |scratch, (row, out)| {
-            row_cells(lineup, solver, cfg, &grid, row, scratch, out)
+            if stop.load(Ordering::Relaxed) {
+                return true;
+            }
+            let answered = row_cells(lineup, solver, cfg, &grid, row, scratch, out);
+            if !progress(done.fetch_add(1, Ordering::Relaxed) + 1, n) {
+                stop.store(true, Ordering::Relaxed);
+            }
+            answered
         })
         .all(|done| done);
+    if stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
     let missing = (!complete).then(|| format!("{} has no model yet", solver.name()));
     if missing.is_some() {
         cells = Vec::new();
     }
-    Ok(Atlas { solver, resolution: n, half_width, cells, samples: cfg.samples, missing })
+    Ok(Some(Atlas { solver, resolution: n, half_width, cells, samples: cfg.samples, missing }))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ impl ArmChoice {
         match (lab, self.elbow_limits) {
             (AppArm::TwoLink(arm), limits) => {
                 let (a, b) = (arm.l1(), arm.l2());
-                ArmArgs { lengths: (a, b), elbow_limits: limits }.arm().map(AppArm::TwoLink)
+                ArmArgs { arm: None, lengths: (a, b), elbow_limits: limits }.arm().map(AppArm::TwoLink)
             }
             (AppArm::Chain(c), Some(_)) => {
                 Err(format!("--elbow-limits is for the two-link arm; arm {} has its own joint limits", c.name))
@@ -107,7 +107,21 @@ pub(crate) fn two_link_head(
     let cfg = TrainConfig { head, arm, real, steps, seed, ..TrainConfig::default() };
     super::note(format_args!("training {head} for {} steps…", cfg.steps));
     let mut trainer = Trainer::new(cfg).map_err(|e| e.to_string())?;
-    trainer.run(|_, _| {}).map_err(|e| e.to_string())?;
+    // The command line's one progress bar (drawn on a terminal only); Ctrl-C still ends the
+    // run at once, with nothing written.
+    let bar = super::progress_bar(true, cfg.steps, "steps", format!("training {head}"));
+    trainer
+        .run(|step, _| {
+            if let Some(bar) = &bar
+                && (step % 50 == 0 || step == cfg.steps)
+            {
+                bar.set_position(step as u64);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     if !trainer.rollbacks().is_empty() {
         let words = elbow::learned::train::rollbacks_in_words(trainer.rollbacks());
         super::note(format_args!("training {head} diverged and was rolled back: {words}"));

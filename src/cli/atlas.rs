@@ -4,10 +4,10 @@
 
 use super::arm::{chain_nets, two_link_head};
 use super::figure::{Canvas, FONT, Output};
-use super::{AppArm, ArmChoice, Failure, SignedPair, count, seed};
+use super::{AppArm, ArmChoice, Failure, Range, SignedPair, count, real, seed};
 use clap::Args;
 use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
-use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute, paint};
+use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute_observed, paint};
 use elbow::chain::ChainArm;
 use elbow::kinematics::{Mismatch, Point2, Pose};
 use elbow::learned::{LearnedModel, TrainConfig};
@@ -62,13 +62,13 @@ pub(crate) struct AtlasArgs {
     resolution: Option<usize>,
     /// How far the map reaches beyond the rim, as a fraction of the reach (0 to 2) [default:
     /// 0.25; chains 0.1].
-    #[arg(long)]
+    #[arg(long, value_parser = real(Range::closed(0.0, 2.0, "times the reach")))]
     margin: Option<f64>,
     /// Two-link arm: joint noise of the silent layer, radians (0 to 1) [default: 0.02].
-    #[arg(long)]
+    #[arg(long, value_parser = real(Range::closed(0.0, 1.0, "rad")))]
     noise: Option<f64>,
     /// Two-link arm: backlash half-width of the silent layer, radians (0 to 1) [default: 0].
-    #[arg(long)]
+    #[arg(long, value_parser = real(Range::closed(0.0, 1.0, "rad")))]
     backlash: Option<f64>,
     /// Two-link arm: relative link length errors of the real arm the silent layer runs on,
     /// `E1,E2` [default: 0,0].
@@ -105,13 +105,38 @@ const MAX_MAP_FLOPS: f64 = 2e12;
 
 /// Refuses a map whose inference work (`cells x (1 + samples) x 2 modes x 2 FLOP per weight`)
 /// is above [`MAX_MAP_FLOPS`]: a wide `--model` at a fine `--resolution` would run for hours.
-fn check_map_work(cfg: &AtlasConfig, weights: usize) -> Result<(), String> {
-    let work = (cfg.resolution * cfg.resolution) as f64 * (1 + cfg.samples) as f64 * 2.0 * 2.0 * weights as f64;
+/// Checked before any work: before the head is trained, from the size of the net to be trained.
+fn check_map_work(cfg: &AtlasConfig, weights: f64) -> Result<(), String> {
+    let work = (cfg.resolution * cfg.resolution) as f64 * (1 + cfg.samples) as f64 * 2.0 * 2.0 * weights;
     if work > MAX_MAP_FLOPS {
         return Err(format!(
             "this map would take about {work:.1e} FLOP ({weights} weights per answer, --resolution {}, --samples {}), \
              above the limit of {MAX_MAP_FLOPS:.0e}; use a lower --resolution or fewer --samples",
             cfg.resolution, cfg.samples
+        ));
+    }
+    Ok(())
+}
+
+/// Most work one chain map may take, in answers of its method (a few minutes at the worst: an
+/// answer of the exact sampler on rail3 takes about 15 µs of two idle cores, 60 µs of two busy
+/// ones).
+const MAX_CHAIN_MAP_ANSWERS: f64 = 4e6;
+
+/// What a cell costs before its answers, in answers: the reachability probe and the exact
+/// sampler's set-up for the target (measured on rail3: about 64 of its answers).
+const PROBE_ANSWERS: f64 = 64.0;
+
+/// Refuses a chain map above [`MAX_CHAIN_MAP_ANSWERS`] (`cells x (answers per cell + the
+/// probe)`), before any net is trained or any cell mapped.
+fn check_chain_map_work(cfg: &ChainAtlasConfig) -> Result<(), String> {
+    let cells = (cfg.resolution * cfg.resolution) as f64;
+    let per_cell = if cfg.layer == ChainLayer::MseMiss { 1 } else { cfg.samples };
+    let work = cells * (per_cell as f64 + PROBE_ANSWERS);
+    if work > MAX_CHAIN_MAP_ANSWERS {
+        return Err(format!(
+            "this map would take about {work:.1e} answers ({cells} cells x ({per_cell} answer(s) + {PROBE_ANSWERS} for the cell's reachability probe)), \
+             above the limit of {MAX_CHAIN_MAP_ANSWERS:.0e} (a few minutes); use a lower --resolution or fewer --samples"
         ));
     }
     Ok(())
@@ -159,10 +184,17 @@ impl AtlasArgs {
         Ok(cfg)
     }
 
-    /// The model of the mapped head: loaded, or trained here.
-    fn model(&self, head: HeadKind, arm: elbow::TwoLinkArm) -> Result<LearnedModel, String> {
+    /// The model of the mapped head: loaded, or trained here once the map's work is known to be
+    /// within its limit ([`check_map_work`]: before any training).
+    fn model(&self, head: HeadKind, arm: elbow::TwoLinkArm, cfg: &AtlasConfig) -> Result<LearnedModel, String> {
         let steps = self.train_steps.unwrap_or(TrainConfig::default().steps);
-        Ok(two_link_head(head, arm, self.model.as_deref(), steps, self.seed)?.0)
+        if let Some(path) = self.model.as_deref() {
+            let (model, _) = two_link_head(head, arm, Some(path), steps, self.seed)?;
+            check_map_work(cfg, model.net.parameter_count() as f64)?;
+            return Ok(model);
+        }
+        check_map_work(cfg, TrainConfig { head, ..TrainConfig::default() }.parameter_count())?;
+        Ok(two_link_head(head, arm, None, steps, self.seed)?.0)
     }
 
     /// The chain map's configuration on `arm`; the two-link arm's options are refused.
@@ -214,6 +246,7 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), Failure> {
 fn run_chain(args: &AtlasArgs, arm: &ChainArm) -> Result<(), Failure> {
     let out = Output::new(&args.out)?;
     let cfg = args.chain_config(arm)?;
+    check_chain_map_work(&cfg)?;
     let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
     let model = chain_nets(arm, args.model.as_deref(), &[cfg.layer.method()], steps, args.seed)?;
     let method = cfg.layer.method();
@@ -287,15 +320,24 @@ fn run_two_link(args: &AtlasArgs, arm: elbow::TwoLinkArm) -> Result<(), String> 
     if args.model.is_some() && solver.head().is_none() {
         return Err(format!("--model is for a learned head; {solver} has no model"));
     }
-    let model = solver.head().map(|h| args.model(h, arm)).transpose()?;
-    if let Some(m) = &model {
-        check_map_work(&cfg, m.net.parameter_count())?;
-    }
+    let model = solver.head().map(|h| args.model(h, arm, &cfg)).transpose()?;
     let mut models = Table::default();
     if let (Some(head), Some(m)) = (solver.head(), model.as_ref()) {
         models[head] = Some(m);
     }
-    let atlas = compute(&Lineup::new(arm, models), solver, &cfg)?;
+    // The one progress bar (drawn on a terminal only), row by row; Ctrl-C still ends the run at
+    // once, with nothing written.
+    let bar = super::progress_bar(true, cfg.resolution, "rows", format!("mapping {}", solver.name()));
+    let atlas = compute_observed(&Lineup::new(arm, models), solver, &cfg, &|done, _| {
+        if let Some(bar) = &bar {
+            bar.set_position(done as u64);
+        }
+        true
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let atlas = atlas?.expect("a map that is never stopped completes");
     if let Some(why) = &atlas.missing {
         return Err(why.clone());
     }

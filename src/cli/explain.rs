@@ -3,7 +3,8 @@
 //! the training region, and what the envelope would do and why), as text or JSON.
 
 use super::arm::two_link_head;
-use super::{ArmArgs, parse_pair, print_json, seed};
+use super::number::MAX_TARGET;
+use super::{ArmArgs, parse_pair, print_json, seed, shown};
 use clap::Args;
 use elbow::explain::{CandidateView, explain};
 use elbow::kinematics::{ElbowMode, Point2, Pose};
@@ -44,9 +45,13 @@ pub(crate) struct ExplainArgs {
     json: bool,
 }
 
-/// Parses `X,Y` metres.
+/// Parses `X,Y` metres, each within ±[`MAX_TARGET`].
 fn parse_target(s: &str) -> Result<Point2, String> {
-    parse_pair(s, "the target").map(|(x, y)| Point2::new(x, y))
+    let (x, y) = parse_pair(s, "the target")?;
+    if x.abs() > MAX_TARGET || y.abs() > MAX_TARGET {
+        return Err(format!("the target's coordinates must lie within ±1e9 m, got `{}`", shown(s)));
+    }
+    Ok(Point2::new(x, y))
 }
 
 /// Parses `SHOULDER,ELBOW` radians, each within ±4π.

@@ -17,6 +17,7 @@ macro_rules! outln {
     };
 }
 
+pub(crate) mod number;
 pub(crate) mod preflight;
 pub(crate) mod signals;
 
@@ -37,6 +38,7 @@ use elbow::chain::{ArmKind, ChainArm};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
 use elbow::plant::Body;
 use elbow::plant::dynamics::Servo;
+pub(crate) use number::{Range, finite as parse_finite, real, shown};
 
 /// Elbow: the failure modes of learned inverse kinematics, visible and measurable.
 #[derive(Debug, Parser)]
@@ -67,7 +69,7 @@ pub(crate) struct Cli {
     pub(crate) view: Option<std::path::PathBuf>,
     /// The app window's size in logical pixels, `WxH` (each 320 to 16384); by default 1400x900,
     /// shrunk to fit the screen.
-    #[arg(long, value_name = "WxH", value_parser = parse_window_size)]
+    #[arg(long, value_name = "WxH", value_parser = parse_window_size, allow_hyphen_values = true)]
     pub(crate) size: Option<(u32, u32)>,
     /// Open the app on a record of a failure catalog (`elbow experiment degradation --catalog
     /// FILE`): its arm, plant, solver and target, paused at the failing move, with a scrubber
@@ -79,9 +81,37 @@ pub(crate) struct Cli {
     pub(crate) replay_index: Option<String>,
 }
 
+/// The command line's definition as the binary parses it: [`Cli`]'s, with every argument that
+/// takes a value, in every command, admitting negative numbers as values, so `--tolerance -1`
+/// reaches the flag's own parser (which names its range and unit) instead of clap's
+/// "unexpected argument '-1'". Only a value that reads as a number is taken this way: a flag
+/// after a flag that wants a value is still refused as missing its value.
+pub(crate) fn command() -> clap::Command {
+    fn negative_numbers(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| if a.get_action().takes_values() { a.allow_negative_numbers(true) } else { a })
+            .mut_subcommands(negative_numbers)
+    }
+    negative_numbers(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses `args` by [`command`]; a clap error echoes the value it refuses bounded
+/// ([`number::bound_clap_error`]).
+pub(crate) fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args).map_err(number::bound_clap_error)?;
+    Cli::from_arg_matches(&matches).map_err(|e| number::bound_clap_error(e.format(&mut cmd)))
+}
+
 /// Parses `--size WxH`: two whole numbers of logical pixels, each from 320 to 16384.
 fn parse_window_size(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("expected WIDTHxHEIGHT in logical pixels, each from 320 to 16384 (like 1280x720), got `{s}`");
+    let bad = || {
+        format!("expected WIDTHxHEIGHT in logical pixels, each from 320 to 16384 (like 1280x720), got `{}`", shown(s))
+    };
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
     let side = |v: &str| v.trim().parse::<u32>().ok().filter(|v| (320..=16384).contains(v));
     Ok((side(w).ok_or_else(bad)?, side(h).ok_or_else(bad)?))
@@ -281,9 +311,15 @@ pub(crate) fn run(command: &Command) -> Result<(), Failure> {
     Ok(flush_stdout()?)
 }
 
-/// The arm shared by every subcommand.
+/// The arm of the commands that run on the two-link arm only (`averaging`, `degradation`,
+/// `explain`): `--lengths L1,L2`, `--elbow-limits`, and `--arm`, which names the two-link arm
+/// or is refused in one sentence when it names a chain.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ArmArgs {
+    /// The arm: only `2r`, the two-link arm, here (the chains `3r`, `rail3` and `so101` run in
+    /// `solve`, `train`, `atlas` and `experiment chain`).
+    #[arg(long, conflicts_with = "lengths")]
+    pub(crate) arm: Option<ArmKind>,
     /// Link lengths `L1,L2` in metres, each from 1e-6 to 1e6, the longer at most 1e4 times the
     /// shorter.
     #[arg(long, default_value = "1,1", value_parser = parse_lengths, allow_hyphen_values = true)]
@@ -294,8 +330,13 @@ pub(crate) struct ArmArgs {
 }
 
 impl ArmArgs {
-    /// Builds the validated arm.
+    /// Builds the validated arm; a chain named by `--arm` is refused.
     pub(crate) fn arm(&self) -> Result<TwoLinkArm, String> {
+        if let Some(kind) = self.arm.filter(|&k| k != ArmKind::TwoR) {
+            return Err(format!(
+                "this command runs on the two-link arm (`--arm 2r` or two --lengths); {kind} is a chain, which `elbow solve`, `train`, `atlas` and `experiment chain` run on"
+            ));
+        }
         let arm = TwoLinkArm::new(self.lengths.0, self.lengths.1).map_err(|e| e.to_string())?;
         match self.elbow_limits {
             None => Ok(arm),
@@ -310,28 +351,39 @@ impl ArmArgs {
 /// The physical arm the plant simulates: its servo, link masses and plane, in physical units.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BodyArgs {
-    /// Servo position gain, N m/rad (the SO-101's STS3215: 998.22).
-    #[arg(long, default_value_t = Body::default().servo.kp, allow_hyphen_values = true)]
+    /// Servo position gain, N m/rad, in (0, 1e6] (the SO-101's STS3215: 998.22).
+    #[arg(long, default_value_t = Body::default().servo.kp, value_parser = real(GAIN.positive("N m/rad")),
+          allow_hyphen_values = true)]
     kp: f64,
-    /// Servo velocity gain, N m s/rad.
-    #[arg(long, default_value_t = Body::default().servo.kv, allow_hyphen_values = true)]
+    /// Servo velocity gain, N m s/rad, 0 to 1e6.
+    #[arg(long, default_value_t = Body::default().servo.kv, value_parser = real(GAIN.with_unit("N m s/rad")),
+          allow_hyphen_values = true)]
     kv: f64,
-    /// Servo torque limit, N m.
-    #[arg(long, default_value_t = Body::default().servo.torque_limit, allow_hyphen_values = true)]
+    /// Servo torque limit, N m, in (0, 1e6].
+    #[arg(long, default_value_t = Body::default().servo.torque_limit, value_parser = real(GAIN.positive("N m")),
+          allow_hyphen_values = true)]
     torque_limit: f64,
-    /// Joint viscous damping, N m s/rad.
-    #[arg(long, default_value_t = Body::default().servo.damping, allow_hyphen_values = true)]
+    /// Joint viscous damping, N m s/rad, 0 to 1e6.
+    #[arg(long, default_value_t = Body::default().servo.damping, value_parser = real(GAIN.with_unit("N m s/rad")),
+          allow_hyphen_values = true)]
     damping: f64,
-    /// Armature (the rotor's reflected inertia), kg m^2.
-    #[arg(long, default_value_t = Body::default().servo.armature, allow_hyphen_values = true)]
+    /// Armature (the rotor's reflected inertia), kg m^2, 0 to 1e6.
+    #[arg(long, default_value_t = Body::default().servo.armature, value_parser = real(GAIN.with_unit("kg m^2")),
+          allow_hyphen_values = true)]
     armature: f64,
-    /// Link masses `M1,M2`, kg (uniform rods).
-    #[arg(long, value_delimiter = ',', default_value = "0.05,0.05", allow_hyphen_values = true)]
+    /// Link masses `M1,M2`, kg (uniform rods), each in (0, 1000].
+    #[arg(long, value_delimiter = ',', default_value = "0.05,0.05", allow_hyphen_values = true,
+          value_parser = real(Range::above(0.0, elbow::plant::MAX_LINK_MASS, "kg")))]
     link_mass: Vec<f64>,
     /// The arm hangs in a vertical plane (gravity along -y) instead of lying on a table.
     #[arg(long)]
     gravity: bool,
 }
+
+/// The servo's gains, torque, damping and armature: each from 0 to the plant's
+/// [`MAX_GAIN`](elbow::plant::dynamics::MAX_GAIN) in its unit (the gain and the torque limit
+/// above 0).
+const GAIN: Range = Range::closed(0.0, elbow::plant::dynamics::MAX_GAIN, "");
 
 impl BodyArgs {
     /// The body, checked: each quantity in its range, named with its unit when not.
@@ -355,30 +407,62 @@ impl BodyArgs {
 
 /// The real arm of the default mismatch ([`Mismatch::DEFAULT`]) on `arm`, which the residual
 /// hybrid fits. When that arm leaves the supported range (links near the length bounds or the
-/// ratio bound), a `head` that fits a real arm gets a plain error, never the nominal arm in its
-/// place (which would train it to correct nothing); the other heads fit no real arm and get
-/// the nominal one.
+/// ratio bound), or reaches almost none of the nominal arm's workspace (links so unequal that
+/// the default length error moves the thin annulus off the nominal one: no target to learn a
+/// correction on), a `head` that fits a real arm gets a plain error naming the default mismatch
+/// as the cause, never the nominal arm in its place (which would train it to correct nothing);
+/// the other heads fit no real arm and get the nominal one.
 pub(crate) fn fitted_real_arm(head: elbow::HeadKind, arm: &TwoLinkArm) -> Result<RealArm, String> {
-    RealArm::with_mismatch(arm, Mismatch::DEFAULT).or_else(|e| {
-        if !head.fits_real_arm() {
-            return Ok(RealArm::ideal(*arm));
-        }
-        let [e1, e2] = Mismatch::DEFAULT.length_error.map(|e| 100.0 * e);
-        Err(format!(
-            "the {head} head fits the real arm of the default mismatch (links {e1:+.0} % and {e2:+.0} %), and for these --lengths that arm is out of range: {e}"
-        ))
-    })
+    if !head.fits_real_arm() {
+        return Ok(RealArm::with_mismatch(arm, Mismatch::DEFAULT).unwrap_or_else(|_| RealArm::ideal(*arm)));
+    }
+    let [e1, e2] = Mismatch::DEFAULT.length_error.map(|e| 100.0 * e);
+    let default =
+        format!("the {head} head fits the real arm of the default mismatch (links {e1:+.0} % and {e2:+.0} %)");
+    let real = RealArm::with_mismatch(arm, Mismatch::DEFAULT)
+        .map_err(|e| format!("{default}, and for these --lengths that arm is out of range: {e}"))?;
+    // The share of the nominal annulus the real arm reaches (the area of the two annuli's overlap).
+    let (r0, r1) = (arm.inner_radius(), arm.reach());
+    let (q0, q1) = (real.arm.inner_radius(), real.arm.reach());
+    let (lo, hi) = (r0.max(q0), r1.min(q1));
+    let share = if hi > lo { (hi * hi - lo * lo) / (r1 * r1 - r0 * r0) } else { 0.0 };
+    if share < MIN_REAL_ARM_SHARE {
+        return Err(format!(
+            "{default}, and for these --lengths that arm reaches {:.1} % of the nominal arm's workspace (nominal {} to {} m from the base, real {} to {} m): too few targets to learn a correction on; use links closer in length",
+            100.0 * share,
+            elbow::stats::fmt_num(r0),
+            elbow::stats::fmt_num(r1),
+            elbow::stats::fmt_num(q0),
+            elbow::stats::fmt_num(q1)
+        ));
+    }
+    Ok(real)
 }
 
-/// Parses `A,B` into two finite numbers.
+/// The least share of the nominal arm's workspace the residual head's real arm must reach
+/// ([`fitted_real_arm`]): 1 %, so the default 20,000 training targets hold some 200 it can learn
+/// from.
+const MIN_REAL_ARM_SHARE: f64 = 0.01;
+
+/// Parses `A,B` into two finite numbers: exactly two, each refused by itself
+/// ([`parse_finite`]); the refusal counts what was given.
 pub(crate) fn parse_pair(s: &str, what: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s.split_once(',').ok_or_else(|| format!("{what} must be two numbers `A,B`, got `{s}`"))?;
-    let (a, b) = (parse_finite(a)?, parse_finite(b)?);
-    Ok((a, b))
+    let parts: Vec<&str> = s.split(',').collect();
+    let [a, b] = parts[..] else {
+        return Err(format!("{what} must be two numbers `A,B`, got {} value(s) in `{}`", parts.len(), shown(s)));
+    };
+    Ok((parse_finite(a)?, parse_finite(b)?))
 }
 
-/// Parses `L1,L2`: the core's rules ([`TwoLinkArm::new`]), checked while parsing.
+/// Parses `L1,L2`: the core's rules ([`TwoLinkArm::new`]), checked while parsing. Three or more
+/// lengths make a chain, which the commands that take this flag do not run on: said so.
 fn parse_lengths(s: &str) -> Result<(f64, f64), String> {
+    let n = s.split(',').count();
+    if n > 2 {
+        return Err(format!(
+            "this command runs on the two-link arm: --lengths takes two lengths `L1,L2`; {n} lengths make a chain, which `elbow solve`, `train`, `atlas` and `experiment chain` run on"
+        ));
+    }
     let (a, b) = parse_pair(s, "lengths")?;
     TwoLinkArm::new(a, b).map_err(|e| format!("link lengths must be > 0 and usable: {e}"))?;
     Ok((a, b))
@@ -388,10 +472,10 @@ fn parse_lengths(s: &str) -> Result<(f64, f64), String> {
 fn parse_range_deg(s: &str) -> Result<(f64, f64), String> {
     let (a, b) = parse_pair(s, "range")?;
     if a >= b {
-        return Err(format!("range needs MIN < MAX, got `{s}`"));
+        return Err(format!("range needs MIN < MAX, got `{}`", shown(s)));
     }
     if a.abs() > 720.0 || b.abs() > 720.0 {
-        return Err(format!("joint limits must lie within ±720 degrees (two turns), got `{s}`"));
+        return Err(format!("joint limits must lie within ±720 degrees (two turns), got `{}`", shown(s)));
     }
     Ok((a, b))
 }
@@ -409,7 +493,7 @@ pub(crate) fn parse_whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
     });
     match n {
         Some(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(format!("must be a whole number from {lo} to {hi}, got `{t}`")),
+        _ => Err(format!("must be a whole number from {lo} to {hi}, got `{}`", shown(t))),
     }
 }
 
@@ -427,7 +511,7 @@ pub(crate) fn seed(s: &str) -> Result<u64, String> {
 pub(crate) fn learning_rate(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!("must be a number strictly between 0 and 1, written (0, 1), got `{}`", s.trim())),
+        _ => Err(format!("must be a number strictly between 0 and 1, written (0, 1), got `{}`", shown(s))),
     }
 }
 
@@ -441,7 +525,7 @@ impl std::str::FromStr for SignedPair {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (a, b) = parse_pair(s, "values")?;
         if a.abs() > 0.5 || b.abs() > 0.5 {
-            return Err(format!("values must lie in [-0.5, 0.5], got `{s}`"));
+            return Err(format!("values must lie in [-0.5, 0.5], got `{}`", shown(s)));
         }
         Ok(SignedPair(a, b))
     }
@@ -450,14 +534,6 @@ impl std::str::FromStr for SignedPair {
 impl std::fmt::Display for SignedPair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{},{}", self.0, self.1)
-    }
-}
-
-/// Parses a finite number.
-fn parse_finite(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(format!("`{}` is not a finite number", s.trim())),
     }
 }
 
@@ -472,7 +548,7 @@ impl std::str::FromStr for Levels {
         let v: Vec<f64> = s.split(',').map(parse_finite).collect::<Result<_, _>>()?;
         let max = elbow::experiments::degradation::MAX_LEVELS;
         if v.iter().any(|&x| x < 0.0) || v.is_empty() || v.len() > max {
-            return Err(format!("levels must be 1 to {max} numbers >= 0, got `{s}`"));
+            return Err(format!("levels must be 1 to {max} numbers >= 0, got `{}`", shown(s)));
         }
         Ok(Levels(v))
     }
@@ -631,6 +707,44 @@ mod tests {
         }
         let e = Cli::try_parse_from(["elbow", "solve", "1", "1", "--lengths", "-1,1"]).unwrap_err().to_string();
         assert!(!e.contains("-- -1") && e.contains("1e-6"), "{e}");
+    }
+
+    /// Issue #48 (b): every flag that takes a value, in every command, takes `-1` as its value:
+    /// the flag's own parser refuses it naming the flag and what it accepts (or accepts it),
+    /// never clap's "unexpected argument '-1'" with a `-- -1` tip.
+    #[test]
+    fn every_flag_that_takes_a_value_takes_a_negative_number() {
+        fn leaves(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, clap::Command)>) {
+            out.push((path.clone(), cmd.clone()));
+            for sub in cmd.get_subcommands() {
+                leaves(sub, [path.clone(), vec![sub.get_name().to_string()]].concat(), out);
+            }
+        }
+        let mut commands = Vec::new();
+        leaves(&command(), vec!["elbow".into()], &mut commands);
+        let mut checked = 0;
+        for (path, cmd) in &commands {
+            for arg in cmd.get_arguments().filter(|a| a.get_action().takes_values()) {
+                let Some(long) = arg.get_long() else { continue };
+                for value in ["-1", "-1e300", "-0.5"] {
+                    let args = [path.clone(), vec![format!("--{long}"), value.to_string()]].concat();
+                    let Err(e) = parse_from(&args) else { continue };
+                    let text = e.to_string();
+                    assert!(
+                        e.kind() != clap::error::ErrorKind::UnknownArgument && !text.contains("-- -"),
+                        "{args:?}: {text}"
+                    );
+                    if e.kind() == clap::error::ErrorKind::ValueValidation {
+                        assert!(text.contains(&format!("--{long}")), "{args:?}: {text}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 200, "only {checked} refusals checked");
+        // The window size's pair, which no number parser reads.
+        let e = parse_from(["elbow", "--size", "-1x-1"]).unwrap_err().to_string();
+        assert!(e.contains("--size") && e.contains("from 320 to 16384"), "{e}");
     }
 
     #[test]

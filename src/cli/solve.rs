@@ -2,7 +2,8 @@
 //! error; on a chain (`--arm 3r|rail3`, three or more `--lengths`), every method's answers.
 
 use super::arm::chain_nets;
-use super::{AppArm, ArmChoice, Failure, count, parse_finite, print_json, seed};
+use super::number::target_coordinate;
+use super::{AppArm, ArmChoice, Failure, count, print_json, seed};
 use clap::Args;
 use elbow::chain::solve::{Effort, SolveSettings, net_needed, solutions};
 use elbow::chain::{ChainArm, Method};
@@ -16,11 +17,11 @@ use std::path::PathBuf;
 /// Arguments of `elbow solve`.
 #[derive(Debug, Args)]
 pub(crate) struct SolveArgs {
-    /// Target x, metres.
-    #[arg(allow_hyphen_values = true, value_parser = parse_finite)]
+    /// Target x, metres (within ±1e9).
+    #[arg(allow_hyphen_values = true, value_parser = target_coordinate)]
     x: f64,
-    /// Target y, metres.
-    #[arg(allow_hyphen_values = true, value_parser = parse_finite)]
+    /// Target y, metres (within ±1e9).
+    #[arg(allow_hyphen_values = true, value_parser = target_coordinate)]
     y: f64,
     #[command(flatten)]
     pub(crate) arm: ArmChoice,
@@ -127,7 +128,8 @@ fn run_two_link(args: &SolveArgs, arm: &elbow::TwoLinkArm) -> Result<(), String>
     if args.json {
         return print_json(&report);
     }
-    outln!("target ({}, {}) on arm l1={} l2={}", args.x, args.y, arm.l1(), arm.l2());
+    let num = elbow::stats::fmt_num;
+    outln!("target ({}, {}) on arm l1={} l2={}", num(args.x), num(args.y), arm.l1(), arm.l2());
     match b.unreachable {
         None => outln!("reachable"),
         Some((reason, d)) => {

@@ -29,6 +29,41 @@ pub use chain::{ChainConfig, ChainReport, chain};
 pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
 pub use tracking::{TrackingConfig, TrackingReport, tracking};
 
+/// The simulated plant time a run asks for, worked out before any work starts: the one measure
+/// of the plant experiments' work limits ([`degradation`](mod@degradation), [`tracking`](mod@tracking),
+/// [`randomization`](mod@randomization)). Plant time, not wall time: it does not depend on the
+/// machine, and the plant simulates it in sub-steps of [`SUBSTEP`](crate::plant::SUBSTEP)
+/// whatever the settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlantTime {
+    /// Seconds of plant time: exact, or an upper bound (`bound`) where each move counts at its
+    /// settle timeout ([`SETTLE_TIMEOUT`](crate::plant::SETTLE_TIMEOUT)), the most it can take.
+    pub seconds: f64,
+    /// Whether `seconds` is an upper bound ("up to") rather than exact.
+    pub bound: bool,
+    /// What makes it up, in words (`10 pipelines x 37 settings x 480 targets x 1 move of at
+    /// most 10 s`).
+    pub parts: String,
+}
+
+impl PlantTime {
+    /// Refuses a run above `limit` seconds of plant time in one sentence: the quantity, its unit,
+    /// what makes it up, the limit and `advice` (what to lower).
+    pub fn check(&self, limit: f64, advice: &str) -> Result<(), String> {
+        if self.seconds <= limit {
+            return Ok(());
+        }
+        let num = crate::stats::fmt_num;
+        Err(format!(
+            "this run would simulate {}{} s of plant time ({}), above the limit of {} s; {advice}",
+            if self.bound { "up to " } else { "" },
+            num(self.seconds),
+            self.parts,
+            num(limit)
+        ))
+    }
+}
+
 /// Why an experiment could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExperimentError {

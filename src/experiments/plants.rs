@@ -128,12 +128,15 @@ pub fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
     plant
 }
 
+/// The most Newton steps [`command_reaching`] takes, each one landing ([`landing`]).
+pub const REACH_STEPS: usize = 12;
+
 /// The command that brings the tip of `cfg`'s plant onto `target` from [`START`] on the `mode`
 /// branch: Newton steps on the true tip, from the nominal closed-form answer. `None` when the
 /// steps do not reach it within 0.1 mm (near the rim, or a branch the drawn plant lacks).
 pub fn command_reaching(arm: &TwoLinkArm, cfg: &PlantConfig, target: Point2, mode: ElbowMode) -> Option<Pose> {
     let mut q = solve_branches(arm, target).pose(mode);
-    for _ in 0..12 {
+    for _ in 0..REACH_STEPS {
         let miss = target - landing(cfg, q).tip();
         if miss.norm() < 1e-4 {
             return Some(q);

@@ -43,6 +43,12 @@ use super::plants::{clear_of_the_rim, gap_halved, landing};
 /// The most plant evaluations one run may make (plants × targets × pipelines × plant sets).
 pub const MAX_EVALUATIONS: usize = 20_000_000;
 
+/// Most simulated plant time one run may ask for, seconds, every landing counted at its settle
+/// timeout ([`RandomizationConfig::plant_time`]; the default run: up to 1.3e7 s, most of it the
+/// training data's Newton steps, in about 100 s on two cores), so a run at the limit takes some
+/// minutes.
+pub const MAX_PLANT_SECONDS: f64 = 5e7;
+
 /// What the experiment runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RandomizationConfig {
@@ -84,6 +90,40 @@ impl Default for RandomizationConfig {
             camera: Camera::default(),
             seed: 0,
             feedback: FeedbackConfig::default(),
+        }
+    }
+}
+
+impl RandomizationConfig {
+    /// The plant time the run simulates, at most: every landing (a move from rest that settles,
+    /// [`landing`]) counted at the settle timeout, over the training data (each target reached
+    /// on both branches by up to [`REACH_STEPS`](super::plants::REACH_STEPS) Newton steps, for
+    /// every head trained nominally and randomized), the evaluation (every pipeline on every
+    /// target of the nominal plant and of the plants inside and outside), and the feedback
+    /// head's training episodes (a reaching command and an observed move per move, trained
+    /// twice) and evaluation episodes (every feedback pipeline on every plant of the three sets).
+    pub fn plant_time(&self) -> super::PlantTime {
+        use super::plants::REACH_STEPS;
+        let f = |n: usize| n as f64;
+        let heads = self.heads.len();
+        let data = f(heads) * 2.0 * f(self.train.data_size) * 2.0 * f(REACH_STEPS);
+        let evaluation = f(1 + 2 * self.plants) * f(self.targets) * f(1 + 2 * heads);
+        let fb = self.feedback;
+        let episodes = 2.0 * f(fb.episodes) * f(fb.moves) * f(REACH_STEPS + 1);
+        let fb_evaluation = 3.0 * f(self.plants) * f(super::feedback::FeedbackPipeline::ALL.len()) * f(fb.moves);
+        let landings = data + evaluation + episodes + fb_evaluation;
+        let num = crate::stats::fmt_num;
+        super::PlantTime {
+            seconds: landings * crate::plant::SETTLE_TIMEOUT,
+            bound: true,
+            parts: format!(
+                "{} landings of at most {} s, the settle timeout: {} for the training data, {} for the evaluation, {} for the feedback head's episodes",
+                num(landings),
+                crate::plant::SETTLE_TIMEOUT,
+                num(data),
+                num(evaluation),
+                num(episodes + fb_evaluation)
+            ),
         }
     }
 }
@@ -271,8 +311,8 @@ fn measure(
     )
 }
 
-/// Runs the experiment. `progress(done, total)` is called after each training run and each
-/// measured pipeline; returning `false` stops the run with [`ExperimentError::Cancelled`].
+/// Runs the experiment. `progress(done, total)` is called after each data collection, each
+/// training run and each measured pipeline; returning `false` stops the run with [`ExperimentError::Cancelled`].
 pub fn randomization(
     cfg: &RandomizationConfig,
     mut progress: impl FnMut(usize, usize) -> bool,
@@ -305,13 +345,18 @@ pub fn randomization(
             "this run would make {evaluations} plant moves (the limit is {MAX_EVALUATIONS}); use fewer plants or targets"
         )));
     }
+    cfg.plant_time()
+        .check(MAX_PLANT_SECONDS, "use fewer plants, targets, training targets (--data-size) or feedback episodes")
+        .map_err(ExperimentError::Invalid)?;
     let mut train_cfg = cfg.train;
     for &head in &cfg.heads {
         train_cfg.head = head;
         train_cfg.validate()?;
     }
     cfg.feedback.validate()?;
-    let total = 2 * cfg.heads.len() + 3 * pipelines + 3;
+    // Stages: each head's data collected and trained, nominal and randomized; every pipeline on
+    // each plant set; the feedback comparison.
+    let total = 4 * cfg.heads.len() + 3 * pipelines + 3;
     let mut done = 0;
     // The heads trained each way, by training: [nominal, randomized].
     let mut trained: [Table<HeadKind, Option<LearnedModel>>; 2] = Default::default();
@@ -325,6 +370,7 @@ pub fn randomization(
                 randomized_samples = data.len();
             }
             runs.push((head, slot, tc, data));
+            done += 1;
             if !progress(done, total) {
                 return Err(ExperimentError::Cancelled);
             }

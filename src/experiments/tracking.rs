@@ -31,7 +31,7 @@ use crate::envelope::{Envelope, EnvelopeConfig};
 use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedModel};
 use crate::lineup::{Family, Lineup, Pipeline, Table};
-use crate::plant::{Body, MAX_LATENCY_MS, Plant, PlantConfig, SUBSTEP};
+use crate::plant::{Body, MAX_LATENCY_MS, Plant, PlantConfig};
 use crate::stats::json_numbers;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -53,9 +53,9 @@ pub const MAX_LAPS: usize = 100;
 pub const MAX_TRAIN_STEPS: usize = 10_000_000;
 /// Fewest control ticks in a lap: a lap shorter than this many control periods is not tracked.
 pub const MIN_TICKS_PER_LAP: f64 = 4.0;
-/// Most plant sub-steps of [`SUBSTEP`] one run may simulate, over every cell (about a minute of
-/// one core).
-pub const MAX_SUBSTEPS: u64 = 150_000_000;
+/// Most simulated plant time one run may ask for, seconds, over every cell (150 million
+/// sub-steps of [`SUBSTEP`](crate::plant::SUBSTEP): about a minute of one core, a control solve at every tick included).
+pub const MAX_PLANT_SECONDS: f64 = 150_000.0;
 /// The least R² of the latency fit for the claim's case to hold.
 pub const MIN_R_SQUARED: f64 = 0.9;
 
@@ -158,18 +158,31 @@ impl TrackingConfig {
         sorted_unique(self.speeds.iter().copied())
     }
 
-    /// Plant sub-steps the run simulates, over every pipeline, latency and speed.
-    pub fn substeps(&self) -> f64 {
+    /// The plant time the run simulates, exactly: every pipeline and latency runs `laps` laps at
+    /// each speed (a lap of the path's length over the speed).
+    pub fn plant_time(&self) -> super::PlantTime {
         let length = self.path.length();
-        let per_pipeline: f64 = self.speeds().iter().map(|v| self.laps as f64 * length / v / SUBSTEP).sum();
-        per_pipeline * self.latencies().len() as f64 * pipelines().len() as f64
+        let per_pipeline: f64 = self.speeds().iter().map(|v| self.laps as f64 * length / v).sum();
+        let (pipelines, latencies) = (pipelines().len(), self.latencies().len());
+        let laps: Vec<String> = self.speeds().iter().map(|v| format!("{:.3} s", length / v)).collect();
+        super::PlantTime {
+            seconds: per_pipeline * latencies as f64 * pipelines as f64,
+            bound: false,
+            parts: format!(
+                "{pipelines} pipelines x {latencies} latencies x {} laps of {} (the speeds {:?} m/s)",
+                self.laps,
+                laps.join(", "),
+                self.speeds()
+            ),
+        }
     }
 
     /// Checks every field, naming the first bad one in its unit: latencies from 0 to
     /// [`MAX_LATENCY_MS`] ms, speeds in `(0, `[`MAX_SPEED`]`]` m/s (1 to [`MAX_LEVELS`] of each),
     /// the rate from [`MIN_RATE`] to [`MAX_RATE`] Hz, laps and training steps, a path inside the
-    /// arm's reach, at least [`MIN_TICKS_PER_LAP`] control ticks per lap, and at most
-    /// [`MAX_SUBSTEPS`] plant sub-steps in all.
+    /// arm's reach, at least two points for the claim's fit (speeds x latencies above 0 ms), at
+    /// least [`MIN_TICKS_PER_LAP`] control ticks per lap, and at most
+    /// [`MAX_PLANT_SECONDS`] of plant time in all.
     pub fn validate(&self) -> Result<(), ExperimentError> {
         let bad = |m: String| Err(ExperimentError::Invalid(m));
         self.body.validate().map_err(ExperimentError::Invalid)?;
@@ -225,6 +238,16 @@ impl TrackingConfig {
                 out.x, out.y
             ));
         }
+        // The claim is fitted over (speed x latency) points, one per speed and latency above 0 ms;
+        // under two there is nothing to judge, and minutes of tracking would end in no verdict.
+        let points = self.speeds().len() * self.latencies().iter().filter(|&&l| l > 0.0).count();
+        if points < 2 {
+            return bad(format!(
+                "the run judges whether latency costs error in proportion to speed x delay, a fit over one point per speed and latency above 0 ms, and these settings give {points} (speeds {:?} m/s, latencies {:?} ms): nothing to judge; add a latency above 0 ms (0 ms, the baseline, always runs) or another speed",
+                self.speeds(),
+                self.latencies()
+            ));
+        }
         let fastest = self.speeds.iter().copied().fold(0.0, f64::max);
         let ticks = p.period_for(fastest) * self.rate;
         if ticks < MIN_TICKS_PER_LAP {
@@ -234,17 +257,9 @@ impl TrackingConfig {
                 self.rate
             ));
         }
-        let substeps = self.substeps();
-        if substeps > MAX_SUBSTEPS as f64 {
-            return bad(format!(
-                "the run would simulate {substeps:.3e} plant sub-steps of {} ms ({} pipelines x {} latencies x {} laps over speeds {:?} m/s), above the limit of {MAX_SUBSTEPS}; use faster or fewer speeds, fewer latencies or fewer laps",
-                SUBSTEP * 1e3,
-                pipelines().len(),
-                self.latencies().len(),
-                self.laps,
-                self.speeds()
-            ));
-        }
+        self.plant_time()
+            .check(MAX_PLANT_SECONDS, "use faster or fewer speeds, fewer latencies or fewer laps")
+            .map_err(ExperimentError::Invalid)?;
         Ok(())
     }
 }
@@ -605,7 +620,7 @@ mod tests {
             (TrackingConfig { rate: f64::INFINITY, ..ok.clone() }, "rate", "Hz"),
             (TrackingConfig { laps: 1, ..ok.clone() }, "laps", "warm-up"),
             (TrackingConfig { train_steps: 0, ..ok.clone() }, "train steps", "whole number"),
-            (TrackingConfig { speeds: vec![1e-4], ..ok.clone() }, "sub-steps", "m/s"),
+            (TrackingConfig { speeds: vec![1e-4], ..ok.clone() }, "plant time", "m/s"),
             (TrackingConfig { speeds: vec![5.0], rate: 1.0, ..ok.clone() }, "ticks", "Hz"),
             (
                 TrackingConfig { path: FigureEight { centre: [1.8, 0.0], amplitude: [0.4, 0.3] }, ..ok.clone() },

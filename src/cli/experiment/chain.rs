@@ -3,7 +3,7 @@
 //! posterior's.
 
 use crate::cli::figure::{Canvas, FONT, Output};
-use crate::cli::{Failure, INTERRUPTED_EXIT, count, print_json, signals};
+use crate::cli::{Failure, INTERRUPTED_EXIT, Range, count, print_json, real, signals};
 use clap::Args;
 use elbow::chain::nets::{Covariance, MAX_BLOCKS};
 use elbow::chain::{ArmKind, ChainArm, Method, Seeds};
@@ -31,13 +31,7 @@ impl std::str::FromStr for ChainLengths {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let v: Vec<f64> = s
-            .split(',')
-            .map(|p| match p.trim().parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(format!("`{}` is not a finite number", p.trim())),
-            })
-            .collect::<Result<_, _>>()?;
+        let v: Vec<f64> = s.split(',').map(crate::cli::parse_finite).collect::<Result<_, _>>()?;
         ChainArm::from_lengths(&v).map_err(|e| e.to_string())?;
         Ok(Self(v))
     }
@@ -110,14 +104,16 @@ pub(crate) struct ChainArgs {
     /// The flow networks' hidden activation: `tanh` or `relu`.
     #[arg(long, default_value_t = defaults().net.flow.activation)]
     flow_activation: Activation,
-    /// Success radius in metres.
-    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
+    /// Success radius in metres, in (0, 1].
+    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true,
+          value_parser = real(Range::above(0.0, elbow::experiments::chain::MAX_TOLERANCE, "m")))]
     tolerance: f64,
     /// The exact sampler's effective sample size per target, as a multiple of `--samples` (1 to 1000).
-    #[arg(long, default_value_t = defaults().solve.ess_factor, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = defaults().solve.ess_factor, allow_hyphen_values = true,
+          value_parser = real(Range::closed(1.0, 1000.0, "times --samples")))]
     ess_factor: f64,
     /// Seed of targets, training and sampling.
-    #[arg(long, default_value_t = defaults().seed)]
+    #[arg(long, default_value_t = defaults().seed, value_parser = crate::cli::seed)]
     seed: u64,
     /// No progress bar on stderr.
     #[arg(long)]

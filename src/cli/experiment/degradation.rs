@@ -2,12 +2,14 @@
 //! a table, JSON or CSV, and `--plot` draws it.
 
 use crate::cli::plot;
-use crate::cli::{ArmArgs, BodyArgs, Failure, Levels, SignedPair, count, print_json, progress_bar, seed};
+use crate::cli::{ArmArgs, BodyArgs, Failure, Levels, Range, SignedPair, count, print_json, progress_bar, real, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::catalog::{CatalogSummary, CatalogWriter};
 use elbow::experiments::degradation::{CatalogSink, Cell, Channel, ChannelLevels, OodKind, Protocol};
-use elbow::experiments::degradation::{MAX_CATALOG_BYTES, Progress, degradation_catalogued};
+use elbow::experiments::degradation::{
+    MAX_CATALOG_BYTES, MAX_OOD_FRACTION, MAX_TOLERANCE, Progress, degradation_catalogued,
+};
 use elbow::experiments::{DegradationConfig, DegradationReport};
 use elbow::files::AtomicFile;
 use elbow::kinematics::{Mismatch, Pose, Region};
@@ -94,11 +96,15 @@ pub(crate) struct DegradationArgs {
     #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
           allow_hyphen_values = true)]
     targets: usize,
-    /// Out-of-distribution targets per setting, as a fraction of `--targets`, shared among the sets.
-    #[arg(long, default_value_t = defaults().ood_fraction)]
+    /// Out-of-distribution targets per setting, as a fraction of `--targets` from 0 to 10, shared
+    /// among the sets.
+    #[arg(long, default_value_t = defaults().ood_fraction,
+          value_parser = real(Range::closed(0.0, MAX_OOD_FRACTION, "times --targets")))]
     ood_fraction: f64,
-    /// A tip error above this (metres) counts as a miss (and fails the post-move check).
-    #[arg(long, default_value_t = defaults().tolerance)]
+    /// A tip error above this (metres, in (0, 1000]) counts as a miss (and fails the post-move
+    /// check).
+    #[arg(long, default_value_t = defaults().tolerance,
+          value_parser = real(Range::above(0.0, MAX_TOLERANCE, "m")))]
     tolerance: f64,
     /// Outer corrections per target in the plant protocol, 0 to 10: after the servos settle on
     /// the goal, send `goal + (setpoint - measured)` and settle again (0: the plain goal).
@@ -126,14 +132,17 @@ pub(crate) struct DegradationArgs {
     #[arg(long, allow_hyphen_values = true,
           default_value_t = SignedPair(Mismatch::DEFAULT.joint_offsets.shoulder, Mismatch::DEFAULT.joint_offsets.elbow))]
     joint_offset: SignedPair,
-    /// Envelope: fastest joint speed, radians per second.
-    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_JOINT_SPEED)]
+    /// Envelope: fastest joint speed, radians per second, above 0 (`inf`: no limit).
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_JOINT_SPEED,
+          value_parser = real(Range::above(0.0, f64::INFINITY, "rad/s")))]
     max_joint_speed: f64,
-    /// Envelope: seconds between targets (the joint-step limit is speed x period).
-    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_CONTROL_PERIOD)]
+    /// Envelope: seconds between targets, above 0 (the joint-step limit is speed x period).
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_CONTROL_PERIOD,
+          value_parser = real(Range::above(0.0, f64::INFINITY, "s").below_hi()))]
     control_period: f64,
-    /// Envelope: trust region of the residual hybrid's correction, radians.
-    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_CORRECTION)]
+    /// Envelope: trust region of the residual hybrid's correction, radians, 0 or more.
+    #[arg(long, default_value_t = EnvelopeConfig::DEFAULT_MAX_CORRECTION,
+          value_parser = real(Range::closed(0.0, f64::INFINITY, "rad").below_hi()))]
     max_correction: f64,
     /// Seed of targets, training and noise.
     #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]

@@ -3,7 +3,7 @@
 
 mod plot;
 
-use crate::cli::{Failure, count, print_json};
+use crate::cli::{Failure, Range, count, print_json, real};
 use clap::Args;
 use elbow::experiments::feedback::{FeedbackConfig, FeedbackPipeline};
 use elbow::experiments::randomization::{PlantSet, RandomizationConfig, RandomizationReport, Ranges, randomization};
@@ -23,7 +23,7 @@ impl std::str::FromStr for Span {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (lo, hi) = super::super::parse_pair(s, "a range")?;
         if !(0.0 <= lo && lo <= hi) {
-            return Err(format!("a range must be `LO,HI` with 0 <= LO <= HI, got `{s}`"));
+            return Err(format!("a range must be `LO,HI` with 0 <= LO <= HI, got `{}`", crate::cli::shown(s)));
         }
         Ok(Span([lo, hi]))
     }
@@ -98,8 +98,10 @@ pub(crate) struct RandomizationArgs {
     #[arg(long, default_value_t = defaults().train.data_size, value_parser = count::<16, 1_000_000>,
           allow_hyphen_values = true)]
     data_size: usize,
-    /// A move landing further than this from its target failed, metres.
-    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true)]
+    /// A move landing further than this from its target failed, metres, in (0, 2] (the arm's
+    /// reach).
+    #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true,
+          value_parser = real(Range::above(0.0, defaults().train.arm.reach(), "m (the arm's reach)")))]
     tolerance: f64,
     /// Moves per episode on one plant for the feedback head, 2 to 50.
     #[arg(long, default_value_t = defaults().feedback.moves, value_parser = count::<2, 50>, allow_hyphen_values = true)]
@@ -112,7 +114,7 @@ pub(crate) struct RandomizationArgs {
           allow_hyphen_values = true)]
     episodes: usize,
     /// Seed of data, initialisation, plants and targets.
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::seed, allow_hyphen_values = true)]
     seed: u64,
     /// Print the report as JSON.
     #[arg(long)]

@@ -6,7 +6,7 @@
 //! The file format, the font and the atomic write come from [`crate::cli::figure`].
 
 use crate::cli::figure::{Canvas, FONT, Output};
-use crate::cli::{BodyArgs, Failure, count, print_json, seed};
+use crate::cli::{BodyArgs, Failure, Range, count, print_json, real, seed};
 use clap::Args;
 use elbow::experiments::tracking::{
     MAX_LEVELS, MAX_RATE, MAX_SPEED, MAX_TRAIN_STEPS, MIN_RATE, TrackingConfig, TrackingReport, tracking_observed,
@@ -20,23 +20,6 @@ fn defaults() -> TrackingConfig {
     TrackingConfig::default()
 }
 
-/// Parses a comma-separated list of 1 to [`MAX_LEVELS`] numbers, each in `lo..=hi` (`lo`
-/// excluded when `open`), naming the unit in the refusal.
-fn number_list(s: &str, lo: f64, open: bool, hi: f64, unit: &str) -> Result<Vec<f64>, String> {
-    let range = if open { format!("in ({lo}, {hi}] {unit}") } else { format!("from {lo} to {hi} {unit}") };
-    let parts: Vec<&str> = s.split(',').collect();
-    if parts.len() > MAX_LEVELS {
-        return Err(format!("must be 1 to {MAX_LEVELS} comma-separated numbers {range}, got {} values", parts.len()));
-    }
-    parts
-        .iter()
-        .map(|p| match p.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v <= hi && (v > lo || (!open && v == lo)) => Ok(v),
-            _ => Err(format!("each value must be a number {range}, got `{}`", p.trim())),
-        })
-        .collect()
-}
-
 /// Latencies in milliseconds (`0,33,67,133`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Latencies(Vec<f64>);
@@ -45,7 +28,7 @@ impl std::str::FromStr for Latencies {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        number_list(s, 0.0, false, MAX_LATENCY_MS, "ms").map(Latencies)
+        Range::closed(0.0, MAX_LATENCY_MS, "ms").parse_list(s, MAX_LEVELS).map(Latencies)
     }
 }
 
@@ -57,7 +40,7 @@ impl std::str::FromStr for Speeds {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        number_list(s, 0.0, true, MAX_SPEED, "m/s").map(Speeds)
+        Range::above(0.0, MAX_SPEED, "m/s").parse_list(s, MAX_LEVELS).map(Speeds)
     }
 }
 
@@ -77,14 +60,6 @@ impl std::fmt::Display for Speeds {
     }
 }
 
-/// Parses the control rate: a number from [`MIN_RATE`] to [`MAX_RATE`] Hz.
-fn rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (MIN_RATE..=MAX_RATE).contains(&v) => Ok(v),
-        _ => Err(format!("must be a number from {MIN_RATE} to {MAX_RATE} Hz, got `{}`", s.trim())),
-    }
-}
-
 /// Arguments of `elbow experiment tracking`.
 #[derive(Debug, Args)]
 pub(crate) struct TrackingArgs {
@@ -97,7 +72,8 @@ pub(crate) struct TrackingArgs {
     #[arg(long, value_name = "M_PER_S", default_value_t = Speeds(defaults().speeds), allow_hyphen_values = true)]
     speeds: Speeds,
     /// Control rate in Hz, 1 to 1000: one goal per tick.
-    #[arg(long, value_name = "HZ", default_value_t = defaults().rate, value_parser = rate, allow_hyphen_values = true)]
+    #[arg(long, value_name = "HZ", default_value_t = defaults().rate, value_parser = real(Range::closed(MIN_RATE, MAX_RATE, "Hz")),
+          allow_hyphen_values = true)]
     rate: f64,
     /// Laps per run, 2 to 100: the first is the warm-up, the last is scored.
     #[arg(long, default_value_t = defaults().laps, value_parser = count::<2, 100>, allow_hyphen_values = true)]
@@ -317,6 +293,7 @@ mod tests {
         for bad in ["0", "6", "inf", "a", "0.1,,0.2"] {
             assert!(bad.parse::<Speeds>().unwrap_err().contains("m/s"), "{bad}");
         }
+        let rate = real(Range::closed(MIN_RATE, MAX_RATE, "Hz"));
         assert!(rate("0.5").unwrap_err().contains("Hz") && rate("30").is_ok());
         let many = vec!["1"; 17].join(",");
         assert!(many.parse::<Latencies>().unwrap_err().contains("1 to 16"));
@@ -327,7 +304,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("elbow-tracking-late-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = check_path(&dir.join("t.svg")).expect("a writable folder at first");
-        let cfg = TrackingConfig { latencies_ms: vec![0.0], speeds: vec![2.0], train_steps: 1, ..defaults() };
+        let cfg = TrackingConfig { latencies_ms: vec![100.0], speeds: vec![2.0, 4.0], train_steps: 1, ..defaults() };
         let report = elbow::experiments::tracking(&cfg).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         let e = draw(&report, &out).unwrap_err();

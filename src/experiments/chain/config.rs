@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_TARGETS: usize = 100_000;
 /// The most samples per target.
 pub const MAX_SAMPLES: usize = 20_000;
+/// The widest success radius accepted, metres.
+pub const MAX_TOLERANCE: f64 = 1.0;
 /// The most kernel evaluations the posterior-mismatch sums of one run may need (about a
 /// minute on one core).
 pub const MAX_KERNEL_PAIRS: f64 = 3e10;
@@ -79,8 +81,9 @@ impl ChainConfig {
             return bad(format!("samples must be a whole number from 2 to {MAX_SAMPLES}, got {}", self.samples));
         }
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !(positive(self.tolerance) && self.tolerance <= 1.0) {
-            return bad(format!("tolerance must be a number in (0, 1] metres, got {}", self.tolerance));
+        if !(positive(self.tolerance) && self.tolerance <= MAX_TOLERANCE) {
+            let got = crate::stats::fmt_num(self.tolerance);
+            return bad(format!("tolerance must be a number in (0, {MAX_TOLERANCE}] metres, got {got}"));
         }
         self.solve.validate(self.tolerance).map_err(ExperimentError::Invalid)?;
         let k = &self.kernel.widths;

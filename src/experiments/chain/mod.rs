@@ -24,6 +24,6 @@ pub mod config;
 pub mod report;
 mod run;
 
-pub use config::{ChainConfig, MAX_KERNEL_PAIRS, MAX_SAMPLES, MAX_TARGETS};
+pub use config::{ChainConfig, MAX_KERNEL_PAIRS, MAX_SAMPLES, MAX_TARGETS, MAX_TOLERANCE};
 pub use report::{ChainReport, Demo, MethodRow, NetBudget};
 pub use run::{Progress, TIMED_SOLUTIONS, TrainedNets, chain, chain_observed, evaluate, train_nets};

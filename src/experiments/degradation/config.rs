@@ -3,8 +3,9 @@
 
 use super::channels::{Channel, ChannelLevels, OodKind, Perturbation};
 use crate::envelope::EnvelopeConfig;
+use crate::experiments::PlantTime;
 use crate::kinematics::{Mismatch, RealArm, Region, TwoLinkArm};
-use crate::plant::Body;
+use crate::plant::{Body, SETTLE_TIMEOUT};
 use serde::{Deserialize, Serialize};
 
 /// Which protocol a run follows.
@@ -120,6 +121,15 @@ pub const MAX_TARGETS: usize = 1_000_000;
 pub const MAX_TICKS_PER_SOLVER: u64 = 2_000_000;
 /// Most training steps per head.
 pub const MAX_TRAIN_STEPS: usize = 10_000_000;
+/// Most simulated plant time one run may ask for, seconds, every move counted at its settle
+/// timeout ([`DegradationConfig::plant_time`]; the default run: up to 1.8e6 s, of which its
+/// moves, 1 to 2 s each, use about 2.7e5 s in some 20 s on two cores). A run at the limit takes
+/// a few minutes; one whose every move ran to its timeout, about half an hour.
+pub const MAX_PLANT_SECONDS: f64 = 2e7;
+/// The largest miss tolerance accepted, metres.
+pub const MAX_TOLERANCE: f64 = 1e3;
+/// The most OOD targets per setting, as a multiple of the in-distribution targets.
+pub const MAX_OOD_FRACTION: f64 = 10.0;
 
 /// Why a degradation configuration was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -163,6 +173,10 @@ pub enum ConfigError {
         /// Ticks per target.
         per_target: usize,
     },
+    /// The plant protocol would simulate more plant time than a run may
+    /// ([`MAX_PLANT_SECONDS`]).
+    #[error("{0}")]
+    PlantTime(String),
     /// A mismatch level gives an arm that cannot exist.
     #[error(
         "{source_of_level} gives mismatch level {}, whose real arm cannot exist ({reason}); with this --length-error and --joint-offset the largest level is {}",
@@ -187,9 +201,26 @@ impl DegradationConfig {
         (self.targets as f64 * self.ood_fraction).round() as usize
     }
 
+    /// The plant protocol's simulated time, at most: every pipeline, plant setting and target
+    /// (OOD included), each send (the goal and every correction) settling for at most
+    /// [`SETTLE_TIMEOUT`]. Zero when the plant protocol does not run.
+    pub fn plant_time(&self) -> PlantTime {
+        let pipelines = super::pipelines().len();
+        let settings =
+            if self.protocol.runs_plant() { super::channels::settings(&self.levels, &Channel::ALL).len() } else { 0 };
+        let targets = self.targets + self.ood_targets();
+        let sends = self.corrections + 1;
+        let seconds = (pipelines * settings) as f64 * targets as f64 * sends as f64 * SETTLE_TIMEOUT;
+        let parts = format!(
+            "{pipelines} pipelines x {settings} plant settings x {targets} targets x {sends} move(s) of at most {SETTLE_TIMEOUT} s, the settle timeout"
+        );
+        PlantTime { seconds, bound: true, parts }
+    }
+
     /// Checks every field, with an error naming the first bad one; also refuses runs above
-    /// [`MAX_TICKS_PER_SOLVER`] moves per solver.
+    /// [`MAX_TICKS_PER_SOLVER`] moves per solver or [`MAX_PLANT_SECONDS`] of plant time.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let num = crate::stats::fmt_num;
         for ch in Channel::ALL {
             let levels = self.levels.of(ch);
             if levels.is_empty() || levels.len() > MAX_LEVELS {
@@ -204,7 +235,7 @@ impl DegradationConfig {
             for ch in Channel::ALL.into_iter().filter(|&c| c != Channel::Combined) {
                 let top = self.levels.of(ch).iter().copied().fold(0.0, f64::max);
                 let level = ch.combined_level(fraction, top);
-                ch.check_level(level).map_err(|e| ConfigError::Level(format!("combined x{fraction}: {e}")))?;
+                ch.check_level(level).map_err(|e| ConfigError::Level(format!("--combined {}: {e}", num(fraction))))?;
             }
         }
         let range = |what, range, ok: bool, got: String| {
@@ -212,8 +243,13 @@ impl DegradationConfig {
         };
         self.body.validate().map_err(ConfigError::Body)?;
         range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
-        range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
-        range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
+        range(
+            "ood fraction",
+            "[0, 10]",
+            (0.0..=MAX_OOD_FRACTION).contains(&self.ood_fraction),
+            num(self.ood_fraction),
+        )?;
+        range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= MAX_TOLERANCE, num(self.tolerance))?;
         range("corrections", "0..=10", self.corrections <= 10, self.corrections.to_string())?;
         range(
             "train steps",
@@ -223,14 +259,14 @@ impl DegradationConfig {
         )?;
         let e = &self.envelope;
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), e.max_fk_miss.to_string())?;
-        range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, e.max_joint_speed.to_string())?;
-        range("control period", "(0, inf)", positive(e.control_period), e.control_period.to_string())?;
+        range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), num(e.max_fk_miss))?;
+        range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, num(e.max_joint_speed))?;
+        range("control period", "(0, inf)", positive(e.control_period), num(e.control_period))?;
         range(
             "max correction",
             "[0, inf)",
             e.max_correction >= 0.0 && e.max_correction.is_finite(),
-            e.max_correction.to_string(),
+            num(e.max_correction),
         )?;
         let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
         let scales =
@@ -264,6 +300,9 @@ impl DegradationConfig {
                 return Err(ConfigError::TooMuchWork { ticks, settings, targets, per_target });
             }
         }
+        self.plant_time()
+            .check(MAX_PLANT_SECONDS, "use fewer targets, levels or corrections")
+            .map_err(ConfigError::PlantTime)?;
         Ok(())
     }
 }

@@ -21,7 +21,9 @@ pub mod verdict;
 
 pub use catalog::{CATALOG_VERSION, FailureRecord, Finding, MAX_CATALOG_BYTES, ReplayOutcome, replay, replay_traced};
 pub use channels::{Channel, ChannelLevels, OodKind, Perturbation, Setting, Split};
-pub use config::{ConfigError, DegradationConfig, MAX_LEVELS, Protocol};
+pub use config::{
+    ConfigError, DegradationConfig, MAX_LEVELS, MAX_OOD_FRACTION, MAX_PLANT_SECONDS, MAX_TOLERANCE, Protocol,
+};
 pub use protocol::{MoveTrace, PlantTrace, Tick};
 pub use report::{Cell, CheckRates, DegradationReport};
 pub use verdict::{Case, Claim, Verdict};
