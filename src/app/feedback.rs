@@ -139,12 +139,13 @@ fn train(
             let tc = TrainConfig { arm, steps: 4_000, ..TrainConfig::default() };
             let mut keep_going = || !stop.load(Ordering::Relaxed);
             train_feedback_head(&tc, &FeedbackConfig::default(), &Ranges::TRAINING, Camera::default(), &mut keep_going)
+                .map(|(head, samples, _)| (head, samples))
                 .map_err(|e| e.to_string())
         });
     }
     let key = lab.requests;
     match job.0.poll(&key) {
-        Some(Ok(Ok((head, samples, _)))) => {
+        Some(Ok(Ok((head, samples)))) => {
             lab.head = Some(head);
             lab.samples = samples;
             lab.training = None;
