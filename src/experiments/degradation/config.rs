@@ -120,6 +120,14 @@ pub const MAX_TARGETS: usize = 1_000_000;
 pub const MAX_TICKS_PER_SOLVER: u64 = 2_000_000;
 /// Most training steps per head.
 pub const MAX_TRAIN_STEPS: usize = 10_000_000;
+/// The envelope's slowest joint-speed limit, rad/s (infinite: no limit).
+pub const MIN_JOINT_SPEED: f64 = 1e-3;
+/// The envelope's fastest finite joint-speed limit, rad/s.
+pub const MAX_JOINT_SPEED: f64 = 1e4;
+/// The shortest control period, seconds: the plant's step.
+pub const MIN_CONTROL_PERIOD: f64 = 1e-3;
+/// The longest control period, seconds (an hour).
+pub const MAX_CONTROL_PERIOD: f64 = 3600.0;
 
 /// Why a degradation configuration was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -213,7 +221,7 @@ impl DegradationConfig {
         self.body.validate().map_err(ConfigError::Body)?;
         range("targets", "1..=1000000", (1..=MAX_TARGETS).contains(&self.targets), self.targets.to_string())?;
         range("ood fraction", "[0, 10]", (0.0..=10.0).contains(&self.ood_fraction), self.ood_fraction.to_string())?;
-        range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= 1e3, self.tolerance.to_string())?;
+        range("tolerance", "[1e-9, 1e3] m", (1e-9..=1e3).contains(&self.tolerance), self.tolerance.to_string())?;
         range("corrections", "0..=10", self.corrections <= 10, self.corrections.to_string())?;
         range(
             "train steps",
@@ -224,8 +232,11 @@ impl DegradationConfig {
         let e = &self.envelope;
         let positive = |v: f64| v.is_finite() && v > 0.0;
         range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), e.max_fk_miss.to_string())?;
-        range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, e.max_joint_speed.to_string())?;
-        range("control period", "(0, inf)", positive(e.control_period), e.control_period.to_string())?;
+        let speed = e.max_joint_speed;
+        let speed_ok = (MIN_JOINT_SPEED..=MAX_JOINT_SPEED).contains(&speed) || speed == f64::INFINITY;
+        range("max joint speed", "[1e-3, 1e4] rad/s, or inf (no limit)", speed_ok, speed.to_string())?;
+        let period_ok = (MIN_CONTROL_PERIOD..=MAX_CONTROL_PERIOD).contains(&e.control_period);
+        range("control period", "[1e-3, 3600] s", period_ok, e.control_period.to_string())?;
         range(
             "max correction",
             "[0, inf)",
