@@ -15,8 +15,8 @@ chain, the backlash hinge) on two servos much stiffer than the SO-101's STS3215:
 
 The issue's servo is a relay oscillator: a 0.5 rad step crosses its 0.01 rad linear band at
 290 rad/s and swings on past the goal, and the figure eight's 30 Hz goal jumps (about 0.02 rad)
-leave the band too. Its traces are chaotic: 2r_issue_track_0ms's largest tip error moves 41 %
-between timesteps 1e-5 and 5e-6 s. So the steps and two tracking runs are on the industrial
+leave the band too. Its traces are chaotic: 2r_issue_track_0ms's mean tip error moves 12 % at
+2e-5 s and its largest 13 % at 5e-6 s. So the steps and two tracking runs are on the industrial
 servo, whose traces converge, and 2r_issue_track_0ms is kept to show what the issue's servo does
 (only its mean error, a time average, is compared, loosely).
 

@@ -23,6 +23,12 @@
 //! the torque limit raised to 1e6 N m so that it never acts, gravity off) and asserts the
 //! comparison then fails: each tolerance is tight enough to see that parameter.
 //!
+//! Stiff servos (issue 48): `reference/mujoco_stiff.py` writes the same arms on a servo six times
+//! stiffer than our 1 ms step resolves unsplit (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
+//! (the same with kv 400), in MuJoCo at 1e-5 s, with `stiff_summary.json`; the replays here
+//! judge them within the same tolerances (steps sampled every 1 ms), and broken plants (kv
+//! 2.731) fail them. Seen failing with the step's splitting switched off.
+//!
 //! One known difference is compared around, not through: MuJoCo's friction loss is a soft
 //! constraint that creeps to the goal, ours sticks (at most loss / kp short). The backlash play's
 //! stops are soft in both (MuJoCo's default joint limit), and match.

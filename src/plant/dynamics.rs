@@ -18,6 +18,11 @@
 //! pushes, and softly, as MuJoCo's default joint limit does (a gear mesh gives a little). The mass matrix and the bias forces (Coriolis, centrifugal, gravity) come from the
 //! recursive Newton-Euler algorithm. Every operation is plain `f64` arithmetic in a fixed order:
 //! a run is reproducible bit for bit.
+//!
+//! The position gain acts explicitly, so a servo too stiff for the step would diverge: a step
+//! is split into equal sub-steps when it must ([`Multibody::splits`], [`STABLE`], [`MAX_TURN`]),
+//! which the SO-101's servos never need, and [`Servo::validate`] refuses what [`MAX_SPLIT`]
+//! sub-steps cannot resolve.
 
 // Dense small-matrix algebra (the mass matrix, its Cholesky factor, the impulse sweeps) reads
 // best with the indices of the formulas it implements.

@@ -21,7 +21,9 @@
 //! noise, a calibration offset and a frame rate. Every random draw comes from the plant's own
 //! seeded generators (one per sensor, so adding a camera leaves the encoder noise stream
 //! unchanged), and time advances in fixed sub-steps of [`SUBSTEP`] seconds whatever the caller's
-//! step: the same goals at the same times give the same arm, bit for bit.
+//! step (the dynamics split one further for a servo too stiff for it): the same goals at the
+//! same times give the same arm, bit for bit. Every quantity a user sets has a physical range
+//! ([`PlantConfig::validate`]), within which the plant stays finite.
 
 pub mod dynamics;
 
