@@ -89,8 +89,8 @@ def quat_z(a):
     return "%.17g 0 0 %.17g" % (math.cos(a / 2), math.sin(a / 2))
 
 
-def plant_xml(arm, gravity=False, dt=DT, frictionloss=STS3215["frictionloss"], backlash=False):
-    s = STS3215
+def plant_xml(arm, gravity=False, dt=DT, frictionloss=STS3215["frictionloss"], backlash=False, servo=None):
+    s = servo or STS3215
     g = -GRAVITY if gravity else 0.0
     bodies, close = [], []
     for k in range(arm.n):
@@ -123,6 +123,7 @@ class Plant:
     def __init__(self, arm, dt=DT, **kw):
         self.arm, self.dt = arm, dt
         self.backlash = kw.get("backlash", False)
+        self.fmax = (kw.get("servo") or STS3215)["fmax"]
         self.m = mujoco.MjModel.from_xml_string(plant_xml(arm, dt=dt, **kw))
         self.d = mujoco.MjData(self.m)
         self.qadr = [self.m.jnt_qposadr[self.m.joint("j%d" % (k + 1)).id] for k in range(arm.n)]
@@ -166,7 +167,7 @@ def run(plant, duration, goal_at_step=None, target=None):
         if goal_at_step and n in goal_at_step:
             plant.d.ctrl[:] = goal_at_step[n]
         mujoco.mj_step(plant.m, plant.d)
-        sat += np.abs(plant.d.actuator_force) >= STS3215["fmax"] - 1e-9
+        sat += np.abs(plant.d.actuator_force) >= plant.fmax - 1e-9
     return np.array(rows), sat
 
 

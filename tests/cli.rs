@@ -616,10 +616,10 @@ fn physical_quantities_are_refused_in_their_units_before_any_work() {
     for (args, needle) in [
         (
             &["experiment", "degradation", "--link-mass", "-1,0.05"][..],
-            "--link-mass <LINK_MASS>': must be a number in (0, 1000] kg",
+            "--link-mass <LINK_MASS>': must be a number from 1e-6 to 1000 kg",
         ),
         (&["experiment", "degradation", "--link-mass", "0.05"][..], "--link-mass takes two masses"),
-        (&["experiment", "degradation", "--kp", "0"][..], "--kp <KP>': must be a number in (0, 1e6] N m/rad"),
+        (&["experiment", "degradation", "--kp", "0"][..], "--kp <KP>': must be a number from 0.001 to 1e6 N m/rad"),
         (&["experiment", "tracking", "--torque-limit", "inf"][..], "--torque-limit"),
         (&["experiment", "tracking", "--armature", "-0.1"][..], "armature"),
         (&["experiment", "tracking", "--latency", "nan"][..], "latency"),

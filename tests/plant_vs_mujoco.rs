@@ -23,6 +23,12 @@
 //! the torque limit raised to 1e6 N m so that it never acts, gravity off) and asserts the
 //! comparison then fails: each tolerance is tight enough to see that parameter.
 //!
+//! Stiff servos (issue 48): `reference/mujoco_stiff.py` writes the same arms on a servo six times
+//! stiffer than our 1 ms step resolves unsplit (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
+//! (the same with kv 400), in MuJoCo at 1e-5 s, with `stiff_summary.json`; the replays here
+//! judge them within the same tolerances (steps sampled every 1 ms), and broken plants (kv
+//! 2.731) fail them. Seen failing with the step's splitting switched off.
+//!
 //! One known difference is compared around, not through: MuJoCo's friction loss is a soft
 //! constraint that creeps to the goal, ours sticks (at most loss / kp short). The backlash play's
 //! stops are soft in both (MuJoCo's default joint limit), and match.
@@ -43,14 +49,15 @@ use elbow::plant::{Plant, PlantConfig, SUBSTEP, serial_model};
 use elbow::{Pose, TwoLinkArm};
 use serde_json::Value;
 
-/// The CSV's sample period, seconds.
+/// The sample period of most CSVs, seconds (the stiff servos' steps are sampled every 1 ms; each
+/// replay samples as its CSV does, [`Csv::sample`]).
 const SAMPLE: f64 = 0.005;
 
 /// Settling time and overshoot: within 10 % of MuJoCo's.
 const REL: f64 = 0.10;
 /// The absolute floor of the settling-time tolerance, seconds: one sample period, the resolution
-/// of the samples the metric is read from (it only matters for a settling time under 50 ms,
-/// which no scenario has).
+/// of the samples the metric is read from (it only matters for a settling time under 10 sample
+/// periods: the stiff servos' steps, sampled every 1 ms, settle in 3 to 14 ms).
 const SETTLING_FLOOR: f64 = SAMPLE;
 /// The absolute floor of the overshoot tolerance, rad: 0.1 mrad, twice the STS3215's stick band
 /// (`frictionloss / kp` = 0.052 mrad), below which an overshoot is where friction happened to
@@ -59,7 +66,7 @@ const SETTLING_FLOOR: f64 = SAMPLE;
 const OVERSHOOT_FLOOR: f64 = 1e-4;
 /// The absolute floor of the saturated-time tolerance, seconds: one sample period (our sub-step
 /// is 1 ms, MuJoCo's 0.2 ms, so a few sub-steps at the limit, as a servo that MuJoCo never
-/// saturates may show, stay within it).
+/// saturates may show, stay within it; 1 ms for the stiff servos' steps).
 const SATURATION_FLOOR: f64 = SAMPLE;
 /// Final tip error and gravity sag at the tip: within 0.5 mm of MuJoCo's.
 const TIP_MM: f64 = 0.5;
@@ -140,6 +147,16 @@ impl Csv {
         self.rows[self.rows.len() - 1][0]
     }
 
+    /// The sample period, seconds (to the microsecond).
+    fn sample(&self) -> f64 {
+        ((self.rows[1][0] - self.rows[0][0]) * 1e6).round() * 1e-6
+    }
+
+    /// The length and the sample period, seconds.
+    fn span(&self) -> (f64, f64) {
+        (self.duration(), self.sample())
+    }
+
     /// Panics unless the `# ` line states every one of `words`.
     fn expect_setup(&self, words: &[&str]) {
         for w in words {
@@ -156,10 +173,20 @@ fn summary() -> &'static Value {
     })
 }
 
-/// MuJoCo's metrics of `file`.
+/// `stiff_summary.json`: the stiff servos' files (`reference/mujoco_stiff.py`).
+fn stiff_summary() -> &'static Value {
+    static S: OnceLock<Value> = OnceLock::new();
+    S.get_or_init(|| {
+        let text = std::fs::read_to_string(data_dir().join("stiff_summary.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    })
+}
+
+/// MuJoCo's metrics of `file`, from summary.json or stiff_summary.json.
 fn expected(file: &str) -> &'static Value {
     let v = &summary()["files"][file];
-    assert!(v.is_object(), "summary.json has no {file}");
+    let v = if v.is_object() { v } else { &stiff_summary()["files"][file] };
+    assert!(v.is_object(), "neither summary.json nor stiff_summary.json has {file}");
     v
 }
 
@@ -327,13 +354,14 @@ fn assert_caught(title: &str, checks: &[Check]) {
 }
 
 /// The settling time and overshoot of a stepped joint, judged; its rise time, printed.
-fn stepped_checks(joint: &str, ours: StepMetrics, mujoco: &Value) -> Vec<Check> {
+/// Floors in sample periods scale with the trace's (`sample` seconds).
+fn stepped_checks(joint: &str, ours: StepMetrics, mujoco: &Value, sample: f64) -> Vec<Check> {
     vec![
         Check::new(
             format!("{joint} settling_time_s"),
             ours.settling,
             num(&mujoco["settling_time_s"]),
-            Tol::Rel(REL, SETTLING_FLOOR),
+            Tol::Rel(REL, SETTLING_FLOOR * sample / SAMPLE),
         ),
         Check::new(
             format!("{joint} overshoot_rad"),
@@ -351,7 +379,8 @@ fn saturation_checks(ours: &Trace, mujoco: &Value) -> Vec<Check> {
         .into_iter()
         .enumerate()
         .map(|(k, m)| {
-            Check::new(format!("saturated_time_s[{k}]"), ours.saturated[k], m, Tol::Rel(REL, SATURATION_FLOOR))
+            let floor = SATURATION_FLOOR * ours.sample / SAMPLE;
+            Check::new(format!("saturated_time_s[{k}]"), ours.saturated[k], m, Tol::Rel(REL, floor))
         })
         .collect()
 }
@@ -372,6 +401,8 @@ struct Trace {
     widest_play: f64,
     /// Time each servo spent at its torque limit (its torque clamped), seconds.
     saturated: Vec<f64>,
+    /// The sample period, seconds.
+    sample: f64,
 }
 
 impl Trace {
@@ -393,7 +424,8 @@ impl Trace {
 fn write_ours(file: &str, trace: &Trace) {
     let Some(dir) = std::env::var_os("ELBOW_TRACE_DIR") else { return };
     let columns = Csv::load(file).columns;
-    let mut text = format!("# ours: Elbow's plant replaying {file}, samples every {SAMPLE} s\n{}\n", columns.join(","));
+    let mut text =
+        format!("# ours: Elbow's plant replaying {file}, samples every {} s\n{}\n", trace.sample, columns.join(","));
     for (i, &t) in trace.t.iter().enumerate() {
         let value = |c: &str| match c {
             "t" => t,
@@ -415,10 +447,10 @@ fn write_ours(file: &str, trace: &Trace) {
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// Sub-steps per sample.
-fn stride() -> usize {
-    let s = (SAMPLE / SUBSTEP).round() as usize;
-    assert!((s as f64 * SUBSTEP - SAMPLE).abs() < 1e-12, "the sub-step divides the sample period");
+/// Sub-steps per sample of `sample` seconds.
+fn stride(sample: f64) -> usize {
+    let s = (sample / SUBSTEP).round() as usize;
+    assert!(s >= 1 && (s as f64 * SUBSTEP - sample).abs() < 1e-12, "the sub-step divides the sample period");
     s
 }
 
@@ -439,12 +471,17 @@ fn fk_2r(q: &[f64]) -> [f64; 2] {
     xy(TwoLinkArm::default().tip(Pose::new(q[0], q[1])))
 }
 
-/// Runs our plant `cfg` from rest at `start` for `duration` s; `goal_at(n)` is the goal sent
-/// just before sub-step `n` (which starts at `n · SUBSTEP`), if any.
-fn run_plant(cfg: PlantConfig, start: Pose, duration: f64, mut goal_at: impl FnMut(usize) -> Option<Pose>) -> Trace {
+/// Runs our plant `cfg` from rest at `start` for `duration` s sampled every `sample` s;
+/// `goal_at(n)` is the goal sent just before sub-step `n` (which starts at `n · SUBSTEP`), if any.
+fn run_plant(
+    cfg: PlantConfig,
+    start: Pose,
+    (duration, sample): (f64, f64),
+    mut goal_at: impl FnMut(usize) -> Option<Pose>,
+) -> Trace {
     let mut p = Plant::new(cfg, start);
-    let (n_end, stride) = (ticks(duration), stride());
-    let mut trace = Trace { saturated: vec![0.0; 2], ..Trace::default() };
+    let (n_end, stride) = (ticks(duration), stride(sample));
+    let mut trace = Trace { saturated: vec![0.0; 2], sample, ..Trace::default() };
     for n in 0..=n_end {
         let play = p.actual_pose() - p.link_pose();
         trace.widest_play = trace.widest_play.max(play.max_abs());
@@ -491,14 +528,14 @@ fn so101_tip(model: &Multibody, q: &[f64]) -> [f64; 2] {
 }
 
 /// Runs the so101 model from rest at `q0` with its goal there: `settle` s unrecorded, then the
-/// goal `goal` and `duration` s sampled every 5 ms (t = 0 at the settled state).
-fn run_so101(model: &Multibody, q0: [f64; 3], settle: f64, goal: [f64; 3], duration: f64) -> Trace {
+/// goal `goal` and `duration` s sampled every `sample` s (t = 0 at the settled state).
+fn run_so101(model: &Multibody, q0: [f64; 3], settle: f64, goal: [f64; 3], (duration, sample): (f64, f64)) -> Trace {
     let mut state = State::at_rest(&q0);
     for _ in 0..ticks(settle) {
         model.step(&mut state, &q0, SUBSTEP);
     }
-    let (n_end, stride) = (ticks(duration), stride());
-    let mut trace = Trace { saturated: vec![0.0; 3], ..Trace::default() };
+    let (n_end, stride) = (ticks(duration), stride(sample));
+    let mut trace = Trace { saturated: vec![0.0; 3], sample, ..Trace::default() };
     for n in 0..=n_end {
         if n % stride == 0 {
             trace.t.push(n as f64 * SUBSTEP);
@@ -531,9 +568,8 @@ fn two_link_step_checks(file: &str, cfg: PlantConfig, servo_tip: bool) -> (Vec<C
     let csv = Csv::load(file);
     let exp = expected(file);
     let (start, goal) = (nums(&exp["q_start"]), nums(&exp["goal"]));
-    let trace = run_plant(cfg, Pose::new(start[0], start[1]), csv.duration(), |n| {
-        (n == 0).then(|| Pose::new(goal[0], goal[1]))
-    });
+    let trace =
+        run_plant(cfg, Pose::new(start[0], start[1]), csv.span(), |n| (n == 0).then(|| Pose::new(goal[0], goal[1])));
     let stepped: Vec<(usize, &Value)> = match exp.get("stepped_joint") {
         Some(j) => vec![(j.as_u64().unwrap() as usize - 1, &exp["stepped"])],
         None => (0..2).map(|k| (k, &exp["stepped"][(k + 1).to_string()])).collect(),
@@ -541,7 +577,7 @@ fn two_link_step_checks(file: &str, cfg: PlantConfig, servo_tip: bool) -> (Vec<C
     let mut checks = Vec::new();
     for (k, mujoco) in stepped {
         let ours = step_metrics(&trace.t, &trace.joint(k), start[k], goal[k]);
-        checks.extend(stepped_checks(&format!("q{}", k + 1), ours, mujoco));
+        checks.extend(stepped_checks(&format!("q{}", k + 1), ours, mujoco, csv.sample()));
     }
     checks.extend(saturation_checks(&trace, exp));
     let ours_tip = dist_mm(fk_2r(trace.last_q()), fk_2r(&goal));
@@ -583,7 +619,7 @@ fn two_link_hold_checks(cfg: PlantConfig) -> (Vec<Check>, Trace) {
     let csv = Csv::load(file);
     let exp = expected(file);
     let goal = nums(&exp["goal"]);
-    let trace = run_plant(cfg, Pose::new(goal[0], goal[1]), csv.duration(), |_| None);
+    let trace = run_plant(cfg, Pose::new(goal[0], goal[1]), csv.span(), |_| None);
     (hold_checks(&trace, &goal, fk_2r(&goal), exp), trace)
 }
 
@@ -621,7 +657,7 @@ fn tracking_checks(file: &str, latency_ms: f64, cfg: PlantConfig) -> (Vec<Check>
         }
     }
     let cfg = PlantConfig { latency_ms, ..cfg };
-    let trace = run_plant(cfg, ik_2r(fig8(0.0)), duration, |n| schedule[n]);
+    let trace = run_plant(cfg, ik_2r(fig8(0.0)), csv.span(), |n| schedule[n]);
     let target: Vec<[f64; 2]> = trace.t.iter().map(|&t| fig8(t)).collect();
     let (mean, max) = tracking_error_mm(&trace.t, &trace.tip, &target);
     let mut checks = vec![
@@ -643,13 +679,13 @@ fn so101_step_checks(file: &str, servo: &Servo) -> (Vec<Check>, Trace) {
     goal[k] += 0.5;
     assert_eq!(nums(&exp["goal"]), goal.to_vec(), "{file}");
     let model = so101_model(servo, true);
-    let trace = run_so101(&model, q0, 1.0, goal, csv.duration());
+    let trace = run_so101(&model, q0, 1.0, goal, csv.span());
     let start = trace.q[0].clone();
     let mut checks: Vec<Check> = (0..3)
         .map(|j| Check::new(format!("q_start[{j}] (settled sag)"), start[j], num(&exp["q_start"][j]), Tol::Info))
         .collect();
     let ours = step_metrics(&trace.t, &trace.joint(k), start[k], goal[k]);
-    checks.extend(stepped_checks(&format!("q{}", k + 1), ours, &exp["stepped"]));
+    checks.extend(stepped_checks(&format!("q{}", k + 1), ours, &exp["stepped"], csv.sample()));
     checks.extend(saturation_checks(&trace, exp));
     let tip_goal = so101_tip(&model, &goal);
     checks.push(Check::new(
@@ -671,7 +707,7 @@ fn so101_hold_checks(gravity: bool) -> (Vec<Check>, Trace) {
         assert!((ours - theirs).abs() < 1e-5, "{file}: goal {goal:?}");
     }
     let model = so101_model(&Servo::STS3215, gravity);
-    let trace = run_so101(&model, goal, 0.0, goal, csv.duration());
+    let trace = run_so101(&model, goal, 0.0, goal, csv.span());
     (hold_checks(&trace, &goal, so101_tip(&model, &goal), exp), trace)
 }
 
@@ -944,8 +980,8 @@ fn rail3_plant(rail: Servo, gravity: bool, x0: &[f64]) -> Plant {
 /// Our trace of the rail3 plant from rest at `x0` (goal there), the goal `goal` from t = 0.
 fn run_rail3(mut plant: Plant, goal: &[f64], duration: f64) -> Trace {
     plant.command_x(goal);
-    let (n_end, stride) = (ticks(duration), stride());
-    let mut trace = Trace::default();
+    let (n_end, stride) = (ticks(duration), stride(SAMPLE));
+    let mut trace = Trace { sample: SAMPLE, ..Trace::default() };
     for n in 0..=n_end {
         if n % stride == 0 {
             trace.t.push(n as f64 * SUBSTEP);
@@ -1024,4 +1060,116 @@ fn a_chain_on_a_rail_matches_mujoco() {
     let no_kv = Servo { kv: 0.0, ..elbow::plant::RAIL_SERVO };
     assert_caught("rail3 step, rail kv = 0", &rail3_step_checks(no_kv));
     assert_caught("rail3 hold, gravity off", &rail3_hold_checks(false));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stiff servos: `reference/mujoco_stiff.py`, far stiffer than the 1 ms step, which our plant
+// splits into sub-steps (`Multibody::splits`)
+// ---------------------------------------------------------------------------------------------
+
+/// The servo of issue 48, `--kp 1e6 --torque-limit 1e4` on the command line's body (the STS3215
+/// without friction otherwise): six times stiffer than a 1 ms explicit step resolves, and almost
+/// undamped.
+const ISSUE_SERVO: Servo =
+    Servo { kp: 1e6, kv: 2.731, torque_limit: 1e4, damping: 0.60, armature: 0.028, frictionloss: 0.0 };
+/// The same with a stiff industrial drive's velocity gain.
+const INDUSTRIAL_SERVO: Servo = Servo { kv: 400.0, ..ISSUE_SERVO };
+
+/// Every stiff file's set-up, as its `# ` line states it (and its servo's, below).
+const STIFF_SETUP: &[&str] = &["timestep 1e-05 s", "integrator implicitfast"];
+const TWO_LINK_ARM: &str =
+    "2r arm l=[1,1] m=[0.05,0.05] com=[(0.5,0),(0.5,0)] izz=[0.00416666667,0.00416666667] o=[0,0]; gravity off";
+const ISSUE_SETUP: &str = "issue servo: servo kp 1e+06 N m/rad kv 2.731 N m s/rad forcerange +-10000 N m damping 0.6 N m s/rad armature 0.028 kg m^2 frictionloss 0 N m";
+const INDUSTRIAL_SETUP: &str = "industrial servo: servo kp 1e+06 N m/rad kv 400 N m s/rad forcerange +-10000 N m damping 0.6 N m s/rad armature 0.028 kg m^2 frictionloss 0 N m";
+
+/// The industrial servo with the issue's velocity gain: it rings where the industrial one is
+/// damped.
+fn issue_kv() -> Servo {
+    Servo { kv: ISSUE_SERVO.kv, ..INDUSTRIAL_SERVO }
+}
+
+#[test]
+fn two_link_steps_on_a_stiff_servo_match_mujoco() {
+    for (file, setup) in [
+        ("2r_stiff_step_j1.csv", "at t=0 goal of joint 1 steps +0.5 rad; 1 s"),
+        ("2r_stiff_large_move.csv", "at t=0 goal (1.0,0.5) on both joints; 1 s"),
+        ("2r_stiff_backlash.csv", "backlash hinge after each servo joint (damping 0.01, frictionloss 0, armature 0.01"),
+    ] {
+        let csv = Csv::load(file);
+        csv.expect_setup(STIFF_SETUP);
+        csv.expect_setup(&[TWO_LINK_ARM, INDUSTRIAL_SETUP, setup, "samples every 0.001 s"]);
+        let backlash = if file.contains("backlash") { BACKLASH } else { 0.0 };
+        let cfg = PlantConfig { backlash, ..two_link(INDUSTRIAL_SERVO) };
+        let (checks, trace) = two_link_step_checks(file, cfg, backlash > 0.0);
+        write_ours(file, &trace);
+        assert_matches(file, &checks);
+        let broken = PlantConfig { servo: issue_kv(), ..cfg };
+        assert_caught(&format!("{file}, broken: kv = 2.731"), &two_link_step_checks(file, broken, backlash > 0.0).0);
+    }
+}
+
+/// The time at the torque limit is printed, not judged: each 30 Hz goal jump saturates the
+/// industrial servo for about 0.16 ms (MuJoCo: 0.039 s over 240 jumps), and ours is counted per
+/// 1 ms step from the state at its start (the replay sees no finer), so it reads 1 ms a jump.
+/// The largest tip error is judged instead, within 10 % (MuJoCo's own moves under 0.01 % between
+/// timesteps): at 133 ms the latency dominates the mean error, not the servo.
+#[test]
+fn two_link_tracking_on_a_stiff_servo_matches_mujoco() {
+    let stiff_tolerances = |checks: Vec<Check>| -> Vec<Check> {
+        let retol = |c: Check| match c.metric.as_str() {
+            m if m.starts_with("saturated_time_s") => Check { tol: Tol::Info, ..c },
+            "max_tip_error_mm_4_8s" => Check { tol: Tol::Rel(REL, 0.0), ..c },
+            _ => c,
+        };
+        checks.into_iter().map(retol).collect()
+    };
+    for (file, latency_ms) in [("2r_stiff_track_0ms.csv", 0.0), ("2r_stiff_track_133ms.csv", 133.0)] {
+        let csv = Csv::load(file);
+        csv.expect_setup(STIFF_SETUP);
+        csv.expect_setup(&[
+            TWO_LINK_ARM,
+            INDUSTRIAL_SETUP,
+            &format!("goal applied at the first physics step starting at >= t_k+{} s", latency_ms * 1e-3),
+        ]);
+        let (checks, trace) = tracking_checks(file, latency_ms, two_link(INDUSTRIAL_SERVO));
+        write_ours(file, &trace);
+        assert_matches(file, &stiff_tolerances(checks));
+        let (broken, _) = tracking_checks(file, latency_ms, two_link(issue_kv()));
+        assert_caught(&format!("{file}, broken: kv = 2.731"), &stiff_tolerances(broken));
+    }
+}
+
+#[test]
+fn so101_step_on_a_stiff_servo_matches_mujoco() {
+    let file = "so101_stiff_step_j2.csv";
+    let csv = Csv::load(file);
+    csv.expect_setup(STIFF_SETUP);
+    csv.expect_setup(&[
+        INDUSTRIAL_SETUP,
+        "gravity ON 9.81 m/s^2 along -y",
+        "settled 1 s under gravity (not recorded)",
+        "at t=0 goal of joint 2 steps +0.5 rad; 1 s",
+    ]);
+    let (checks, trace) = so101_step_checks(file, &INDUSTRIAL_SERVO);
+    write_ours(file, &trace);
+    assert_matches(file, &checks);
+    assert_caught(&format!("{file}, broken: kv = 2.731"), &so101_step_checks(file, &issue_kv()).0);
+}
+
+/// The issue's servo is a relay oscillator on the figure eight (each 30 Hz goal jump leaves its
+/// 0.01 rad linear band), and chaotic: MuJoCo's own mean error moves 12 % between timesteps of
+/// 1e-5 and 2e-5 s. So only the mean error is judged, within twice the tracking tolerance, and
+/// every sample must be finite.
+#[test]
+fn the_issues_servo_tracks_finitely_and_rings_as_mujoco_does() {
+    let file = "2r_issue_track_0ms.csv";
+    let csv = Csv::load(file);
+    csv.expect_setup(STIFF_SETUP);
+    csv.expect_setup(&[TWO_LINK_ARM, ISSUE_SETUP]);
+    let (checks, trace) = tracking_checks(file, 0.0, two_link(ISSUE_SERVO));
+    write_ours(file, &trace);
+    assert!(trace.q.iter().flatten().chain(trace.tip.iter().flatten()).all(|v| v.is_finite()));
+    let mean = checks.iter().find(|c| c.metric == "mean_tip_error_mm_4_8s").expect("the mean error");
+    let loose = Check { tol: Tol::Rel(2.0 * TRACK_REL, 0.0), ..mean.clone() };
+    assert_matches(file, &[loose]);
 }

@@ -351,29 +351,29 @@ impl ArmArgs {
 /// The physical arm the plant simulates: its servo, link masses and plane, in physical units.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BodyArgs {
-    /// Servo position gain, N m/rad, in (0, 1e6] (the SO-101's STS3215: 998.22).
-    #[arg(long, default_value_t = Body::default().servo.kp, value_parser = real(GAIN.positive("N m/rad")),
+    /// Servo position gain, N m/rad, 1e-3 to 1e6 (the SO-101's STS3215: 998.22).
+    #[arg(long, default_value_t = Body::default().servo.kp, value_parser = real(SERVO_GAIN.with_unit("N m/rad")),
           allow_hyphen_values = true)]
     kp: f64,
     /// Servo velocity gain, N m s/rad, 0 to 1e6.
     #[arg(long, default_value_t = Body::default().servo.kv, value_parser = real(GAIN.with_unit("N m s/rad")),
           allow_hyphen_values = true)]
     kv: f64,
-    /// Servo torque limit, N m, in (0, 1e6].
-    #[arg(long, default_value_t = Body::default().servo.torque_limit, value_parser = real(GAIN.positive("N m")),
+    /// Servo torque limit, N m, 1e-3 to 1e6.
+    #[arg(long, default_value_t = Body::default().servo.torque_limit, value_parser = real(SERVO_GAIN.with_unit("N m")),
           allow_hyphen_values = true)]
     torque_limit: f64,
     /// Joint viscous damping, N m s/rad, 0 to 1e6.
     #[arg(long, default_value_t = Body::default().servo.damping, value_parser = real(GAIN.with_unit("N m s/rad")),
           allow_hyphen_values = true)]
     damping: f64,
-    /// Armature (the rotor's reflected inertia), kg m^2, 0 to 1e6.
-    #[arg(long, default_value_t = Body::default().servo.armature, value_parser = real(GAIN.with_unit("kg m^2")),
+    /// Armature (the rotor's reflected inertia), kg m^2, 1e-6 to 1e3.
+    #[arg(long, default_value_t = Body::default().servo.armature, value_parser = real(ARMATURE),
           allow_hyphen_values = true)]
     armature: f64,
-    /// Link masses `M1,M2`, kg (uniform rods), each in (0, 1000].
+    /// Link masses `M1,M2`, kg (uniform rods), each 1e-6 to 1e3.
     #[arg(long, value_delimiter = ',', default_value = "0.05,0.05", allow_hyphen_values = true,
-          value_parser = real(Range::above(0.0, elbow::plant::MAX_LINK_MASS, "kg")))]
+          value_parser = real(Range::closed(elbow::plant::MIN_LINK_MASS, elbow::plant::MAX_LINK_MASS, "kg")))]
     link_mass: Vec<f64>,
     /// The arm hangs in a vertical plane (gravity along -y) instead of lying on a table.
     #[arg(long)]
@@ -384,6 +384,11 @@ pub(crate) struct BodyArgs {
 /// [`MAX_GAIN`](elbow::plant::dynamics::MAX_GAIN) in its unit (the gain and the torque limit
 /// above 0).
 const GAIN: Range = Range::closed(0.0, elbow::plant::dynamics::MAX_GAIN, "");
+/// A servo's position gain or torque limit: the plant's bounds.
+const SERVO_GAIN: Range = Range::closed(elbow::plant::dynamics::MIN_GAIN, elbow::plant::dynamics::MAX_GAIN, "");
+/// A servo's armature, kg m^2: the plant's bounds.
+const ARMATURE: Range =
+    Range::closed(elbow::plant::dynamics::MIN_ARMATURE, elbow::plant::dynamics::MAX_ARMATURE, "kg m^2");
 
 impl BodyArgs {
     /// The body, checked: each quantity in its range, named with its unit when not.

@@ -81,11 +81,6 @@ impl Range {
         Self { unit, ..self }
     }
 
-    /// This range in `unit`, with `lo` itself refused.
-    pub(crate) const fn positive(self, unit: &'static str) -> Self {
-        Self { unit, lo_open: true, ..self }
-    }
-
     /// This range with `hi` itself refused.
     pub(crate) const fn below_hi(self) -> Self {
         Self { hi_open: true, ..self }

@@ -82,6 +82,10 @@ pub enum ExperimentError {
     /// The caller asked the run to stop (Ctrl-C in the command line); nothing was written.
     #[error("interrupted; nothing was written")]
     Cancelled,
+    /// A number the run measures left the finite range (the simulated arm's tip, say): the run
+    /// stops, names the cell, and reports nothing rather than a NaN.
+    #[error("{0}")]
+    NonFinite(String),
 }
 
 impl ExperimentError {

@@ -426,13 +426,13 @@ pub fn tracking_observed(
     let total = jobs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(!progress(0, total));
-    let runs: Vec<Option<Track>> = jobs
+    let runs: Vec<Option<Result<Track, ExperimentError>>> = jobs
         .par_iter()
         .map(|&(pipeline, latency_ms, speed)| {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return None;
             }
-            let run = track(&lineup, pipeline, cfg, latency_ms, speed.period);
+            let run = track(&lineup, pipeline, cfg, latency_ms, speed);
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if !progress(n, total) {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -443,22 +443,21 @@ pub fn tracking_observed(
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(ExperimentError::Cancelled);
     }
+    // A cell whose numbers left the finite range stops the run (the first in job order).
+    let runs: Vec<Track> = runs.into_iter().map(|run| run.expect("every job ran")).collect::<Result<_, _>>()?;
     let mut cells: Vec<Cell> = jobs
         .iter()
         .zip(runs)
-        .map(|(&(pipeline, latency_ms, s), run)| {
-            let run = run.expect("every job ran");
-            Cell {
-                pipeline,
-                latency_ms,
-                speed: s.speed,
-                period: s.period,
-                mean_error: run.mean,
-                worst_error: run.worst,
-                samples: run.samples,
-                added_error: 0.0,
-                envelope_accepted: pipeline.envelope.then(|| run.accepted as f64 / run.ticks.max(1) as f64),
-            }
+        .map(|(&(pipeline, latency_ms, s), run)| Cell {
+            pipeline,
+            latency_ms,
+            speed: s.speed,
+            period: s.period,
+            mean_error: run.mean,
+            worst_error: run.worst,
+            samples: run.samples,
+            added_error: 0.0,
+            envelope_accepted: pipeline.envelope.then(|| run.accepted as f64 / run.ticks.max(1) as f64),
         })
         .collect();
     let baseline = |cells: &[Cell], p: Pipeline, speed: f64| {
@@ -535,8 +534,16 @@ struct Track {
     accepted: usize,
 }
 
-/// One pipeline tracking the path at `latency_ms` with a lap of `period` seconds.
-fn track(lineup: &Lineup, pipeline: Pipeline, cfg: &TrackingConfig, latency_ms: f64, period: f64) -> Track {
+/// One pipeline tracking the path at `latency_ms` and `speed`; an error naming the cell when the
+/// tip-to-target distance leaves the finite range (the simulated arm diverged), at any tick.
+fn track(
+    lineup: &Lineup,
+    pipeline: Pipeline,
+    cfg: &TrackingConfig,
+    latency_ms: f64,
+    speed: Speed,
+) -> Result<Track, ExperimentError> {
+    let period = speed.period;
     let arm = cfg.arm;
     let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm).with_body(&cfg.body) };
     // At rest on the closed form's elbow-down pose (the reference's `q2 = +acos`) of the start.
@@ -552,8 +559,16 @@ fn track(lineup: &Lineup, pipeline: Pipeline, cfg: &TrackingConfig, latency_ms: 
             break;
         }
         let target = cfg.path.at(now, period);
+        let e = (plant.tip() - target).norm();
+        if !e.is_finite() {
+            return Err(ExperimentError::NonFinite(format!(
+                "the tip-to-target distance left the finite range ({e}) in the cell {pipeline} at {} ms and {} m/s, {} s into the run; nothing was reported",
+                crate::stats::fmt_num(latency_ms),
+                crate::stats::fmt_num(speed.speed),
+                crate::stats::fmt_num(now),
+            )));
+        }
         if k as f64 * dt >= scored_from - 1e-9 {
-            let e = (plant.tip() - target).norm();
             sum += e;
             worst = worst.max(e);
             samples += 1;
@@ -568,13 +583,14 @@ fn track(lineup: &Lineup, pipeline: Pipeline, cfg: &TrackingConfig, latency_ms: 
         plant.step(dt);
     }
     let mean = if samples > 0 { sum / samples as f64 } else { f64::NAN };
-    Track { mean, worst, samples, ticks, accepted }
+    Ok(Track { mean, worst, samples, ticks, accepted })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lineup::SolverId;
+    use crate::plant::dynamics::Servo;
 
     #[test]
     fn the_path_has_the_reference_shape_and_speeds_set_the_period() {
@@ -632,6 +648,42 @@ mod tests {
             let e = cfg.validate().unwrap_err().to_string();
             assert!(e.contains(field) && e.contains(unit), "{field}: {e}");
         }
+    }
+
+    #[test]
+    fn a_cell_whose_distance_leaves_the_finite_range_stops_the_run_naming_it() {
+        // A target that is not finite (its path skipped validation) makes the distance NaN, as a
+        // diverging arm would: the cell is an error, never a NaN mean.
+        let cfg = TrackingConfig {
+            path: FigureEight { centre: [f64::NAN, 0.0], amplitude: [0.4, 0.3] },
+            ..Default::default()
+        };
+        let lineup = Lineup::new(cfg.arm, Table::from_fn(|_| None));
+        let speed = Speed { speed: 0.4, period: 7.7 };
+        let e = track(&lineup, Pipeline::plain(SolverId::Analytic), &cfg, 33.0, speed).err().expect("an error");
+        let e = e.to_string();
+        assert!(e.contains("cell analytic at 33 ms and 0.4 m/s") && e.contains("finite range"), "{e}");
+        assert!(matches!(
+            track(&lineup, Pipeline::plain(SolverId::Analytic), &cfg, 0.0, speed),
+            Err(ExperimentError::NonFinite(_))
+        ));
+    }
+
+    #[test]
+    fn issue_48s_stiff_servo_tracks_with_finite_numbers() {
+        // `--kp 1e6 --torque-limit 1e4`: the explicit 1 ms step made this NaN; split, it rings
+        // (a relay oscillator, as in MuJoCo) but every number is finite.
+        let body = Body { servo: Servo { kp: 1e6, torque_limit: 1e4, ..Body::default().servo }, ..Body::default() };
+        let cfg =
+            TrackingConfig { latencies_ms: vec![0.0], speeds: vec![0.4], train_steps: 5, body, ..Default::default() };
+        let r = tracking(&cfg).unwrap();
+        for c in &r.cells {
+            assert!(c.mean_error.is_finite() && c.worst_error.is_finite() && c.added_error.is_finite(), "{c:?}");
+        }
+        let analytic = r.cell(Pipeline::plain(SolverId::Analytic), 0.0, 0.4).unwrap();
+        assert!(analytic.mean_error < 0.03, "the analytic solver still tracks: {analytic:?}");
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("null") && !text.contains("NaN") && !text.contains("\"inf\""), "{text}");
     }
 
     #[test]

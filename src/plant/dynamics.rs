@@ -18,6 +18,11 @@
 //! pushes, and softly, as MuJoCo's default joint limit does (a gear mesh gives a little). The mass matrix and the bias forces (Coriolis, centrifugal, gravity) come from the
 //! recursive Newton-Euler algorithm. Every operation is plain `f64` arithmetic in a fixed order:
 //! a run is reproducible bit for bit.
+//!
+//! The position gain acts explicitly, so a servo too stiff for the step would diverge: a step
+//! is split into equal sub-steps when it must ([`Multibody::splits`], [`STABLE`], [`MAX_TURN`]),
+//! which the SO-101's servos never need, and [`Servo::validate`] refuses what [`MAX_SPLIT`]
+//! sub-steps cannot resolve.
 
 // Dense small-matrix algebra (the mass matrix, its Cholesky factor, the impulse sweeps) reads
 // best with the indices of the formulas it implements.
@@ -33,6 +38,11 @@ const EXACT_DOF: usize = 8;
 
 /// Standard gravity, m/s².
 pub const GRAVITY: f64 = 9.81;
+
+/// The most a joint may turn in one sub-step, radians (a rail: move, metres): the velocity-dependent forces (Coriolis,
+/// centrifugal) act explicitly, and stay accurate while the links turn little per step. The
+/// SO-101's servos turn at most 4.9 rad/s, 0.005 rad per 1 ms step.
+pub const MAX_TURN: f64 = 0.1;
 
 /// Projected Gauss-Seidel sweeps per step for the friction and stop impulses.
 const PGS_SWEEPS: usize = 12;
@@ -88,32 +98,122 @@ impl Servo {
         if self.damping > 0.0 { self.torque_limit / self.damping } else { f64::INFINITY }
     }
 
-    /// Checks every field, naming the first bad one: gains and the torque limit positive and
-    /// finite, damping, armature and friction loss finite and not negative.
+    /// Checks every field, naming the first bad one in its unit: kp and the torque limit from
+    /// [`MIN_GAIN`] to [`MAX_GAIN`], kv, damping and friction loss from 0 to [`MAX_GAIN`], the
+    /// armature from [`MIN_ARMATURE`] to [`MAX_ARMATURE`]; then the servo's rates on its armature
+    /// alone (the least inertia it can drive, whatever the links): its natural frequency
+    /// `sqrt(kp / armature)` at most [`MAX_NATURAL_FREQUENCY`] and `kv / armature` at most
+    /// [`MAX_VELOCITY_RATE`], so that [`Multibody::step`] stays stable within [`MAX_SPLIT`]
+    /// sub-steps of the plant's 1 ms step.
     pub fn validate(&self) -> Result<(), String> {
-        let positive = [("kp", self.kp, "N m/rad"), ("torque limit", self.torque_limit, "N m")];
-        for (name, v, unit) in positive {
-            if !(v.is_finite() && v > 0.0 && v <= MAX_GAIN) {
-                return Err(format!("the servo's {name} must be a number in (0, {MAX_GAIN:e}] {unit}, got {v}"));
+        let fmt = crate::stats::fmt_num;
+        let bound = |v: f64| if v == 0.0 { "0".to_string() } else { format!("{v:e}") };
+        let bounded = [
+            ("kp", self.kp, MIN_GAIN, MAX_GAIN, "N m/rad"),
+            ("torque limit", self.torque_limit, MIN_GAIN, MAX_GAIN, "N m"),
+            ("kv", self.kv, 0.0, MAX_GAIN, "N m s/rad"),
+            ("damping", self.damping, 0.0, MAX_GAIN, "N m s/rad"),
+            ("armature", self.armature, MIN_ARMATURE, MAX_ARMATURE, "kg m^2"),
+            ("friction loss", self.frictionloss, 0.0, MAX_GAIN, "N m"),
+        ];
+        for (name, v, lo, hi, unit) in bounded {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return Err(format!(
+                    "the servo's {name} must be a number from {} to {} {unit}, got {}",
+                    bound(lo),
+                    bound(hi),
+                    fmt(v)
+                ));
             }
         }
-        let non_negative = [
-            ("kv", self.kv, "N m s/rad"),
-            ("damping", self.damping, "N m s/rad"),
-            ("armature", self.armature, "kg m^2"),
-            ("friction loss", self.frictionloss, "N m"),
-        ];
-        for (name, v, unit) in non_negative {
-            if !(v.is_finite() && (0.0..=MAX_GAIN).contains(&v)) {
-                return Err(format!("the servo's {name} must be a number from 0 to {MAX_GAIN:e} {unit}, got {v}"));
-            }
+        let natural = (self.kp / self.armature).sqrt();
+        if natural > MAX_NATURAL_FREQUENCY {
+            return Err(format!(
+                "the servo's natural frequency on its armature, sqrt(kp / armature), is {natural:.3e} rad/s, above the {} rad/s the plant resolves; lower kp or raise the armature",
+                bound(MAX_NATURAL_FREQUENCY)
+            ));
+        }
+        let rate = self.kv / self.armature;
+        if rate > MAX_VELOCITY_RATE {
+            return Err(format!(
+                "the servo's velocity gain over its armature, kv / armature, is {rate:.3e} 1/s, above the {} 1/s the plant resolves; lower kv or raise the armature",
+                bound(MAX_VELOCITY_RATE)
+            ));
+        }
+        let acceleration = self.top_acceleration();
+        if acceleration > MAX_ACCELERATION {
+            return Err(format!(
+                "the servo's top acceleration on its armature, min(torque limit, pi kp) / armature, is {acceleration:.3e} rad/s^2, above the {} rad/s^2 the plant resolves; lower the torque limit or kp, or raise the armature",
+                bound(MAX_ACCELERATION)
+            ));
         }
         Ok(())
     }
+
+    /// The fastest the servo can accelerate its own rotor, rad/s²: its largest torque, the
+    /// torque limit or `kp` half a turn from the goal whichever is less, over the armature.
+    pub fn top_acceleration(&self) -> f64 {
+        self.torque_limit.min(std::f64::consts::PI * self.kp) / self.armature
+    }
+
+    /// The same servo brought into the range [`Servo::validate`] accepts: each field to the
+    /// nearest accepted value (a non-finite or non-positive kp or torque limit to the STS3215's,
+    /// a non-finite kv, damping or friction loss to 0, a non-finite armature to the smallest),
+    /// then the armature raised until the natural frequency, `kv / armature` and the top
+    /// acceleration are within their limits.
+    pub fn sanitized(self) -> Self {
+        let nominal = Servo::STS3215;
+        let clamp = |v: f64, lo: f64, hi: f64, bad: f64| if v.is_finite() { v.clamp(lo, hi) } else { bad };
+        let positive =
+            |v: f64, nominal: f64| if v.is_finite() && v > 0.0 { v.clamp(MIN_GAIN, MAX_GAIN) } else { nominal };
+        let kp = positive(self.kp, nominal.kp);
+        let kv = clamp(self.kv, 0.0, MAX_GAIN, 0.0);
+        let torque_limit = positive(self.torque_limit, nominal.torque_limit);
+        let armature = clamp(self.armature, MIN_ARMATURE, MAX_ARMATURE, MIN_ARMATURE)
+            .max(kp / (MAX_NATURAL_FREQUENCY * MAX_NATURAL_FREQUENCY))
+            .max(kv / MAX_VELOCITY_RATE)
+            .max(torque_limit.min(std::f64::consts::PI * kp) / MAX_ACCELERATION);
+        Servo {
+            kp,
+            kv,
+            torque_limit,
+            damping: clamp(self.damping, 0.0, MAX_GAIN, 0.0),
+            armature,
+            frictionloss: clamp(self.frictionloss, 0.0, MAX_GAIN, 0.0),
+        }
+    }
 }
 
-/// The largest gain, torque, damping, armature or friction accepted.
+/// The largest gain, torque, damping or friction accepted (N m/rad, N m, N m s/rad, N m).
 pub const MAX_GAIN: f64 = 1e6;
+
+/// The smallest position gain (N m/rad) and torque limit (N m) accepted: a thousandth of the
+/// smallest hobby servo's.
+pub const MIN_GAIN: f64 = 1e-3;
+
+/// The smallest armature accepted, kg m²: a small coreless motor's rotor (every servo has one;
+/// the STS3215's reflected through its gears is 0.028).
+pub const MIN_ARMATURE: f64 = 1e-6;
+
+/// The largest armature accepted, kg m².
+pub const MAX_ARMATURE: f64 = 1e3;
+
+/// The fastest natural frequency of a servo on its armature alone accepted, `sqrt(kp /
+/// armature)`, rad/s (16 kHz; the STS3215's is 189 rad/s, an industrial drive's a few thousand):
+/// the 1 ms step splits into at most 116 sub-steps for it.
+pub const MAX_NATURAL_FREQUENCY: f64 = 1e5;
+
+/// The largest `kv / armature` accepted, 1/s (a velocity loop of 20 µs; the STS3215's is
+/// 98 1/s): the 1 ms step splits into at most 134 sub-steps for it, 200 with the natural
+/// frequency at its limit too (within [`MAX_SPLIT`]).
+pub const MAX_VELOCITY_RATE: f64 = 5e4;
+
+/// The largest top acceleration of a servo on its armature alone accepted
+/// ([`Servo::top_acceleration`]), rad/s² (a high-dynamic servo motor's, unloaded; the STS3215's is
+/// 105 rad/s², issue 48's `--kp 1e6 --torque-limit 1e4` on the STS3215's armature 3.6e5): half a
+/// turn at it ends at 2500 rad/s, so the links turn at most [`MAX_TURN`] per sub-step within
+/// [`MAX_SPLIT`] of them.
+pub const MAX_ACCELERATION: f64 = 1e6;
 
 /// The backlash hinge of MuJoCo Menagerie's SO-101 model (class `backlash`): its damping,
 /// N m s/rad, and armature, kg m².
@@ -153,7 +253,33 @@ pub struct Multibody {
     dofs: Vec<Dof>,
     /// Gravity along `−y`, m/s² (0: the arm lies in a horizontal plane).
     pub gravity: f64,
+    /// The largest `kp / armature` of any servo, 1/s² (infinite for a servo without armature):
+    /// a bound on the servos' squared natural frequency that holds in every pose.
+    kp_rate: f64,
+    /// The largest `kv / armature` of any servo, 1/s (see `kp_rate`).
+    kv_rate: f64,
+    /// The largest `torque limit / armature` of any servo, rad/s²: how fast a hinge's speed may
+    /// grow within a step.
+    accel_rate: f64,
+    /// The longest step that `kp_rate` and `kv_rate` leave unsplit, seconds (see [`STABLE`]).
+    unsplit_dt: f64,
 }
+
+/// The explicit part of a step is stable while `h² λ_kp + 2 h λ_kv < 4`, with `h` the step and
+/// `λ_kp`, `λ_kv` the largest eigenvalues of `M⁻¹ K_p` and `M⁻¹ K_v` (`K` the servos' gains on
+/// the diagonal): the position gain always acts explicitly, the velocity gain when the servo's
+/// torque is clamped (one mode: `(ω h)² + 4 ζ ω h < 4`). A step of [`Multibody::step`] is split
+/// into equal sub-steps short enough that an upper bound of that sum stays at or below this
+/// value. Chosen by measurement against MuJoCo (`tests/plant_vs_mujoco.rs`, the stiff servos of
+/// `reference/mujoco_stiff.py`): at 0.75 every stiff trace is within tolerance (the farthest,
+/// the backlash step's overshoot, 2 % off against 10 % allowed; 7 % at 1, outside at 1.5; at 4,
+/// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.23 and the rail's
+/// servo at 0.64 at 1 ms: unsplit.
+pub const STABLE: f64 = 0.75;
+
+/// The most sub-steps one step of [`Multibody::step`] is split into. A validated servo
+/// ([`Servo::validate`]) never needs more at the plant's 1 ms step.
+pub const MAX_SPLIT: usize = 256;
 
 /// Positions and velocities of every hinge.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -206,7 +332,82 @@ impl Multibody {
     pub fn new(dofs: Vec<Dof>, gravity: f64) -> Self {
         assert!(!dofs.is_empty() && dofs.len() <= MAX_DOF, "1 to {MAX_DOF} hinges, got {}", dofs.len());
         assert!(dofs.iter().skip(1).all(|d| !d.slide), "only the first joint may slide");
-        Self { dofs, gravity }
+        let rate = |gain: fn(&(f64, f64, f64)) -> f64| {
+            dofs.iter()
+                .filter_map(|d| d.actuator.map(|a| gain(&a) / d.armature))
+                .map(|r| if r.is_nan() { f64::INFINITY } else { r })
+                .fold(0.0, f64::max)
+        };
+        let (kp_rate, kv_rate, accel_rate) = (rate(|a| a.0), rate(|a| a.1), rate(|a| a.2));
+        let unsplit_dt = longest_stable_step(kp_rate, kv_rate);
+        Self { dofs, gravity, kp_rate, kv_rate, accel_rate, unsplit_dt }
+    }
+
+    /// How many equal sub-steps a step of `dt` seconds from `s` takes: one while the servos'
+    /// gains over their armatures alone keep `dt² kp / armature + 2 dt kv / armature` within
+    /// [`STABLE`] (the SO-101's STS3215 at 1 ms: 0.23) and no hinge turns more than [`MAX_TURN`]
+    /// in it (at its present speed plus what the strongest servo's torque limit over its
+    /// armature adds in `dt`); else enough that the bound of [`STABLE`], now taken from the mass
+    /// matrix at `s` (links included), holds for each, and no hinge turns more than [`MAX_TURN`]
+    /// in one; at most [`MAX_SPLIT`].
+    pub fn splits(&self, s: &State, dt: f64) -> usize {
+        if self.unsplit(s, dt) { 1 } else { self.splits_from_mass_matrix(s, dt) }
+    }
+
+    /// True when a step of `dt` from `s` needs no split: `dt` within `unsplit_dt`, and no joint
+    /// turning more than [`MAX_TURN`] in it at its speed plus what the strongest servo adds in
+    /// `dt` (a rail's speed, m/s, counts as a hinge's). Cheap: every step asks it.
+    #[inline(always)]
+    fn unsplit(&self, s: &State, dt: f64) -> bool {
+        let mut fastest: f64 = 0.0;
+        for v in &s.v[..self.dofs.len()] {
+            fastest = fastest.max(v.abs());
+        }
+        dt <= self.unsplit_dt && (fastest + self.accel_rate * dt) * dt <= MAX_TURN
+    }
+
+    /// [`Multibody::splits`] past the cheap check, from the mass matrix at `s` (off the common
+    /// path, and apart from the step's own arrays so as to leave their code as it was).
+    #[cold]
+    #[inline(never)]
+    fn splits_from_mass_matrix(&self, s: &State, dt: f64) -> usize {
+        let n = self.dofs.len();
+        if !(dt.is_finite() && dt > 0.0 && s.q[..n].iter().chain(&s.v[..n]).all(|v| v.is_finite())) {
+            return 1;
+        }
+        let fastest = s.v[..n].iter().map(|v| v.abs()).fold(0.0, f64::max) + self.accel_rate * dt;
+        // The bound from the mass matrix: with W = M⁻¹ and K diagonal, the largest eigenvalue of
+        // W K is at most the trace of K^½ W K^½, Σ kp_k W_kk (and the armature bound holds too,
+        // since M ≥ diag(armature)). M, not M + h D: its inverse is the larger.
+        let m = self.mass_matrix(&s.q);
+        // The lower Cholesky factor of M's n x n block (positive definite: every hinge has
+        // armature or carries a body; the floor keeps a degenerate model finite).
+        let mut l = vec![[0.0; MAX_DOF]; n];
+        for i in 0..n {
+            for j in 0..=i {
+                let sum = m[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
+                l[i][j] = if i == j { sum.max(1e-300).sqrt() } else { sum / l[j][j] };
+            }
+        }
+        let (mut lambda_kp, mut lambda_kv) = (0.0, 0.0);
+        for k in 0..n {
+            let Some((kp, kv, _)) = self.dofs[k].actuator else { continue };
+            // W_kk = |L⁻¹ e_k|², by forward substitution from row k.
+            let mut y = [0.0; MAX_DOF];
+            let mut w = 0.0;
+            for i in k..n {
+                let sum = if i == k { 1.0 } else { 0.0 } - (k..i).map(|j| l[i][j] * y[j]).sum::<f64>();
+                y[i] = sum / l[i][i];
+                w += y[i] * y[i];
+            }
+            lambda_kp += kp * w;
+            lambda_kv += kv * w;
+        }
+        let (lambda_kp, lambda_kv) = (lambda_kp.min(self.kp_rate), lambda_kv.min(self.kv_rate));
+        // The longest h with h² λ_kp + 2 h λ_kv <= STABLE, and with no hinge turning past MAX_TURN.
+        let h = longest_stable_step(lambda_kp, lambda_kv).min(MAX_TURN / fastest);
+        let splits = (dt / h).ceil();
+        if splits.is_nan() { 1 } else { splits.clamp(1.0, MAX_SPLIT as f64) as usize }
     }
 
     /// Number of hinges.
@@ -380,10 +581,18 @@ impl Multibody {
         (tau, kv_eff, saturated)
     }
 
-    /// One step of `dt` seconds toward `goals` (one per hinge; unactuated hinges ignore theirs).
+    /// One step of `dt` seconds toward `goals` (one per hinge; unactuated hinges ignore theirs),
+    /// in [`Multibody::splits`] equal sub-steps: one for the SO-101's servos, more for a servo
+    /// too stiff for `dt` or a hinge turning fast. What it says of rest is the last sub-step's.
     pub fn step(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
+        if self.unsplit(s, dt) { self.step_whole(s, goals, dt) } else { self.step_in_splits(s, goals, dt) }
+    }
+
+    /// One step of `dt`, unsplit.
+    fn step_whole(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
         // One copy of the step per size up to EXACT_DOF, so every array is exactly as long as
-        // the model; past that, one padded copy.
+        // the model; past that, one padded copy. (Each is called from here alone, which keeps
+        // it inlined.)
         match self.dofs.len() {
             1 => self.step_n::<1>(s, goals, dt),
             2 => self.step_n::<2>(s, goals, dt),
@@ -395,6 +604,19 @@ impl Multibody {
             EXACT_DOF => self.step_n::<EXACT_DOF>(s, goals, dt),
             _ => self.step_n::<MAX_DOF>(s, goals, dt),
         }
+    }
+
+    /// A step in [`Multibody::splits`] equal sub-steps (off the common path).
+    #[cold]
+    #[inline(never)]
+    fn step_in_splits(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
+        let splits = self.splits_from_mass_matrix(s, dt);
+        let h = dt / splits as f64;
+        let mut info = StepInfo { at_rest: false };
+        for _ in 0..splits {
+            info = self.step_whole(s, goals, h);
+        }
+        info
     }
 
     /// The step on arrays of `N >= len()`: rows past the model are inert (unit mass, no force),
@@ -498,6 +720,12 @@ impl Multibody {
             (0..n).map(|k| self.dofs[k].body.mass * self.gravity * (pose.hinge[k][1] + pose.com[k][1])).sum();
         kinetic + potential
     }
+}
+
+/// The longest step `h` with `h² kp_rate + 2 h kv_rate <= STABLE`, seconds (infinite for rates
+/// of 0, 0 for infinite ones).
+fn longest_stable_step(kp_rate: f64, kv_rate: f64) -> f64 {
+    STABLE / (kv_rate + (kv_rate * kv_rate + STABLE * kp_rate).sqrt())
 }
 
 /// MuJoCo's default soft constraint (`solref` 0.02 s, damping ratio 1; `solimp` 0.9, 0.95,
@@ -693,6 +921,50 @@ mod tests {
         // accelerates, then comes back.
         assert!(widest > 0.011 && widest < 0.04, "pressed past the stop, softly: {widest}");
         assert!(s.q[1].abs() <= 0.0101, "and back at the stop at rest: {}", s.q[1]);
+    }
+
+    /// Issue 48's servo, `--kp 1e6 --torque-limit 1e4` on the STS3215 without friction, with
+    /// velocity gain `kv`.
+    fn stiff(kv: f64) -> Servo {
+        Servo { kp: 1e6, kv, torque_limit: 1e4, frictionloss: 0.0, ..Servo::STS3215 }
+    }
+
+    #[test]
+    fn the_so101_servo_takes_one_step_and_a_stiff_one_splits_it() {
+        // The STS3215 at 1 ms, on its armature alone: 0.23, under a third of STABLE.
+        let s = Servo::STS3215;
+        let x = 1e-6 * s.kp / s.armature + 2e-3 * s.kv / s.armature;
+        assert!((x - 0.231).abs() < 1e-3 && x < STABLE / 3.0, "{x}");
+        let mb = two_link(GRAVITY, Some(s));
+        let mut state = State::at_rest(&[0.3, 1.0]);
+        state.v[..2].copy_from_slice(&[4.9, -4.9]);
+        assert_eq!(mb.splits(&state, 1e-3), 1, "at its no-load speed too");
+        // Issue 48's servo is six times stiffer than 1 ms resolves: its steps split, the more
+        // the lighter the arm and the faster it turns, within MAX_SPLIT.
+        let mb = two_link(0.0, Some(stiff(Servo::STS3215.kv)));
+        let splits = mb.splits(&State::at_rest(&[0.0, 1.5]), 1e-3);
+        assert!((5..=20).contains(&splits), "{splits}");
+        state.v[..2].copy_from_slice(&[500.0, 0.0]);
+        assert!(mb.splits(&state, 1e-3) >= 5, "0.5 rad in a millisecond");
+        assert_eq!(mb.splits(&State::at_rest(&[0.0, 1.5]), 1e-5), 1, "10 µs resolve it");
+    }
+
+    #[test]
+    fn a_stiff_servo_at_1_ms_moves_as_at_10_microseconds() {
+        // A stiff industrial drive (kv 400) stepping 0.5 rad: saturated for 13 ms, over in 15.
+        let mb = two_link(0.0, Some(stiff(400.0)));
+        let (mut coarse, mut fine) = (State::at_rest(&[0.0, 1.5]), State::at_rest(&[0.0, 1.5]));
+        let goal = [0.5, 1.5];
+        let mut worst: f64 = 0.0;
+        for _ in 0..100 {
+            mb.step(&mut coarse, &goal, 1e-3);
+            for _ in 0..100 {
+                mb.step(&mut fine, &goal, 1e-5);
+            }
+            worst = worst.max((coarse.q[0] - fine.q[0]).abs()).max((coarse.q[1] - fine.q[1]).abs());
+        }
+        assert!(worst < 0.01, "{worst} rad apart");
+        assert!((coarse.q[0] - 0.5).abs() < 1e-6, "{:?}", coarse.q);
     }
 
     /// A rail (a slide along `y` carrying a 0.3 kg carriage) under two hinged rods.

@@ -21,7 +21,9 @@
 //! noise, a calibration offset and a frame rate. Every random draw comes from the plant's own
 //! seeded generators (one per sensor, so adding a camera leaves the encoder noise stream
 //! unchanged), and time advances in fixed sub-steps of [`SUBSTEP`] seconds whatever the caller's
-//! step: the same goals at the same times give the same arm, bit for bit.
+//! step (the dynamics split one further for a servo too stiff for it): the same goals at the
+//! same times give the same arm, bit for bit. Every quantity a user sets has a physical range
+//! ([`PlantConfig::validate`]), within which the plant stays finite.
 
 pub mod dynamics;
 
@@ -44,6 +46,9 @@ pub const MAX_LATENCY_MS: f64 = 10_000.0;
 
 /// The heaviest link accepted, kg.
 pub const MAX_LINK_MASS: f64 = 1e3;
+
+/// The lightest link accepted, kg (a milligram).
+pub const MIN_LINK_MASS: f64 = 1e-6;
 
 /// The widest free play accepted, radians (an eighth of a turn).
 pub const MAX_BACKLASH: f64 = std::f64::consts::FRAC_PI_4;
@@ -105,8 +110,9 @@ impl Camera {
     }
 
     /// Checks every field, naming the first bad one: pixel noise from 0 to [`MAX_PIXEL_NOISE`]
-    /// pixels, metres per pixel in `(0, `[`MAX_METRES_PER_PIXEL`]`]`, an offset within
-    /// ±[`MAX_CAMERA_OFFSET`] metres, and a frame rate from 0 (off) to [`MAX_FPS`].
+    /// pixels, metres per pixel from [`MIN_METRES_PER_PIXEL`] to [`MAX_METRES_PER_PIXEL`], an
+    /// offset within ±[`MAX_CAMERA_OFFSET`] metres, and a frame rate of 0 (off) or from
+    /// [`MIN_FPS`] to [`MAX_FPS`] per second.
     pub fn validate(&self) -> Result<(), String> {
         let within = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v <= hi;
         if !within(self.pixel_noise, 0.0, MAX_PIXEL_NOISE) {
@@ -115,9 +121,9 @@ impl Camera {
                 self.pixel_noise
             ));
         }
-        if !(within(self.metres_per_pixel, 0.0, MAX_METRES_PER_PIXEL) && self.metres_per_pixel > 0.0) {
+        if !within(self.metres_per_pixel, MIN_METRES_PER_PIXEL, MAX_METRES_PER_PIXEL) {
             return Err(format!(
-                "the camera's metres per pixel must be a number in (0, {MAX_METRES_PER_PIXEL}], got {}",
+                "the camera's metres per pixel must be a number from {MIN_METRES_PER_PIXEL:e} to {MAX_METRES_PER_PIXEL} m, got {}",
                 self.metres_per_pixel
             ));
         }
@@ -128,9 +134,9 @@ impl Camera {
                 self.offset.x, self.offset.y
             ));
         }
-        if !within(self.fps, 0.0, MAX_FPS) {
+        if !(self.fps == 0.0 || within(self.fps, MIN_FPS, MAX_FPS)) {
             return Err(format!(
-                "the camera's frame rate must be a number from 0 (off) to {MAX_FPS:e} per second, got {}",
+                "the camera's frame rate must be 0 (off) or a number from 1/3600 (a frame an hour) to {MAX_FPS:e} per second, got {}",
                 self.fps
             ));
         }
@@ -138,13 +144,18 @@ impl Camera {
     }
 
     /// Every field made usable: a non-finite or negative value becomes 0 (a rate of 0 turns the
-    /// camera off), and each is capped at its largest accepted value, so a configuration that
-    /// skipped [`Camera::validate`] can neither hang the frame schedule nor overflow the noise.
+    /// camera off, and so does one slower than [`MIN_FPS`]; metres per pixel become at least
+    /// [`MIN_METRES_PER_PIXEL`]), and each is capped at its largest accepted value, so a
+    /// configuration that skipped [`Camera::validate`] can neither hang the frame schedule nor
+    /// overflow the noise, and passes it.
     fn sanitized(mut self) -> Self {
         let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
         self.pixel_noise = clean(self.pixel_noise, MAX_PIXEL_NOISE);
-        self.metres_per_pixel = clean(self.metres_per_pixel, MAX_METRES_PER_PIXEL);
+        self.metres_per_pixel = clean(self.metres_per_pixel, MAX_METRES_PER_PIXEL).max(MIN_METRES_PER_PIXEL);
         self.fps = clean(self.fps, MAX_FPS);
+        if self.fps < MIN_FPS {
+            self.fps = 0.0;
+        }
         let offset = |v: f64| if v.is_finite() { v.clamp(-MAX_CAMERA_OFFSET, MAX_CAMERA_OFFSET) } else { 0.0 };
         self.offset = Point2::new(offset(self.offset.x), offset(self.offset.y));
         self
@@ -153,6 +164,10 @@ impl Camera {
 
 /// The fastest camera accepted, frames per second.
 pub const MAX_FPS: f64 = 1e4;
+/// The slowest camera accepted, frames per second (a frame an hour).
+pub const MIN_FPS: f64 = 1.0 / 3600.0;
+/// The finest camera accepted, metres per pixel (a nanometre).
+pub const MIN_METRES_PER_PIXEL: f64 = 1e-9;
 /// The largest pixel noise accepted, pixels.
 pub const MAX_PIXEL_NOISE: f64 = 1e6;
 /// The coarsest camera accepted, metres per pixel.
@@ -264,14 +279,18 @@ impl PlantConfig {
     }
 
     /// Checks every quantity a user sets, naming the first bad one in its unit: the servo
-    /// ([`Servo::validate`]), link masses in `(0, `[`MAX_LINK_MASS`]`]` kg, backlash from 0 to
+    /// ([`Servo::validate`]), link masses from [`MIN_LINK_MASS`] to [`MAX_LINK_MASS`] kg, backlash from 0 to
     /// [`MAX_BACKLASH`] rad, encoder noise from 0 to pi rad, flex from 0 to pi/4 rad, latency
     /// from 0 to [`MAX_LATENCY_MS`] ms, and the camera.
     pub fn validate(&self) -> Result<(), String> {
         self.servo.validate()?;
         for (i, &m) in self.link_mass.iter().enumerate() {
-            if !(m.is_finite() && m > 0.0 && m <= MAX_LINK_MASS) {
-                return Err(format!("link {} mass must be a number in (0, {MAX_LINK_MASS}] kg, got {m}", i + 1));
+            if !(m.is_finite() && (MIN_LINK_MASS..=MAX_LINK_MASS).contains(&m)) {
+                return Err(format!(
+                    "link {} mass must be a number from {MIN_LINK_MASS:e} to {MAX_LINK_MASS:e} kg, got {}",
+                    i + 1,
+                    crate::stats::fmt_num(m)
+                ));
             }
         }
         let within = |name: &str, v: f64, hi: f64, unit: &str| {
@@ -290,7 +309,8 @@ impl PlantConfig {
 
     /// The same configuration with every parameter made sane: each value outside its range (see
     /// [`PlantConfig::validate`]) is brought to the nearest one in range, a non-finite one to
-    /// its nominal value, and the camera's settings are cleaned likewise. The app calls this on
+    /// its nominal value ([`Servo::sanitized`] for the servo), and the camera's settings are
+    /// cleaned likewise. The app calls this on
     /// whatever a slider or file gives; the CLI refuses bad values instead.
     pub fn sanitized(mut self) -> Self {
         let clean = |v: f64, hi: f64| if v.is_finite() && v > 0.0 { v.min(hi) } else { 0.0 };
@@ -298,18 +318,10 @@ impl PlantConfig {
         self.noise_std = clean(self.noise_std, MAX_ENCODER_NOISE);
         self.flex = clean(self.flex, MAX_FLEX);
         self.latency_ms = clean(self.latency_ms, MAX_LATENCY_MS);
-        let nominal = Servo::STS3215;
-        let positive =
-            |v: f64, nominal: f64| if v.is_finite() && v > 0.0 { v.min(dynamics::MAX_GAIN) } else { nominal };
-        self.servo = Servo {
-            kp: positive(self.servo.kp, nominal.kp),
-            torque_limit: positive(self.servo.torque_limit, nominal.torque_limit),
-            kv: clean(self.servo.kv, dynamics::MAX_GAIN),
-            damping: clean(self.servo.damping, dynamics::MAX_GAIN),
-            armature: clean(self.servo.armature, dynamics::MAX_GAIN),
-            frictionloss: clean(self.servo.frictionloss, dynamics::MAX_GAIN),
-        };
-        self.link_mass = self.link_mass.map(|m| positive(m, TWO_LINK_MASS).min(MAX_LINK_MASS));
+        self.servo = self.servo.sanitized();
+        self.link_mass = self
+            .link_mass
+            .map(|m| if m.is_finite() && m > 0.0 { m.clamp(MIN_LINK_MASS, MAX_LINK_MASS) } else { TWO_LINK_MASS });
         self.camera = self.camera.sanitized();
         self
     }
@@ -1119,16 +1131,119 @@ mod tests {
     fn validation_names_the_quantity_and_its_unit() {
         let ok = PlantConfig::ideal(TwoLinkArm::default());
         assert!(ok.validate().is_ok());
+        let servo = |change: fn(&mut Servo)| {
+            let mut s = ok.servo;
+            change(&mut s);
+            PlantConfig { servo: s, ..ok }
+        };
+        let camera = |camera: Camera| PlantConfig { camera, ..ok };
         let cases = [
             (PlantConfig { link_mass: [-1.0, 0.05], ..ok }, "link 1 mass"),
-            (PlantConfig { servo: Servo { kp: 0.0, ..ok.servo }, ..ok }, "kp"),
+            (PlantConfig { link_mass: [0.05, 1e-300], ..ok }, "link 2 mass must be a number from 1e-6 to 1e3 kg"),
+            (servo(|s| s.kp = 0.0), "kp"),
+            (servo(|s| s.kp = 1e-300), "kp must be a number from 1e-3 to 1e6 N m/rad"),
+            (servo(|s| s.torque_limit = 1e-300), "torque limit must be a number from 1e-3 to 1e6 N m"),
+            (servo(|s| s.armature = 0.0), "armature must be a number from 1e-6 to 1e3 kg m^2"),
+            (servo(|s| s.armature = 1e300), "armature"),
+            (servo(|s| s.damping = 1e300), "damping must be a number from 0 to 1e6 N m s/rad"),
+            // Combinations beyond what the 1 ms step resolves in MAX_SPLIT sub-steps.
+            (servo(|s| (s.kp, s.armature) = (1e6, 1e-5)), "sqrt(kp / armature), is 3.162e5 rad/s, above the 1e5 rad/s"),
+            (servo(|s| s.kv = 1e4), "kv / armature, is 3.571e5 1/s, above the 5e4 1/s"),
+            (servo(|s| (s.kp, s.torque_limit) = (1e6, 1e6)), "is 3.571e7 rad/s^2, above the 1e6 rad/s^2"),
             (PlantConfig { latency_ms: f64::NAN, ..ok }, "latency"),
             (PlantConfig { latency_ms: 3.15e10, ..ok }, "ms"),
             (PlantConfig { backlash: 3.2, ..ok }, "backlash"),
+            (camera(Camera { fps: 1e-300, ..Camera::default() }), "frame rate must be 0 (off) or a number from 1/3600"),
+            (camera(Camera { metres_per_pixel: 1e-300, ..Camera::default() }), "metres per pixel"),
         ];
         for (cfg, words) in cases {
             let e = cfg.validate().unwrap_err();
-            assert!(e.contains(words), "{e}");
+            assert!(e.contains(words), "{words:?} not in: {e}");
+            assert!(cfg.sanitized().validate().is_ok(), "sanitized, it is accepted: {:?}", cfg.sanitized());
+        }
+        // Issue 48's servo is accepted, and the sanitized STS3215 is itself.
+        assert!(servo(|s| (s.kp, s.torque_limit) = (1e6, 1e4)).validate().is_ok());
+        assert_eq!(ok.sanitized(), ok);
+    }
+
+    /// The corners of what [`PlantConfig::validate`] accepts, under gravity: the weakest and the
+    /// stiffest kp on the lightest armature its natural frequency allows (and the stiffest on
+    /// the armature that lets its torque reach the limit), the weakest and the strongest torque
+    /// its top acceleration allows, no kv and the most its armature allows, no damping and the
+    /// most, the lightest and heaviest links, no free play and the widest.
+    fn corners() -> Vec<PlantConfig> {
+        use dynamics::{MAX_ACCELERATION, MAX_GAIN, MAX_NATURAL_FREQUENCY, MAX_VELOCITY_RATE, MIN_ARMATURE, MIN_GAIN};
+        // A hair inside each limit, so that rounding keeps the corner accepted.
+        let inside = 1.0 - 1e-9;
+        let mut servos = Vec::new();
+        let lightest = (MAX_GAIN / MAX_NATURAL_FREQUENCY.powi(2) / inside).max(MIN_ARMATURE);
+        for (kp, armature) in [(MIN_GAIN, MIN_ARMATURE), (MAX_GAIN, lightest), (MAX_GAIN, 1.0)] {
+            let strongest = if std::f64::consts::PI * kp / armature <= MAX_ACCELERATION {
+                MAX_GAIN
+            } else {
+                (MAX_ACCELERATION * armature * inside).min(MAX_GAIN)
+            };
+            for torque_limit in [MIN_GAIN, strongest] {
+                for kv in [0.0, (MAX_VELOCITY_RATE * armature * inside).min(MAX_GAIN)] {
+                    for damping in [0.0, MAX_GAIN] {
+                        servos.push(Servo { kp, kv, torque_limit, damping, armature, frictionloss: 0.0 });
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for servo in servos {
+            for mass in [MIN_LINK_MASS, MAX_LINK_MASS] {
+                for backlash in [0.0, MAX_BACKLASH] {
+                    let arm = TwoLinkArm::default();
+                    out.push(PlantConfig {
+                        servo,
+                        link_mass: [mass; 2],
+                        backlash,
+                        gravity: true,
+                        ..PlantConfig::ideal(arm)
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs `cfg` from rest through three far goals, `steps` sub-steps each, asserting that the
+    /// tip and the speeds stay finite.
+    fn stays_finite(cfg: PlantConfig, steps: usize) {
+        assert!(cfg.validate().is_ok(), "{cfg:?}: {:?}", cfg.validate());
+        assert_eq!(cfg.sanitized(), cfg, "accepted values are left as they are");
+        let mut p = Plant::new(cfg, Pose::new(0.0, 1.5));
+        for goal in [Pose::new(3.0, -3.0), Pose::new(-3.0, 3.0), Pose::new(0.5, 1.5)] {
+            p.command(goal);
+            for _ in 0..steps {
+                p.step(SUBSTEP);
+                let (tip, v) = (p.tip(), p.speeds());
+                assert!(tip.x.is_finite() && tip.y.is_finite() && v.is_finite(), "{cfg:?} at {} s", p.time());
+            }
+        }
+    }
+
+    #[test]
+    fn the_corners_of_the_accepted_range_stay_finite() {
+        for cfg in corners() {
+            stays_finite(cfg, 300);
+        }
+    }
+
+    #[test]
+    fn the_stiffest_servos_accepted_stay_finite() {
+        // Issue 48's servo, the same at the top acceleration on the STS3215's armature, and a
+        // stiff industrial drive: each crosses its 0.01 rad linear band at hundreds of rad/s.
+        // The unsplit 1 ms step left the finite range on the first within 2.4 s.
+        let issue = Servo { kp: dynamics::MAX_GAIN, torque_limit: 1e4, frictionloss: 0.0, ..Servo::STS3215 };
+        let top = Servo { torque_limit: dynamics::MAX_ACCELERATION * issue.armature * (1.0 - 1e-9), ..issue };
+        for servo in [issue, top, Servo { kv: 400.0, ..issue }, Servo { kv: 400.0, ..top }] {
+            for (gravity, backlash) in [(false, 0.0), (true, 0.0), (false, MAX_BACKLASH)] {
+                let cfg = PlantConfig { servo, gravity, backlash, ..PlantConfig::ideal(TwoLinkArm::default()) };
+                stays_finite(cfg, 1000);
+            }
         }
     }
 

@@ -780,6 +780,9 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         record.seed,
         Some(&mut trace),
     );
+    if let Some(d) = outcome.diverged {
+        return Err(super::diverged(record.pipeline, &setting, *split, d));
+    }
     let (Some(&error), Some(&reported), Some(&camera_reported)) =
         (outcome.errors.get(n), outcome.reported.get(n), outcome.camera_reported.get(n))
     else {

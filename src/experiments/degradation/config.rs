@@ -130,6 +130,14 @@ pub const MAX_PLANT_SECONDS: f64 = 2e7;
 pub const MAX_TOLERANCE: f64 = 1e3;
 /// The most OOD targets per setting, as a multiple of the in-distribution targets.
 pub const MAX_OOD_FRACTION: f64 = 10.0;
+/// The envelope's slowest joint-speed limit, rad/s (infinite: no limit).
+pub const MIN_JOINT_SPEED: f64 = 1e-3;
+/// The envelope's fastest finite joint-speed limit, rad/s.
+pub const MAX_JOINT_SPEED: f64 = 1e4;
+/// The shortest control period, seconds: the plant's step.
+pub const MIN_CONTROL_PERIOD: f64 = 1e-3;
+/// The longest control period, seconds (an hour).
+pub const MAX_CONTROL_PERIOD: f64 = 3600.0;
 
 /// Why a degradation configuration was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -249,7 +257,7 @@ impl DegradationConfig {
             (0.0..=MAX_OOD_FRACTION).contains(&self.ood_fraction),
             num(self.ood_fraction),
         )?;
-        range("tolerance", "(0, 1e3]", self.tolerance > 0.0 && self.tolerance <= MAX_TOLERANCE, num(self.tolerance))?;
+        range("tolerance", "[1e-9, 1e3] m", (1e-9..=MAX_TOLERANCE).contains(&self.tolerance), num(self.tolerance))?;
         range("corrections", "0..=10", self.corrections <= 10, self.corrections.to_string())?;
         range(
             "train steps",
@@ -260,8 +268,11 @@ impl DegradationConfig {
         let e = &self.envelope;
         let positive = |v: f64| v.is_finite() && v > 0.0;
         range("envelope FK tolerance", "(0, inf)", positive(e.max_fk_miss), num(e.max_fk_miss))?;
-        range("max joint speed", "(0, inf]", e.max_joint_speed > 0.0, num(e.max_joint_speed))?;
-        range("control period", "(0, inf)", positive(e.control_period), num(e.control_period))?;
+        let speed = e.max_joint_speed;
+        let speed_ok = (MIN_JOINT_SPEED..=MAX_JOINT_SPEED).contains(&speed) || speed == f64::INFINITY;
+        range("max joint speed", "[1e-3, 1e4] rad/s, or inf (no limit)", speed_ok, num(speed))?;
+        let period_ok = (MIN_CONTROL_PERIOD..=MAX_CONTROL_PERIOD).contains(&e.control_period);
+        range("control period", "[1e-3, 3600] s", period_ok, num(e.control_period))?;
         range(
             "max correction",
             "[0, inf)",

@@ -87,6 +87,23 @@ pub fn train_head(
     Ok((t.into_model(), rollbacks))
 }
 
+/// The error of a plant run whose simulated tip left the finite range, naming its cell.
+pub(crate) fn diverged(
+    pipeline: Pipeline,
+    setting: &Setting,
+    split: Split,
+    d: protocol::Divergence,
+) -> ExperimentError {
+    ExperimentError::NonFinite(format!(
+        "the simulated arm left the finite range in the cell {pipeline}, {} at level {}, {} targets, at target {} ({} s of plant time): nothing was reported",
+        setting.channel.map_or("the baseline", |c| c.key()),
+        crate::stats::fmt_num(setting.level),
+        split.key(),
+        d.index,
+        crate::stats::fmt_num(d.time),
+    ))
+}
+
 /// Runs the experiment, training every head.
 pub fn degradation(cfg: &DegradationConfig) -> Result<DegradationReport, ExperimentError> {
     degradation_with(cfg, Vec::new())
@@ -232,22 +249,28 @@ pub fn degradation_catalogued(
                         None,
                     ),
                 };
+                if let Some(d) = outcome.diverged {
+                    return Err(diverged(pipe, &setting, *split, d));
+                }
                 if let (Some(cap), Protocol::Plant) = (cap, protocol) {
                     found.collect(cfg.tolerance, (targets, seen), pipe, &outcome, cap);
                 }
-                Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance)
+                Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
             })
-            .collect::<Vec<_>>();
+            .collect::<Result<Vec<_>, _>>()?;
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(Progress::Evaluating { done: n, total });
-        (cells, found)
+        Ok((cells, found))
     };
     // Without a catalog every job runs at once; with one, a window at a time.
     let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { total.max(1) };
     let mut cells = Vec::new();
     for (w, chunk) in jobs.chunks(window).enumerate() {
-        let per_job: Vec<(Vec<Cell>, catalog::Found)> =
-            chunk.par_iter().enumerate().map(|(k, &job)| run_job(w * window + k, job)).collect();
+        let per_job: Vec<(Vec<Cell>, catalog::Found)> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(k, &job)| run_job(w * window + k, job))
+            .collect::<Result<_, ExperimentError>>()?;
         for (c, found) in per_job {
             cells.extend(c);
             if let Some(catalog) = catalog.as_mut() {

@@ -62,6 +62,18 @@ pub struct Outcome {
     pub camera_reported: Vec<bool>,
     /// Envelope decisions.
     pub log: InterventionLog,
+    /// Plant protocol: where the simulated tip left the finite range, if it did; the run stopped
+    /// there (the outcome holds the targets before it).
+    pub diverged: Option<Divergence>,
+}
+
+/// Where a plant run's tip left the finite range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Divergence {
+    /// The target's index in its set.
+    pub index: usize,
+    /// Plant time, seconds.
+    pub time: f64,
 }
 
 /// True when `pipeline` may check the encoders after the move: classical solvers, and every
@@ -193,6 +205,10 @@ pub fn plant_run(
         let seen_wrong = check && !camera_confirms(plant.camera(), moved_at, seen, tolerance);
         let status = answer.solution.status.is_reported_failure();
         let error = (plant.tip() - target).norm();
+        if !error.is_finite() {
+            out.diverged = Some(Divergence { index: i, time: plant.time() });
+            break;
+        }
         out.errors.push(error);
         out.reported.push(status || moved_wrong);
         out.camera_reported.push(status || seen_wrong);
@@ -319,6 +335,33 @@ pub fn exercise_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lineup::{SolverId, Table};
+
+    #[test]
+    fn a_plant_run_that_leaves_the_finite_range_stops_and_says_where() {
+        // A real arm whose joint offset skipped its checks (NaN) puts the simulated tip out of
+        // the finite range: the run stops at the first target, with no NaN among its errors, and
+        // the experiment turns it into an error naming the cell.
+        let arm = TwoLinkArm::default();
+        let lineup = Lineup::new(arm, Table::from_fn(|_| None));
+        let real = RealArm { arm, joint_offsets: Pose::new(f64::NAN, 0.0) };
+        let setting = super::super::channels::settings(&Default::default(), &[])[0];
+        let targets = [Point2::new(1.0, 0.5), Point2::new(0.5, 1.0)];
+        let proposals = Proposals::new(&lineup, &targets);
+        let analytic = Pipeline::plain(SolverId::Analytic);
+        let run = |real: RealArm| {
+            let body = Body::default();
+            plant_run(&lineup, analytic, real, &body, &setting, &targets, &targets, &proposals, 0, 0.05, true, 0, None)
+        };
+        let out = run(real);
+        assert_eq!(out.diverged.map(|d| d.index), Some(0), "{:?}", out.diverged);
+        assert!(out.errors.iter().all(|e| e.is_finite()), "{:?}", out.errors);
+        let e = super::super::diverged(analytic, &setting, super::super::Split::In, out.diverged.unwrap()).to_string();
+        assert!(e.contains("cell analytic, the baseline at level 0, in targets, at target 0"), "{e}");
+        // The same run on the real arm as it should be is whole.
+        let fine = run(RealArm::ideal(arm));
+        assert!(fine.diverged.is_none() && fine.errors.len() == 2 && fine.errors.iter().all(|e| *e < 1e-3));
+    }
 
     #[test]
     fn only_a_fresh_frame_on_the_aim_confirms_a_move() {
