@@ -30,11 +30,12 @@ fn json(run: &Run) -> serde_json::Value {
 
 #[test]
 fn tracking_on_the_issues_stiff_servo_gives_finite_errors() {
-    let args = [&["experiment", "tracking", "--speeds", "0.4", "--latency", "33", "--train-steps", "5"][..], STIFF];
+    // Two speeds at one latency above 0 ms: the least a run with something to judge asks.
+    let args = [&["experiment", "tracking", "--speeds", "0.2,0.4", "--latency", "33", "--train-steps", "5"][..], STIFF];
     let v = json(&elbow(&[&args.concat()[..], &["--json"]].concat()));
     assert!(all_finite(&v), "{v}");
     let cells = v["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 10 * 2, "ten pipelines x two latencies");
+    assert_eq!(cells.len(), 10 * 2 * 2, "ten pipelines x two latencies x two speeds");
     for c in cells {
         let mean = c["mean_error"].as_f64().unwrap();
         assert!(mean < 2.0, "within the arm's reach of the target: {c}");
@@ -85,9 +86,9 @@ fn a_servo_beyond_what_the_step_resolves_is_refused_before_any_work() {
         (&["--kp", "1e6", "--armature", "1e-5"][..], "sqrt(kp / armature), is 3.162e5 rad/s, above the 1e5 rad/s"),
         (&["--kv", "1e4"][..], "kv / armature, is 3.571e5 1/s, above the 5e4 1/s"),
         (&["--kp", "1e6", "--torque-limit", "1e6"][..], "is 3.571e7 rad/s^2, above the 1e6 rad/s^2"),
-        (&["--armature", "0"][..], "armature must be a number from 1e-6 to 1e3 kg m^2"),
-        (&["--kp", "1e-300"][..], "kp must be a number from 1e-3 to 1e6 N m/rad"),
-        (&["--link-mass", "1e-300,0.05"][..], "link 1 mass must be a number from 1e-6 to 1e3 kg"),
+        (&["--armature", "0"][..], "'--armature <ARMATURE>': must be a number from 1e-6 to 1000 kg m^2"),
+        (&["--kp", "1e-300"][..], "'--kp <KP>': must be a number from 0.001 to 1e6 N m/rad"),
+        (&["--link-mass", "1e-300,0.05"][..], "'--link-mass <LINK_MASS>': must be a number from 1e-6 to 1000 kg"),
     ] {
         for experiment in ["tracking", "degradation"] {
             let out = elbow(&[&["experiment", experiment][..], args].concat());

@@ -779,8 +779,8 @@ fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
 mod tests {
     use super::*;
     use crate::chain::ArmKind;
-    use crate::learned::train::{DIVERGED_LOSS, MAX_ROLLBACKS};
     use crate::learned::MAX_STEPS;
+    use crate::learned::train::{DIVERGED_LOSS, MAX_ROLLBACKS};
     use rand::SeedableRng;
 
     #[test]

@@ -581,9 +581,16 @@ mod tests {
             silent_with_camera: 0.0,
         };
         let cfg = RandomizationConfig { heads: vec![HeadKind::Mdn], ..RandomizationConfig::default() };
-        let feedback = FeedbackReport { config: cfg.feedback, samples: 0, rows: vec![], claims: vec![], rollbacks: vec![] };
-        let mut report =
-            RandomizationReport { config: cfg, randomized_samples: 0, rows: vec![row], claims: vec![], feedback, rollbacks: vec![] };
+        let feedback =
+            FeedbackReport { config: cfg.feedback, samples: 0, rows: vec![], claims: vec![], rollbacks: vec![] };
+        let mut report = RandomizationReport {
+            config: cfg,
+            randomized_samples: 0,
+            rows: vec![row],
+            claims: vec![],
+            feedback,
+            rollbacks: vec![],
+        };
         let reports = |r: &RandomizationReport| claims(r)[2].verdict.clone();
         assert_eq!(reports(&report), Verdict::DoesNotHold, "{:?}", claims(&report)[2]);
         report.rows[0].silent_rate = 0.4;

@@ -674,8 +674,13 @@ mod tests {
         // `--kp 1e6 --torque-limit 1e4`: the explicit 1 ms step made this NaN; split, it rings
         // (a relay oscillator, as in MuJoCo) but every number is finite.
         let body = Body { servo: Servo { kp: 1e6, torque_limit: 1e4, ..Body::default().servo }, ..Body::default() };
-        let cfg =
-            TrackingConfig { latencies_ms: vec![33.0], speeds: vec![0.2, 0.4], train_steps: 5, body, ..Default::default() };
+        let cfg = TrackingConfig {
+            latencies_ms: vec![33.0],
+            speeds: vec![0.2, 0.4],
+            train_steps: 5,
+            body,
+            ..Default::default()
+        };
         let r = tracking(&cfg).unwrap();
         for c in &r.cells {
             assert!(c.mean_error.is_finite() && c.worst_error.is_finite() && c.added_error.is_finite(), "{c:?}");

@@ -144,7 +144,8 @@ impl NetRollbacks {
         if nets.is_empty() {
             return "none".into();
         }
-        let each: Vec<String> = nets.iter().map(|n| format!("{}: {}", n.net, rollbacks_in_words(&n.rollbacks))).collect();
+        let each: Vec<String> =
+            nets.iter().map(|n| format!("{}: {}", n.net, rollbacks_in_words(&n.rollbacks))).collect();
         each.join(", ")
     }
 }
@@ -472,7 +473,11 @@ impl<M: Trainable> Fitter<M> {
                 c.step = self.step;
                 c
             }
-            None => Checkpoint { step: self.step, params: params.iter().map(|p| p.to_vec()).collect(), adam: self.adam.clone() },
+            None => Checkpoint {
+                step: self.step,
+                params: params.iter().map(|p| p.to_vec()).collect(),
+                adam: self.adam.clone(),
+            },
         };
         self.checkpoints.swap(0, 1);
         self.checkpoints[1] = Some(checkpoint);
@@ -480,7 +485,8 @@ impl<M: Trainable> Fitter<M> {
 
     /// Restores the oldest checkpoint kept and halves the peak learning rate, or gives up.
     fn roll_back(&mut self, net: &mut M, loss: f32) -> Result<(), TrainError> {
-        let Some(checkpoint) = self.checkpoints.iter().flatten().next().filter(|_| self.rollbacks.len() < MAX_ROLLBACKS)
+        let Some(checkpoint) =
+            self.checkpoints.iter().flatten().next().filter(|_| self.rollbacks.len() < MAX_ROLLBACKS)
         else {
             return Err(TrainError::Diverged { step: self.step, loss, rollbacks: self.rollbacks.len() });
         };
@@ -905,11 +911,16 @@ mod tests {
     fn a_forced_explosion_is_rolled_back_and_reported() {
         let (mut model, mut fitter) = forced(600..600 + BAD_STREAK, f32::NAN);
         let mut steps = Vec::new();
-        fitter.run(&mut model, |_, _| {}, |step, _| {
-            steps.push(step);
-            true
-        })
-        .expect("the guard recovers");
+        fitter
+            .run(
+                &mut model,
+                |_, _| {},
+                |step, _| {
+                    steps.push(step);
+                    true
+                },
+            )
+            .expect("the guard recovers");
         // Checkpoints at steps 0, 250 and 500: the roll-back goes to the older kept one, 250,
         // at half the rate, and the run still does all its steps.
         let lr = 0.025;

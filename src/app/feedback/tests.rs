@@ -20,7 +20,8 @@ fn on_a_mismatched_plant_the_feedback_heads_later_moves_beat_its_first() {
     let arm = TwoLinkArm::default();
     let tc = TrainConfig { arm, steps: 2_000, ..TrainConfig::default() };
     let fc = FeedbackConfig { episodes: 400, ..FeedbackConfig::default() };
-    let (head, _, _) = train_feedback_head(&tc, &fc, &Ranges::TRAINING, Camera::default(), &mut || true).expect("trains");
+    let (head, _, _) =
+        train_feedback_head(&tc, &fc, &Ranges::TRAINING, Camera::default(), &mut || true).expect("trains");
     let targets = [(1.2, 0.6), (0.8, 1.1), (1.4, -0.3), (0.6, 0.9), (1.0, -0.8), (1.5, 0.4), (0.9, 0.2), (1.3, 0.9)];
     // With a latency longer than a frame the command is in flight every frame: a move still
     // ends once its goal has reached the servos and the arm has settled.

@@ -11,8 +11,8 @@ use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
 use elbow::learned::MAX_STEPS;
-use elbow::learned::train::rollbacks_in_words;
 use elbow::learned::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
+use elbow::learned::train::rollbacks_in_words;
 use elbow::nn::Activation;
 use elbow::stats::Summary;
 use plotters::coord::Shift;

@@ -67,7 +67,10 @@ pub fn train_heads(
         .collect::<Result<_, ExperimentError>>()?;
     let (models, rollbacks): (Vec<_>, Vec<_>) = trained.into_iter().unzip();
     let mut models = models.into_iter();
-    Ok((Table::from_fn(|_| models.next().expect("one model per head, in order")), rollbacks.into_iter().flatten().collect()))
+    Ok((
+        Table::from_fn(|_| models.next().expect("one model per head, in order")),
+        rollbacks.into_iter().flatten().collect(),
+    ))
 }
 
 /// Trains one head as a degradation run does (a replay trains its head the same way), with its
