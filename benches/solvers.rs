@@ -238,8 +238,9 @@ fn batched(c: &mut Criterion) {
 /// one target, the flow's forward and backward pass on a batch of 512, 500 exact posterior
 /// samples at an effective sample size of 10,000, and a 1 ms plant sub-step.
 fn chains(c: &mut Criterion) {
+    use elbow::arm::{ArmKind, Method};
     use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-    use elbow::chain::{ArmKind, ExactSampler, Method, NetSet, SolveSettings};
+    use elbow::chain::{ExactSampler, NetSet, SolveSettings};
     use elbow::nn::{Flow, FlowWork, Trainable};
     use rand::RngExt;
     let arm = ArmKind::Rail3.arm();

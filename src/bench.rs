@@ -368,9 +368,10 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
 
 /// Measures [`ChainBench`] against a core of `peak_gflops`.
 pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
+    use crate::arm::{ArmKind, Method};
+    use crate::chain::ExactSampler;
     use crate::chain::nets::{Body, ChainNet, NetConfig, NetKind};
     use crate::chain::solve::{NetSet, SolveSettings, solutions};
-    use crate::chain::{ArmKind, ExactSampler, Method};
     let arm = ArmKind::Rail3.arm();
     // The flow's training step: five timed blocks of 40 steps after 20 untimed ones.
     let (warm, block, blocks) = (20, 40, 5);
@@ -442,7 +443,7 @@ pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
 
 /// The plant whose sub-step the benches time: the two-link arm on the SO-101's servos (with
 /// their friction) under gravity, or `chain`'s plant on the same servos, at rest near zero.
-pub fn timed_plant(chain: Option<&crate::chain::ChainArm>) -> crate::plant::Plant {
+pub fn timed_plant(chain: Option<&crate::arm::Arm>) -> crate::plant::Plant {
     use crate::plant::dynamics::Servo;
     use crate::plant::{Plant, PlantConfig};
     let cfg = PlantConfig { gravity: true, servo: Servo::STS3215, ..PlantConfig::ideal(TwoLinkArm::default()) };
@@ -455,7 +456,7 @@ pub fn timed_plant(chain: Option<&crate::chain::ChainArm>) -> crate::plant::Plan
 /// Microseconds per 1 ms sub-step of a plant that keeps moving: the two-link plant on the
 /// SO-101's servos under gravity, or `chain`'s plant, commanded to a new pose every 20 ms (so it
 /// never comes to rest, where a sub-step skips the dynamics).
-fn plant_step_us(chain: Option<&crate::chain::ChainArm>) -> f64 {
+fn plant_step_us(chain: Option<&crate::arm::Arm>) -> f64 {
     let mut plant = timed_plant(chain);
     let dim = plant.dim();
     let mut draw = rng(2, Stream::Bench, 2);

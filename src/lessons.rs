@@ -6,8 +6,8 @@
 //! so the lessons are tested without a window and the app only applies them.
 
 use crate::analytic::solve_branches;
+use crate::arm::{ArmKind, Method};
 use crate::atlas::Layer;
-use crate::chain::{ArmKind, Method};
 use crate::experiments::bishop::{BishopConfig, bishop_arm};
 use crate::experiments::degradation::Channel;
 use crate::kinematics::{JointLimits, Point2, Pose, TwoLinkArm};

@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+pub mod arm;
 pub mod atlas;
 pub mod bench;
 pub mod chain;

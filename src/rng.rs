@@ -67,7 +67,7 @@ pub enum Stream {
     /// The benchmark's fixed targets.
     Bench,
     /// One method's answers in `elbow solve --arm` (slot: the method's position in
-    /// [`crate::chain::Method::ALL`]).
+    /// [`crate::arm::Method::ALL`]).
     ChainSolve {
         /// The method's position.
         slot: u64,

@@ -1,7 +1,8 @@
 //! Redundant chains through the public API: the named arms' kinematics against finite
 //! differences, and the exact posterior sampler against brute-force rejection sampling.
 
-use elbow::chain::{ArmKind, ChainArm, ExactSampler, Kernel, MAX_COORDS, mmd_unbiased};
+use elbow::arm::{Arm, ArmKind};
+use elbow::chain::{ExactSampler, Kernel, MAX_COORDS, mmd_unbiased};
 use elbow::kinematics::Point2;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -47,7 +48,7 @@ fn rail3_is_the_benchmark_arm() {
 }
 
 /// Prior draws whose tip lands within `eps` of `target`, until `count` are accepted.
-fn rejection(arm: &ChainArm, target: Point2, eps: f64, count: usize, seed: u64) -> Vec<f64> {
+fn rejection(arm: &Arm, target: Point2, eps: f64, count: usize, seed: u64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = arm.coords();
     let mut x = vec![0.0; n];

@@ -4,7 +4,7 @@
 //! (`ELBOW_SIMD`). Minutes of training, so it is ignored by `cargo test` and run by CI in its own
 //! phase at each level (`.ci/run`): `cargo test --release --test chain_recipes -- --ignored`.
 
-use elbow::chain::ArmKind;
+use elbow::arm::ArmKind;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use rayon::prelude::*;
 

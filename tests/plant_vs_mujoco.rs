@@ -969,7 +969,7 @@ const RAIL3_SETUP: &[&str] = &[
 /// STS3215 without friction.
 fn rail3_plant(rail: Servo, gravity: bool, x0: &[f64]) -> Plant {
     use elbow::plant::{RAIL_CARRIAGE_MASS, RAIL_SERVO, RealChain};
-    let chain = elbow::chain::ArmKind::Rail3.arm().chain;
+    let chain = elbow::arm::ArmKind::Rail3.arm().chain;
     let real = RealChain::rods(chain);
     assert_eq!((real.rail_servo, real.carriage_mass), (RAIL_SERVO, RAIL_CARRIAGE_MASS));
     let real = RealChain { rail_servo: rail, ..real };

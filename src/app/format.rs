@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 use bevy_egui::egui;
-use elbow::chain::Method;
+use elbow::arm::Method;
 use elbow::{HeadKind, SolverId};
 
 /// Colour of the plant (the real arm).

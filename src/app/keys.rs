@@ -11,9 +11,9 @@ use super::state::solve::Driver;
 use super::state::train::{RunState, TrainCommand, Training};
 use bevy::prelude::*;
 use bevy_egui::input::EguiWantsInput;
+use elbow::arm::Method;
 use elbow::atlas::Layer;
 use elbow::atlas::chain::ChainLayer;
-use elbow::chain::Method;
 use elbow::{HeadKind, SolverId};
 
 /// Registers the shortcut system and the help overlay's, in every lab.

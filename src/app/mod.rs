@@ -180,7 +180,7 @@ pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(
 
 /// The chain model in `models` (at most one), checked against `arm`.
 fn chain_model(
-    arm: &elbow::chain::ChainArm,
+    arm: &elbow::arm::Arm,
     models: &[std::path::PathBuf],
 ) -> Result<Option<elbow::chain::model::ChainModel>, String> {
     let Some(path) = models.first() else { return Ok(None) };

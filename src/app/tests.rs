@@ -504,7 +504,7 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
     // act on the chain's atlas, and there is no envelope key.
     use super::chain::atlas::ChainAtlasView;
     use super::chain::state::ChainView;
-    use elbow::chain::{ArmKind, Method};
+    use elbow::arm::{ArmKind, Method};
     let rail3 = ArmKind::Rail3.arm();
     let lab = super::state::arm::Lab::Chain(rail3.clone());
     let table = shortcuts(&lab);
@@ -716,7 +716,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 assert_eq!(world.resource::<Lab>().chain().and_then(|a| a.kind), Some(arm), "{lesson}");
                 let view = world.resource::<ChainView>();
                 assert_eq!(view.driver, driver, "{lesson}");
-                for (i, m) in elbow::chain::Method::ALL.into_iter().enumerate() {
+                for (i, m) in elbow::arm::Method::ALL.into_iter().enumerate() {
                     assert_eq!(view.shown[i], shown.contains(&m) || m == driver, "{lesson}: {m:?}");
                 }
             }

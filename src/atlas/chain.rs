@@ -17,9 +17,10 @@
 //! Rows run in parallel, each with its own random stream, so a map is the same however the rows
 //! are shared between threads; the progress callback can stop the run between rows.
 
+use crate::arm::{Arm, Method};
+use crate::chain::ExactSampler;
 use crate::chain::sampler::spread;
 use crate::chain::solve::{Nets, SolveError, SolveSettings, solutions};
-use crate::chain::{ChainArm, ExactSampler, Method};
 use crate::kinematics::Point2;
 use crate::rng::{Stream, rng};
 use rayon::prelude::*;
@@ -92,7 +93,7 @@ crate::keys::keyed!(ChainLayer, "chain layer", serde);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainAtlasConfig {
     /// The arm.
-    pub arm: ChainArm,
+    pub arm: Arm,
     /// What the cells show.
     pub layer: ChainLayer,
     /// Cells per side.
@@ -119,7 +120,7 @@ const PROBE_BATCH: usize = 256;
 impl ChainAtlasConfig {
     /// The default map of `layer` on `arm`: 48 × 48 cells, a 10 % margin, 16 answers per cell,
     /// 1 mm tolerance, the experiment's solver settings.
-    pub fn new(arm: ChainArm, layer: ChainLayer) -> Self {
+    pub fn new(arm: Arm, layer: ChainLayer) -> Self {
         Self {
             arm,
             layer,
@@ -309,10 +310,10 @@ fn value(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use crate::chain::nets::{ChainNet, NetConfig, NetKind};
 
-    fn small(arm: &ChainArm, layer: ChainLayer) -> ChainAtlasConfig {
+    fn small(arm: &Arm, layer: ChainLayer) -> ChainAtlasConfig {
         ChainAtlasConfig { resolution: 16, samples: 8, ..ChainAtlasConfig::new(arm.clone(), layer) }
     }
 

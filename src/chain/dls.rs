@@ -64,7 +64,7 @@ impl Dls<'_, Chain> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

@@ -9,9 +9,9 @@
 //! cannot.
 
 use super::arm::Chain;
-use super::arms::ChainArm;
 use super::dls::ChainDls;
 use super::nets::{ChainNet, NetKind};
+use crate::arm::Arm;
 use crate::explain::{Density, density};
 use crate::kinematics::Point2;
 use crate::rng::{Stream, rng};
@@ -97,13 +97,7 @@ fn spread(xs: &[f64], d: usize) -> f64 {
 /// Explains `net`'s answer for `target` on `arm` with success radius `tolerance`; `answer`, when
 /// given, is the answer to explain (the driver's: the fan's draw nearest the pose), else the
 /// net's own. Deterministic: its draws are seeded.
-pub fn explain(
-    arm: &ChainArm,
-    net: &ChainNet,
-    target: Point2,
-    tolerance: f64,
-    answer: Option<&[f64]>,
-) -> ChainExplanation {
+pub fn explain(arm: &Arm, net: &ChainNet, target: Point2, tolerance: f64, answer: Option<&[f64]>) -> ChainExplanation {
     let chain: &Chain = &arm.chain;
     let d = arm.coords();
     let kind = net.kind;
@@ -246,10 +240,10 @@ fn percent(share: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use crate::chain::nets::NetConfig;
 
-    fn small(kind: NetKind, arm: &ChainArm) -> ChainNet {
+    fn small(kind: NetKind, arm: &Arm) -> ChainNet {
         let cfg = NetConfig { hidden: 32, depth: 2, components: 8, steps: 400, batch: 256, ..NetConfig::default() };
         ChainNet::train(arm, kind, &cfg, |_, _| true).expect("trains")
     }

@@ -112,7 +112,7 @@ pub fn walk(chain: &Chain, x: &mut [f64], target: Point2, distance: f64) -> Walk
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
 
     #[test]
     fn walking_changes_the_shape_and_keeps_the_tip() {

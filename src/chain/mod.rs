@@ -7,8 +7,6 @@
 //! - [`arm`](mod@arm): the chain itself ([`Chain`]): an optional prismatic base rail along `y`,
 //!   then any number of revolute joints with link lengths and limits; forward kinematics, joint
 //!   positions and the positional Jacobian; and the [`Prior`] over its coordinates;
-//! - [`arms`]: the named arms ([`ArmKind`]: `2r`, `3r`, `rail3`, `so101`), arms from link lengths, and
-//!   which methods apply to which arm, as data ([`ArmSpec`]);
 //! - [`so101`]: the SO-101 arm's pitch joints and mass properties, from its MuJoCo model;
 //! - [`dls`]: damped least squares for any chain, with random restarts ([`ChainDls`]);
 //! - [`sampler`]: exact samples of the posterior `p(x | y*)` over the joint coordinates for a
@@ -30,7 +28,6 @@
 //! convention of Ardizzone et al. 2019).
 
 pub mod arm;
-pub mod arms;
 pub mod dls;
 pub mod explain;
 pub mod manifold;
@@ -42,7 +39,6 @@ pub mod so101;
 pub mod solve;
 
 pub use arm::{Chain, ChainError, Link, MAX_COORDS, Marginal, Prior, Travel};
-pub use arms::{ArmKind, ArmSpec, ChainArm, Method};
 pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
 pub use model::{ChainModel, ModelFile};

@@ -8,9 +8,9 @@
 //! kind says what the file is.
 
 use super::arm::Prior;
-use super::arms::ChainArm;
 use super::nets::{ChainNet, NetConfig, NetKind};
 use super::solve::{NetSet, Nets};
+use crate::arm::Arm;
 use crate::learned::model::{
     CHAIN_FORMAT, chain_model_description, field_err, format_tag, parse_model, read_model_bytes, save_json,
 };
@@ -31,7 +31,7 @@ pub struct ChainModel {
     /// File-format version.
     pub version: u32,
     /// The arm the nets answer for.
-    pub arm: ChainArm,
+    pub arm: Arm,
     /// How the nets were built and trained.
     pub net: NetConfig,
     /// The squared-error net, if trained.
@@ -45,7 +45,7 @@ pub struct ChainModel {
 
 impl ChainModel {
     /// A model of these nets for `arm`.
-    pub fn new(arm: ChainArm, net: NetConfig, mut nets: NetSet) -> Self {
+    pub fn new(arm: Arm, net: NetConfig, mut nets: NetSet) -> Self {
         let (mse, mdn, flow) = (nets.take(NetKind::Mse), nets.take(NetKind::Mdn), nets.take(NetKind::Flow));
         Self { format: FORMAT.into(), version: VERSION, arm, net, mse, mdn, flow }
     }
@@ -79,7 +79,7 @@ impl ChainModel {
     }
 
     /// Whether these nets may answer for `arm`: only for the arm they were trained on.
-    pub fn check_fits(&self, arm: &ChainArm) -> Result<(), String> {
+    pub fn check_fits(&self, arm: &Arm) -> Result<(), String> {
         if self.arm == *arm {
             return Ok(());
         }
@@ -183,9 +183,9 @@ impl ModelFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
 
-    fn tiny(arm: &ChainArm) -> ChainModel {
+    fn tiny(arm: &Arm) -> ChainModel {
         let mut cfg = NetConfig { hidden: 8, depth: 1, components: 2, steps: 5, batch: 16, ..NetConfig::default() };
         cfg.flow = crate::chain::nets::FlowSettings { blocks: 2, hidden: 8, features: 4, cond_hidden: 8, ..cfg.flow };
         let mut nets = NetSet::default();

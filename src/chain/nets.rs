@@ -13,7 +13,7 @@
 //! divergence check).
 
 use super::arm::MAX_COORDS;
-use super::arms::ChainArm;
+use crate::arm::Arm;
 use crate::kinematics::Point2;
 use crate::learned::limits::MAX_COMPONENTS;
 use crate::learned::train::{Fit, Fitter, Rollback, check_budget, start_mixture};
@@ -380,7 +380,7 @@ impl ChainNet {
     /// Trains a `kind` network for `arm`; `progress(step, loss)` is called after each step and
     /// stops the run (with [`TrainError::Cancelled`]) by returning false.
     pub fn train(
-        arm: &ChainArm,
+        arm: &Arm,
         kind: NetKind,
         cfg: &NetConfig,
         mut progress: impl FnMut(usize, f32) -> bool,
@@ -393,7 +393,7 @@ impl ChainNet {
     /// a snapshot is wanted: the app takes one every few hundred steps to show the fan sharpen),
     /// returning the net with the divergence guard's roll-backs ([`Rollback`]).
     pub fn train_watched(
-        arm: &ChainArm,
+        arm: &Arm,
         kind: NetKind,
         cfg: &NetConfig,
         mut progress: impl FnMut(usize, f32, &dyn Fn() -> ChainNet) -> bool,
@@ -698,7 +698,7 @@ impl ChainNet {
 /// One minibatch of prior pairs: standardised targets into `xb`, standardised coordinates into
 /// `yb`, one sample per column (`x` is a buffer of [`MAX_COORDS`]).
 fn fill_batch(
-    arm: &ChainArm,
+    arm: &Arm,
     input: &[(f32, f32); 2],
     output: &[(f64, f64)],
     rng: &mut ChaCha8Rng,
@@ -755,7 +755,7 @@ fn encode_input(scaling: &[(f32, f32); 2], y: Point2, out: &mut [f32]) {
 }
 
 /// The mean and spread of the tip under the prior (from 4,096 draws), per axis.
-fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
+fn input_scaling(arm: &Arm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
     let d = arm.coords();
     let mut x = [0.0; MAX_COORDS];
     let (mut s, mut s2) = ([0.0f64; 2], [0.0f64; 2]);
@@ -778,7 +778,7 @@ fn input_scaling(arm: &ChainArm, rng: &mut ChaCha8Rng) -> [(f32, f32); 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use crate::learned::MAX_STEPS;
     use crate::learned::train::{DIVERGED_LOSS, MAX_ROLLBACKS};
     use rand::SeedableRng;

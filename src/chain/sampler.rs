@@ -26,8 +26,8 @@
 //! below `1/n`) and shuffled.
 
 use super::arm::{Chain, MAX_COORDS, Prior};
-use super::arms::ChainArm;
 use crate::analytic::solve_branches;
+use crate::arm::Arm;
 use crate::kinematics::{Point2, TwoLinkArm};
 use rand::{Rng, RngExt};
 
@@ -96,7 +96,7 @@ type PairSolutions = [Option<(f64, f64)>; 2];
 
 impl<'a> ExactSampler<'a> {
     /// A sampler for `arm` with every pair of coordinates as a chart.
-    pub fn new(arm: &'a ChainArm) -> Self {
+    pub fn new(arm: &'a Arm) -> Self {
         let n = arm.chain.coords();
         let charts = (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).collect();
         Self { chain: &arm.chain, prior: &arm.prior, charts, batch: 2048, ess_factor: 10.0, max_proposals: 1 << 22 }
@@ -106,7 +106,7 @@ impl<'a> ExactSampler<'a> {
     /// weighted by their prior density over `|det J|`. Unbiased, but its weights have no
     /// bounded variance (see the module documentation); kept as the reference the tests
     /// compare the balanced sampler with.
-    pub fn last_two_only(arm: &'a ChainArm) -> Self {
+    pub fn last_two_only(arm: &'a Arm) -> Self {
         let n = arm.chain.coords();
         Self { charts: vec![(n - 2, n - 1)], ..Self::new(arm) }
     }
@@ -324,7 +324,7 @@ fn shuffle<T, R: Rng + ?Sized>(v: &mut [T], rng: &mut R) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

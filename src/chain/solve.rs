@@ -8,10 +8,10 @@
 //!   few DLS iterations, falling back to prior starts when no seed converges;
 //! - [`Method::Exact`]: the exact posterior sampler.
 
-use super::arms::{ChainArm, Method};
 use super::dls::{ChainDls, DlsOutcome};
 use super::nets::{ChainNet, Drawer, NetKind};
 use super::sampler::ExactSampler;
+use crate::arm::{Arm, Method};
 use crate::kinematics::Point2;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -212,7 +212,7 @@ pub fn net_needed(method: Method, seeds: Seeds) -> Option<NetKind> {
 /// each, fewer when the exact sampler finds no solution), with what they cost.
 #[allow(clippy::too_many_arguments)]
 pub fn solutions<R: Rng + ?Sized>(
-    arm: &ChainArm,
+    arm: &Arm,
     nets: Nets<'_>,
     settings: &SolveSettings,
     method: Method,
@@ -259,7 +259,7 @@ pub fn solutions<R: Rng + ?Sized>(
 }
 
 /// The DLS of the settings on `arm`.
-fn dls<'a>(arm: &'a ChainArm, settings: &SolveSettings) -> ChainDls<'a> {
+fn dls<'a>(arm: &'a Arm, settings: &SolveSettings) -> ChainDls<'a> {
     ChainDls { max_iterations: settings.dls_iterations, tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }
 }
 
@@ -267,7 +267,7 @@ fn dls<'a>(arm: &'a ChainArm, settings: &SolveSettings) -> ChainDls<'a> {
 /// `target`), each finished by `hybrid_iterations` DLS iterations; when none converges, DLS
 /// from prior starts. Returns the seeded run's outcome and the fallback's, if it ran.
 pub fn hybrid<R: Rng + ?Sized>(
-    arm: &ChainArm,
+    arm: &Arm,
     settings: &SolveSettings,
     seeds: &mut Drawer<'_>,
     target: Point2,
@@ -280,7 +280,7 @@ pub fn hybrid<R: Rng + ?Sized>(
 /// [`hybrid`] with the seeds from `seed(rng, x)` (the app seeds from the MDN's samples nearest
 /// the arm's current pose, so the arm it drives does not jump between modes).
 pub fn hybrid_from<R: Rng + ?Sized>(
-    arm: &ChainArm,
+    arm: &Arm,
     settings: &SolveSettings,
     target: Point2,
     x: &mut [f64],
@@ -299,7 +299,7 @@ pub fn hybrid_from<R: Rng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ArmKind;
+    use crate::arm::ArmKind;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

@@ -4,8 +4,9 @@
 
 use super::{AppArm, AppLengths, ArmArgs, Failure, parse_app_lengths, parse_range_deg};
 use clap::Args;
+use elbow::arm::{Arm, ArmKind, Method};
 use elbow::chain::nets::NetConfig;
-use elbow::chain::{ArmKind, ChainArm, ChainModel, Method, ModelFile};
+use elbow::chain::{ChainModel, ModelFile};
 use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
 use elbow::kinematics::TwoLinkArm;
 use elbow::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
@@ -34,7 +35,7 @@ impl ArmChoice {
         let lab = match (self.arm, &self.lengths) {
             (Some(ArmKind::TwoR) | None, None) => AppArm::TwoLink(TwoLinkArm::default()),
             (_, Some(AppLengths::Two(a, b))) => AppArm::TwoLink(TwoLinkArm::new(*a, *b).map_err(|e| e.to_string())?),
-            (_, Some(AppLengths::Chain(l))) => AppArm::Chain(ChainArm::from_lengths(l).map_err(|e| e.to_string())?),
+            (_, Some(AppLengths::Chain(l))) => AppArm::Chain(Arm::from_lengths(l).map_err(|e| e.to_string())?),
             (Some(kind), None) => AppArm::Chain(kind.arm()),
         };
         match (lab, self.elbow_limits) {
@@ -64,7 +65,7 @@ pub(crate) fn cli_net_defaults() -> NetConfig {
 
 /// The chain model at `path` for `arm`: a two-link model, or a chain model for another arm, is
 /// refused with one sentence saying what the file is.
-pub(crate) fn load_chain_model(path: &Path, arm: &ChainArm) -> Result<ChainModel, String> {
+pub(crate) fn load_chain_model(path: &Path, arm: &Arm) -> Result<ChainModel, String> {
     let shown = path.display();
     match ModelFile::load(path).map_err(|e| e.to_string())? {
         ModelFile::Chain(m) if m.arm == *arm => Ok(*m),
@@ -133,7 +134,7 @@ pub(crate) fn two_link_head(
 /// (`seed`) with a note on stderr saying how to train and keep better ones; Ctrl-C stops the
 /// training with exit code 130 ([`super::with_progress`]).
 pub(crate) fn chain_nets(
-    arm: &ChainArm,
+    arm: &Arm,
     model: Option<&Path>,
     methods: &[Method],
     steps: usize,

@@ -6,9 +6,9 @@ use super::arm::{chain_nets, two_link_head};
 use super::figure::{Canvas, FONT, Output};
 use super::{AppArm, ArmChoice, Failure, Range, SignedPair, count, real, seed};
 use clap::Args;
+use elbow::arm::Arm;
 use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
 use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute_observed, paint};
-use elbow::chain::ChainArm;
 use elbow::kinematics::{Mismatch, Point2, Pose};
 use elbow::learned::{LearnedModel, TrainConfig};
 use elbow::{HeadKind, Lineup, SolverId, Table};
@@ -198,7 +198,7 @@ impl AtlasArgs {
     }
 
     /// The chain map's configuration on `arm`; the two-link arm's options are refused.
-    fn chain_config(&self, arm: &ChainArm) -> Result<ChainAtlasConfig, String> {
+    fn chain_config(&self, arm: &Arm) -> Result<ChainAtlasConfig, String> {
         let two_link_only = [
             ("--solver", self.solver.is_some()),
             ("--noise", self.noise.is_some()),
@@ -243,7 +243,7 @@ pub(crate) fn run(args: &AtlasArgs) -> Result<(), Failure> {
 
 /// `elbow atlas` on a chain: the nets its layer needs (loaded or trained here), the map, and
 /// the figure.
-fn run_chain(args: &AtlasArgs, arm: &ChainArm) -> Result<(), Failure> {
+fn run_chain(args: &AtlasArgs, arm: &Arm) -> Result<(), Failure> {
     let out = Output::new(&args.out)?;
     let cfg = args.chain_config(arm)?;
     check_chain_map_work(&cfg)?;

@@ -34,7 +34,7 @@ mod train;
 
 pub(crate) use arm::ArmChoice;
 use clap::{Args, Parser, Subcommand};
-use elbow::chain::{ArmKind, ChainArm};
+use elbow::arm::{Arm, ArmKind};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
 use elbow::plant::Body;
 use elbow::plant::dynamics::Servo;
@@ -123,7 +123,7 @@ pub(crate) enum AppArm {
     /// The two-link lab.
     TwoLink(TwoLinkArm),
     /// The chain lab.
-    Chain(ChainArm),
+    Chain(Arm),
 }
 
 /// `elbow --lengths`: two lengths for a two-link arm, three or more for a chain.
@@ -136,7 +136,7 @@ pub(crate) enum AppLengths {
 }
 
 /// Parses the app's `--lengths`: two values by the commands' rules ([`parse_lengths`]), three
-/// or more by the chain's ([`ChainArm::from_lengths`]).
+/// or more by the chain's ([`Arm::from_lengths`]).
 fn parse_app_lengths(s: &str) -> Result<AppLengths, String> {
     if s.split(',').count() == 2 {
         let (a, b) = parse_lengths(s)?;

@@ -5,8 +5,8 @@ use super::arm::chain_nets;
 use super::number::target_coordinate;
 use super::{AppArm, ArmChoice, Failure, count, print_json, seed};
 use clap::Args;
+use elbow::arm::{Arm, Method};
 use elbow::chain::solve::{Effort, SolveSettings, net_needed, solutions};
-use elbow::chain::{ChainArm, Method};
 use elbow::kinematics::{ElbowMode, Point2, Pose};
 use elbow::rng::{Stream, rng};
 use elbow::solve_branches;
@@ -209,7 +209,7 @@ struct ChainSolveReport {
 }
 
 /// `elbow solve` on a chain: every applicable method's answers ([`solutions`]).
-fn run_chain(args: &SolveArgs, arm: &ChainArm) -> Result<(), Failure> {
+fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
     if args.model.is_some() && args.train_steps.is_some() {
         return Err("--train-steps is for the nets trained here; --model gives them trained".to_string().into());
     }

@@ -7,8 +7,9 @@ use super::arm::cli_net_defaults;
 use super::experiment::{print_budget, print_chain_rows};
 use super::{AppArm, ArmChoice, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
+use elbow::arm::{Arm, Method};
+use elbow::chain::ChainModel;
 use elbow::chain::nets::NetConfig;
-use elbow::chain::{ChainArm, ChainModel, Method};
 use elbow::experiments::chain::{ChainConfig, MAX_SAMPLES, Progress, evaluate, train_nets};
 use elbow::kinematics::Region;
 use elbow::learned::{
@@ -121,7 +122,7 @@ impl TrainArgs {
 
     /// The chain run these arguments describe on `arm`: every net, evaluated like the chain
     /// experiment on held-out targets.
-    fn chain_config(&self, arm: &ChainArm) -> Result<ChainConfig, String> {
+    fn chain_config(&self, arm: &Arm) -> Result<ChainConfig, String> {
         let two_link_only = [
             ("--head", self.head.is_some()),
             ("--activation", self.activation.is_some()),
@@ -264,7 +265,7 @@ fn run_two_link(args: &TrainArgs) -> Result<(), Failure> {
 
 /// `elbow train` on a chain: every net side by side (the chain experiment's training), their
 /// held-out figures (its evaluation), and the chain model saved.
-fn run_chain(args: &TrainArgs, arm: &ChainArm) -> Result<(), Failure> {
+fn run_chain(args: &TrainArgs, arm: &Arm) -> Result<(), Failure> {
     let cfg = args.chain_config(arm)?;
     if let Some(path) = &args.out {
         let size: f64 = cfg.nets().iter().map(|&k| cfg.net.model_file_estimate(k, arm.coords())).sum();

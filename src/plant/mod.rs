@@ -1349,7 +1349,7 @@ mod tests {
 
     #[test]
     fn a_chain_on_a_rail_feels_the_channels_on_its_joints_and_reads_its_rail_exactly() {
-        let chain = crate::chain::ArmKind::Rail3.arm().chain;
+        let chain = crate::arm::ArmKind::Rail3.arm().chain;
         let x = [0.2, 0.3, -0.4, 0.5];
         let settle = |cfg: PlantConfig| {
             let mut p = Plant::chain(RealChain::rods(chain.clone()), cfg, &x);

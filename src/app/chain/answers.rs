@@ -12,11 +12,12 @@ use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD_HISTORY_SECS};
 use bevy::prelude::*;
 use elbow::Point2;
+use elbow::arm::{Arm, Method};
 use elbow::chain::mmd::{Kernel, mmd_unbiased};
 use elbow::chain::nets::{ChainNet, NetKind};
 use elbow::chain::sampler::spread;
 use elbow::chain::solve::{self, SolveSettings, hybrid_from};
-use elbow::chain::{ChainArm, ChainDls, ExactSampler, Method, Nets, manifold};
+use elbow::chain::{ChainDls, ExactSampler, Nets, manifold};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -62,13 +63,13 @@ fn fan(net: &ChainNet, target: Point2, n: usize, out: &mut Vec<f64>) {
 }
 
 /// The mean tip miss of the answers in `set`, metres (none for an empty set).
-fn mean_miss(arm: &ChainArm, set: &[f64], target: Point2) -> Option<f64> {
+fn mean_miss(arm: &Arm, set: &[f64], target: Point2) -> Option<f64> {
     let misses: Vec<f64> = set.chunks_exact(arm.coords()).map(|x| (arm.chain.tip(x) - target).norm()).collect();
     (!misses.is_empty()).then(|| misses.iter().sum::<f64>() / misses.len() as f64)
 }
 
 /// The exact fan for `target`, and the MDN's and the flow's fans' mismatch against it.
-fn exact_fan(arm: &ChainArm, mdn: Option<&ChainNet>, flow: Option<&ChainNet>, target: Point2, n: usize) -> ExactFan {
+fn exact_fan(arm: &Arm, mdn: Option<&ChainNet>, flow: Option<&ChainNet>, target: Point2, n: usize) -> ExactFan {
     let t = Instant::now();
     let mut sampler = ExactSampler::new(arm);
     sampler.ess_factor = SolveSettings::default().ess_factor;
@@ -100,7 +101,7 @@ fn nearest(set: &[f64], d: usize, x: &[f64]) -> Option<usize> {
 
 /// The driver's answer for `target`, from the chain's pose `x` and this frame's answers.
 fn drive_answer(
-    arm: &ChainArm,
+    arm: &Arm,
     driver: Method,
     target: Point2,
     x: &[f64],
@@ -150,7 +151,7 @@ fn drive_answer(
 
 /// A few answers of an iterative method, timed and folded into its running figures.
 fn iterate(
-    arm: &ChainArm,
+    arm: &Arm,
     nets: Nets<'_>,
     method: Method,
     target: Point2,

@@ -10,7 +10,8 @@ use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainPlant, ChainView};
 use bevy::prelude::*;
 use elbow::Point2;
-use elbow::chain::{Chain, ChainArm, Method};
+use elbow::arm::{Arm, Method};
+use elbow::chain::Chain;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -66,7 +67,7 @@ const OUTLINE_POSES: usize = 150_000;
 /// cells of a grid over `±extent`. The poses are drawn within the ranges, each joint after the
 /// first held straight (30 %) or at a bound (20 %) now and then: the rims of the region are
 /// reached by stretched or folded arms, which uniform draws almost never give.
-fn outline(arm: &ChainArm) -> Vec<[Vec2; 2]> {
+fn outline(arm: &Arm) -> Vec<[Vec2; 2]> {
     let chain = &arm.chain;
     let extent = 1.02 * arm.extent();
     let n = OUTLINE_CELLS;

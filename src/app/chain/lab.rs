@@ -10,9 +10,10 @@ use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, Chain
 use super::train::NetWorkers;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
+use elbow::arm::Arm;
+use elbow::chain::ChainDls;
 use elbow::chain::model::ChainModel;
 use elbow::chain::nets::NetKind;
-use elbow::chain::{ChainArm, ChainDls};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -45,7 +46,7 @@ pub(crate) fn preload(app: &mut App, model: ChainModel, path: &std::path::Path) 
 /// Where a chain starts on `target`: of 64 prior draws finished by DLS, the converged answer
 /// nearest the prior's centre (in prior scales), so the chain starts in the middle of its
 /// ranges rather than against a bound; the prior's centre when none converges.
-fn start_pose(arm: &ChainArm, target: elbow::Point2) -> Vec<f64> {
+fn start_pose(arm: &Arm, target: elbow::Point2) -> Vec<f64> {
     let d = arm.coords();
     let dls = ChainDls::new(&arm.chain);
     let mut rng = ChaCha8Rng::seed_from_u64(1);

@@ -2,7 +2,7 @@
 //! the fans and their toggles, the self-motion slider, each method's live figures (the MDN
 //! fan's posterior mismatch against the exact fan, the hybrid against DLS from prior starts),
 //! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
-//! registry ([`elbow::chain::ChainArm::methods`]), so a new method appears here by itself.
+//! registry ([`elbow::arm::Arm::methods`]), so a new method appears here by itself.
 
 use super::super::export::{self, YScale};
 use super::super::format::{key_bar, method_color, metres, number, swatch};
@@ -18,10 +18,10 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
 use elbow::Point2;
+use elbow::arm::{Arm, ArmKind, Method};
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
 use elbow::chain::nets::NetKind;
-use elbow::chain::{ArmKind, ChainArm, Method};
 
 /// What the chain sections read and edit.
 #[derive(SystemParam)]
@@ -47,7 +47,7 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
         for kind in ArmKind::ALL {
             let label = ui.selectable_label(current == Some(kind), kind.key()).on_hover_text(kind.spec().about);
             if label.clicked() && current != Some(kind) {
-                *lab = if kind.spec().closed_form { Lab::TwoLink } else { Lab::Chain(kind.arm()) };
+                *lab = if kind.arm().closed_form().is_some() { Lab::TwoLink } else { Lab::Chain(kind.arm()) };
             }
         }
         if let Lab::Chain(a) = &*lab
@@ -62,7 +62,7 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
 /// shared with the two-link lab) between the answers and the training.
 pub(crate) fn contents(
     ui: &mut egui::Ui,
-    arm: &ChainArm,
+    arm: &Arm,
     target: Point2,
     hover: Option<Point2>,
     s: &mut ChainSections,
@@ -222,7 +222,7 @@ fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<P
 }
 
 /// One row per method: its colour, name and live figures.
-fn readouts(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &ChainSections) {
+fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
     let a = &*s.answers;
     let iter = |st: &IterStats| {
         format!(
@@ -380,7 +380,7 @@ fn driver_net(driver: Method) -> Option<NetKind> {
 /// "Why did it do that?" on a chain: the driver's net's answer at the target, taken apart
 /// ([`elbow::chain::explain`]): its components or draws, the training data around the target,
 /// and what the classical check (DLS from the answer) makes of it.
-fn why_section(ui: &mut egui::Ui, arm: &ChainArm, target: Point2, s: &mut ChainSections) {
+fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSections) {
     let driver = s.view.driver;
     let Some(kind) = driver_net(driver) else {
         ui.small("DLS is classical: it reports whether it converged (see its row above); there is no net to explain.");

@@ -7,10 +7,11 @@ use super::super::state::arm::PlantSettings;
 use super::super::state::train::Run;
 use bevy::prelude::*;
 use elbow::Point2;
-use elbow::chain::ChainArm;
+use elbow::arm::Arm;
+use elbow::arm::Method;
 use elbow::chain::manifold::Walk;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-use elbow::chain::{Method, NetSet, Nets};
+use elbow::chain::{NetSet, Nets};
 use elbow::plant::Plant;
 use std::collections::VecDeque;
 
@@ -239,7 +240,7 @@ pub(crate) struct ChainPlant {
 
 impl ChainPlant {
     /// The plant of `arm` under `settings`, at rest at `x`.
-    pub(crate) fn new(arm: &ChainArm, settings: &PlantSettings, x: &[f64]) -> Self {
+    pub(crate) fn new(arm: &Arm, settings: &PlantSettings, x: &[f64]) -> Self {
         let (real, cfg) = settings.chain_plant(arm);
         let plant = Plant::chain(real, cfg, x);
         Self { x: plant.link_x()[..arm.coords()].to_vec(), plant: Some(plant) }

@@ -12,8 +12,8 @@ use crate::app::state::view::Target;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::Point2;
+use elbow::arm::{Arm, ArmKind, Method};
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-use elbow::chain::{ArmKind, ChainArm, Method};
 use elbow::{HeadKind, TrainConfig, Trainer};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ fn app(lab: Lab) -> App {
 }
 
 /// A briefly trained net of `kind` for `arm`, of the app's default shape when `full_size`.
-fn net(arm: &ChainArm, kind: NetKind, steps: usize, full_size: bool) -> ChainNet {
+fn net(arm: &Arm, kind: NetKind, steps: usize, full_size: bool) -> ChainNet {
     let cfg = if full_size {
         NetConfig { steps, ..NetConfig::default() }
     } else {
@@ -41,7 +41,7 @@ fn net(arm: &ChainArm, kind: NetKind, steps: usize, full_size: bool) -> ChainNet
 }
 
 /// Puts every net in place.
-fn give_nets(app: &mut App, arm: &ChainArm, steps: usize, full_size: bool) {
+fn give_nets(app: &mut App, arm: &Arm, steps: usize, full_size: bool) {
     let mut nets = app.world_mut().resource_mut::<ChainNets>();
     for kind in NetKind::ALL {
         nets.set(kind, Some(net(arm, kind, steps, full_size)));

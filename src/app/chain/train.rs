@@ -9,8 +9,9 @@ use super::super::state::train::RunState;
 use super::super::worker::{Report, Session, TrainRun, Worker};
 use super::state::{ChainNets, ChainTrainCommand, ChainTraining};
 use bevy::prelude::*;
+use elbow::arm::Arm;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
-use elbow::chain::{ChainArm, Seeds, solve::net_needed};
+use elbow::chain::{Seeds, solve::net_needed};
 
 /// Registers the workers and the systems that start them and collect their reports.
 pub(crate) fn plugin(app: &mut App) {
@@ -23,7 +24,7 @@ pub(crate) fn plugin(app: &mut App) {
 pub(crate) const KINDS: [NetKind; 3] = NetKind::ALL;
 
 /// A chain net's training loop for the [`Worker`]: [`ChainNet::train_watched`].
-fn net_run(arm: ChainArm, kind: NetKind, cfg: NetConfig) -> TrainRun<ChainNet> {
+fn net_run(arm: Arm, kind: NetKind, cfg: NetConfig) -> TrainRun<ChainNet> {
     /// The net as the worker sees it between steps (its learning rate is the schedule's).
     struct Net<'a>(&'a dyn Fn() -> ChainNet);
     impl Session<ChainNet> for Net<'_> {
@@ -58,7 +59,7 @@ impl NetWorkers {
 
     /// Starts every net afresh for `arm` (the nets the arm's methods need, the hybrid seeded
     /// by the MDN as the app runs it).
-    pub(crate) fn start(&mut self, arm: &ChainArm, training: &mut ChainTraining) {
+    pub(crate) fn start(&mut self, arm: &Arm, training: &mut ChainTraining) {
         self.stop_all();
         for kind in KINDS {
             let wanted = arm.methods().iter().any(|&m| net_needed(m, Seeds::Mdn) == Some(kind));

@@ -2,7 +2,7 @@
 //! the perturbation knobs the panel exposes.
 
 use bevy::prelude::*;
-use elbow::chain::ChainArm;
+use elbow::arm::Arm;
 use elbow::plant::{Camera, RealChain};
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
@@ -25,12 +25,12 @@ pub(crate) enum Lab {
     #[default]
     TwoLink,
     /// The chain lab on this arm.
-    Chain(ChainArm),
+    Chain(Arm),
 }
 
 impl Lab {
     /// The chain, when the chain lab is open.
-    pub(crate) fn chain(&self) -> Option<&ChainArm> {
+    pub(crate) fn chain(&self) -> Option<&Arm> {
         match self {
             Lab::Chain(arm) => Some(arm),
             Lab::TwoLink => None,
@@ -240,7 +240,7 @@ impl PlantSettings {
     /// length error and joint offset on the first revolute joint and the forearm's on every
     /// later one (an arm the sliders cannot make stays as modelled), and the channels, with
     /// gravity on for an arm in a vertical plane.
-    pub(crate) fn chain_plant(&self, arm: &ChainArm) -> (RealChain, PlantConfig) {
+    pub(crate) fn chain_plant(&self, arm: &Arm) -> (RealChain, PlantConfig) {
         let s = self.sanitized();
         let later = |v: [f64; 2]| move |k: usize| if k == 0 { v[0] } else { v[1] };
         let model = arm.real();

@@ -5,8 +5,9 @@
 use crate::cli::figure::{Canvas, FONT, Output};
 use crate::cli::{Failure, INTERRUPTED_EXIT, Range, count, print_json, real, signals};
 use clap::Args;
+use elbow::arm::{Arm, ArmKind, Method};
+use elbow::chain::Seeds;
 use elbow::chain::nets::{Covariance, MAX_BLOCKS};
-use elbow::chain::{ArmKind, ChainArm, Method, Seeds};
 use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
@@ -32,7 +33,7 @@ impl std::str::FromStr for ChainLengths {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let v: Vec<f64> = s.split(',').map(crate::cli::parse_finite).collect::<Result<_, _>>()?;
-        ChainArm::from_lengths(&v).map_err(|e| e.to_string())?;
+        Arm::from_lengths(&v).map_err(|e| e.to_string())?;
         Ok(Self(v))
     }
 }
@@ -131,7 +132,7 @@ impl ChainArgs {
     /// The core's configuration, validated.
     pub(crate) fn config(&self) -> Result<ChainConfig, String> {
         let arm = match &self.lengths {
-            Some(l) => ChainArm::from_lengths(&l.0).map_err(|e| e.to_string())?,
+            Some(l) => Arm::from_lengths(&l.0).map_err(|e| e.to_string())?,
             None => self.arm.arm(),
         };
         let mut cfg = ChainConfig::new(arm);
@@ -256,7 +257,7 @@ pub(crate) fn print_budget(r: &ChainReport) -> Result<(), String> {
             b.batch
         );
     }
-    if r.rows.iter().any(|row| row.method == elbow::chain::Method::Hybrid) {
+    if r.rows.iter().any(|row| row.method == elbow::arm::Method::Hybrid) {
         outln!("  the hybrid's seeds: {} draws", r.seeds);
     }
     Ok(())
@@ -308,7 +309,7 @@ const FAN: usize = 100;
 const HEADER: u32 = 40;
 
 /// Draws one panel per method (the exact posterior's fan in grey beneath each) into `out`.
-fn draw(r: &ChainReport, arm: &ChainArm, out: &Output) -> Result<(), String> {
+fn draw(r: &ChainReport, arm: &Arm, out: &Output) -> Result<(), String> {
     let n = r.demo.samples.len().max(1) as u32;
     let size = (PANEL * n, PANEL + HEADER);
     let fail = |e: &dyn std::fmt::Display| format!("--plot {}: {e}", out.path.display());
@@ -332,7 +333,7 @@ fn colour(m: Method) -> RGBColor {
     }
 }
 
-fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &ChainArm, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &Arm, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (head, body) = root.split_vertically(HEADER);
     let t = r.demo.target;

@@ -1,8 +1,9 @@
 //! What defines a chain run ([`ChainConfig`]) and the bounds a configuration must respect
 //! before any work starts.
 
+use crate::arm::{Arm, Method};
 use crate::chain::nets::{NetConfig, NetKind};
-use crate::chain::{ChainArm, Kernel, Method, SolveSettings};
+use crate::chain::{Kernel, SolveSettings};
 use crate::experiments::ExperimentError;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,7 @@ pub const MAX_KERNEL_PAIRS: f64 = 3e10;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainConfig {
     /// The arm (a named chain or one from lengths).
-    pub arm: ChainArm,
+    pub arm: Arm,
     /// The methods to run, in table order.
     pub methods: Vec<Method>,
     /// Test targets, each `f(x)` of a prior draw.
@@ -42,7 +43,7 @@ pub struct ChainConfig {
 
 impl ChainConfig {
     /// The default run on `arm`.
-    pub fn new(arm: ChainArm) -> Self {
+    pub fn new(arm: Arm) -> Self {
         Self {
             methods: arm.methods().to_vec(),
             arm,
@@ -64,7 +65,7 @@ impl ChainConfig {
             return bad(format!(
                 "the chain experiment needs a redundant chain; arm {} has isolated answers (use {} or --lengths with three or more values)",
                 self.arm.name,
-                ChainArm::experiment_arms()
+                Arm::experiment_arms()
             ));
         }
         if let Some(m) = self.methods.iter().find(|m| !allowed.contains(m)) {

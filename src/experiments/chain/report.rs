@@ -1,7 +1,8 @@
 //! What a chain run returns: one row per method, each figure summarised over the targets.
 
+use crate::arm::Method;
 use crate::chain::nets::NetConfig;
-use crate::chain::{Kernel, Method, Seeds};
+use crate::chain::{Kernel, Seeds};
 use crate::learned::train::Rollback;
 use crate::stats::{Summary, json_f64, json_numbers};
 use serde::{Deserialize, Serialize};

@@ -3,12 +3,13 @@
 
 use super::config::{ChainConfig, net_of};
 use super::report::{ChainReport, Demo, MethodRow, NetBudget};
+use crate::arm::Method;
 use crate::chain::arm::MAX_COORDS;
 use crate::chain::mmd::{Columns, cross_sum, mmd_from_sums, self_sum};
 use crate::chain::nets::{ChainNet, NetKind};
 use crate::chain::sampler::spread;
 use crate::chain::solve::{NetSet, Nets, SolveError};
-use crate::chain::{ExactSampler, Method, solve};
+use crate::chain::{ExactSampler, solve};
 use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
@@ -366,8 +367,9 @@ fn time_demo(cfg: &ChainConfig, nets: Nets<'_>) -> (Vec<f64>, Demo) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arm::ArmKind;
     use crate::chain::nets::NetConfig;
-    use crate::chain::{ArmKind, Kernel, SolveSettings};
+    use crate::chain::{Kernel, SolveSettings};
     use crate::experiments::chain::{MAX_SAMPLES, MAX_TARGETS};
 
     fn small(kind: ArmKind) -> ChainConfig {

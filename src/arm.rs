@@ -1,4 +1,12 @@
-//! The named arms and what applies to each, as data.
+//! The arm as a value: every arm of the lab is one [`Arm`], from the registry of named arms
+//! ([`ArmKind`]), from link lengths, or from a two-link arm ([`Arm::two_link`]). An arm is its
+//! chain (an optional rail and revolute links with their limits), the prior its targets and
+//! training data are drawn from, its body for the plant ([`Arm::real`]: masses, inertias, the
+//! rail's servo) and its demo target; and it answers what applies to it, as data: a closed form
+//! ([`Arm::closed_form`], the two-link arm's), the chain experiment's methods ([`Arm::methods`]),
+//! whether it hangs under gravity ([`Arm::vertical`]).
+//!
+//! The named arms:
 //!
 //! - `2r`: today's two-link arm (unit links, joints free to turn): the default everywhere, with
 //!   its closed form as the reference. Its targets have two isolated answers, not a manifold, so
@@ -18,10 +26,12 @@
 //!   (rail ±1 m = 4 sigma, joints ±180° = 6.3 sigma) only bound the representation: the prior
 //!   puts 6e-5 of its mass outside them.
 //!
-//! An arm can also come from three or more link lengths: joints limited as on `3r` (shoulder
-//! ±90°, the others ±150°), uniform prior.
+//! An arm can also come from three or more link lengths (joints limited as on `3r`: shoulder
+//! ±90°, the others ±150°; uniform prior), or from any two-link arm (two lengths, its joint
+//! limits; uniform prior), which is a chain of two links whose [`Arm::closed_form`] is that
+//! two-link arm.
 
-use super::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
+use crate::chain::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
 use crate::kinematics::{JointLimits, Point2, TwoLinkArm};
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
@@ -90,8 +100,6 @@ pub struct ArmSpec {
     pub about: &'static str,
     /// The chain experiment's methods that apply (empty: the experiment does not apply).
     pub methods: &'static [Method],
-    /// True when the lab's closed-form two-link solver (and everything built on it) applies.
-    pub closed_form: bool,
     /// The demo target of the benchmark's figures and timings and of the chain lab, metres.
     pub demo: [f64; 2],
 }
@@ -122,28 +130,24 @@ impl ArmKind {
                 key: "2r",
                 about: "two unit links, joints free to turn (the default; two answers per target)",
                 methods: &[],
-                closed_form: true,
                 demo: BENCHMARK_DEMO,
             },
             ArmKind::ThreeR => ArmSpec {
                 key: "3r",
                 about: "links 1.0, 0.8, 0.6 m, shoulder ±90°, outer joints ±150°, uniform prior",
                 methods: CHAIN_METHODS,
-                closed_form: false,
                 demo: BENCHMARK_DEMO,
             },
             ArmKind::Rail3 => ArmSpec {
                 key: "rail3",
                 about: "rail along y and links 0.5, 0.5, 1.0 m, prior N(0, diag(0.25, 0.5, 0.5, 0.5)^2) (Kruse et al. 2021)",
                 methods: CHAIN_METHODS,
-                closed_form: false,
                 demo: BENCHMARK_DEMO,
             },
             ArmKind::So101 => ArmSpec {
                 key: "so101",
                 about: "the SO-101's shoulder lift, elbow flex and wrist flex (links 116, 135, 160 mm, MuJoCo Menagerie's ranges), uniform prior",
                 methods: CHAIN_METHODS,
-                closed_form: false,
                 // Forward and a little up, near the gripper at Menagerie zero (0.32, 0.13).
                 demo: [0.3, 0.1],
             },
@@ -156,7 +160,7 @@ impl ArmKind {
     }
 
     /// The arm as a chain with its prior.
-    pub fn arm(self) -> ChainArm {
+    pub fn arm(self) -> Arm {
         let (chain, prior) = match self {
             ArmKind::TwoR => {
                 let chain = Chain::from(TwoLinkArm::default());
@@ -178,12 +182,12 @@ impl ArmKind {
                 (chain, prior)
             }
             ArmKind::So101 => {
-                let chain = super::so101::chain().expect("valid chain");
+                let chain = crate::chain::so101::chain().expect("valid chain");
                 let prior = Prior::uniform(&chain);
                 (chain, prior)
             }
         };
-        ChainArm { name: self.key().to_string(), kind: Some(self), chain, prior }
+        Arm { name: self.key().to_string(), kind: Some(self), chain, prior }
     }
 }
 
@@ -204,7 +208,7 @@ crate::keys::keyed!(ArmKind, "arm");
 
 /// A chain with its prior: a named arm, or one built from link lengths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainArm {
+pub struct Arm {
     /// The arm's key, or `lengths L1,L2,...` for an arm from lengths.
     pub name: String,
     /// The named arm it is, if any.
@@ -218,7 +222,7 @@ pub struct ChainArm {
 /// The fewest link lengths that make an arm from lengths a redundant chain.
 pub const MIN_CHAIN_LENGTHS: usize = 3;
 
-impl ChainArm {
+impl Arm {
     /// An arm from three or more link lengths (metres): joints limited as on `3r`, uniform prior.
     pub fn from_lengths(lengths: &[f64]) -> Result<Self, ChainError> {
         if lengths.len() < MIN_CHAIN_LENGTHS {
@@ -233,9 +237,33 @@ impl ChainArm {
         Ok(Self { name, kind: None, chain, prior })
     }
 
+    /// The two-link arm `arm` as a value: a chain of its two links with their limits, a uniform
+    /// prior, named `2r` when it is the default arm (and then [`ArmKind::TwoR`]'s value), else
+    /// after its lengths.
+    pub fn two_link(arm: TwoLinkArm) -> Self {
+        if arm == TwoLinkArm::default() {
+            return ArmKind::TwoR.arm();
+        }
+        let chain = Chain::from(arm);
+        let prior = Prior::uniform(&chain);
+        Self { name: format!("lengths {},{}", arm.l1(), arm.l2()), kind: None, chain, prior }
+    }
+
+    /// The arm's closed form, when it has one: the two-link arm it is (no rail, two revolute
+    /// links). The analytic solver, its fixed branches, the branch average and every two-link
+    /// head are built on it.
+    pub fn closed_form(&self) -> Option<TwoLinkArm> {
+        TwoLinkArm::try_from(&self.chain).ok()
+    }
+
     /// The chain experiment's methods that apply to this arm.
     pub fn methods(&self) -> &'static [Method] {
-        self.kind.map_or(&Method::ALL, |k| k.spec().methods)
+        match self.kind {
+            Some(k) => k.spec().methods,
+            // Two links have two isolated answers per target, not a manifold.
+            None if self.closed_form().is_some() => &[],
+            None => &Method::ALL,
+        }
     }
 
     /// Number of coordinates.
@@ -262,7 +290,7 @@ impl ChainArm {
     pub fn real(&self) -> crate::plant::RealChain {
         let mut real = crate::plant::RealChain::rods(self.chain.clone());
         if self.kind == Some(ArmKind::So101) {
-            real.bodies = super::so101::BODIES.to_vec();
+            real.bodies = crate::chain::so101::BODIES.to_vec();
         }
         real
     }
@@ -303,7 +331,7 @@ mod tests {
         assert!(e.contains("2r, 3r, rail3, so101") && e.contains("`4r`"), "{e}");
         assert_eq!(ArmKind::Rail3.arm().coords(), 4);
         assert!(ArmKind::TwoR.arm().methods().is_empty());
-        assert_eq!(ChainArm::experiment_arms(), "3r, rail3, so101");
+        assert_eq!(Arm::experiment_arms(), "3r, rail3, so101");
     }
 
     #[test]
@@ -313,17 +341,35 @@ mod tests {
             let t = arm.demo_target();
             assert!(t.norm() < 0.9 * arm.extent() && t.norm() > 0.0, "{}: {t:?}", k.key());
         }
-        let a = ChainArm::from_lengths(&[1.0, 0.8, 0.6]).unwrap();
+        let a = Arm::from_lengths(&[1.0, 0.8, 0.6]).unwrap();
         assert_eq!(a.demo_target(), Point2::new(1.5, 0.0), "as 3r's");
     }
 
     #[test]
     fn arms_from_lengths_need_three_good_lengths() {
-        let a = ChainArm::from_lengths(&[1.0, 0.5, 0.5, 0.25]).unwrap();
+        let a = Arm::from_lengths(&[1.0, 0.5, 0.5, 0.25]).unwrap();
         assert_eq!(a.coords(), 4);
         assert_eq!(a.methods(), &Method::ALL);
-        assert!(ChainArm::from_lengths(&[1.0, 1.0]).unwrap_err().to_string().contains("at least 3"));
-        assert!(ChainArm::from_lengths(&[1.0, 0.0, 1.0]).is_err());
+        assert!(Arm::from_lengths(&[1.0, 1.0]).unwrap_err().to_string().contains("at least 3"));
+        assert!(Arm::from_lengths(&[1.0, 0.0, 1.0]).is_err());
+    }
+
+    #[test]
+    fn a_two_link_arm_is_a_chain_with_a_closed_form() {
+        assert_eq!(Arm::two_link(TwoLinkArm::default()), ArmKind::TwoR.arm());
+        assert_eq!(ArmKind::TwoR.arm().closed_form(), Some(TwoLinkArm::default()));
+        let limited = TwoLinkArm::new(1.0, 0.5)
+            .unwrap()
+            .with_limits(JointLimits::FULL, JointLimits { min: -2.0, max: 2.5 })
+            .unwrap();
+        let arm = Arm::two_link(limited);
+        assert_eq!(arm.closed_form(), Some(limited));
+        assert_eq!((arm.name.as_str(), arm.kind, arm.coords()), ("lengths 1,0.5", None, 2));
+        assert!(arm.methods().is_empty(), "two isolated answers: the chain experiment does not apply");
+        for k in [ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101] {
+            assert_eq!(k.arm().closed_form(), None, "{}", k.key());
+        }
+        assert_eq!(Arm::from_lengths(&[1.0, 1.0, 1.0]).unwrap().closed_form(), None);
     }
 
     #[test]
