@@ -238,9 +238,10 @@ fn batched(c: &mut Criterion) {
 /// one target, the flow's forward and backward pass on a batch of 512, 500 exact posterior
 /// samples at an effective sample size of 10,000, and a 1 ms plant sub-step.
 fn chains(c: &mut Criterion) {
-    use elbow::arm::{ArmKind, Method};
+    use elbow::arm::ArmKind;
     use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
     use elbow::chain::{ExactSampler, NetSet, SolveSettings};
+    use elbow::lineup::SolverId;
     use elbow::nn::{Flow, FlowWork, Trainable};
     use rand::RngExt;
     let arm = ArmKind::Rail3.arm();
@@ -256,7 +257,7 @@ fn chains(c: &mut Criterion) {
     g.bench_function("flow_sample_2000", |b| {
         b.iter(|| {
             let nets = nets.nets();
-            elbow::chain::solve::solutions(&arm, nets, &settings, Method::Flow, target, 2000, &mut rng, &mut out)
+            elbow::chain::solve::solutions(&arm, nets, &settings, SolverId::Flow, target, 2000, &mut rng, &mut out)
                 .unwrap();
             black_box(&out);
         })

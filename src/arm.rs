@@ -33,50 +33,9 @@
 
 use crate::chain::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
 use crate::kinematics::{JointLimits, Point2, TwoLinkArm};
+use crate::lineup::SolverId;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
-
-/// A method of the chain experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub enum Method {
-    /// An MLP trained with squared error on prior pairs: one answer, the posterior mean at best.
-    Mse,
-    /// A mixture density network over the joint coordinates, sampled.
-    Mdn,
-    /// A conditional normalizing flow over the joint coordinates, sampled.
-    Flow,
-    /// Damped least squares from random prior starts, restarting until converged.
-    Dls,
-    /// Samples of the MDN (or the flow) as seeds, finished by a few DLS iterations.
-    Hybrid,
-    /// The exact posterior sampler (the reference).
-    Exact,
-}
-
-impl Method {
-    /// Every method, in table order.
-    pub const ALL: [Method; 6] = [Method::Mse, Method::Mdn, Method::Flow, Method::Dls, Method::Hybrid, Method::Exact];
-
-    /// The key on the command line and in JSON.
-    pub const fn key(self) -> &'static str {
-        match self {
-            Method::Mse => "mse",
-            Method::Mdn => "mdn",
-            Method::Flow => "flow",
-            Method::Dls => "dls",
-            Method::Hybrid => "hybrid",
-            Method::Exact => "exact",
-        }
-    }
-
-    /// True when the method needs a trained network.
-    pub const fn learned(self) -> bool {
-        matches!(self, Method::Mse | Method::Mdn | Method::Flow | Method::Hybrid)
-    }
-}
-
-crate::keys::keyed!(Method, "method", serde);
 
 /// A named arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,7 +58,7 @@ pub struct ArmSpec {
     /// A one-line description.
     pub about: &'static str,
     /// The chain experiment's methods that apply (empty: the experiment does not apply).
-    pub methods: &'static [Method],
+    pub methods: &'static [SolverId],
     /// The demo target of the benchmark's figures and timings and of the chain lab, metres.
     pub demo: [f64; 2],
 }
@@ -124,7 +83,7 @@ impl ArmKind {
 
     /// What this arm is.
     pub const fn spec(self) -> ArmSpec {
-        const CHAIN_METHODS: &[Method] = &Method::ALL;
+        const CHAIN_METHODS: &[SolverId] = &SolverId::CHAIN;
         match self {
             ArmKind::TwoR => ArmSpec {
                 key: "2r",
@@ -257,13 +216,19 @@ impl Arm {
     }
 
     /// The chain experiment's methods that apply to this arm.
-    pub fn methods(&self) -> &'static [Method] {
+    pub fn methods(&self) -> &'static [SolverId] {
         match self.kind {
             Some(k) => k.spec().methods,
             // Two links have two isolated answers per target, not a manifold.
             None if self.closed_form().is_some() => &[],
-            None => &Method::ALL,
+            None => &SolverId::CHAIN,
         }
+    }
+
+    /// Every solver that answers on this arm, in its tables' order: the closed form's line-up
+    /// ([`SolverId::TWO_LINK`]) where the arm has one, else a chain's ([`SolverId::CHAIN`]).
+    pub fn solvers(&self) -> &'static [SolverId] {
+        if self.closed_form().is_some() { &SolverId::TWO_LINK } else { &SolverId::CHAIN }
     }
 
     /// Number of coordinates.
@@ -349,7 +314,8 @@ mod tests {
     fn arms_from_lengths_need_three_good_lengths() {
         let a = Arm::from_lengths(&[1.0, 0.5, 0.5, 0.25]).unwrap();
         assert_eq!(a.coords(), 4);
-        assert_eq!(a.methods(), &Method::ALL);
+        assert_eq!(a.methods(), &SolverId::CHAIN);
+        assert_eq!(a.solvers(), &SolverId::CHAIN);
         assert!(Arm::from_lengths(&[1.0, 1.0]).unwrap_err().to_string().contains("at least 3"));
         assert!(Arm::from_lengths(&[1.0, 0.0, 1.0]).is_err());
     }
@@ -366,17 +332,10 @@ mod tests {
         assert_eq!(arm.closed_form(), Some(limited));
         assert_eq!((arm.name.as_str(), arm.kind, arm.coords()), ("lengths 1,0.5", None, 2));
         assert!(arm.methods().is_empty(), "two isolated answers: the chain experiment does not apply");
+        assert_eq!(arm.solvers(), &SolverId::TWO_LINK);
         for k in [ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101] {
             assert_eq!(k.arm().closed_form(), None, "{}", k.key());
         }
         assert_eq!(Arm::from_lengths(&[1.0, 1.0, 1.0]).unwrap().closed_form(), None);
-    }
-
-    #[test]
-    fn methods_parse_back() {
-        for m in Method::ALL {
-            assert_eq!(m.key().parse::<Method>().unwrap(), m);
-        }
-        assert!("mlp".parse::<Method>().unwrap_err().contains("mse, mdn, flow, dls, hybrid, exact"));
     }
 }

@@ -13,6 +13,7 @@ use crate::analytic::{AnalyticSolver, BranchChoice};
 use crate::iterative::DlsSolver;
 use crate::kinematics::{Pose, Region, SampleMode, TwoLinkArm};
 use crate::learned::{HeadKind, LearnedIk, TrainConfig, Trainer};
+use crate::lineup::SolverId;
 use crate::rng::{Stream, rng};
 use crate::solver::IkSolver;
 use rand::RngExt;
@@ -368,7 +369,7 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
 
 /// Measures [`ChainBench`] against a core of `peak_gflops`.
 pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
-    use crate::arm::{ArmKind, Method};
+    use crate::arm::ArmKind;
     use crate::chain::ExactSampler;
     use crate::chain::nets::{Body, ChainNet, NetConfig, NetKind};
     use crate::chain::solve::{NetSet, SolveSettings, solutions};
@@ -406,7 +407,7 @@ pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
     let mut times = Vec::new();
     for _ in 0..6 {
         let t = Instant::now();
-        solutions(&arm, nets.nets(), &settings, Method::Flow, target, 2000, &mut draw, &mut out)
+        solutions(&arm, nets.nets(), &settings, SolverId::Flow, target, 2000, &mut draw, &mut out)
             .map_err(|e| e.to_string())?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }

@@ -32,6 +32,17 @@ pub fn parse<T: Keyed>(s: &str) -> Result<T, String> {
     by_key.or_else(by_alias).ok_or_else(|| format!("{} must be one of {}; got `{s}`", T::WHAT, keys::<T>()))
 }
 
+/// Parses `s` as one of `among` (a subset of `T::ALL`, such as the solvers of one arm), the
+/// error naming `what` and listing only those keys.
+pub fn parse_among<T: Keyed + PartialEq>(s: &str, among: &[T], what: &str) -> Result<T, String> {
+    let t = s.trim();
+    among
+        .iter()
+        .copied()
+        .find(|v| v.key().eq_ignore_ascii_case(t))
+        .ok_or_else(|| format!("{what} must be one of {}; got `{s}`", join(among).replace(',', ", ")))
+}
+
 /// Every key of `T`, comma-separated, in order.
 pub fn keys<T: Keyed>() -> String {
     T::ALL.iter().map(|v| v.key()).collect::<Vec<_>>().join(", ")

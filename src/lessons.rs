@@ -6,7 +6,7 @@
 //! so the lessons are tested without a window and the app only applies them.
 
 use crate::analytic::solve_branches;
-use crate::arm::{ArmKind, Method};
+use crate::arm::ArmKind;
 use crate::atlas::Layer;
 use crate::experiments::bishop::{BishopConfig, bishop_arm};
 use crate::experiments::degradation::Channel;
@@ -69,9 +69,9 @@ pub enum SceneArm {
         /// Which chain.
         arm: ArmKind,
         /// The driving method.
-        driver: Method,
+        driver: SolverId,
         /// The methods drawn.
-        shown: &'static [Method],
+        shown: &'static [SolverId],
     },
 }
 
@@ -296,16 +296,16 @@ impl Lesson {
             Lesson::Manifold => Scene {
                 arm: SceneArm::Chain {
                     arm: ArmKind::Rail3,
-                    driver: Method::Mdn,
-                    shown: &[Method::Mdn, Method::Flow, Method::Exact],
+                    driver: SolverId::Learned(HeadKind::Mdn),
+                    shown: &[SolverId::Learned(HeadKind::Mdn), SolverId::Flow, SolverId::Exact],
                 },
                 ..base
             },
             Lesson::Seeds => Scene {
                 arm: SceneArm::Chain {
                     arm: ArmKind::Rail3,
-                    driver: Method::Hybrid,
-                    shown: &[Method::Dls, Method::Hybrid],
+                    driver: SolverId::Hybrid,
+                    shown: &[SolverId::Iterative, SolverId::Hybrid],
                 },
                 ..base
             },

@@ -1,9 +1,13 @@
 //! The lab's solvers by one typed identity, and the one place that runs any of them.
 //!
-//! - [`SolverId`] names every answer the lab shows or measures: the analytic solver and its two
-//!   fixed branches, the branch average (what a squared-error fit converges to; a reference, not
-//!   a solver), damped least squares, and one entry per learned head. [`SolverId::ALL`] is
-//!   built from [`HeadKind::ALL`], so a new head joins every table by itself.
+//! - [`SolverId`] names every answer the lab shows or measures, on every arm: the analytic
+//!   solver and its two fixed branches, the branch average (what a squared-error fit converges
+//!   to; a reference, not a solver), damped least squares, one entry per learned head, and the
+//!   chains' flow, hybrid (net seeds finished by DLS) and exact posterior sampler.
+//!   [`SolverId::ALL`] is built from [`HeadKind::ALL`], so a new head joins every table by itself;
+//!   which of them apply to an arm is the arm's answer ([`crate::arm::Arm::solvers`]:
+//!   [`SolverId::TWO_LINK`] where there is a closed form, [`SolverId::CHAIN`] on a redundant
+//!   chain).
 //! - [`Pipeline`] is a solver with or without the safety envelope around it: the unit the
 //!   experiments measure and the app drives the plant with.
 //! - [`Table`] is a map keyed by [`SolverId`] or [`HeadKind`], one slot per key, that replaces
@@ -32,8 +36,16 @@ pub enum SolverId {
     Average,
     /// Damped least squares, warm-started from the current pose.
     Iterative,
-    /// A learned head.
+    /// A learned head (on a chain: its squared-error or mixture net, sampled).
     Learned(HeadKind),
+    /// A conditional normalizing flow over a chain's joint coordinates, sampled.
+    Flow,
+    /// A chain's hybrid: draws of the MDN (or the flow) as seeds, each finished by a few DLS
+    /// iterations, falling back to DLS from prior starts when no seed converges.
+    Hybrid,
+    /// The exact posterior sampler over a chain's coordinates: the reference the chain's
+    /// methods are scored against.
+    Exact,
 }
 
 /// What kind of answer a [`SolverId`] gives.
@@ -41,7 +53,8 @@ pub enum SolverId {
 pub enum Family {
     /// A classical solver: checks its own answer and reports failure.
     Classical,
-    /// A reference pose that no solver would give (the branch average).
+    /// A reference, not a controller: the branch average (a pose no solver would give) or the
+    /// exact posterior sampler (the ground truth a chain's methods are scored against).
     Reference,
     /// A learned head: proposes, checks nothing.
     Learned,
@@ -51,13 +64,36 @@ pub enum Family {
 const NOT_LEARNED: [SolverId; 5] =
     [SolverId::Analytic, SolverId::ElbowUp, SolverId::ElbowDown, SolverId::Average, SolverId::Iterative];
 
-impl SolverId {
-    /// The number of solvers.
-    pub const COUNT: usize = NOT_LEARNED.len() + HeadKind::COUNT;
+/// The chains' solvers that are not heads, after the heads in [`SolverId::ALL`].
+const CHAIN_ONLY: [SolverId; 3] = [SolverId::Flow, SolverId::Hybrid, SolverId::Exact];
 
-    /// Every solver in table order: the classical ones and the average, then every head.
+impl SolverId {
+    /// The number of solvers of the two-link arm ([`SolverId::TWO_LINK`]).
+    pub const TWO_LINK_COUNT: usize = NOT_LEARNED.len() + HeadKind::COUNT;
+
+    /// The number of solvers.
+    pub const COUNT: usize = Self::TWO_LINK_COUNT + CHAIN_ONLY.len();
+
+    /// Every solver in table order: the classical ones and the average, then every head, then
+    /// the chains' flow, hybrid and exact sampler.
     pub const ALL: [SolverId; Self::COUNT] = {
         let mut all = [SolverId::Analytic; Self::COUNT];
+        let mut i = 0;
+        while i < Self::TWO_LINK_COUNT {
+            all[i] = Self::TWO_LINK[i];
+            i += 1;
+        }
+        while i < Self::COUNT {
+            all[i] = CHAIN_ONLY[i - Self::TWO_LINK_COUNT];
+            i += 1;
+        }
+        all
+    };
+
+    /// The line-up of an arm with a closed form (the two-link arm), in table order: the
+    /// classical ones and the average, then every head.
+    pub const TWO_LINK: [SolverId; Self::TWO_LINK_COUNT] = {
+        let mut all = [SolverId::Analytic; Self::TWO_LINK_COUNT];
         let mut i = 0;
         while i < NOT_LEARNED.len() {
             all[i] = NOT_LEARNED[i];
@@ -71,6 +107,17 @@ impl SolverId {
         all
     };
 
+    /// The line-up of a redundant chain, in its tables' order: the squared-error and mixture
+    /// nets, the flow, damped least squares with restarts, the hybrid and the exact sampler.
+    pub const CHAIN: [SolverId; 6] = [
+        SolverId::Learned(HeadKind::Mse),
+        SolverId::Learned(HeadKind::Mdn),
+        SolverId::Flow,
+        SolverId::Iterative,
+        SolverId::Hybrid,
+        SolverId::Exact,
+    ];
+
     /// Position in [`SolverId::ALL`].
     pub const fn index(self) -> usize {
         match self {
@@ -80,6 +127,9 @@ impl SolverId {
             SolverId::Average => 3,
             SolverId::Iterative => 4,
             SolverId::Learned(h) => NOT_LEARNED.len() + h.index(),
+            SolverId::Flow => Self::TWO_LINK_COUNT,
+            SolverId::Hybrid => Self::TWO_LINK_COUNT + 1,
+            SolverId::Exact => Self::TWO_LINK_COUNT + 2,
         }
     }
 
@@ -92,6 +142,9 @@ impl SolverId {
             SolverId::Average => "average",
             SolverId::Iterative => "dls",
             SolverId::Learned(h) => h.spec().key,
+            SolverId::Flow => "flow",
+            SolverId::Hybrid => "hybrid",
+            SolverId::Exact => "exact",
         }
     }
 
@@ -104,6 +157,9 @@ impl SolverId {
             SolverId::Average => "average",
             SolverId::Iterative => "iterative",
             SolverId::Learned(h) => h.spec().short,
+            SolverId::Flow => "flow",
+            SolverId::Hybrid => "hybrid",
+            SolverId::Exact => "exact",
         }
     }
 
@@ -116,6 +172,9 @@ impl SolverId {
             SolverId::Average => "average of branches",
             SolverId::Iterative => "iterative (DLS)",
             SolverId::Learned(h) => h.spec().name,
+            SolverId::Flow => "flow (sampled)",
+            SolverId::Hybrid => "hybrid (net seeds + DLS)",
+            SolverId::Exact => "exact posterior",
         }
     }
 
@@ -123,8 +182,8 @@ impl SolverId {
     pub const fn family(self) -> Family {
         match self {
             SolverId::Analytic | SolverId::ElbowUp | SolverId::ElbowDown | SolverId::Iterative => Family::Classical,
-            SolverId::Average => Family::Reference,
-            SolverId::Learned(_) => Family::Learned,
+            SolverId::Average | SolverId::Exact => Family::Reference,
+            SolverId::Learned(_) | SolverId::Flow | SolverId::Hybrid => Family::Learned,
         }
     }
 
@@ -166,11 +225,12 @@ impl Pipeline {
         Self { solver, envelope: true }
     }
 
-    /// The line-up the experiments measure: every solver plain, in [`SolverId::ALL`] order, then
-    /// every learned head inside the envelope.
-    pub fn lineup() -> Vec<Pipeline> {
-        let plain = SolverId::ALL.into_iter().map(Pipeline::plain);
-        let enveloped = SolverId::ALL.into_iter().filter(|s| s.family() == Family::Learned).map(Pipeline::enveloped);
+    /// The line-up the experiments measure on an arm with `solvers` (its
+    /// [`crate::arm::Arm::solvers`]): every solver plain, in that order, then every learned one
+    /// inside the envelope.
+    pub fn lineup(solvers: &[SolverId]) -> Vec<Pipeline> {
+        let plain = solvers.iter().copied().map(Pipeline::plain);
+        let enveloped = solvers.iter().copied().filter(|s| s.family() == Family::Learned).map(Pipeline::enveloped);
         plain.chain(enveloped).collect()
     }
 
@@ -333,7 +393,7 @@ impl<'m> Lineup<'m> {
     }
 
     /// The answer of `id` for `target` from the current pose `seed`; `None` for a head without a
-    /// model.
+    /// model, and for a chain's solver (not in [`SolverId::TWO_LINK`]).
     pub fn solve(&self, id: SolverId, target: Point2, seed: Pose) -> Option<Solution> {
         let arm = self.arm;
         let fixed = |mode| AnalyticSolver::new(arm, BranchChoice::Fixed(mode)).solve(target, seed);
@@ -350,6 +410,7 @@ impl<'m> Lineup<'m> {
                 LearnedSolver { keep_branch: self.keep_branch, ..LearnedSolver::new(self.models[h]?) }
                     .solve(target, seed)
             }
+            SolverId::Flow | SolverId::Hybrid | SolverId::Exact => return None,
         })
     }
 
@@ -400,11 +461,38 @@ mod tests {
 
     #[test]
     fn the_lineup_is_every_solver_then_every_enveloped_head() {
-        let lineup = Pipeline::lineup();
+        let lineup = Pipeline::lineup(&SolverId::TWO_LINK);
         let plain: Vec<SolverId> = lineup.iter().filter(|p| !p.envelope).map(|p| p.solver).collect();
-        assert_eq!(plain, SolverId::ALL.to_vec());
+        assert_eq!(plain, SolverId::TWO_LINK.to_vec());
         let enveloped: Vec<SolverId> = lineup.iter().filter(|p| p.envelope).map(|p| p.solver).collect();
         assert_eq!(enveloped, HeadKind::ALL.map(SolverId::Learned).to_vec());
+        let chain = Pipeline::lineup(&SolverId::CHAIN);
+        let enveloped: Vec<SolverId> = chain.iter().filter(|p| p.envelope).map(|p| p.solver).collect();
+        assert_eq!(
+            enveloped,
+            [HeadKind::Mse, HeadKind::Mdn]
+                .map(SolverId::Learned)
+                .into_iter()
+                .chain([SolverId::Flow, SolverId::Hybrid])
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn every_arm_has_one_line_up_from_the_one_identity() {
+        // The two-link line-up is every solver up to the chains' own, in order, and a chain's
+        // shares the keys it has in common with it (`mse`, `mdn`, `dls`).
+        assert_eq!(&SolverId::ALL[..SolverId::TWO_LINK_COUNT], &SolverId::TWO_LINK);
+        for id in SolverId::CHAIN {
+            assert!(SolverId::ALL.contains(&id), "{id}");
+        }
+        let keys: Vec<&str> = SolverId::CHAIN.iter().map(|s| s.key()).collect();
+        assert_eq!(keys, ["mse", "mdn", "flow", "dls", "hybrid", "exact"]);
+        for id in [SolverId::Flow, SolverId::Hybrid, SolverId::Exact] {
+            assert!(!SolverId::TWO_LINK.contains(&id));
+            let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
+            assert!(lineup.solve(id, Point2::new(1.0, 0.5), Pose::default()).is_none(), "{id} on the two-link arm");
+        }
     }
 
     #[test]
@@ -421,7 +509,7 @@ mod tests {
     fn heads_without_a_model_say_nothing_and_the_rest_answer() {
         let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
         let t = Point2::new(1.0, 0.8);
-        for id in SolverId::ALL {
+        for id in SolverId::TWO_LINK {
             let answer = lineup.run(Pipeline::plain(id), t, Pose::default());
             assert_eq!(answer.is_none(), id.family() == Family::Learned, "{id:?}");
         }

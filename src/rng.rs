@@ -67,7 +67,7 @@ pub enum Stream {
     /// The benchmark's fixed targets.
     Bench,
     /// One method's answers in `elbow solve --arm` (slot: the method's position in
-    /// [`crate::arm::Method::ALL`]).
+    /// [`crate::lineup::SolverId::CHAIN`]).
     ChainSolve {
         /// The method's position.
         slot: u64,

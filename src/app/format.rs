@@ -3,7 +3,6 @@
 
 use bevy::prelude::*;
 use bevy_egui::egui;
-use elbow::arm::Method;
 use elbow::{HeadKind, SolverId};
 
 /// Colour of the plant (the real arm).
@@ -37,14 +36,14 @@ pub(crate) fn solver_color(id: SolverId) -> Color {
 }
 
 /// The colour of a chain method's arms, fan, swatch and plot line.
-pub(crate) fn method_color(m: Method) -> Color {
+pub(crate) fn method_color(m: SolverId) -> Color {
     match m {
-        Method::Mse => solver_color(SolverId::Learned(HeadKind::Mse)),
-        Method::Mdn => solver_color(SolverId::Learned(HeadKind::Mdn)),
-        Method::Flow => Color::srgb(1.0, 0.62, 0.2),
-        Method::Dls => solver_color(SolverId::Iterative),
-        Method::Hybrid => solver_color(SolverId::Learned(HeadKind::Residual)),
-        Method::Exact => solver_color(SolverId::ElbowDown),
+        SolverId::Learned(HeadKind::Mse) => solver_color(SolverId::Learned(HeadKind::Mse)),
+        SolverId::Learned(HeadKind::Mdn) => solver_color(SolverId::Learned(HeadKind::Mdn)),
+        SolverId::Flow => Color::srgb(1.0, 0.62, 0.2),
+        SolverId::Iterative => solver_color(SolverId::Iterative),
+        SolverId::Hybrid => solver_color(SolverId::Learned(HeadKind::Residual)),
+        SolverId::Exact => solver_color(SolverId::ElbowDown),
     }
 }
 
@@ -118,8 +117,8 @@ mod tests {
 
     #[test]
     fn every_chain_method_has_its_own_colour() {
-        for a in Method::ALL {
-            for b in Method::ALL {
+        for a in SolverId::CHAIN {
+            for b in SolverId::CHAIN {
                 assert!(a == b || method_color(a) != method_color(b), "{a:?} and {b:?} share a colour");
             }
         }

@@ -11,7 +11,6 @@ use super::state::solve::Driver;
 use super::state::train::{RunState, TrainCommand, Training};
 use bevy::prelude::*;
 use bevy_egui::input::EguiWantsInput;
-use elbow::arm::Method;
 use elbow::atlas::Layer;
 use elbow::atlas::chain::ChainLayer;
 use elbow::{HeadKind, SolverId};
@@ -121,7 +120,7 @@ pub(crate) enum Shortcut {
     /// This learned head drives the two-link plant.
     Head(HeadKind),
     /// This method drives the chain.
-    Method(Method),
+    SolverId(SolverId),
     /// The safety envelope on or off (the two-link lab).
     Envelope,
     /// The atlas on or off.

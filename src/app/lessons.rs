@@ -121,7 +121,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
         }
         SceneArm::Chain { driver, shown, .. } => {
             s.chain_view.driver = driver;
-            s.chain_view.shown = elbow::arm::Method::ALL.map(|m| shown.contains(&m) || m == driver);
+            s.chain_view.shown = elbow::lineup::SolverId::CHAIN.map(|m| shown.contains(&m) || m == driver);
             s.chain_view.self_motion = 0.0;
         }
     }

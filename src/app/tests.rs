@@ -504,7 +504,7 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
     // act on the chain's atlas, and there is no envelope key.
     use super::chain::atlas::ChainAtlasView;
     use super::chain::state::ChainView;
-    use elbow::arm::{ArmKind, Method};
+    use elbow::arm::ArmKind;
     let rail3 = ArmKind::Rail3.arm();
     let lab = super::state::arm::Lab::Chain(rail3.clone());
     let table = shortcuts(&lab);
@@ -517,7 +517,11 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
         press(&mut app, *key);
         assert_eq!(app.world().resource::<ChainView>().driver, m, "key {label}");
     }
-    assert_eq!(table[0].2, super::keys::Shortcut::Method(Method::Mse), "1 is the registry's first driver");
+    assert_eq!(
+        table[0].2,
+        super::keys::Shortcut::Method(SolverId::Learned(HeadKind::Mse)),
+        "1 is the registry's first driver"
+    );
     assert_eq!(app.world().resource::<Driver>().0.solver, solver, "the two-link driver is left alone");
     let on = app.world().resource::<ChainAtlasView>().on;
     press(&mut app, KeyCode::KeyA);
@@ -716,7 +720,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 assert_eq!(world.resource::<Lab>().chain().and_then(|a| a.kind), Some(arm), "{lesson}");
                 let view = world.resource::<ChainView>();
                 assert_eq!(view.driver, driver, "{lesson}");
-                for (i, m) in elbow::arm::Method::ALL.into_iter().enumerate() {
+                for (i, m) in elbow::lineup::SolverId::CHAIN.into_iter().enumerate() {
                     assert_eq!(view.shown[i], shown.contains(&m) || m == driver, "{lesson}: {m:?}");
                 }
             }

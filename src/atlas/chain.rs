@@ -17,11 +17,13 @@
 //! Rows run in parallel, each with its own random stream, so a map is the same however the rows
 //! are shared between threads; the progress callback can stop the run between rows.
 
-use crate::arm::{Arm, Method};
+use crate::arm::Arm;
 use crate::chain::ExactSampler;
 use crate::chain::sampler::spread;
 use crate::chain::solve::{Nets, SolveError, SolveSettings, solutions};
 use crate::kinematics::Point2;
+use crate::learned::HeadKind;
+use crate::lineup::SolverId;
 use crate::rng::{Stream, rng};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -57,12 +59,12 @@ impl ChainLayer {
     }
 
     /// The method whose answers the layer shows.
-    pub const fn method(self) -> Method {
+    pub const fn method(self) -> SolverId {
         match self {
-            ChainLayer::MseMiss => Method::Mse,
-            ChainLayer::MdnResim => Method::Mdn,
-            ChainLayer::ExactSpread => Method::Exact,
-            ChainLayer::HybridSuccess => Method::Hybrid,
+            ChainLayer::MseMiss => SolverId::Learned(HeadKind::Mse),
+            ChainLayer::MdnResim => SolverId::Learned(HeadKind::Mdn),
+            ChainLayer::ExactSpread => SolverId::Exact,
+            ChainLayer::HybridSuccess => SolverId::Hybrid,
         }
     }
 
@@ -361,7 +363,7 @@ mod tests {
     fn missing_nets_bad_settings_and_a_stop_are_refused() {
         let arm = ArmKind::ThreeR.arm();
         let e = chain_atlas(&small(&arm, ChainLayer::MdnResim), Nets::default(), &|_, _| true).unwrap_err();
-        assert_eq!(e, ChainAtlasError::NoNet(SolveError::NoNet(Method::Mdn)));
+        assert_eq!(e, ChainAtlasError::NoNet(SolveError::NoNet(SolverId::Learned(HeadKind::Mdn))));
         for bad in [
             ChainAtlasConfig { resolution: 1, ..small(&arm, ChainLayer::ExactSpread) },
             ChainAtlasConfig { samples: 0, ..small(&arm, ChainLayer::ExactSpread) },

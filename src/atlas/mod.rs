@@ -430,6 +430,12 @@ pub fn compute_observed(
 ) -> Result<Option<Atlas>, String> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     cfg.validate()?;
+    if !SolverId::TWO_LINK.contains(&solver) {
+        return Err(format!(
+            "{} answers on a chain, and this map is of the two-link arm (map a chain with --arm)",
+            solver.name()
+        ));
+    }
     // The silent layer's plant: an error, never the nominal arm in its place (which would show
     // no mismatch at all).
     let real = RealArm::with_mismatch(&lineup.arm, cfg.mismatch)
@@ -571,7 +577,10 @@ mod tests {
         let models: Vec<_> = HeadKind::ALL.iter().map(|&h| tiny(h)).collect();
         let lineup = Lineup::new(arm, Table::from_fn(|h| models.iter().find(|m| m.kind == h)));
         let cfg = AtlasConfig { resolution: 16, samples: 0, ..AtlasConfig::default() };
-        for solver in SolverId::ALL {
+        for id in [SolverId::Flow, SolverId::Hybrid, SolverId::Exact] {
+            assert!(compute(&lineup, id, &cfg).unwrap_err().contains("answers on a chain"), "{id}");
+        }
+        for solver in SolverId::TWO_LINK {
             let atlas = compute(&lineup, solver, &cfg).unwrap();
             assert_eq!(atlas.cells.len(), 16 * 16, "{solver:?}");
             let pixels = paint::pixels(&atlas, Layer::Confidence);

@@ -1,18 +1,20 @@
 //! Every chain method's answers for one target: the one implementation behind `experiment
 //! chain`, `elbow solve --arm`, the atlas's chain layers and the app's fans and drivers.
 //!
-//! - [`Method::Mse`], [`Method::Mdn`], [`Method::Flow`]: `n` draws of the net (copies of the one
+//! - [`SolverId::Learned(HeadKind::Mse)`], [`SolverId::Learned(HeadKind::Mdn)`], [`SolverId::Flow`]: `n` draws of the net (copies of the one
 //!   answer for the squared-error net);
-//! - [`Method::Dls`]: damped least squares from prior draws, restarting until converged;
-//! - [`Method::Hybrid`]: draws of the MDN or the flow ([`Seeds`]) as seeds, each finished by a
+//! - [`SolverId::Iterative`]: damped least squares from prior draws, restarting until converged;
+//! - [`SolverId::Hybrid`]: draws of the MDN or the flow ([`Seeds`]) as seeds, each finished by a
 //!   few DLS iterations, falling back to prior starts when no seed converges;
-//! - [`Method::Exact`]: the exact posterior sampler.
+//! - [`SolverId::Exact`]: the exact posterior sampler.
 
 use super::dls::{ChainDls, DlsOutcome};
 use super::nets::{ChainNet, Drawer, NetKind};
 use super::sampler::ExactSampler;
-use crate::arm::{Arm, Method};
+use crate::arm::Arm;
 use crate::kinematics::Point2;
+use crate::learned::HeadKind;
+use crate::lineup::SolverId;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -194,17 +196,20 @@ impl Effort {
 pub enum SolveError {
     /// The method needs a net that was not given.
     #[error("method {0} needs a trained network, and none was given (train one first)")]
-    NoNet(Method),
+    NoNet(SolverId),
+    /// The solver is not one of a chain's ([`SolverId::CHAIN`]): it needs a closed form.
+    #[error("{0} does not answer on a chain: it is built on the two-link closed form (a chain has {chain})", chain = crate::keys::join(&SolverId::CHAIN))]
+    NotOnChain(SolverId),
 }
 
 /// The net `method` needs, if any, with the hybrid seeded from `seeds`.
-pub fn net_needed(method: Method, seeds: Seeds) -> Option<NetKind> {
+pub fn net_needed(method: SolverId, seeds: Seeds) -> Option<NetKind> {
     match method {
-        Method::Mse => Some(NetKind::Mse),
-        Method::Mdn => Some(NetKind::Mdn),
-        Method::Flow => Some(NetKind::Flow),
-        Method::Hybrid => Some(seeds.net()),
-        Method::Dls | Method::Exact => None,
+        SolverId::Learned(HeadKind::Mse) => Some(NetKind::Mse),
+        SolverId::Learned(HeadKind::Mdn) => Some(NetKind::Mdn),
+        SolverId::Flow => Some(NetKind::Flow),
+        SolverId::Hybrid => Some(seeds.net()),
+        _ => None,
     }
 }
 
@@ -215,7 +220,7 @@ pub fn solutions<R: Rng + ?Sized>(
     arm: &Arm,
     nets: Nets<'_>,
     settings: &SolveSettings,
-    method: Method,
+    method: SolverId,
     target: Point2,
     n: usize,
     rng: &mut R,
@@ -227,15 +232,17 @@ pub fn solutions<R: Rng + ?Sized>(
     // The net a learned method samples or seeds from; refused when it was not given.
     let net = || net_needed(method, settings.seeds).and_then(|k| nets.get(k)).ok_or(SolveError::NoNet(method));
     match method {
-        Method::Mse | Method::Mdn | Method::Flow => net()?.sample(target, n, rng, out),
-        Method::Dls => {
+        SolverId::Learned(HeadKind::Mse) | SolverId::Learned(HeadKind::Mdn) | SolverId::Flow => {
+            net()?.sample(target, n, rng, out)
+        }
+        SolverId::Iterative => {
             let dls = dls(arm, settings);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
                 effort.add(dls.from_prior(x, target, &arm.prior, settings.dls_starts, rng));
             }
         }
-        Method::Hybrid => {
+        SolverId::Hybrid => {
             let mut seeds = net()?.drawer(target);
             out.resize(n * d, 0.0);
             for x in out.chunks_exact_mut(d) {
@@ -247,13 +254,14 @@ pub fn solutions<R: Rng + ?Sized>(
                 }
             }
         }
-        Method::Exact => {
+        SolverId::Exact => {
             let mut sampler = ExactSampler::new(arm);
             sampler.ess_factor = settings.ess_factor;
             let s = sampler.sample(target, n, rng);
             *out = s.x;
             effort.ess = Some(s.ess);
         }
+        _ => return Err(SolveError::NotOnChain(method)),
     }
     Ok(effort)
 }
@@ -309,19 +317,24 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut out = Vec::new();
         let target = Point2::new(1.2, 0.5);
-        for m in [Method::Mse, Method::Mdn, Method::Flow, Method::Hybrid] {
+        for m in [SolverId::Learned(HeadKind::Mse), SolverId::Learned(HeadKind::Mdn), SolverId::Flow, SolverId::Hybrid]
+        {
             let e = solutions(&arm, Nets::default(), &SolveSettings::default(), m, target, 4, &mut rng, &mut out);
             assert_eq!(e, Err(SolveError::NoNet(m)));
         }
-        for m in [Method::Dls, Method::Exact] {
+        for m in [SolverId::Iterative, SolverId::Exact] {
             let e =
                 solutions(&arm, Nets::default(), &SolveSettings::default(), m, target, 16, &mut rng, &mut out).unwrap();
             assert_eq!(out.len(), 16 * 3, "{m}");
             for x in out.chunks_exact(3) {
                 assert!((arm.chain.tip(x) - target).norm() < 1e-5, "{m}: {x:?}");
             }
-            assert_eq!(e.ess.is_some(), m == Method::Exact);
-            assert_eq!(e.starts >= 16, m == Method::Dls);
+            assert_eq!(e.ess.is_some(), m == SolverId::Exact);
+            assert_eq!(e.starts >= 16, m == SolverId::Iterative);
+        }
+        for id in SolverId::TWO_LINK.into_iter().filter(|id| !SolverId::CHAIN.contains(id)) {
+            let e = solutions(&arm, Nets::default(), &SolveSettings::default(), id, target, 4, &mut rng, &mut out);
+            assert_eq!(e, Err(SolveError::NotOnChain(id)));
         }
     }
 }

@@ -4,12 +4,13 @@
 
 use super::{AppArm, AppLengths, ArmArgs, Failure, parse_app_lengths, parse_range_deg};
 use clap::Args;
-use elbow::arm::{Arm, ArmKind, Method};
+use elbow::arm::{Arm, ArmKind};
 use elbow::chain::nets::NetConfig;
 use elbow::chain::{ChainModel, ModelFile};
 use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
 use elbow::kinematics::TwoLinkArm;
 use elbow::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
+use elbow::lineup::SolverId;
 use std::path::Path;
 
 /// `--arm`, `--lengths` and `--elbow-limits` of a command that runs on any arm.
@@ -136,7 +137,7 @@ pub(crate) fn two_link_head(
 pub(crate) fn chain_nets(
     arm: &Arm,
     model: Option<&Path>,
-    methods: &[Method],
+    methods: &[SolverId],
     steps: usize,
     seed: u64,
 ) -> Result<ChainModel, Failure> {
@@ -148,7 +149,8 @@ pub(crate) fn chain_nets(
     cfg.net = NetConfig { steps, seed, ..cli_net_defaults() };
     cfg.targets = 1;
     cfg.validate().map_err(|e| e.to_string())?;
-    let learned: Vec<String> = methods.iter().filter(|m| m.learned()).map(|m| m.to_string()).collect();
+    let learned: Vec<String> =
+        methods.iter().filter(|m| m.family() == elbow::lineup::Family::Learned).map(|m| m.to_string()).collect();
     if learned.is_empty() {
         return Ok(ChainModel::new(arm.clone(), cfg.net, Default::default()));
     }

@@ -5,9 +5,11 @@ use super::arm::chain_nets;
 use super::number::target_coordinate;
 use super::{AppArm, ArmChoice, Failure, count, print_json, seed};
 use clap::Args;
-use elbow::arm::{Arm, Method};
+use elbow::arm::Arm;
 use elbow::chain::solve::{Effort, SolveSettings, net_needed, solutions};
 use elbow::kinematics::{ElbowMode, Point2, Pose};
+use elbow::learned::HeadKind;
+use elbow::lineup::SolverId;
 use elbow::rng::{Stream, rng};
 use elbow::solve_branches;
 use elbow::stats::json_numbers;
@@ -175,7 +177,7 @@ struct ChainAnswer {
 /// One chain method's answers and what they cost.
 #[derive(Serialize)]
 struct ChainMethodRow {
-    method: Method,
+    method: SolverId,
     answers: Vec<ChainAnswer>,
     /// Answers within the DLS tolerance (DLS and hybrid).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,7 +207,7 @@ struct ChainSolveReport {
     methods: Vec<ChainMethodRow>,
     /// Methods left out because the model file holds no net for them (an older file).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    left_out: Vec<Method>,
+    left_out: Vec<SolverId>,
 }
 
 /// `elbow solve` on a chain: every applicable method's answers ([`solutions`]).
@@ -219,8 +221,8 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
     let model = chain_nets(arm, args.model.as_deref(), methods, steps, seed)?;
     let settings = SolveSettings::default();
     // A model file from before a net existed (the flow) answers with the nets it has.
-    let has_net = |m: Method| net_needed(m, settings.seeds).is_none_or(|k| model.nets().get(k).is_some());
-    let (methods, left_out): (Vec<Method>, Vec<Method>) = methods.iter().partition(|&&m| has_net(m));
+    let has_net = |m: SolverId| net_needed(m, settings.seeds).is_none_or(|k| model.nets().get(k).is_some());
+    let (methods, left_out): (Vec<SolverId>, Vec<SolverId>) = methods.iter().partition(|&&m| has_net(m));
     if !left_out.is_empty() {
         super::note(format_args!(
             "note: the model file holds no net for {}: left out (an older file? `elbow train --arm {} --out FILE` trains every net)",
@@ -238,7 +240,7 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
     let mut rows = Vec::new();
     for (slot, &method) in methods.iter().enumerate() {
         let mut rng = rng(seed, Stream::ChainSolve { slot: slot as u64 }, 0);
-        let count = if method == Method::Mse { 1 } else { n };
+        let count = if method == SolverId::Learned(HeadKind::Mse) { 1 } else { n };
         let effort: Effort = solutions(arm, model.nets(), &settings, method, target, count, &mut rng, &mut out)
             .map_err(|e| e.to_string())?;
         if out.iter().any(|v| !v.is_finite()) {
@@ -257,7 +259,7 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
                 ChainAnswer { x: shown(x), tip: [tip.x, tip.y], miss: (tip.x - target.x).hypot(tip.y - target.y) }
             })
             .collect();
-        let iterative = matches!(method, Method::Dls | Method::Hybrid);
+        let iterative = matches!(method, SolverId::Iterative | SolverId::Hybrid);
         let converged = answers.iter().filter(|a| a.miss <= settings.dls_tolerance).count();
         rows.push(ChainMethodRow {
             method,
@@ -265,11 +267,11 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
             converged: iterative.then_some(converged),
             iterations: iterative.then_some(effort.iterations),
             starts: iterative.then_some(effort.starts),
-            fallbacks: (method == Method::Hybrid).then_some(effort.fallbacks),
+            fallbacks: (method == SolverId::Hybrid).then_some(effort.fallbacks),
             ess: effort.ess,
         });
     }
-    let reachable = rows.iter().find(|r| r.method == Method::Exact).is_none_or(|r| !r.answers.is_empty());
+    let reachable = rows.iter().find(|r| r.method == SolverId::Exact).is_none_or(|r| !r.answers.is_empty());
     let coordinates = (0..arm.coords())
         .map(|i| match (chain.is_angle(i), chain.rail().is_some()) {
             (true, rail) => format!("q{} deg", i + usize::from(!rail)),

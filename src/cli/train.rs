@@ -7,7 +7,7 @@ use super::arm::cli_net_defaults;
 use super::experiment::{print_budget, print_chain_rows};
 use super::{AppArm, ArmChoice, Failure, count, learning_rate, print_json, seed, signals};
 use clap::Args;
-use elbow::arm::{Arm, Method};
+use elbow::arm::Arm;
 use elbow::chain::ChainModel;
 use elbow::chain::nets::NetConfig;
 use elbow::experiments::chain::{ChainConfig, MAX_SAMPLES, Progress, evaluate, train_nets};
@@ -15,6 +15,7 @@ use elbow::kinematics::Region;
 use elbow::learned::{
     AngleEncoding, HeadKind, MAX_EVAL_TARGETS, MAX_MODEL_FILE_BYTES, MAX_STEPS, TrainConfig, train_and_evaluate,
 };
+use elbow::lineup::SolverId;
 use elbow::nn::Activation;
 use std::path::PathBuf;
 
@@ -137,8 +138,10 @@ impl TrainArgs {
             ));
         }
         let mut cfg = ChainConfig::new(arm.clone());
-        cfg.methods =
-            [Method::Mse, Method::Mdn, Method::Flow].into_iter().filter(|m| arm.methods().contains(m)).collect();
+        cfg.methods = [SolverId::Learned(HeadKind::Mse), SolverId::Learned(HeadKind::Mdn), SolverId::Flow]
+            .into_iter()
+            .filter(|m| arm.methods().contains(m))
+            .collect();
         let base = cli_net_defaults();
         cfg.net = NetConfig {
             steps: self.steps,

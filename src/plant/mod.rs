@@ -1349,7 +1349,11 @@ mod tests {
 
     #[test]
     fn a_chain_on_a_rail_feels_the_channels_on_its_joints_and_reads_its_rail_exactly() {
-        let chain = crate::arm::ArmKind::Rail3.arm().chain;
+        // rail3's kinematics: a rail of ±1 m and links 0.5, 0.5 and 1.0 m turning freely.
+        let travel = crate::chain::Travel::new(-1.0, 1.0).unwrap();
+        let links =
+            [0.5, 0.5, 1.0].map(|length| crate::chain::Link { length, limits: crate::kinematics::JointLimits::FULL });
+        let chain = Chain::new(Some(travel), links.to_vec()).unwrap();
         let x = [0.2, 0.3, -0.4, 0.5];
         let settle = |cfg: PlantConfig| {
             let mut p = Plant::chain(RealChain::rods(chain.clone()), cfg, &x);

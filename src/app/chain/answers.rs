@@ -12,7 +12,7 @@ use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD_HISTORY_SECS};
 use bevy::prelude::*;
 use elbow::Point2;
-use elbow::arm::{Arm, Method};
+use elbow::arm::Arm;
 use elbow::chain::mmd::{Kernel, mmd_unbiased};
 use elbow::chain::nets::{ChainNet, NetKind};
 use elbow::chain::sampler::spread;
@@ -102,7 +102,7 @@ fn nearest(set: &[f64], d: usize, x: &[f64]) -> Option<usize> {
 /// The driver's answer for `target`, from the chain's pose `x` and this frame's answers.
 fn drive_answer(
     arm: &Arm,
-    driver: Method,
+    driver: SolverId,
     target: Point2,
     x: &[f64],
     answers: &ChainAnswers,
@@ -111,11 +111,13 @@ fn drive_answer(
     let d = arm.coords();
     let settings = SolveSettings::default();
     match driver {
-        Method::Mse => answers.mse.clone(),
+        SolverId::Learned(HeadKind::Mse) => answers.mse.clone(),
         // The fan's draw nearest the pose: a controller keeps to one mode rather than jumping.
-        Method::Mdn => nearest(&answers.mdn, d, x).map(|i| answers.mdn[i * d..(i + 1) * d].to_vec()),
-        Method::Flow => nearest(&answers.flow, d, x).map(|i| answers.flow[i * d..(i + 1) * d].to_vec()),
-        Method::Dls => {
+        SolverId::Learned(HeadKind::Mdn) => {
+            nearest(&answers.mdn, d, x).map(|i| answers.mdn[i * d..(i + 1) * d].to_vec())
+        }
+        SolverId::Flow => nearest(&answers.flow, d, x).map(|i| answers.flow[i * d..(i + 1) * d].to_vec()),
+        SolverId::Iterative => {
             let mut out = x.to_vec();
             ChainDls { tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }.refine(
                 &mut out,
@@ -124,7 +126,7 @@ fn drive_answer(
             );
             Some(out)
         }
-        Method::Hybrid => {
+        SolverId::Hybrid => {
             if answers.mdn.is_empty() {
                 return None;
             }
@@ -145,7 +147,7 @@ fn drive_answer(
             });
             Some(out)
         }
-        Method::Exact => None,
+        SolverId::Exact => None,
     }
 }
 
@@ -153,7 +155,7 @@ fn drive_answer(
 fn iterate(
     arm: &Arm,
     nets: Nets<'_>,
-    method: Method,
+    method: SolverId,
     target: Point2,
     rng: &mut ChaCha8Rng,
     out: &mut Vec<f64>,
@@ -199,11 +201,11 @@ fn answer(
 
     let mut rng = ChaCha8Rng::seed_from_u64(*frame);
     let mut buf = Vec::new();
-    if let Some((s, e, ok)) = iterate(arm, nets.nets(), Method::Dls, target, &mut rng, &mut buf) {
+    if let Some((s, e, ok)) = iterate(arm, nets.nets(), SolverId::Iterative, target, &mut rng, &mut buf) {
         answers.dls_stats.add(PER_FRAME, s, e.iterations, e.starts, ok, e.fallbacks);
         answers.dls = std::mem::take(&mut buf);
     }
-    match iterate(arm, nets.nets(), Method::Hybrid, target, &mut rng, &mut buf) {
+    match iterate(arm, nets.nets(), SolverId::Hybrid, target, &mut rng, &mut buf) {
         Some((s, e, ok)) => {
             answers.hybrid_stats.add(PER_FRAME, s, e.iterations, e.starts, ok, e.fallbacks);
             answers.hybrid = buf;

@@ -10,7 +10,7 @@ use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainPlant, ChainView};
 use bevy::prelude::*;
 use elbow::Point2;
-use elbow::arm::{Arm, Method};
+use elbow::arm::Arm;
 use elbow::chain::Chain;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -184,7 +184,11 @@ fn draw(
     // Fans first: a faint sketch of a few arms each, and a mark at every joint of every arm,
     // so fans that overlap stay apart by colour (marks do not blend into one tint as lines do).
     // Then the few iterative answers, then the squared-error arm on top.
-    for (m, set) in [(Method::Exact, &answers.exact.x), (Method::Mdn, &answers.mdn), (Method::Flow, &answers.flow)] {
+    for (m, set) in [
+        (SolverId::Exact, &answers.exact.x),
+        (SolverId::Learned(HeadKind::Mdn), &answers.mdn),
+        (SolverId::Flow, &answers.flow),
+    ] {
         if view.shows(m) {
             let arms = set.len() / d.max(1);
             let color = method_color(m);
@@ -202,7 +206,7 @@ fn draw(
             }
         }
     }
-    for (m, set) in [(Method::Dls, &answers.dls), (Method::Hybrid, &answers.hybrid)] {
+    for (m, set) in [(SolverId::Iterative, &answers.dls), (SolverId::Hybrid, &answers.hybrid)] {
         if view.shows(m) {
             for x in set.chunks_exact(d) {
                 polyline(&mut pens.fan, chain, x, method_color(m).with_alpha(0.8), 0.03);
@@ -210,10 +214,10 @@ fn draw(
         }
     }
     let t = v(target.pos);
-    if view.shows(Method::Mse)
+    if view.shows(SolverId::Learned(HeadKind::Mse))
         && let Some(x) = answers.mse.as_ref()
     {
-        let color = method_color(Method::Mse);
+        let color = method_color(SolverId::Learned(HeadKind::Mse));
         polyline(&mut pens.arm, chain, x, color, 0.04);
         pens.fan.line_2d(v(chain.tip(x)), t, color);
     }

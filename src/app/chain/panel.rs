@@ -1,7 +1,7 @@
 //! The side panel's chain sections: the arm buttons (shared with the two-link lab), the driver,
 //! the fans and their toggles, the self-motion slider, each method's live figures (the MDN
 //! fan's posterior mismatch against the exact fan, the hybrid against DLS from prior starts),
-//! and the training of the nets. Every method list iterates [`Method::ALL`] through the arm's
+//! and the training of the nets. Every method list iterates [`SolverId::CHAIN`] through the arm's
 //! registry ([`elbow::arm::Arm::methods`]), so a new method appears here by itself.
 
 use super::super::export::{self, YScale};
@@ -18,7 +18,7 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
 use elbow::Point2;
-use elbow::arm::{Arm, ArmKind, Method};
+use elbow::arm::{Arm, ArmKind};
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
 use elbow::chain::nets::NetKind;
@@ -68,7 +68,7 @@ pub(crate) fn contents(
     s: &mut ChainSections,
     plant: impl FnOnce(&mut egui::Ui),
 ) {
-    let methods: Vec<Method> = arm.methods().to_vec();
+    let methods: Vec<SolverId> = arm.methods().to_vec();
     driver_row(ui, &methods, s.view.reborrow());
     fan_rows(ui, &methods, s.view.reborrow());
     self_motion_row(ui, target, s);
@@ -96,7 +96,7 @@ pub(crate) fn contents(
 }
 
 /// Which method the chain follows.
-fn driver_row(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
+fn driver_row(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
     let mut driver = view.driver;
     ui.horizontal_wrapped(|ui| {
         ui.label("driver");
@@ -111,7 +111,7 @@ fn driver_row(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
 }
 
 /// The fan size and which methods are drawn.
-fn fan_rows(ui: &mut egui::Ui, methods: &[Method], mut view: Mut<ChainView>) {
+fn fan_rows(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
     let mut v = view.clone();
     ui.add(egui::Slider::new(&mut v.fan, 2..=MAX_FAN).logarithmic(true).text("samples per fan")).on_hover_text(
         "How many answers each fan draws for the target: the MDN's and the flow's samples, and the exact posterior's.",
@@ -241,15 +241,15 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
                 ui.label(method_label(m));
             });
             let text = match m {
-                Method::Mse => match &a.mse {
+                SolverId::Learned(HeadKind::Mse) => match &a.mse {
                     Some(x) => {
                         format!("one answer; its tip misses by {}", metres(Some((arm.chain.tip(x) - target).norm())))
                     }
                     None => "training…".into(),
                 },
-                Method::Mdn | Method::Flow => {
+                SolverId::Learned(HeadKind::Mdn) | SolverId::Flow => {
                     let (set, resim, mmd) = match m {
-                        Method::Mdn => (&a.mdn, a.mdn_resim, a.exact.mmd),
+                        SolverId::Learned(HeadKind::Mdn) => (&a.mdn, a.mdn_resim, a.exact.mmd),
                         _ => (&a.flow, a.flow_resim, a.exact.flow_mmd),
                     };
                     match resim {
@@ -262,14 +262,14 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
                         None => "training…".into(),
                     }
                 }
-                Method::Dls => iter(&a.dls_stats),
-                Method::Hybrid if s.nets.get(NetKind::Mdn).is_none() => "waits for the MDN".into(),
-                Method::Hybrid => format!(
+                SolverId::Iterative => iter(&a.dls_stats),
+                SolverId::Hybrid if s.nets.get(NetKind::Mdn).is_none() => "waits for the MDN".into(),
+                SolverId::Hybrid => format!(
                     "{}, {} % fell back",
                     iter(&a.hybrid_stats),
                     number(Some(a.hybrid_stats.fallbacks * 100.0), 0)
                 ),
-                Method::Exact => {
+                SolverId::Exact => {
                     let e = &a.exact;
                     let busy = if a.exact_busy { ", updating…" } else { "" };
                     if e.target.is_some() && e.x.is_empty() {
@@ -297,8 +297,8 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
             h.iter().map(|p| [p[0] - t0, p[1]]).collect()
         };
         let mmd = vec![
-            export::series("MDN", method_color(Method::Mdn), pts(&a.mmd_history), false),
-            export::series("flow", method_color(Method::Flow), pts(&a.flow_mmd_history), false),
+            export::series("MDN", method_color(SolverId::Learned(HeadKind::Mdn)), pts(&a.mmd_history), false),
+            export::series("flow", method_color(SolverId::Flow), pts(&a.flow_mmd_history), false),
         ];
         ui.small("MDN and flow vs exact mismatch over the last minute (s)");
         export::show(ui, "chain-mmd", YScale::Linear, &[0.0], &mmd, |_| {});
@@ -317,11 +317,11 @@ fn net_label(kind: NetKind) -> &'static str {
 }
 
 /// The method that samples a net.
-fn net_method(kind: NetKind) -> Method {
+fn net_method(kind: NetKind) -> SolverId {
     match kind {
-        NetKind::Mse => Method::Mse,
-        NetKind::Mdn => Method::Mdn,
-        NetKind::Flow => Method::Flow,
+        NetKind::Mse => SolverId::Learned(HeadKind::Mse),
+        NetKind::Mdn => SolverId::Learned(HeadKind::Mdn),
+        NetKind::Flow => SolverId::Flow,
     }
 }
 
@@ -368,12 +368,12 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
 }
 
 /// The net behind a driver: its own, the MDN for the hybrid (its seeds), none for DLS.
-fn driver_net(driver: Method) -> Option<NetKind> {
+fn driver_net(driver: SolverId) -> Option<NetKind> {
     match driver {
-        Method::Mse => Some(NetKind::Mse),
-        Method::Mdn | Method::Hybrid => Some(NetKind::Mdn),
-        Method::Flow => Some(NetKind::Flow),
-        Method::Dls | Method::Exact => None,
+        SolverId::Learned(HeadKind::Mse) => Some(NetKind::Mse),
+        SolverId::Learned(HeadKind::Mdn) | SolverId::Hybrid => Some(NetKind::Mdn),
+        SolverId::Flow => Some(NetKind::Flow),
+        SolverId::Iterative | SolverId::Exact => None,
     }
 }
 
@@ -392,7 +392,8 @@ fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSectio
     };
     // The driver's own answer for a net that drives (the fan's draw nearest the pose, before
     // any self-motion); the hybrid is explained through its MDN seeds.
-    let answer = (driver != Method::Hybrid && s.answers.anchor.len() == arm.coords()).then(|| s.answers.anchor.clone());
+    let answer =
+        (driver != SolverId::Hybrid && s.answers.anchor.len() == arm.coords()).then(|| s.answers.anchor.clone());
     if ui.button(format!("explain the {} at the target", net_label(kind))).clicked() {
         s.why.0 = Some(elbow::chain::explain::explain(arm, net, target, TOLERANCE, answer.as_deref()));
     }

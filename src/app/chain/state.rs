@@ -8,7 +8,6 @@ use super::super::state::train::Run;
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;
-use elbow::arm::Method;
 use elbow::chain::manifold::Walk;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{NetSet, Nets};
@@ -35,19 +34,19 @@ pub(crate) const MAX_FAN: usize = 1000;
 pub(crate) const SELF_MOTION_SPAN: f64 = std::f64::consts::PI;
 
 /// The methods that can drive the chain (the exact sampler is the reference, not a driver).
-pub(crate) fn drives(m: Method) -> bool {
-    m != Method::Exact
+pub(crate) fn drives(m: SolverId) -> bool {
+    m != SolverId::Exact
 }
 
 /// A method's name in the panel.
-pub(crate) fn method_label(m: Method) -> &'static str {
+pub(crate) fn method_label(m: SolverId) -> &'static str {
     match m {
-        Method::Mse => "MSE net",
-        Method::Mdn => "MDN fan",
-        Method::Flow => "flow fan",
-        Method::Dls => "DLS, prior starts",
-        Method::Hybrid => "hybrid: MDN seed + DLS",
-        Method::Exact => "exact posterior",
+        SolverId::Learned(HeadKind::Mse) => "MSE net",
+        SolverId::Learned(HeadKind::Mdn) => "MDN fan",
+        SolverId::Flow => "flow fan",
+        SolverId::Iterative => "DLS, prior starts",
+        SolverId::Hybrid => "hybrid: MDN seed + DLS",
+        SolverId::Exact => "exact posterior",
     }
 }
 
@@ -55,11 +54,11 @@ pub(crate) fn method_label(m: Method) -> &'static str {
 #[derive(Resource, Debug, Clone, PartialEq)]
 pub(crate) struct ChainView {
     /// Which method's answer the chain follows.
-    pub(crate) driver: Method,
+    pub(crate) driver: SolverId,
     /// Samples per fan (MDN, flow and exact).
     pub(crate) fan: usize,
-    /// Which methods are drawn, by [`Method::ALL`] position.
-    pub(crate) shown: [bool; Method::ALL.len()],
+    /// Which methods are drawn, by [`SolverId::CHAIN`] position.
+    pub(crate) shown: [bool; SolverId::CHAIN.len()],
     /// Self-motion: how far along the solution manifold the chain is walked from the driver's
     /// answer, in coordinate units, within ±[`SELF_MOTION_SPAN`].
     pub(crate) self_motion: f64,
@@ -67,19 +66,24 @@ pub(crate) struct ChainView {
 
 impl Default for ChainView {
     fn default() -> Self {
-        let shown = Method::ALL.map(|m| matches!(m, Method::Mse | Method::Mdn | Method::Flow | Method::Exact));
-        Self { driver: Method::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0 }
+        let shown = SolverId::CHAIN.map(|m| {
+            matches!(
+                m,
+                SolverId::Learned(HeadKind::Mse) | SolverId::Learned(HeadKind::Mdn) | SolverId::Flow | SolverId::Exact
+            )
+        });
+        Self { driver: SolverId::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0 }
     }
 }
 
-/// Position of `m` in [`Method::ALL`].
-pub(crate) fn slot(m: Method) -> usize {
-    Method::ALL.iter().position(|&x| x == m).unwrap_or(0)
+/// Position of `m` in [`SolverId::CHAIN`].
+pub(crate) fn slot(m: SolverId) -> usize {
+    SolverId::CHAIN.iter().position(|&x| x == m).unwrap_or(0)
 }
 
 impl ChainView {
     /// Whether `m` is drawn.
-    pub(crate) fn shows(&self, m: Method) -> bool {
+    pub(crate) fn shows(&self, m: SolverId) -> bool {
         self.shown[slot(m)]
     }
 

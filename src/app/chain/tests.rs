@@ -12,7 +12,7 @@ use crate::app::state::view::Target;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::Point2;
-use elbow::arm::{Arm, ArmKind, Method};
+use elbow::arm::{Arm, ArmKind};
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::{HeadKind, TrainConfig, Trainer};
 use std::time::{Duration, Instant};
@@ -146,7 +146,7 @@ fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() 
     for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
         let arm = kind.arm();
         let mut app = app(Lab::Chain(arm.clone()));
-        app.world_mut().resource_mut::<ChainView>().driver = Method::Dls;
+        app.world_mut().resource_mut::<ChainView>().driver = SolverId::Iterative;
         let target = Point2::new(1.2, 0.4);
         app.update();
         app.world_mut().resource_mut::<Target>().pos = target;
@@ -198,13 +198,13 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     let mse = answers.mse.as_ref().expect("an MSE answer");
     assert!((arm.chain.tip(mse) - arm.demo_target()).norm() > 0.05, "the MSE answer misses");
     // Driving by the MSE net leaves the tip where its answer lands.
-    app.world_mut().resource_mut::<ChainView>().driver = Method::Mse;
+    app.world_mut().resource_mut::<ChainView>().driver = SolverId::Learned(HeadKind::Mse);
     for _ in 0..120 {
         app.update();
     }
     assert!(plant_miss(&app) > 0.05);
     // Driving by the flow: the command is the draw of its fan nearest the pose.
-    app.world_mut().resource_mut::<ChainView>().driver = Method::Flow;
+    app.world_mut().resource_mut::<ChainView>().driver = SolverId::Flow;
     app.update();
     let answers = app.world().resource::<ChainAnswers>();
     let command = answers.command.as_ref().expect("the flow commands the chain");
@@ -304,7 +304,7 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
         let d = arm.coords();
         for (name, set) in channels {
             let mut app = app(Lab::Chain(arm.clone()));
-            app.world_mut().resource_mut::<ChainView>().driver = Method::Dls;
+            app.world_mut().resource_mut::<ChainView>().driver = SolverId::Iterative;
             app.update();
             set(&mut app.world_mut().resource_mut::<PlantSettings>());
             app.update();

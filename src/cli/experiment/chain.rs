@@ -5,15 +5,17 @@
 use crate::cli::figure::{Canvas, FONT, Output};
 use crate::cli::{Failure, INTERRUPTED_EXIT, Range, count, print_json, real, signals};
 use clap::Args;
-use elbow::arm::{Arm, ArmKind, Method};
+use elbow::arm::{Arm, ArmKind};
 use elbow::chain::Seeds;
 use elbow::chain::nets::{Covariance, MAX_BLOCKS};
 use elbow::experiments::chain::{
     ChainConfig, ChainReport, MAX_SAMPLES, MAX_TARGETS, MethodRow, Progress, chain_observed,
 };
+use elbow::learned::HeadKind;
 use elbow::learned::MAX_STEPS;
 use elbow::learned::limits::{MAX_COMPONENTS, MAX_DEPTH, MAX_HIDDEN};
 use elbow::learned::train::rollbacks_in_words;
+use elbow::lineup::SolverId;
 use elbow::nn::Activation;
 use elbow::stats::Summary;
 use plotters::coord::Shift;
@@ -40,13 +42,14 @@ impl std::str::FromStr for ChainLengths {
 
 /// A comma-separated list of methods (`mse,mdn,dls,hybrid,exact`).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Methods(pub(crate) Vec<Method>);
+pub(crate) struct Methods(pub(crate) Vec<SolverId>);
 
 impl std::str::FromStr for Methods {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let v: Vec<Method> = elbow::keys::parse_list(s)?;
+        let v: Vec<SolverId> =
+            s.split(',').map(|m| elbow::keys::parse_among(m, &SolverId::CHAIN, "method")).collect::<Result<_, _>>()?;
         if v.iter().enumerate().any(|(i, m)| v[..i].contains(m)) {
             return Err(format!("each method may be given once, got `{s}`"));
         }
@@ -257,7 +260,7 @@ pub(crate) fn print_budget(r: &ChainReport) -> Result<(), String> {
             b.batch
         );
     }
-    if r.rows.iter().any(|row| row.method == elbow::arm::Method::Hybrid) {
+    if r.rows.iter().any(|row| row.method == elbow::lineup::SolverId::Hybrid) {
         outln!("  the hybrid's seeds: {} draws", r.seeds);
     }
     Ok(())
@@ -322,14 +325,16 @@ fn draw(r: &ChainReport, arm: &Arm, out: &Output) -> Result<(), String> {
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// Colour of a method's fan.
-fn colour(m: Method) -> RGBColor {
+fn colour(m: SolverId) -> RGBColor {
     match m {
-        Method::Mse => RGBColor(214, 39, 40),
-        Method::Mdn => RGBColor(148, 103, 189),
-        Method::Flow => RGBColor(255, 127, 14),
-        Method::Dls => RGBColor(31, 119, 180),
-        Method::Hybrid => RGBColor(44, 160, 44),
-        Method::Exact => RGBColor(40, 40, 40),
+        SolverId::Learned(HeadKind::Mse) => RGBColor(214, 39, 40),
+        SolverId::Learned(HeadKind::Mdn) => RGBColor(148, 103, 189),
+        SolverId::Flow => RGBColor(255, 127, 14),
+        SolverId::Iterative => RGBColor(31, 119, 180),
+        SolverId::Hybrid => RGBColor(44, 160, 44),
+        SolverId::Exact => RGBColor(40, 40, 40),
+        // The closed form's solvers never answer on a chain's figure.
+        _ => RGBColor(127, 127, 127),
     }
 }
 
@@ -343,7 +348,7 @@ fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &Arm, root: &DrawingArea<DB, 
         (FONT, 18),
     ))?;
     let d = arm.coords();
-    let exact: &[f64] = r.demo.samples.iter().find(|(m, _)| *m == Method::Exact).map_or(&[], |(_, s)| s);
+    let exact: &[f64] = r.demo.samples.iter().find(|(m, _)| *m == SolverId::Exact).map_or(&[], |(_, s)| s);
     // One square view for every panel: the drawn arms and the target, with a margin.
     let (mut lo, mut hi) = ([t[0], t[1]], [t[0], t[1]]);
     for (_, samples) in &r.demo.samples {
@@ -382,7 +387,7 @@ fn paint<DB: DrawingBackend>(r: &ChainReport, arm: &Arm, root: &DrawingArea<DB, 
                 .collect::<Vec<_>>()
         };
         chart.draw_series(fan(exact, RGBColor(150, 150, 150), 0.25))?;
-        if *method != Method::Exact {
+        if *method != SolverId::Exact {
             chart.draw_series(fan(samples, colour(*method), 0.35))?;
         }
         let cross = ShapeStyle::from(&BLACK).stroke_width(2);

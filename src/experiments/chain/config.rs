@@ -1,10 +1,11 @@
 //! What defines a chain run ([`ChainConfig`]) and the bounds a configuration must respect
 //! before any work starts.
 
-use crate::arm::{Arm, Method};
+use crate::arm::Arm;
 use crate::chain::nets::{NetConfig, NetKind};
 use crate::chain::{Kernel, SolveSettings};
 use crate::experiments::ExperimentError;
+use crate::lineup::SolverId;
 use serde::{Deserialize, Serialize};
 
 /// The most test targets one run may take.
@@ -23,7 +24,7 @@ pub struct ChainConfig {
     /// The arm (a named chain or one from lengths).
     pub arm: Arm,
     /// The methods to run, in table order.
-    pub methods: Vec<Method>,
+    pub methods: Vec<SolverId>,
     /// Test targets, each `f(x)` of a prior draw.
     pub targets: usize,
     /// Samples per target and method.
@@ -124,6 +125,6 @@ impl ChainConfig {
 
 /// Which net a method of the run needs ([`crate::chain::solve::net_needed`], with the run's
 /// seed source).
-pub(super) fn net_of(cfg: &ChainConfig, m: Method) -> Option<NetKind> {
+pub(super) fn net_of(cfg: &ChainConfig, m: SolverId) -> Option<NetKind> {
     crate::chain::solve::net_needed(m, cfg.solve.seeds)
 }

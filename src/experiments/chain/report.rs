@@ -1,9 +1,9 @@
 //! What a chain run returns: one row per method, each figure summarised over the targets.
 
-use crate::arm::Method;
 use crate::chain::nets::NetConfig;
 use crate::chain::{Kernel, Seeds};
 use crate::learned::train::Rollback;
+use crate::lineup::SolverId;
 use crate::stats::{Summary, json_f64, json_numbers};
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MethodRow {
     /// The method.
-    pub method: Method,
+    pub method: SolverId,
     /// Re-simulation error (mean squared tip distance to `y*`, m²), mean over targets.
     #[serde(serialize_with = "json_numbers", deserialize_with = "json_f64")]
     pub resim_error: f64,
@@ -75,7 +75,7 @@ pub struct Demo {
     /// The target.
     pub target: [f64; 2],
     /// Per method (and the exact reference under the key `exact`): samples, `coords` values each.
-    pub samples: Vec<(Method, Vec<f64>)>,
+    pub samples: Vec<(SolverId, Vec<f64>)>,
 }
 
 /// What a chain run returns.
@@ -125,7 +125,7 @@ pub struct ChainReport {
 
 impl ChainReport {
     /// The row of `method`, if it ran.
-    pub fn row(&self, method: Method) -> Option<&MethodRow> {
+    pub fn row(&self, method: SolverId) -> Option<&MethodRow> {
         self.rows.iter().find(|r| r.method == method)
     }
 }

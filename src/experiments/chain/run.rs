@@ -3,7 +3,6 @@
 
 use super::config::{ChainConfig, net_of};
 use super::report::{ChainReport, Demo, MethodRow, NetBudget};
-use crate::arm::Method;
 use crate::chain::arm::MAX_COORDS;
 use crate::chain::mmd::{Columns, cross_sum, mmd_from_sums, self_sum};
 use crate::chain::nets::{ChainNet, NetKind};
@@ -14,6 +13,7 @@ use crate::experiments::ExperimentError;
 use crate::kinematics::Point2;
 use crate::learned::TrainError;
 use crate::learned::train::Rollback;
+use crate::lineup::SolverId;
 use crate::rng::{Stream, rng};
 use crate::stats::Summary;
 use rand_chacha::ChaCha8Rng;
@@ -161,7 +161,7 @@ pub fn evaluate(
             let resim: Vec<f64> = per.iter().map(|p| p.resim).collect();
             let mmd: Vec<f64> = per.iter().map(|p| p.mmd).collect();
             let sum = |f: fn(&PerTarget) -> f64| per.iter().map(f).sum::<f64>();
-            let iterative = matches!(method, Method::Dls | Method::Hybrid);
+            let iterative = matches!(method, SolverId::Iterative | SolverId::Hybrid);
             let (resim, mmd) = (Summary::of(&resim), Summary::of(&mmd));
             MethodRow {
                 method,
@@ -175,8 +175,8 @@ pub fn evaluate(
                 seconds_per_2000: timed[k],
                 iterations_per_solution: iterative.then(|| sum(|p| p.iterations as f64) / solutions),
                 starts_per_solution: iterative.then(|| sum(|p| p.starts as f64) / solutions),
-                ess_min: (method == Method::Exact).then_some(ess_min),
-                mmd_floor: (method == Method::Exact).then(|| Summary::of(&floor).mean),
+                ess_min: (method == SolverId::Exact).then_some(ess_min),
+                mmd_floor: (method == SolverId::Exact).then(|| Summary::of(&floor).mean),
             }
         })
         .collect();
@@ -259,7 +259,7 @@ struct TargetResult {
 fn solutions(
     cfg: &ChainConfig,
     nets: Nets<'_>,
-    method: Method,
+    method: SolverId,
     target: Point2,
     n: usize,
     rng: &mut ChaCha8Rng,
@@ -308,7 +308,7 @@ fn evaluate_target(cfg: &ChainConfig, nets: Nets<'_>, target: Point2, index: usi
                 ref_cols.len(),
                 cross_sum(&cols, &ref_cols, &cfg.kernel),
             );
-            if method == Method::Exact {
+            if method == SolverId::Exact {
                 floor = mmd;
                 ess = ess.min(method_ess);
             }
@@ -356,10 +356,10 @@ fn time_demo(cfg: &ChainConfig, nets: Nets<'_>) -> (Vec<f64>, Demo) {
             best
         })
         .collect();
-    if !cfg.methods.contains(&Method::Exact) {
+    if !cfg.methods.contains(&SolverId::Exact) {
         let mut rng = rng(cfg.seed, Stream::ChainDemoExact, 0);
-        solutions(cfg, nets, Method::Exact, target, KEEP, &mut rng, &mut buf);
-        demo.samples.push((Method::Exact, buf.clone()));
+        solutions(cfg, nets, SolverId::Exact, target, KEEP, &mut rng, &mut buf);
+        demo.samples.push((SolverId::Exact, buf.clone()));
     }
     (times, demo)
 }
@@ -371,6 +371,7 @@ mod tests {
     use crate::chain::nets::NetConfig;
     use crate::chain::{Kernel, SolveSettings};
     use crate::experiments::chain::{MAX_SAMPLES, MAX_TARGETS};
+    use crate::learned::HeadKind;
 
     fn small(kind: ArmKind) -> ChainConfig {
         let mut cfg = ChainConfig::new(kind.arm());
@@ -385,34 +386,39 @@ mod tests {
         let r = chain(&small(ArmKind::Rail3)).unwrap();
         assert_eq!(r.rows.len(), 6);
         let row = |m| r.row(m).unwrap();
-        assert!(row(Method::Exact).resim_error < 1e-20);
-        assert!(row(Method::Exact).success_rate == 1.0);
-        assert!(row(Method::Dls).success_rate > 0.99);
-        assert!(row(Method::Hybrid).success_rate > 0.99);
+        assert!(row(SolverId::Exact).resim_error < 1e-20);
+        assert!(row(SolverId::Exact).success_rate == 1.0);
+        assert!(row(SolverId::Iterative).success_rate > 0.99);
+        assert!(row(SolverId::Hybrid).success_rate > 0.99);
         // The averaging trap on a manifold, target by target: the squared-error net's single
         // answer is far from the posterior on nearly every target (its lower quartile), while
         // the sampled mixture's mismatch stays well below that (its upper quartile) and two
         // exact sets sit at the floor near zero. Measured at seed 0: MSE quartiles 1.97..2.21,
         // MDN 0.045..0.23, floor -0.004..0.014.
-        let (mse, mdn, floor) = (row(Method::Mse).mmd, row(Method::Mdn).mmd, r.mmd_floor);
+        let (mse, mdn, floor) =
+            (row(SolverId::Learned(HeadKind::Mse)).mmd, row(SolverId::Learned(HeadKind::Mdn)).mmd, r.mmd_floor);
         assert!(floor.q75 < 0.05 && floor.q25 > -0.05, "floor {floor:?}");
         assert!(mse.q25 > 50.0 * floor.q75.max(0.005), "MSE {mse:?} vs floor {floor:?}");
         assert!(mse.q25 > 4.0 * mdn.q75, "MSE {mse:?} vs MDN {mdn:?}");
         // The flow samples the posterior too, and its samples land nearer the target than
         // the mixture's. Measured at seed 0: flow mismatch quartiles 0.02..0.14, re-simulation
         // 0.0052 against the MDN's 0.025.
-        let flow = row(Method::Flow).mmd;
+        let flow = row(SolverId::Flow).mmd;
         assert!(mse.q25 > 4.0 * flow.q75, "MSE {mse:?} vs flow {flow:?}");
-        assert!(row(Method::Flow).resim_error < row(Method::Mdn).resim_error, "{:?}", row(Method::Flow));
-        assert!(row(Method::Exact).ess_min.unwrap() >= 20.0 * 40.0);
-        assert_eq!(row(Method::Exact).mmd_floor, Some(r.mmd_floor.mean));
-        assert!(row(Method::Mse).ess_min.is_none());
+        assert!(
+            row(SolverId::Flow).resim_error < row(SolverId::Learned(HeadKind::Mdn)).resim_error,
+            "{:?}",
+            row(SolverId::Flow)
+        );
+        assert!(row(SolverId::Exact).ess_min.unwrap() >= 20.0 * 40.0);
+        assert_eq!(row(SolverId::Exact).mmd_floor, Some(r.mmd_floor.mean));
+        assert!(row(SolverId::Learned(HeadKind::Mse)).ess_min.is_none());
         let text = serde_json::to_string(&r).unwrap();
         assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
         assert_eq!(r.demo.samples.len(), 6);
         // Seeds starved of iterations: the hybrid still finishes every target, from prior starts.
         let starved = ChainConfig {
-            methods: vec![Method::Hybrid],
+            methods: vec![SolverId::Hybrid],
             solve: SolveSettings { hybrid_iterations: 1, hybrid_seeds: 1, ..SolveSettings::default() },
             ..small(ArmKind::Rail3)
         };
@@ -423,7 +429,7 @@ mod tests {
     #[test]
     fn the_hybrid_seeds_from_the_flow_when_asked_and_trains_only_that_net() {
         let cfg = ChainConfig {
-            methods: vec![Method::Hybrid],
+            methods: vec![SolverId::Hybrid],
             solve: SolveSettings { seeds: crate::chain::Seeds::Flow, ..SolveSettings::default() },
             ..small(ArmKind::Rail3)
         };
