@@ -116,7 +116,7 @@ fn draw(
     // components faded by weight. The MSE head goes last, on top of the average it lands on.
     let t = v(target.pos);
     let mse = SolverId::Learned(HeadKind::Mse);
-    let order = SolverId::ALL.into_iter().filter(|&id| id != mse).chain([mse]);
+    let order = SolverId::TWO_LINK.into_iter().filter(|&id| id != mse).chain([mse]);
     for id in order.filter(|&id| shown.0[id]) {
         let color = solver_color(id);
         match id.head() {

@@ -120,7 +120,7 @@ pub(crate) enum Shortcut {
     /// This learned head drives the two-link plant.
     Head(HeadKind),
     /// This method drives the chain.
-    SolverId(SolverId),
+    Method(SolverId),
     /// The safety envelope on or off (the two-link lab).
     Envelope,
     /// The atlas on or off.

@@ -11,7 +11,7 @@
 //! anything not finite.
 //!
 //! Every solver list here (the driver buttons, the legend, the training table) iterates
-//! [`SolverId::ALL`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
+//! [`SolverId::TWO_LINK`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
 use super::atlas::AtlasView;
 use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
@@ -744,12 +744,12 @@ fn hover_readout(ui: &mut egui::Ui, atlas: &Atlas, hover: Option<elbow::Point2>)
 
 /// The solvers that can drive the plant (every one but the branch average, which is no solver).
 pub(crate) fn driver_choices() -> impl Iterator<Item = SolverId> {
-    SolverId::ALL.into_iter().filter(|id| id.family() != Family::Reference)
+    SolverId::TWO_LINK.into_iter().filter(|id| id.family() != Family::Reference)
 }
 
 /// The rows of the legend, in order: every solver.
 pub(crate) fn legend_rows() -> impl Iterator<Item = SolverId> {
-    SolverId::ALL.into_iter()
+    SolverId::TWO_LINK.into_iter()
 }
 
 /// Which solver drives the plant, and the envelope toggle.

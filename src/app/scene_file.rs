@@ -169,7 +169,7 @@ impl Scene<'_> {
             },
             sweep: self.sweep.channel.channel().key().to_string(),
             camera_view: self.camera_view.0,
-            shown: SolverId::ALL.into_iter().filter(|&id| self.shown.0[id]).collect(),
+            shown: SolverId::TWO_LINK.into_iter().filter(|&id| self.shown.0[id]).collect(),
             models,
         }
     }
@@ -189,7 +189,7 @@ impl Scene<'_> {
             self.sweep.channel = c;
         }
         self.camera_view.0 = view.camera_view;
-        for id in SolverId::ALL {
+        for id in SolverId::TWO_LINK {
             self.shown.0[id] = view.shown.contains(&id);
         }
     }

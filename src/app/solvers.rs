@@ -1,4 +1,4 @@
-//! Every frame, every solver of [`SolverId::ALL`] answers for the target from the plant's
+//! Every frame, every solver of [`SolverId::TWO_LINK`] answers for the target from the plant's
 //! measured pose (learned heads once they have a model), and the driving solver's answer
 //! becomes this frame's proposal. The envelope plugin decides what of it reaches the plant.
 
@@ -10,7 +10,7 @@ use super::state::train::Models;
 use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::learned::branch::{HYSTERESIS, keep_branch};
-use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, Table};
+use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, SolverId, Table};
 
 /// Registers the system that fills [`Solutions`].
 pub(crate) fn plugin(app: &mut App) {
@@ -42,10 +42,10 @@ fn solve_all(
     // arm's pose unless it must change (see `elbow::learned::branch`).
     let lineup = Lineup { keep_branch: Some(HYSTERESIS), ..Lineup::new(arm, Table::from_fn(|h| models.get(h))) };
     let out = &mut *out;
-    for (id, row) in out.rows.iter_mut() {
+    for id in SolverId::TWO_LINK {
         // Heads that fit the real arm are judged there; everything else on the nominal model.
         let judged_on = id.head().and_then(|h| models.get(h)).map_or(RealArm::ideal(arm), |m| m.judged_on());
-        *row = lineup.solve(id, t, seed).map_or_else(Readout::default, |s| readout(&judged_on, t, s));
+        out.rows[id] = lineup.solve(id, t, seed).map_or_else(Readout::default, |s| readout(&judged_on, t, s));
     }
     let mode = elbow::ElbowMode::of(seed);
     out.candidates =
@@ -59,9 +59,9 @@ fn solve_all(
     out.frame += 1;
 }
 
-/// The solvers the app's table lists, in order: every one of [`SolverId::ALL`] (what the
+/// The solvers the app's table lists, in order: every one of [`SolverId::TWO_LINK`] (what the
 /// single-identity test compares with the legend and the degradation line-up).
 #[cfg(test)]
 pub(crate) fn table_rows(solutions: &Solutions) -> Vec<elbow::SolverId> {
-    solutions.rows.keys().collect()
+    solutions.rows.keys().filter(|id| SolverId::TWO_LINK.contains(id)).collect()
 }

@@ -40,7 +40,7 @@ mod Row {
     pub(super) const Mdn: SolverId = SolverId::Learned(HeadKind::Mdn);
     pub(super) const Mode: SolverId = SolverId::Learned(HeadKind::Mode);
     pub(super) const Residual: SolverId = SolverId::Learned(HeadKind::Residual);
-    pub(super) const ALL: [SolverId; SolverId::COUNT] = SolverId::ALL;
+    pub(super) const ALL: [SolverId; SolverId::TWO_LINK_COUNT] = SolverId::TWO_LINK;
 }
 
 /// The logic plugins on a fixed 16 ms clock, training off.
@@ -315,7 +315,7 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                 target.speed = hostile(&mut rng, 5.0);
             }
             50..56 => {
-                let solver = SolverId::ALL[rng.random_range(0..SolverId::COUNT)];
+                let solver = SolverId::TWO_LINK[rng.random_range(0..SolverId::TWO_LINK_COUNT)];
                 let envelope = rng.random::<bool>();
                 *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline { solver, envelope });
             }
@@ -352,7 +352,7 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                 let mut view = app.world_mut().resource_mut::<AtlasView>();
                 view.on = rng.random::<bool>();
                 view.follow_driver = rng.random::<bool>();
-                view.solver = SolverId::ALL[rng.random_range(0..SolverId::COUNT)];
+                view.solver = SolverId::TWO_LINK[rng.random_range(0..SolverId::TWO_LINK_COUNT)];
                 view.layer = Layer::ALL[rng.random_range(0..Layer::ALL.len())];
                 view.resolution = rng.random_range(0..64);
             }
@@ -369,14 +369,19 @@ fn one_identity_drives_the_table_the_legend_and_the_degradation_lineup() {
     app.update();
     let table = super::solvers::table_rows(app.world().resource::<Solutions>());
     let legend: Vec<SolverId> = super::panel::legend_rows().collect();
-    let lineup: Vec<SolverId> = Pipeline::lineup().into_iter().filter(|p| !p.envelope).map(|p| p.solver).collect();
-    assert_eq!(table, SolverId::ALL.to_vec());
+    let lineup: Vec<SolverId> =
+        Pipeline::lineup(&SolverId::TWO_LINK).into_iter().filter(|p| !p.envelope).map(|p| p.solver).collect();
+    assert_eq!(table, SolverId::TWO_LINK.to_vec());
     assert_eq!(legend, table);
     assert_eq!(lineup, table);
     // Every solver but the reference can drive, and every head can be enveloped.
     let drivers: Vec<SolverId> = super::panel::driver_choices().collect();
-    assert_eq!(drivers.len(), SolverId::COUNT - 1);
-    assert!(HeadKind::ALL.iter().all(|&h| Pipeline::lineup().contains(&Pipeline::enveloped(SolverId::Learned(h)))));
+    assert_eq!(drivers.len(), SolverId::TWO_LINK_COUNT - 1);
+    assert!(
+        HeadKind::ALL
+            .iter()
+            .all(|&h| Pipeline::lineup(&SolverId::TWO_LINK).contains(&Pipeline::enveloped(SolverId::Learned(h))))
+    );
 }
 
 #[test]

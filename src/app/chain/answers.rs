@@ -18,6 +18,8 @@ use elbow::chain::nets::{ChainNet, NetKind};
 use elbow::chain::sampler::spread;
 use elbow::chain::solve::{self, SolveSettings, hybrid_from};
 use elbow::chain::{ChainDls, ExactSampler, Nets, manifold};
+use elbow::learned::HeadKind;
+use elbow::lineup::SolverId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -147,7 +149,8 @@ fn drive_answer(
             });
             Some(out)
         }
-        SolverId::Exact => None,
+        // The reference drives nothing, and the closed form's solvers are not a chain's.
+        _ => None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! its tip lands, the simulated chain as a wide band, and the target.
 
 use super::super::AppSet;
-use super::super::format::{PLANT_COLOR, TARGET_COLOR, method_color};
+use super::super::format::{PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::super::state::arm::{Lab, chain_lab};
 use super::super::state::view::Target;
 use super::state::{ChainAnswers, ChainPlant, ChainView};
@@ -12,6 +12,8 @@ use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;
 use elbow::chain::Chain;
+use elbow::learned::HeadKind;
+use elbow::lineup::SolverId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -191,7 +193,7 @@ fn draw(
     ] {
         if view.shows(m) {
             let arms = set.len() / d.max(1);
-            let color = method_color(m);
+            let color = solver_color(m);
             let every = (arms / FAN_SKETCH).max(1);
             for x in set.chunks_exact(d).step_by(every) {
                 polyline(&mut pens.fan, chain, x, color.with_alpha(fan_alpha(arms.min(FAN_SKETCH))), 0.0);
@@ -209,7 +211,7 @@ fn draw(
     for (m, set) in [(SolverId::Iterative, &answers.dls), (SolverId::Hybrid, &answers.hybrid)] {
         if view.shows(m) {
             for x in set.chunks_exact(d) {
-                polyline(&mut pens.fan, chain, x, method_color(m).with_alpha(0.8), 0.03);
+                polyline(&mut pens.fan, chain, x, solver_color(m).with_alpha(0.8), 0.03);
             }
         }
     }
@@ -217,7 +219,7 @@ fn draw(
     if view.shows(SolverId::Learned(HeadKind::Mse))
         && let Some(x) = answers.mse.as_ref()
     {
-        let color = method_color(SolverId::Learned(HeadKind::Mse));
+        let color = solver_color(SolverId::Learned(HeadKind::Mse));
         polyline(&mut pens.arm, chain, x, color, 0.04);
         pens.fan.line_2d(v(chain.tip(x)), t, color);
     }

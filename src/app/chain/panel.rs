@@ -5,7 +5,7 @@
 //! registry ([`elbow::arm::Arm::methods`]), so a new method appears here by itself.
 
 use super::super::export::{self, YScale};
-use super::super::format::{key_bar, method_color, metres, number, swatch};
+use super::super::format::{key_bar, metres, number, solver_color, swatch};
 use super::super::state::arm::Lab;
 use super::super::state::train::Run;
 use super::answers::{PER_FRAME, TOLERANCE};
@@ -22,6 +22,8 @@ use elbow::arm::{Arm, ArmKind};
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
 use elbow::chain::nets::NetKind;
+use elbow::learned::HeadKind;
+use elbow::lineup::SolverId;
 
 /// What the chain sections read and edit.
 #[derive(SystemParam)]
@@ -101,7 +103,7 @@ fn driver_row(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>)
     ui.horizontal_wrapped(|ui| {
         ui.label("driver");
         for &m in methods.iter().filter(|&&m| drives(m)) {
-            swatch(ui, method_color(m));
+            swatch(ui, solver_color(m));
             ui.selectable_value(&mut driver, m, m.key()).on_hover_text(method_label(m));
         }
     });
@@ -120,7 +122,7 @@ fn fan_rows(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
         ui.label("show");
         for &m in methods {
             let slot = super::state::slot(m);
-            swatch(ui, method_color(m));
+            swatch(ui, solver_color(m));
             ui.checkbox(&mut v.shown[slot], m.key()).on_hover_text(method_label(m));
         }
     });
@@ -237,7 +239,7 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
     egui::Grid::new("chain-readouts").num_columns(2).striped(true).show(ui, |ui| {
         for &m in arm.methods() {
             ui.horizontal(|ui| {
-                swatch(ui, method_color(m));
+                swatch(ui, solver_color(m));
                 ui.label(method_label(m));
             });
             let text = match m {
@@ -283,6 +285,8 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
                         )
                     }
                 }
+                // A chain's methods are its arm's (`Arm::methods`): none of the closed form's.
+                _ => String::new(),
             };
             ui.small(text);
             ui.end_row();
@@ -297,8 +301,8 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
             h.iter().map(|p| [p[0] - t0, p[1]]).collect()
         };
         let mmd = vec![
-            export::series("MDN", method_color(SolverId::Learned(HeadKind::Mdn)), pts(&a.mmd_history), false),
-            export::series("flow", method_color(SolverId::Flow), pts(&a.flow_mmd_history), false),
+            export::series("MDN", solver_color(SolverId::Learned(HeadKind::Mdn)), pts(&a.mmd_history), false),
+            export::series("flow", solver_color(SolverId::Flow), pts(&a.flow_mmd_history), false),
         ];
         ui.small("MDN and flow vs exact mismatch over the last minute (s)");
         export::show(ui, "chain-mmd", YScale::Linear, &[0.0], &mmd, |_| {});
@@ -360,7 +364,7 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
         ui.small("training loss by step (MSE: squared error; MDN and flow: negative log-likelihood)");
         let losses: Vec<_> = NetKind::ALL
             .iter()
-            .map(|&k| export::series(net_label(k), method_color(net_method(k)), curve(s.training.run(k)), false))
+            .map(|&k| export::series(net_label(k), solver_color(net_method(k)), curve(s.training.run(k)), false))
             .collect();
         export::show(ui, "chain-loss", YScale::Linear, &[], &losses, |_| {});
         export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), YScale::Linear, &[], &losses);
@@ -373,7 +377,7 @@ fn driver_net(driver: SolverId) -> Option<NetKind> {
         SolverId::Learned(HeadKind::Mse) => Some(NetKind::Mse),
         SolverId::Learned(HeadKind::Mdn) | SolverId::Hybrid => Some(NetKind::Mdn),
         SolverId::Flow => Some(NetKind::Flow),
-        SolverId::Iterative | SolverId::Exact => None,
+        _ => None,
     }
 }
 

@@ -11,6 +11,8 @@ use elbow::arm::Arm;
 use elbow::chain::manifold::Walk;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{NetSet, Nets};
+use elbow::learned::HeadKind;
+use elbow::lineup::SolverId;
 use elbow::plant::Plant;
 use std::collections::VecDeque;
 
@@ -47,6 +49,7 @@ pub(crate) fn method_label(m: SolverId) -> &'static str {
         SolverId::Iterative => "DLS, prior starts",
         SolverId::Hybrid => "hybrid: MDN seed + DLS",
         SolverId::Exact => "exact posterior",
+        other => other.name(),
     }
 }
 

@@ -14,6 +14,7 @@ use bevy::time::TimeUpdateStrategy;
 use elbow::Point2;
 use elbow::arm::{Arm, ArmKind};
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
+use elbow::lineup::SolverId;
 use elbow::{HeadKind, TrainConfig, Trainer};
 use std::time::{Duration, Instant};
 
