@@ -10,331 +10,18 @@
 //! channels act only on what the camera reports, so they change no tip error: they change what a
 //! camera-based post-move check sees.
 
-use crate::kinematics::{Mismatch, Point2, Region, SampleMode, TwoLinkArm};
+use crate::kinematics::{Point2, Region, SampleMode, TwoLinkArm};
 use crate::learned::held_out_targets;
-use crate::plant::dynamics::Servo;
-use crate::plant::{Camera, MAX_FPS, MAX_LATENCY_MS};
-
-/// The largest target noise accepted, metres.
-pub const MAX_TARGET_NOISE: f64 = 1e3;
+pub use crate::plant::channel::{
+    COUNT, Channel, ChannelLevels, LevelError, MAX_CAMERA_PERIOD, MAX_FRICTION, MAX_TARGET_NOISE, METRES_PER_PIXEL,
+    Perturbation,
+};
 use crate::rng::{Stream, rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-/// A perturbation channel, named as on the command line and in JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Channel {
-    /// Encoder (sensor) noise: standard deviation of each joint reading, radians.
-    Encoder,
-    /// Actuator noise: standard deviation added to each commanded joint angle, radians.
-    Actuator,
-    /// Backlash: half-width of each joint's dead zone on commanded changes, radians.
-    Backlash,
-    /// Noise on the sensed target (the input side), standard deviation per axis, metres.
-    Target,
-    /// Model mismatch: the real arm's link-length errors and joint offsets, as a multiple of
-    /// the configured mismatch.
-    Mismatch,
-    /// Joint friction: the Coulomb friction loss of each joint, N m (the SO-101's STS3215 has
-    /// 0.052 N m against a position gain of 998 N m/rad).
-    Friction,
-    /// Link flex: the droop of the stretched-out arm under gravity, radians.
-    Flex,
-    /// Control latency: milliseconds a goal takes to reach the servos.
-    Latency,
-    /// Camera pixel noise: standard deviation of the tip's image position, pixels of 1 mm.
-    CameraNoise,
-    /// Camera calibration offset: every point the camera reports is shifted this far along x,
-    /// metres.
-    CameraOffset,
-    /// Camera frame period: seconds between frames (0: a frame at every tick).
-    CameraPeriod,
-    /// Every channel at once, at this fraction of its largest level.
-    Combined,
-}
-
-impl Channel {
-    /// Every channel, in table order.
-    pub const ALL: [Channel; 12] = [
-        Channel::Encoder,
-        Channel::Actuator,
-        Channel::Backlash,
-        Channel::Target,
-        Channel::Mismatch,
-        Channel::Friction,
-        Channel::Flex,
-        Channel::Latency,
-        Channel::CameraNoise,
-        Channel::CameraOffset,
-        Channel::CameraPeriod,
-        Channel::Combined,
-    ];
-
-    /// The key on the command line and in JSON/CSV.
-    pub fn key(self) -> &'static str {
-        match self {
-            Channel::Encoder => "encoder",
-            Channel::Actuator => "actuator",
-            Channel::Backlash => "backlash",
-            Channel::Target => "target",
-            Channel::Mismatch => "mismatch",
-            Channel::Friction => "friction",
-            Channel::Flex => "flex",
-            Channel::Latency => "latency",
-            Channel::CameraNoise => "camera-noise",
-            Channel::CameraOffset => "camera-offset",
-            Channel::CameraPeriod => "camera-period",
-            Channel::Combined => "combined",
-        }
-    }
-
-    /// The unit of its levels.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Channel::Encoder | Channel::Actuator | Channel::Backlash | Channel::Flex => "rad",
-            Channel::Target | Channel::CameraOffset => "m",
-            Channel::Mismatch => "x mismatch",
-            Channel::Friction => "N m",
-            Channel::Latency => "ms",
-            Channel::CameraNoise => "px",
-            Channel::CameraPeriod => "s",
-            Channel::Combined => "x max",
-        }
-    }
-
-    /// True for the channels that act only on the camera (never on the arm).
-    pub fn camera_only(self) -> bool {
-        matches!(self, Channel::CameraNoise | Channel::CameraOffset | Channel::CameraPeriod)
-    }
-
-    /// The largest level accepted on this channel, and why, in words: the plant's own bound on
-    /// the quantity, so a level the plant would not take is refused here, as randomization
-    /// refuses it (`None`: the mismatch, bounded by the real arm it makes, and the combined
-    /// channel, by the levels it combines).
-    fn largest(self) -> Option<(f64, &'static str)> {
-        match self {
-            Channel::Encoder | Channel::Actuator => Some((crate::plant::MAX_ENCODER_NOISE, "pi rad")),
-            Channel::Backlash => Some((crate::plant::MAX_BACKLASH, "pi/4 rad (45 degrees)")),
-            Channel::Target => Some((MAX_TARGET_NOISE, "1000 m")),
-            Channel::Friction => Some((MAX_FRICTION, "2.94 N m (the servo's torque limit)")),
-            Channel::Flex => Some((crate::plant::MAX_FLEX, "pi/4 rad (45 degrees)")),
-            Channel::Latency => Some((MAX_LATENCY_MS, "10000 ms")),
-            Channel::CameraNoise => Some((crate::plant::MAX_PIXEL_NOISE, "1e6 pixels")),
-            Channel::CameraOffset => Some((crate::plant::MAX_CAMERA_OFFSET, "1000 m")),
-            Channel::CameraPeriod => Some((MAX_CAMERA_PERIOD, "3600 s")),
-            _ => None,
-        }
-    }
-
-    /// This channel's level in the combined channel at `fraction` of its largest level `top`: the
-    /// product, except that a camera period too short for the camera is its shortest, 1/[`MAX_FPS`]
-    /// s (a valid `--camera-period` never makes a combined level invalid).
-    pub fn combined_level(self, fraction: f64, top: f64) -> f64 {
-        let level = fraction * top;
-        if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS { 1.0 / MAX_FPS } else { level }
-    }
-
-    /// Checks one level of this channel: finite, at least 0, within the channel's largest level
-    /// (the plant's own bound on the quantity), and a camera period of 0 or at least 1/[`MAX_FPS`].
-    pub fn check_level(self, level: f64) -> Result<(), String> {
-        let got = crate::stats::fmt_num(level);
-        if !(level.is_finite() && level >= 0.0) {
-            return Err(format!("{} levels must be finite numbers >= 0, got {got}", self.key()));
-        }
-        if let Some((top, words)) = self.largest()
-            && level > top
-        {
-            return Err(format!("{} levels must be at most {words}, got {got}", self.key()));
-        }
-        if self == Channel::CameraPeriod && level > 0.0 && level < 1.0 / MAX_FPS {
-            return Err(format!(
-                "camera-period levels must be 0 (a frame every tick) or at least 1/{MAX_FPS} s, got {got}"
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The most friction loss accepted, N m: the servo's torque limit (beyond it nothing moves).
-pub const MAX_FRICTION: f64 = Servo::STS3215.torque_limit;
-/// The slowest camera accepted, seconds between frames.
-pub const MAX_CAMERA_PERIOD: f64 = 3600.0;
-/// Metres per pixel of the degradation run's camera.
-pub const METRES_PER_PIXEL: f64 = 1e-3;
-
 /// The channels of the exercise protocol: noise on the solver's joint angles and backlash.
 pub const EXERCISE_CHANNELS: [Channel; 2] = [Channel::Actuator, Channel::Backlash];
-
-/// The levels swept on each channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ChannelLevels {
-    /// Encoder noise, radians.
-    pub encoder: Vec<f64>,
-    /// Actuator noise (the exercise's noise on joint angles), radians.
-    pub actuator: Vec<f64>,
-    /// Backlash half-width, radians.
-    pub backlash: Vec<f64>,
-    /// Sensed-target noise, metres.
-    pub target: Vec<f64>,
-    /// Mismatch, as multiples of the configured mismatch.
-    pub mismatch: Vec<f64>,
-    /// Friction loss of each joint, N m.
-    pub friction: Vec<f64>,
-    /// Droop of the stretched-out arm, radians.
-    pub flex: Vec<f64>,
-    /// Control latency, milliseconds.
-    pub latency: Vec<f64>,
-    /// Camera pixel noise, pixels of [`METRES_PER_PIXEL`].
-    pub camera_noise: Vec<f64>,
-    /// Camera calibration offset along x, metres.
-    pub camera_offset: Vec<f64>,
-    /// Camera frame period, seconds (0: a frame at every tick).
-    pub camera_period: Vec<f64>,
-    /// Fractions of every channel's largest level, applied together.
-    pub combined: Vec<f64>,
-}
-
-impl Default for ChannelLevels {
-    fn default() -> Self {
-        Self {
-            encoder: vec![0.0, 0.01, 0.02, 0.05],
-            actuator: vec![0.0, 0.01, 0.02, 0.05],
-            backlash: vec![0.0, 0.01, 0.02, 0.05],
-            target: vec![0.0, 0.01, 0.02, 0.05],
-            mismatch: vec![0.0, 0.5, 1.0, 2.0],
-            friction: vec![0.0, 0.1, 0.25, 0.5],
-            flex: vec![0.0, 0.01, 0.02, 0.05],
-            latency: vec![0.0, 33.0, 67.0, 133.0],
-            camera_noise: vec![0.0, 5.0, 20.0, 50.0],
-            camera_offset: vec![0.0, 0.01, 0.03, 0.1],
-            camera_period: vec![0.0, 0.5, 1.0, 2.0],
-            combined: vec![0.0, 0.25, 0.5, 1.0],
-        }
-    }
-}
-
-impl ChannelLevels {
-    /// Only the baseline (every channel at 0).
-    pub fn baseline() -> Self {
-        let mut out = Self::default();
-        for ch in Channel::ALL {
-            *out.of_mut(ch) = vec![0.0];
-        }
-        out
-    }
-
-    /// The baseline and `channel` swept over `levels`, every other channel at 0.
-    pub fn only(channel: Channel, levels: Vec<f64>) -> Self {
-        let mut out = Self::baseline();
-        *out.of_mut(channel) = levels;
-        out
-    }
-
-    /// The levels of one channel.
-    pub fn of(&self, channel: Channel) -> &[f64] {
-        match channel {
-            Channel::Encoder => &self.encoder,
-            Channel::Actuator => &self.actuator,
-            Channel::Backlash => &self.backlash,
-            Channel::Target => &self.target,
-            Channel::Mismatch => &self.mismatch,
-            Channel::Friction => &self.friction,
-            Channel::Flex => &self.flex,
-            Channel::Latency => &self.latency,
-            Channel::CameraNoise => &self.camera_noise,
-            Channel::CameraOffset => &self.camera_offset,
-            Channel::CameraPeriod => &self.camera_period,
-            Channel::Combined => &self.combined,
-        }
-    }
-
-    /// The levels of one channel, mutably.
-    pub fn of_mut(&mut self, channel: Channel) -> &mut Vec<f64> {
-        match channel {
-            Channel::Encoder => &mut self.encoder,
-            Channel::Actuator => &mut self.actuator,
-            Channel::Backlash => &mut self.backlash,
-            Channel::Target => &mut self.target,
-            Channel::Mismatch => &mut self.mismatch,
-            Channel::Friction => &mut self.friction,
-            Channel::Flex => &mut self.flex,
-            Channel::Latency => &mut self.latency,
-            Channel::CameraNoise => &mut self.camera_noise,
-            Channel::CameraOffset => &mut self.camera_offset,
-            Channel::CameraPeriod => &mut self.camera_period,
-            Channel::Combined => &mut self.combined,
-        }
-    }
-}
-
-/// The value of every channel in one setting.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Perturbation {
-    /// Encoder noise, radians.
-    pub encoder: f64,
-    /// Actuator noise, radians.
-    pub actuator: f64,
-    /// Backlash half-width, radians.
-    pub backlash: f64,
-    /// Sensed-target noise, metres.
-    pub target: f64,
-    /// Mismatch multiple.
-    pub mismatch: f64,
-    /// Friction loss of each joint, N m.
-    pub friction: f64,
-    /// Droop of the stretched-out arm, radians.
-    pub flex: f64,
-    /// Control latency, milliseconds.
-    pub latency: f64,
-    /// Camera pixel noise, pixels.
-    pub camera_noise: f64,
-    /// Camera offset along x, metres.
-    pub camera_offset: f64,
-    /// Camera frame period, seconds (0: a frame at every tick).
-    pub camera_period: f64,
-}
-
-impl Perturbation {
-    /// `mismatch` scaled by `scale`.
-    pub fn scaled(mismatch: Mismatch, scale: f64) -> Mismatch {
-        Mismatch {
-            length_error: mismatch.length_error.map(|e| e * scale),
-            joint_offsets: mismatch.joint_offsets * scale,
-        }
-    }
-
-    fn set(&mut self, channel: Channel, value: f64) {
-        match channel {
-            Channel::Encoder => self.encoder = value,
-            Channel::Actuator => self.actuator = value,
-            Channel::Backlash => self.backlash = value,
-            Channel::Target => self.target = value,
-            Channel::Mismatch => self.mismatch = value,
-            Channel::Friction => self.friction = value,
-            Channel::Flex => self.flex = value,
-            Channel::Latency => self.latency = value,
-            Channel::CameraNoise => self.camera_noise = value,
-            Channel::CameraOffset => self.camera_offset = value,
-            Channel::CameraPeriod => self.camera_period = value,
-            Channel::Combined => {}
-        }
-    }
-
-    /// The camera of this setting: [`METRES_PER_PIXEL`], the pixel noise, the offset along x,
-    /// and the frame period (0: the fastest camera, [`MAX_FPS`], a frame at every tick).
-    pub fn camera(&self) -> Camera {
-        let fps = if self.camera_period > 0.0 { (1.0 / self.camera_period).min(MAX_FPS) } else { MAX_FPS };
-        Camera {
-            pixel_noise: self.camera_noise,
-            metres_per_pixel: METRES_PER_PIXEL,
-            offset: Point2::new(self.camera_offset, 0.0),
-            fps,
-        }
-    }
-}
 
 /// One point of the sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -506,24 +193,22 @@ mod tests {
         assert_eq!(s.len(), 1 + 12 * 3);
         assert_eq!(s[0].perturbation, Perturbation::default());
         let enc = s.iter().find(|x| x.channel == Some(Channel::Encoder) && x.level == 0.05).unwrap();
-        assert_eq!(enc.perturbation, Perturbation { encoder: 0.05, ..Perturbation::default() });
+        assert_eq!(enc.perturbation, Perturbation::default().with(Channel::Encoder, 0.05));
         let all = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.5).unwrap();
-        assert_eq!(
-            all.perturbation,
-            Perturbation {
-                encoder: 0.025,
-                actuator: 0.025,
-                backlash: 0.025,
-                target: 0.025,
-                mismatch: 1.0,
-                friction: 0.25,
-                flex: 0.025,
-                latency: 66.5,
-                camera_noise: 25.0,
-                camera_offset: 0.05,
-                camera_period: 1.0,
-            }
-        );
+        let expected = [
+            (Channel::Encoder, 0.025),
+            (Channel::Actuator, 0.025),
+            (Channel::Backlash, 0.025),
+            (Channel::Target, 0.025),
+            (Channel::Mismatch, 1.0),
+            (Channel::Friction, 0.25),
+            (Channel::Flex, 0.025),
+            (Channel::Latency, 66.5),
+            (Channel::CameraNoise, 25.0),
+            (Channel::CameraOffset, 0.05),
+            (Channel::CameraPeriod, 1.0),
+        ];
+        assert_eq!(all.perturbation, expected.iter().fold(Perturbation::default(), |p, &(c, v)| p.with(c, v)));
     }
 
     #[test]
