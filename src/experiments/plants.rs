@@ -6,7 +6,7 @@
 
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
-use crate::plant::channel::{Channel, RangeError, Randomized, check_range};
+use crate::plant::channel::{Channel, Randomized, RangeError, check_range};
 use crate::plant::dynamics::Servo;
 use crate::plant::{Camera, Plant, PlantConfig};
 use rand::RngExt;

@@ -193,7 +193,12 @@ pub const ROWS: &[Row] = &[
         unit: "rad",
         bound: bound(MAX_BACKLASH, "pi/4 rad (45 degrees)"),
         levels: &[0.0, 0.01, 0.02, 0.05],
-        randomized: Some(Randomized { training: [0.0, 0.01], outside: [0.01, 0.02], limit: MAX_BACKLASH, unit: " rad" }),
+        randomized: Some(Randomized {
+            training: [0.0, 0.01],
+            outside: [0.01, 0.02],
+            limit: MAX_BACKLASH,
+            unit: " rad",
+        }),
         help: "backlash: half-width of each joint's free play, radians",
         slider: Some(0.1),
         physics: Physics::Plant(|c, v| c.backlash = v),

@@ -207,7 +207,8 @@ mod tests {
         assert_eq!(Degradation::try_parse_from(["x"]).unwrap().levels.0, ChannelLevels::default());
         let r = Randomization::try_parse_from(["x"]).unwrap().ranges;
         assert_eq!((r.training, r.outside), (Ranges::TRAINING, Ranges::OUTSIDE));
-        let d = Degradation::try_parse_from(["x", "--noise", "0,0.5", "--target-noise", "0,2", "--combined", "1"]).unwrap();
+        let d =
+            Degradation::try_parse_from(["x", "--noise", "0,0.5", "--target-noise", "0,2", "--combined", "1"]).unwrap();
         let expected = ChannelLevels::default()
             .with(Channel::Encoder, vec![0.0, 0.5])
             .with(Channel::Target, vec![0.0, 2.0])

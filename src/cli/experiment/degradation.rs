@@ -1,8 +1,8 @@
 //! `elbow experiment degradation`: arguments become a [`DegradationConfig`]; the report prints as
 //! a table, JSON or CSV, and `--plot` draws it.
 
-use crate::cli::plot;
 use super::channel_flags::LevelArgs;
+use crate::cli::plot;
 use crate::cli::{ArmArgs, BodyArgs, Failure, Range, SignedPair, count, print_json, progress_bar, real, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};

@@ -288,10 +288,12 @@ impl DegradationConfig {
         )?;
         let mismatch_levels = self.levels.of(Channel::Mismatch);
         let top = mismatch_levels.iter().copied().fold(0.0, f64::max);
-        let scales =
-            mismatch_levels.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
-        let combined =
-            self.levels.of(Channel::Combined).iter().map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
+        let scales = mismatch_levels.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
+        let combined = self
+            .levels
+            .of(Channel::Combined)
+            .iter()
+            .map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
         for (scale, source_of_level) in scales.chain(combined) {
             if let Err(e) = RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale)) {
                 // The largest valid level, by bisection between 0 (the nominal arm) and this one.
