@@ -195,20 +195,15 @@ mod tests {
         let enc = s.iter().find(|x| x.channel == Some(Channel::Encoder) && x.level == 0.05).unwrap();
         assert_eq!(enc.perturbation, Perturbation::default().with(Channel::Encoder, 0.05));
         let all = s.iter().find(|x| x.channel == Some(Channel::Combined) && x.level == 0.5).unwrap();
-        let expected = [
-            (Channel::Encoder, 0.025),
-            (Channel::Actuator, 0.025),
-            (Channel::Backlash, 0.025),
-            (Channel::Target, 0.025),
-            (Channel::Mismatch, 1.0),
-            (Channel::Friction, 0.25),
-            (Channel::Flex, 0.025),
-            (Channel::Latency, 66.5),
-            (Channel::CameraNoise, 25.0),
-            (Channel::CameraOffset, 0.05),
-            (Channel::CameraPeriod, 1.0),
-        ];
-        assert_eq!(all.perturbation, expected.iter().fold(Perturbation::default(), |p, &(c, v)| p.with(c, v)));
+        // Every other channel at half its largest default level (the camera period at 1 s).
+        let expected = Channel::ALL
+            .into_iter()
+            .filter(|&c| c != Channel::Combined)
+            .map(|c| (c, 0.5 * c.row().levels.iter().copied().fold(0.0, f64::max)))
+            .fold(Perturbation::default(), |p, (c, v)| p.with(c, v));
+        assert_eq!(all.perturbation, expected);
+        assert_eq!((all.perturbation[Channel::Encoder], all.perturbation[Channel::Latency]), (0.025, 66.5));
+        assert_eq!((all.perturbation[Channel::Mismatch], all.perturbation[Channel::CameraPeriod]), (1.0, 1.0));
     }
 
     #[test]
