@@ -12,20 +12,22 @@ const BEYOND: Split = Split::Ood(OodKind::Beyond);
 
 fn args() -> DegradationConfig {
     DegradationConfig {
-        levels: ChannelLevels {
-            encoder: vec![0.0, 0.02, 0.06],
-            actuator: vec![0.0, 0.02, 0.06],
-            backlash: vec![0.0, 0.05],
-            target: vec![0.0, 0.03],
-            mismatch: vec![0.0, 1.0],
-            friction: vec![0.0, 0.5],
-            flex: vec![0.0, 0.05],
-            latency: vec![0.0, 133.0],
-            camera_noise: vec![0.0, 50.0],
-            camera_offset: vec![0.0, 0.1],
-            camera_period: vec![0.0, 2.0],
-            combined: vec![0.0, 1.0],
-        },
+        levels: [
+            (Channel::Encoder, vec![0.0, 0.02, 0.06]),
+            (Channel::Actuator, vec![0.0, 0.02, 0.06]),
+            (Channel::Backlash, vec![0.0, 0.05]),
+            (Channel::Target, vec![0.0, 0.03]),
+            (Channel::Mismatch, vec![0.0, 1.0]),
+            (Channel::Friction, vec![0.0, 0.5]),
+            (Channel::Flex, vec![0.0, 0.05]),
+            (Channel::Latency, vec![0.0, 133.0]),
+            (Channel::CameraNoise, vec![0.0, 50.0]),
+            (Channel::CameraOffset, vec![0.0, 0.1]),
+            (Channel::CameraPeriod, vec![0.0, 2.0]),
+            (Channel::Combined, vec![0.0, 1.0]),
+        ]
+        .into_iter()
+        .fold(ChannelLevels::default(), |l, (c, v)| l.with(c, v)),
         targets: 400,
         ood_fraction: 0.3,
         train_steps: 3000,
@@ -338,7 +340,7 @@ fn model_files_replace_training_and_must_fit_the_arm() {
 
 #[test]
 fn bad_arguments_and_too_much_work_are_refused_before_any_work() {
-    let levels = |v: Vec<f64>| ChannelLevels { encoder: v, ..ChannelLevels::default() };
+    let levels = |v: Vec<f64>| ChannelLevels::default().with(Channel::Encoder, v);
     for bad in [
         DegradationConfig { targets: 0, ..args() },
         DegradationConfig { targets: 2_000_000, ..args() },

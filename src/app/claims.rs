@@ -13,7 +13,7 @@ use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::train::Models;
 use super::sweep::{MODEL_REFRESH_SECS, SweepChannel};
 use bevy::prelude::*;
-use elbow::experiments::degradation::{ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
+use elbow::experiments::degradation::{Channel, ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
 use elbow::experiments::degradation_with;
 use elbow::{Mismatch, TwoLinkArm};
 use std::sync::Arc;
@@ -73,11 +73,11 @@ pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConf
     }
     let mismatch = plant.mismatch();
     if mismatch != Mismatch::NONE {
-        levels.mismatch = vec![0.0, 1.0];
+        levels[Channel::Mismatch] = vec![0.0, 1.0];
         on.push("mismatch".to_string());
     }
     if on.len() > 1 {
-        levels.combined = vec![0.0, 1.0];
+        levels[Channel::Combined] = vec![0.0, 1.0];
     }
     let cfg = DegradationConfig {
         arm,

@@ -62,9 +62,6 @@ pub(crate) enum SweepChannel {
     CameraPeriod,
 }
 
-/// The slowest camera the live sweep reaches, seconds per frame.
-const SLOWEST_FRAME: f64 = 2.0;
-
 impl SweepChannel {
     /// Every one, in menu order.
     pub(crate) const ALL: [SweepChannel; 8] = [
@@ -93,7 +90,7 @@ impl SweepChannel {
     }
 
     /// The swept range in the slider's units, from 0 to the slider's end (the camera's frame
-    /// period from a frame every tick to one every [`SLOWEST_FRAME`] seconds).
+    /// period from a frame every tick to one every [`range::SLOWEST_FRAME`] seconds).
     pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {
         match self {
             SweepChannel::Encoder => range::NOISE,
@@ -103,7 +100,7 @@ impl SweepChannel {
             SweepChannel::Latency => range::LATENCY,
             SweepChannel::CameraNoise => range::CAMERA_NOISE,
             SweepChannel::CameraOffset => 0.0..=range::CAMERA_OFFSET.end().hypot(*range::CAMERA_OFFSET.end()),
-            SweepChannel::CameraPeriod => 0.0..=SLOWEST_FRAME,
+            SweepChannel::CameraPeriod => 0.0..=range::SLOWEST_FRAME,
         }
     }
 
@@ -121,7 +118,7 @@ impl SweepChannel {
             SweepChannel::CameraOffset => s.camera_offset[0].hypot(s.camera_offset[1]),
             SweepChannel::CameraPeriod => {
                 if s.camera_fps > 0.0 {
-                    (1.0 / s.camera_fps).min(SLOWEST_FRAME)
+                    (1.0 / s.camera_fps).min(range::SLOWEST_FRAME)
                 } else {
                     return None;
                 }

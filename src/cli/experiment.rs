@@ -3,6 +3,7 @@
 
 mod bishop;
 mod chain;
+mod channel_flags;
 pub(crate) use chain::{ChainLengths, print_budget, print_chain_rows};
 mod degradation;
 mod randomization;

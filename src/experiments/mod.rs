@@ -70,6 +70,9 @@ pub enum ExperimentError {
     /// A setting was out of range.
     #[error("{0}")]
     Invalid(String),
+    /// A randomization range was out of its channel's limit.
+    #[error(transparent)]
+    Range(#[from] crate::plant::channel::RangeError),
     /// A degradation configuration was refused before any work started.
     #[error(transparent)]
     Config(#[from] degradation::ConfigError),

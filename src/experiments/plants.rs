@@ -4,9 +4,9 @@
 //! Shared by the open-loop comparison ([`super::randomization`]) and the feedback head
 //! ([`super::feedback`]).
 
-use super::ExperimentError;
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
+use crate::plant::channel::{Channel, Randomized, RangeError, check_range};
 use crate::plant::dynamics::Servo;
 use crate::plant::{Camera, Plant, PlantConfig};
 use rand::RngExt;
@@ -16,23 +16,21 @@ use serde::{Deserialize, Serialize};
 /// Where every evaluation (and every data-collection move) starts from rest.
 pub const START: Pose = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
 
-/// The largest mismatch a range may reach, as a multiple of [`Mismatch::DEFAULT`]: link lengths
-/// up to 60 % off and joint offsets up to half a radian; beyond about 16 a drawn link would have
-/// no length at all.
-pub const MAX_MISMATCH: f64 = 10.0;
+pub use crate::plant::channel::MAX_MISMATCH;
 
 /// The largest flex or backlash a range may reach, radians: the plant's own bounds
 /// ([`crate::plant::MAX_FLEX`], [`crate::plant::MAX_BACKLASH`], equal), which the degradation
 /// channels use too.
 pub const MAX_ANGLE: f64 = crate::plant::MAX_FLEX;
 
-/// The largest friction loss a range may reach, N m: the servo's torque limit.
-pub const MAX_FRICTION: f64 = Servo::STS3215.torque_limit;
+/// A randomized channel's ranges ([`crate::plant::channel::Row::randomized`]).
+const fn randomized(channel: Channel) -> Randomized {
+    channel.row().randomized.expect("a randomized channel")
+}
 
-/// The SO-101 servo's own friction loss, N m ([`Servo::STS3215`]).
-const SO101_FRICTION: f64 = Servo::STS3215.frictionloss;
-
-/// Uniform ranges `[lo, hi]` of the channels a plant is drawn from.
+/// Uniform ranges `[lo, hi]` of the channels a plant is drawn from: the channels whose row in
+/// [`crate::plant::channel::ROWS`] has randomization ranges, in the order they are drawn
+/// ([`Ranges::CHANNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ranges {
     /// Size of the model mismatch as a multiple of [`Mismatch::DEFAULT`]; each of its four
@@ -47,38 +45,53 @@ pub struct Ranges {
 }
 
 impl Ranges {
-    /// The randomized training ranges: mismatch up to 1.5 times the default gap, a droop up to
-    /// 20 mrad, friction up to three times the SO-101 servo's friction loss, backlash up to 10 mrad.
+    /// The randomized channels, in the order a plant draws them (and its fields stand in).
+    pub const CHANNELS: [Channel; 4] = [Channel::Mismatch, Channel::Flex, Channel::Friction, Channel::Backlash];
+
+    /// The randomized training ranges, from the table: mismatch up to 1.5 times the default gap,
+    /// a droop up to 20 mrad, friction up to three times the SO-101 servo's friction loss,
+    /// backlash up to 10 mrad.
     pub const TRAINING: Ranges = Ranges {
-        mismatch: [0.0, 1.5],
-        flex: [0.0, 0.02],
-        friction: [0.0, 3.0 * SO101_FRICTION],
-        backlash: [0.0, 0.01],
+        mismatch: randomized(Channel::Mismatch).training,
+        flex: randomized(Channel::Flex).training,
+        friction: randomized(Channel::Friction).training,
+        backlash: randomized(Channel::Backlash).training,
     };
 
-    /// Plants outside the training ranges on every channel (up to twice as far again).
+    /// Plants outside the training ranges on every channel (up to twice as far again), from the
+    /// table.
     pub const OUTSIDE: Ranges = Ranges {
-        mismatch: [1.5, 3.0],
-        flex: [0.02, 0.04],
-        friction: [3.0 * SO101_FRICTION, 6.0 * SO101_FRICTION],
-        backlash: [0.01, 0.02],
+        mismatch: randomized(Channel::Mismatch).outside,
+        flex: randomized(Channel::Flex).outside,
+        friction: randomized(Channel::Friction).outside,
+        backlash: randomized(Channel::Backlash).outside,
     };
 
     /// Only the nominal plant.
     pub const NOMINAL: Ranges = Ranges { mismatch: [0.0; 2], flex: [0.0; 2], friction: [0.0; 2], backlash: [0.0; 2] };
 
-    pub(crate) fn check(&self, name: &str) -> Result<(), ExperimentError> {
-        for (channel, [lo, hi], max, unit) in [
-            ("mismatch", self.mismatch, MAX_MISMATCH, " times the default gap"),
-            ("flex", self.flex, crate::plant::MAX_FLEX, " rad"),
-            ("friction", self.friction, MAX_FRICTION, " N m"),
-            ("backlash", self.backlash, crate::plant::MAX_BACKLASH, " rad"),
-        ] {
-            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= max) {
-                return Err(ExperimentError::Invalid(format!(
-                    "the {name} {channel} range must have 0 <= low <= high <= {max:.3}{unit}, got [{lo:?}, {hi:?}]"
-                )));
-            }
+    /// The range of a randomized channel (`None` for the others).
+    pub fn span(&self, channel: Channel) -> Option<[f64; 2]> {
+        let mut copy = *self;
+        copy.span_mut(channel).copied()
+    }
+
+    /// The range of a randomized channel, mutably (`None` for the others).
+    pub fn span_mut(&mut self, channel: Channel) -> Option<&mut [f64; 2]> {
+        match channel {
+            Channel::Mismatch => Some(&mut self.mismatch),
+            Channel::Flex => Some(&mut self.flex),
+            Channel::Friction => Some(&mut self.friction),
+            Channel::Backlash => Some(&mut self.backlash),
+            _ => None,
+        }
+    }
+
+    /// Checks every range against its channel's limit ([`check_range`]), in [`Ranges::CHANNELS`]
+    /// order; `set` names these ranges in the error (`randomized`, `outside`).
+    pub(crate) fn check(&self, set: &'static str) -> Result<(), RangeError> {
+        for channel in Self::CHANNELS {
+            check_range(set, channel, self.span(channel).unwrap_or_default())?;
         }
         Ok(())
     }

@@ -25,6 +25,7 @@
 //! same times give the same arm, bit for bit. Every quantity a user sets has a physical range
 //! ([`PlantConfig::validate`]), within which the plant stays finite.
 
+pub mod channel;
 pub mod dynamics;
 
 use std::collections::VecDeque;

@@ -94,27 +94,37 @@ pub(crate) struct PlantSettings {
     pub(crate) camera_fps: f64,
 }
 
-/// Slider ranges of the plant knobs.
+/// Slider ranges of the plant knobs: a reality-gap channel's slider ends where its row of the
+/// channel table says ([`elbow::plant::channel::Row::slider`]).
 pub(crate) mod range {
+    use elbow::plant::channel::Channel;
     use std::ops::RangeInclusive;
+
+    /// The end of `channel`'s slider, from its row.
+    const fn end(channel: Channel) -> f64 {
+        channel.row().slider.expect("a channel with a slider")
+    }
+
     /// Encoder noise, radians.
-    pub(crate) const NOISE: RangeInclusive<f64> = 0.0..=0.05;
+    pub(crate) const NOISE: RangeInclusive<f64> = 0.0..=end(Channel::Encoder);
     /// Backlash half-width, radians.
-    pub(crate) const BACKLASH: RangeInclusive<f64> = 0.0..=0.1;
+    pub(crate) const BACKLASH: RangeInclusive<f64> = 0.0..=end(Channel::Backlash);
     /// Relative link length error.
     pub(crate) const LENGTH_ERROR: RangeInclusive<f64> = -0.2..=0.2;
     /// Joint offset, radians.
     pub(crate) const OFFSET: RangeInclusive<f64> = -0.2..=0.2;
     /// Friction loss, N m: up to about ten times the SO-101 servo's.
-    pub(crate) const FRICTION: RangeInclusive<f64> = 0.0..=0.5;
+    pub(crate) const FRICTION: RangeInclusive<f64> = 0.0..=end(Channel::Friction);
     /// Flex (stretched-out shoulder droop), radians.
-    pub(crate) const FLEX: RangeInclusive<f64> = 0.0..=0.1;
+    pub(crate) const FLEX: RangeInclusive<f64> = 0.0..=end(Channel::Flex);
     /// Latency, milliseconds.
-    pub(crate) const LATENCY: RangeInclusive<f64> = 0.0..=500.0;
+    pub(crate) const LATENCY: RangeInclusive<f64> = 0.0..=end(Channel::Latency);
     /// Camera pixel noise, pixels at 1 mm per pixel.
-    pub(crate) const CAMERA_NOISE: RangeInclusive<f64> = 0.0..=20.0;
-    /// Camera calibration offset per axis, metres.
-    pub(crate) const CAMERA_OFFSET: RangeInclusive<f64> = -0.05..=0.05;
+    pub(crate) const CAMERA_NOISE: RangeInclusive<f64> = 0.0..=end(Channel::CameraNoise);
+    /// Camera calibration offset per axis, metres (either sign).
+    pub(crate) const CAMERA_OFFSET: RangeInclusive<f64> = -end(Channel::CameraOffset)..=end(Channel::CameraOffset);
+    /// The slowest camera frame the live sweep reaches, seconds per frame.
+    pub(crate) const SLOWEST_FRAME: f64 = end(Channel::CameraPeriod);
     /// Camera frame rate, frames per second.
     pub(crate) const CAMERA_FPS: RangeInclusive<f64> = 0.0..=120.0;
 }

@@ -1,12 +1,13 @@
 //! `elbow experiment degradation`: arguments become a [`DegradationConfig`]; the report prints as
 //! a table, JSON or CSV, and `--plot` draws it.
 
+use super::channel_flags::LevelArgs;
 use crate::cli::plot;
-use crate::cli::{ArmArgs, BodyArgs, Failure, Levels, Range, SignedPair, count, print_json, progress_bar, real, seed};
+use crate::cli::{ArmArgs, BodyArgs, Failure, Range, SignedPair, count, print_json, progress_bar, real, seed};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::catalog::{CatalogSummary, CatalogWriter};
-use elbow::experiments::degradation::{CatalogSink, Cell, Channel, ChannelLevels, OodKind, Protocol};
+use elbow::experiments::degradation::{CatalogSink, Cell, Channel, OodKind, Protocol};
 use elbow::experiments::degradation::{
     MAX_CATALOG_BYTES, MAX_OOD_FRACTION, MAX_TOLERANCE, Progress, degradation_catalogued,
 };
@@ -18,10 +19,6 @@ use std::path::PathBuf;
 
 fn defaults() -> DegradationConfig {
     DegradationConfig::default()
-}
-
-fn levels(channel: Channel) -> Levels {
-    Levels(ChannelLevels::default().of(channel).to_vec())
 }
 
 /// A comma-separated list of OOD target sets (`beyond,hole,sector`).
@@ -52,42 +49,9 @@ pub(crate) struct DegradationArgs {
     /// angles, backlash, FK error), `plant` (closed loop on the simulated real arm) or `both`.
     #[arg(long, default_value_t = defaults().protocol)]
     protocol: Protocol,
-    /// Channel `encoder`: encoder noise levels (standard deviation, radians), comma-separated.
-    #[arg(long, alias = "noise", default_value_t = levels(Channel::Encoder), allow_hyphen_values = true)]
-    encoder: Levels,
-    /// Channel `actuator`: noise on the commanded joints (radians); the exercise's joint noise.
-    #[arg(long, default_value_t = levels(Channel::Actuator), allow_hyphen_values = true)]
-    actuator: Levels,
-    /// Channel `backlash`: dead-zone half-width on commanded changes (radians).
-    #[arg(long, default_value_t = levels(Channel::Backlash), allow_hyphen_values = true)]
-    backlash: Levels,
-    /// Channel `target`: noise on the sensed target (standard deviation per axis, metres).
-    #[arg(long, default_value_t = levels(Channel::Target), allow_hyphen_values = true)]
-    target_noise: Levels,
-    /// Channel `mismatch`: the real arm's mismatch, as multiples of `--length-error`/`--joint-offset`.
-    #[arg(long, default_value_t = levels(Channel::Mismatch), allow_hyphen_values = true)]
-    mismatch_scale: Levels,
-    /// Channel `friction`: Coulomb friction loss of each joint (N m; the SO-101's servo has 0.052).
-    #[arg(long, default_value_t = levels(Channel::Friction), allow_hyphen_values = true)]
-    friction: Levels,
-    /// Channel `flex`: droop of the stretched-out arm under gravity (radians).
-    #[arg(long, default_value_t = levels(Channel::Flex), allow_hyphen_values = true)]
-    flex: Levels,
-    /// Channel `latency`: milliseconds a goal takes to reach the servos.
-    #[arg(long, default_value_t = levels(Channel::Latency), allow_hyphen_values = true)]
-    latency: Levels,
-    /// Channel `camera-noise`: the camera's pixel noise (standard deviation, pixels of 1 mm).
-    #[arg(long, default_value_t = levels(Channel::CameraNoise), allow_hyphen_values = true)]
-    camera_noise: Levels,
-    /// Channel `camera-offset`: the camera's calibration offset along x (metres).
-    #[arg(long, default_value_t = levels(Channel::CameraOffset), allow_hyphen_values = true)]
-    camera_offset: Levels,
-    /// Channel `camera-period`: seconds between camera frames (0: a frame at every tick).
-    #[arg(long, default_value_t = levels(Channel::CameraPeriod), allow_hyphen_values = true)]
-    camera_period: Levels,
-    /// Channel `combined`: every channel at once, at these fractions of its largest level.
-    #[arg(long, default_value_t = levels(Channel::Combined), allow_hyphen_values = true)]
-    combined: Levels,
+    /// The levels of every channel (`--encoder`, ..., `--combined`), from the channel table.
+    #[command(flatten)]
+    levels: LevelArgs,
     /// Out-of-distribution target sets: `beyond` (the reach), `hole` (arms with l1 != l2),
     /// `sector` (outside a sector training region), comma-separated, or `none`.
     #[arg(long, default_value_t = OodSets(defaults().ood))]
@@ -185,20 +149,7 @@ impl DegradationArgs {
         let cfg = DegradationConfig {
             arm,
             protocol: self.protocol,
-            levels: ChannelLevels {
-                encoder: self.encoder.0.clone(),
-                actuator: self.actuator.0.clone(),
-                backlash: self.backlash.0.clone(),
-                target: self.target_noise.0.clone(),
-                mismatch: self.mismatch_scale.0.clone(),
-                friction: self.friction.0.clone(),
-                flex: self.flex.0.clone(),
-                latency: self.latency.0.clone(),
-                camera_noise: self.camera_noise.0.clone(),
-                camera_offset: self.camera_offset.0.clone(),
-                camera_period: self.camera_period.0.clone(),
-                combined: self.combined.0.clone(),
-            },
+            levels: self.levels.0.clone(),
             ood: self.ood.0.clone(),
             targets: self.targets,
             ood_fraction: self.ood_fraction,
@@ -318,12 +269,20 @@ fn catalog_note(s: &CatalogSummary, path: &std::path::Path) -> String {
 
 fn print_csv(r: &DegradationReport) -> Result<(), String> {
     let reasons: Vec<String> = Reason::ALL.iter().map(|x| format!("rejected_{}", x.key().replace('-', "_"))).collect();
+    // Every channel's value: the first five before the error columns, the rest after the
+    // envelope's, in table order (the combined channel has no value of its own).
+    let quantities: Vec<Channel> = Channel::ALL.into_iter().filter(|&c| c != Channel::Combined).collect();
+    let (first, rest) = quantities.split_at(CSV_FIRST_CHANNELS);
+    let names = |chs: &[Channel]| chs.iter().map(|c| c.row().field).collect::<Vec<_>>().join(",");
     outln!(
-        "protocol,solver,channel,level,split,encoder,actuator,backlash,target,mismatch,mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{},friction,flex,latency,camera_noise,camera_offset,camera_period,camera_reported,camera_silent,camera_false_alarm",
-        reasons.join(",")
+        "protocol,solver,channel,level,split,{},mean_error,median_error,p95_error,reported,missed,silent,false_alarm,accepted,{},{},camera_reported,camera_silent,camera_false_alarm",
+        names(first),
+        reasons.join(","),
+        names(rest)
     );
     for c in &r.cells {
         let p = c.perturbation;
+        let values = |chs: &[Channel]| chs.iter().map(|&ch| p[ch].to_string()).collect::<Vec<_>>().join(",");
         let log = c.envelope.map_or(",".repeat(Reason::COUNT), |l| {
             let counts: Vec<String> = l.rejected.iter().map(u64::to_string).collect();
             format!("{},{}", l.accepted, counts.join(","))
@@ -331,17 +290,13 @@ fn print_csv(r: &DegradationReport) -> Result<(), String> {
         let camera =
             c.camera.map_or(",,".into(), |k| format!("{:.4},{:.4},{:.4}", k.reported, k.silent, k.false_alarm));
         outln!(
-            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log},{},{},{},{},{},{},{camera}",
+            "{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{log},{},{camera}",
             c.protocol,
             c.solver,
             c.channel.map_or("baseline", Channel::key),
             c.level,
             c.split.key(),
-            p.encoder,
-            p.actuator,
-            p.backlash,
-            p.target,
-            p.mismatch,
+            values(first),
             c.error.mean,
             c.error.median,
             c.error.p95,
@@ -349,16 +304,15 @@ fn print_csv(r: &DegradationReport) -> Result<(), String> {
             c.missed,
             c.silent,
             c.false_alarm,
-            p.friction,
-            p.flex,
-            p.latency,
-            p.camera_noise,
-            p.camera_offset,
-            p.camera_period
+            values(rest)
         );
     }
     Ok(())
 }
+
+/// How many channel columns the CSV puts before the error columns (the exercise's channels,
+/// where they have always been); the others follow the envelope's columns.
+const CSV_FIRST_CHANNELS: usize = 5;
 
 /// The envelope's decisions, compact: acceptance and each nonzero rejection count.
 fn envelope_column(c: &Cell) -> String {

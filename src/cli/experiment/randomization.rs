@@ -3,36 +3,15 @@
 
 mod plot;
 
+use super::channel_flags::RangeArgs;
 use crate::cli::{Failure, Range, count, print_json, real};
 use clap::Args;
 use elbow::experiments::feedback::{FeedbackConfig, FeedbackPipeline};
-use elbow::experiments::randomization::{PlantSet, RandomizationConfig, RandomizationReport, Ranges, randomization};
+use elbow::experiments::randomization::{PlantSet, RandomizationConfig, RandomizationReport, randomization};
 use elbow::learned::{HeadKind, MAX_STEPS};
 
 fn defaults() -> RandomizationConfig {
     RandomizationConfig::default()
-}
-
-/// `LO,HI`: a range of non-negative numbers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Span([f64; 2]);
-
-impl std::str::FromStr for Span {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (lo, hi) = super::super::parse_pair(s, "a range")?;
-        if !(0.0 <= lo && lo <= hi) {
-            return Err(format!("a range must be `LO,HI` with 0 <= LO <= HI, got `{}`", crate::cli::shown(s)));
-        }
-        Ok(Span([lo, hi]))
-    }
-}
-
-impl std::fmt::Display for Span {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{},{}", self.0[0], self.0[1])
-    }
 }
 
 /// A comma-separated list of heads (`mdn,residual`).
@@ -59,31 +38,10 @@ pub(crate) struct RandomizationArgs {
     /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual.
     #[arg(long, default_value_t = Heads(defaults().heads))]
     heads: Heads,
-    /// Randomized training range of the mismatch, as multiples of the default gap (`LO,HI`, up
-    /// to 10); each angle range below goes up to π/4 radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.mismatch), allow_hyphen_values = true)]
-    mismatch: Span,
-    /// Randomized training range of the flex: droop of the stretched-out arm, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.flex), allow_hyphen_values = true)]
-    flex: Span,
-    /// Randomized training range of the joint friction loss, N m.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.friction), allow_hyphen_values = true)]
-    friction: Span,
-    /// Randomized training range of the backlash half-width, radians.
-    #[arg(long, default_value_t = Span(Ranges::TRAINING.backlash), allow_hyphen_values = true)]
-    backlash: Span,
-    /// Range of the mismatch of the "outside" test plants.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.mismatch), allow_hyphen_values = true)]
-    outside_mismatch: Span,
-    /// Range of the flex of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.flex), allow_hyphen_values = true)]
-    outside_flex: Span,
-    /// Range of the joint friction loss of the "outside" test plants, N m.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.friction), allow_hyphen_values = true)]
-    outside_friction: Span,
-    /// Range of the backlash of the "outside" test plants, radians.
-    #[arg(long, default_value_t = Span(Ranges::OUTSIDE.backlash), allow_hyphen_values = true)]
-    outside_backlash: Span,
+    /// The randomized training ranges and those of the outside test plants (`--mismatch`,
+    /// `--outside-mismatch`, ...), from the channel table.
+    #[command(flatten)]
+    ranges: RangeArgs,
     /// Test plants drawn inside and outside the ranges (each), 1 to 10000.
     #[arg(long, default_value_t = defaults().plants, value_parser = count::<1, 10_000>, allow_hyphen_values = true)]
     plants: usize,
@@ -139,18 +97,8 @@ impl RandomizationArgs {
                 seed: self.seed,
                 ..d.train
             },
-            randomized: Ranges {
-                mismatch: self.mismatch.0,
-                flex: self.flex.0,
-                friction: self.friction.0,
-                backlash: self.backlash.0,
-            },
-            outside: Ranges {
-                mismatch: self.outside_mismatch.0,
-                flex: self.outside_flex.0,
-                friction: self.outside_friction.0,
-                backlash: self.outside_backlash.0,
-            },
+            randomized: self.ranges.training,
+            outside: self.ranges.outside,
             plants: self.plants,
             targets: self.targets,
             tolerance: self.tolerance,

@@ -35,7 +35,7 @@
 //! the configuration's), and the re-run gives the target, the sensed target, the tip error, the
 //! reports, the verdicts and the tolerance.
 
-use super::channels::{self, Perturbation, Setting, Split};
+use super::channels::{self, Channel, Perturbation, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
 use super::proposals::Proposals;
 use super::protocol::{self, Outcome, PlantTrace};
@@ -757,9 +757,9 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         Table::from_fn(|h| model.as_ref().filter(|m| m.kind == h));
     let mut lineup = Lineup::new(arm, models);
     lineup.envelope = Envelope { arm, config: cfg.envelope };
-    let real = real_at(setting.perturbation.mismatch)?;
-    let seen = if setting.perturbation.target > 0.0 {
-        protocol::sensed(targets, setting.perturbation.target, record.seed)
+    let real = real_at(setting.perturbation[Channel::Mismatch])?;
+    let seen = if setting.perturbation[Channel::Target] > 0.0 {
+        protocol::sensed(targets, setting.perturbation[Channel::Target], record.seed)
     } else {
         targets.clone()
     };
@@ -1026,7 +1026,7 @@ mod tests {
             ("config.body.servo.kp", |r| r.config.body.servo.kp = f64::from_bits(r.config.body.servo.kp.to_bits() + 1)),
             ("config.body.link_mass[1]", |r| r.config.body.link_mass[1] *= 1.0 + f64::EPSILON),
             ("config.post_move_check", |r| r.config.post_move_check = false),
-            ("config.levels.encoder", |r| r.config.levels.encoder.push(0.5)),
+            ("config.levels.encoder", |r| r.config.levels[Channel::Encoder].push(0.5)),
             ("index", |r| r.index = 1),
             ("pipeline", |r| r.pipeline = Pipeline::plain(crate::lineup::SolverId::Iterative)),
             ("seed", |r| r.seed = 8),

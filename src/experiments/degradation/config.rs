@@ -1,7 +1,7 @@
 //! What defines a degradation run ([`DegradationConfig`]), which protocol runs ([`Protocol`]),
 //! and the bounds a configuration must respect before any work starts.
 
-use super::channels::{Channel, ChannelLevels, OodKind, Perturbation};
+use super::channels::{Channel, ChannelLevels, LevelError, OodKind, Perturbation};
 use crate::envelope::EnvelopeConfig;
 use crate::experiments::PlantTime;
 use crate::kinematics::{Mismatch, RealArm, Region, TwoLinkArm};
@@ -150,10 +150,17 @@ pub enum ConfigError {
         /// What was given.
         levels: Vec<f64>,
     },
-    /// A level is outside its channel's range (or, for the combined channel, takes another
-    /// channel outside its range).
-    #[error("{0}")]
-    Level(String),
+    /// A level is outside its channel's range.
+    #[error(transparent)]
+    Level(#[from] LevelError),
+    /// A fraction of the combined channel takes another channel outside its range.
+    #[error("--combined {}: {error}", crate::stats::fmt_num(*fraction))]
+    Combined {
+        /// The combined channel's level (a fraction of every channel's largest level).
+        fraction: f64,
+        /// What the other channel's level was refused for.
+        error: LevelError,
+    },
     /// A quantity of the physical arm (servo, masses) is out of its range.
     #[error("{0}")]
     Body(String),
@@ -235,15 +242,15 @@ impl DegradationConfig {
                 return Err(ConfigError::Levels { channel: ch.key(), levels: levels.to_vec() });
             }
             for &v in levels {
-                ch.check_level(v).map_err(ConfigError::Level)?;
+                ch.check_level(v)?;
             }
         }
         // The combined channel takes every other channel to a fraction of its largest level.
-        for &fraction in &self.levels.combined {
+        for &fraction in self.levels.of(Channel::Combined) {
             for ch in Channel::ALL.into_iter().filter(|&c| c != Channel::Combined) {
                 let top = self.levels.of(ch).iter().copied().fold(0.0, f64::max);
                 let level = ch.combined_level(fraction, top);
-                ch.check_level(level).map_err(|e| ConfigError::Level(format!("--combined {}: {e}", num(fraction))))?;
+                ch.check_level(level).map_err(|error| ConfigError::Combined { fraction, error })?;
             }
         }
         let range = |what, range, ok: bool, got: String| {
@@ -279,11 +286,14 @@ impl DegradationConfig {
             e.max_correction >= 0.0 && e.max_correction.is_finite(),
             num(e.max_correction),
         )?;
-        let top = self.levels.mismatch.iter().copied().fold(0.0, f64::max);
-        let scales =
-            self.levels.mismatch.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
-        let combined =
-            self.levels.combined.iter().map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
+        let mismatch_levels = self.levels.of(Channel::Mismatch);
+        let top = mismatch_levels.iter().copied().fold(0.0, f64::max);
+        let scales = mismatch_levels.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
+        let combined = self
+            .levels
+            .of(Channel::Combined)
+            .iter()
+            .map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
         for (scale, source_of_level) in scales.chain(combined) {
             if let Err(e) = RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale)) {
                 // The largest valid level, by bisection between 0 (the nominal arm) and this one.

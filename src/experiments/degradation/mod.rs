@@ -224,9 +224,10 @@ pub fn degradation_catalogued(
     let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
         let (split, targets): &(Split, Vec<Point2>) = &sets[set];
         let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
-        let real = real_at(setting.perturbation.mismatch).expect("validated mismatch");
-        let noisy = setting.perturbation.target > 0.0;
-        let seen = if noisy { protocol::sensed(targets, setting.perturbation.target, seed) } else { Vec::new() };
+        let (mismatch, target_noise) = (setting.perturbation[Channel::Mismatch], setting.perturbation[Channel::Target]);
+        let real = real_at(mismatch).expect("validated mismatch");
+        let noisy = target_noise > 0.0;
+        let seen = if noisy { protocol::sensed(targets, target_noise, seed) } else { Vec::new() };
         let own = noisy.then(|| Proposals::new(&lineup, &seen));
         let (seen, proposals) =
             if noisy { (&seen[..], own.as_ref().expect("made")) } else { (&targets[..], &shared[set]) };

@@ -36,12 +36,11 @@
 //! command, and take the FK error of the perturbed pose on the nominal arm. The only report is the
 //! solver's status.
 
-use super::channels::Setting;
+use super::channels::{Channel, Setting};
 use super::proposals::Proposals;
 use crate::envelope::{Fit, InterventionLog};
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, TwoLinkArm};
 use crate::lineup::{Answer, Family, Lineup, Pipeline};
-use crate::plant::dynamics::Servo;
 use crate::plant::{Body, Frame, Plant, PlantConfig};
 use crate::rng::{Stream, rng};
 use rand_chacha::ChaCha8Rng;
@@ -150,21 +149,11 @@ pub fn plant_run(
     mut trace: Option<&mut PlantTrace>,
 ) -> Outcome {
     let p = setting.perturbation;
-    let ideal = PlantConfig::ideal(real.arm).with_body(body);
-    let cfg = PlantConfig {
-        real,
-        backlash: p.backlash,
-        noise_std: p.encoder,
-        seed,
-        servo: Servo { frictionloss: p.friction, ..ideal.servo },
-        flex: p.flex,
-        latency_ms: p.latency,
-        camera: p.camera(),
-        ..ideal
-    };
+    let mut cfg = PlantConfig { real, seed, ..PlantConfig::ideal(real.arm).with_body(body) };
+    p.configure(&mut cfg);
     let mut plant = Plant::new(cfg, START);
     let mut rng = rng(seed, Stream::Actuator, 0);
-    let actuator = Jitter::new(p.actuator);
+    let actuator = Jitter::new(p[Channel::Actuator]);
     let check = post_move_check && checks_after_move(pipeline);
     let mut out = Outcome {
         errors: Vec::with_capacity(targets.len()),
@@ -303,15 +292,15 @@ pub fn exercise_run(
 ) -> Outcome {
     let p = setting.perturbation;
     let arm: &TwoLinkArm = &lineup.arm;
-    let noise = Jitter::new(p.actuator);
+    let noise = Jitter::new(p[Channel::Actuator]);
     let mut rng = rng(seed, Stream::Exercise, 0);
     let mut previous = START;
     let mut out = Outcome::default();
     let play = |change: f64| {
         if change > 0.0 {
-            p.backlash
+            p[Channel::Backlash]
         } else if change < 0.0 {
-            -p.backlash
+            -p[Channel::Backlash]
         } else {
             0.0
         }
