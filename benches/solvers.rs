@@ -285,7 +285,7 @@ fn chains(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 if tick.is_multiple_of(20) {
-                    plant.command_x(&goals[(tick / 20) % 64]);
+                    plant.command(&goals[(tick / 20) % 64]);
                 }
                 tick += 1;
                 plant.step(elbow::plant::SUBSTEP);

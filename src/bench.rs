@@ -449,8 +449,8 @@ pub fn timed_plant(chain: Option<&crate::arm::Arm>) -> crate::plant::Plant {
     use crate::plant::{Plant, PlantConfig};
     let cfg = PlantConfig { gravity: true, servo: Servo::STS3215, ..PlantConfig::ideal(TwoLinkArm::default()) };
     match chain {
-        Some(arm) => Plant::chain(arm.real(), cfg, &vec![0.1; arm.coords()]),
-        None => Plant::new(cfg, Pose::new(0.3, 0.6)),
+        Some(arm) => Plant::new(arm.real(), cfg, &vec![0.1; arm.coords()]),
+        None => Plant::new(cfg.two_link_real(), cfg, &[0.3, 0.6]),
     }
 }
 
@@ -465,7 +465,7 @@ fn plant_step_us(chain: Option<&crate::arm::Arm>) -> f64 {
     let t = Instant::now();
     for _ in 0..moves {
         let goal: Vec<f64> = (0..dim).map(|_| draw.random_range(-0.8..0.8)).collect();
-        plant.command_x(&goal);
+        plant.command(&goal);
         for _ in 0..substeps {
             plant.step(crate::plant::SUBSTEP);
         }

@@ -334,7 +334,7 @@ mod tests {
         let t = scene.target * arm.reach();
         let pose = solve_branches(&arm, t).down;
         let cfg = crate::PlantConfig { flex: scene.plant.flex, ..crate::PlantConfig::ideal(arm) };
-        let mut plant = crate::Plant::new(cfg, pose);
+        let mut plant = crate::Plant::new(cfg.two_link_real(), cfg, &pose.coords());
         plant.settle();
         let droop = (plant.tip() - t).norm();
         assert!(droop > 0.05, "the droop at the lesson's target is {droop} m");

@@ -850,9 +850,9 @@ fn hostile_plant_configs_neither_panic_nor_hang() {
     let count = configs.len();
     std::thread::spawn(move || {
         for cfg in configs {
-            let mut plant = Plant::new(cfg, Pose::new(0.0, 1.0));
+            let mut plant = Plant::new(cfg.two_link_real(), cfg, &Pose::new(0.0, 1.0).coords());
             for command in [Pose::new(1.0, -1.0), Pose::new(f64::NAN, 1e308)] {
-                plant.command(command);
+                plant.command(&command.coords());
                 plant.settle();
                 plant.step(0.01);
                 let _ = (plant.measure(), plant.camera(), plant.tip());

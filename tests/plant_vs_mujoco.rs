@@ -479,14 +479,14 @@ fn run_plant(
     (duration, sample): (f64, f64),
     mut goal_at: impl FnMut(usize) -> Option<Pose>,
 ) -> Trace {
-    let mut p = Plant::new(cfg, start);
+    let mut p = Plant::new(cfg.two_link_real(), cfg, &start.coords());
     let (n_end, stride) = (ticks(duration), stride(sample));
     let mut trace = Trace { saturated: vec![0.0; 2], sample, ..Trace::default() };
     for n in 0..=n_end {
-        let play = p.actual_pose() - p.link_pose();
+        let play = Pose::of(&p.actual()) - Pose::of(&p.link());
         trace.widest_play = trace.widest_play.max(play.max_abs());
         if n % stride == 0 {
-            let q = p.link_pose();
+            let q = Pose::of(&p.link());
             trace.t.push(n as f64 * SUBSTEP);
             trace.q.push(vec![q.shoulder, q.elbow]);
             trace.tip.push(xy(p.tip()));
@@ -496,13 +496,13 @@ fn run_plant(
             break;
         }
         if let Some(goal) = goal_at(n) {
-            p.command(goal);
+            p.command(&goal.coords());
         }
-        let (q, v) = (p.link_pose(), p.speeds());
+        let (q, v) = (Pose::of(&p.link()), Pose::of(&p.speeds()));
         p.step(SUBSTEP);
         // The goal this sub-step drove toward (delivered at its start), and the servo's torque
         // before the clamp, as the dynamics compute it from the state at the sub-step's start.
-        let (goal, servo) = (p.commanded(), p.config().servo);
+        let (goal, servo) = (Pose::of(&p.commanded()), p.config().servo);
         for (k, (goal, q, v)) in
             [(goal.shoulder, q.shoulder, v.shoulder), (goal.elbow, q.elbow, v.elbow)].into_iter().enumerate()
         {
@@ -974,18 +974,18 @@ fn rail3_plant(rail: Servo, gravity: bool, x0: &[f64]) -> Plant {
     assert_eq!((real.rail_servo, real.carriage_mass), (RAIL_SERVO, RAIL_CARRIAGE_MASS));
     let real = RealChain { rail_servo: rail, ..real };
     let cfg = PlantConfig { gravity, ..PlantConfig::ideal(TwoLinkArm::default()) };
-    Plant::chain(real, cfg, x0)
+    Plant::new(real, cfg, x0)
 }
 
 /// Our trace of the rail3 plant from rest at `x0` (goal there), the goal `goal` from t = 0.
 fn run_rail3(mut plant: Plant, goal: &[f64], duration: f64) -> Trace {
-    plant.command_x(goal);
+    plant.command(goal);
     let (n_end, stride) = (ticks(duration), stride(SAMPLE));
     let mut trace = Trace { sample: SAMPLE, ..Trace::default() };
     for n in 0..=n_end {
         if n % stride == 0 {
             trace.t.push(n as f64 * SUBSTEP);
-            trace.q.push(plant.link_x()[..4].to_vec());
+            trace.q.push(plant.link()[..4].to_vec());
             trace.tip.push(xy(plant.tip()));
         }
         if n < n_end {

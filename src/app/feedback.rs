@@ -192,7 +192,7 @@ fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, m
     let plant = &sim.plant;
     // The goal at the servos is this move's (the command is sent every frame, so goals stay in
     // flight under latency: what counts is that this one has arrived), and the arm is still.
-    let arrived = plant.commanded().wrapped_difference(sent).max_abs() < 1e-9;
+    let arrived = Pose::of(&plant.commanded()).wrapped_difference(sent).max_abs() < 1e-9;
     if !(arrived && plant.is_settled()) {
         lab.pending = Some((aim, sent, None));
         return;

@@ -19,9 +19,12 @@ pub(crate) fn plugin(app: &mut App) {
     );
 }
 
-/// Pushes changed settings into the plant.
+/// Pushes changed settings into the plant: its channels, and the real arm they describe (the
+/// mismatch and link masses).
 fn apply_settings(nominal: Res<Nominal>, settings: Res<PlantSettings>, mut sim: ResMut<Sim>) {
-    sim.plant.set_config(settings.config(&nominal.0));
+    let cfg = settings.config(&nominal.0);
+    sim.plant.set_config(cfg);
+    sim.plant.set_real(cfg.two_link_real());
 }
 
 /// Commands the driving answer, steps the plant by the frame time, reads the encoders and
@@ -43,12 +46,12 @@ pub(crate) fn drive(
             branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
         }
         branches.last_command = Some(command);
-        sim.plant.command(command);
+        sim.plant.command(&command.coords());
     }
     let dt = time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
     sim.plant.step(dt);
-    let measured = sim.plant.measure();
-    sim.measured = if measured.is_finite() { measured } else { sim.plant.link_pose() };
+    let measured = elbow::Pose::of(&sim.plant.measure());
+    sim.measured = if measured.is_finite() { measured } else { elbow::Pose::of(&sim.plant.link()) };
     let now = time.elapsed_secs_f64();
     let error = (sim.plant.tip() - target.pos).norm();
     if error.is_finite() {

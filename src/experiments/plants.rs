@@ -135,8 +135,8 @@ pub enum PlantSet {
 
 /// Where the tip of `plant` comes to rest when `command` is sent from rest at [`START`].
 pub fn landing(cfg: &PlantConfig, command: Pose) -> Plant {
-    let mut plant = Plant::new(*cfg, START);
-    plant.command(command);
+    let mut plant = Plant::new(cfg.two_link_real(), *cfg, &START.coords());
+    plant.command(&command.coords());
     plant.settle();
     plant
 }

@@ -281,7 +281,7 @@ fn measure(
             // A NaN distance counts as far (a failure, and flagged).
             let far = |d: f64| d.is_nan() || d > tol;
             let fail = far(error);
-            let encoder_flags = far(arm.miss(plant.measure(), target));
+            let encoder_flags = far(arm.miss(crate::kinematics::Pose::of(&plant.measure()), target));
             let camera_flags = plant.camera().is_none_or(|f| far((f.tip - target).norm()));
             errors.push(error);
             if fail {

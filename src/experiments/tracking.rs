@@ -548,7 +548,7 @@ fn track(
     let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm).with_body(&cfg.body) };
     // At rest on the closed form's elbow-down pose (the reference's `q2 = +acos`) of the start.
     let start = solve_branches(&arm, cfg.path.at(0.0, period)).down;
-    let mut plant = Plant::new(plant_cfg, start);
+    let mut plant = Plant::new(plant_cfg.two_link_real(), plant_cfg, &start.coords());
     let dt = 1.0 / cfg.rate;
     let (end, scored_from) = (cfg.laps as f64 * period, (cfg.laps - 1) as f64 * period);
     let (mut sum, mut worst, mut samples, mut ticks, mut accepted) = (0.0, 0.0f64, 0usize, 0usize, 0usize);
@@ -573,11 +573,11 @@ fn track(
             worst = worst.max(e);
             samples += 1;
         }
-        if let Some(answer) = lineup.run(pipeline, target, plant.measure()) {
+        if let Some(answer) = lineup.run(pipeline, target, crate::kinematics::Pose::of(&plant.measure())) {
             if answer.verdict == Some(None) {
                 accepted += 1;
             }
-            plant.command(answer.solution.pose);
+            plant.command(&answer.solution.pose.coords());
         }
         ticks += 1;
         plant.step(dt);

@@ -50,6 +50,17 @@ impl Pose {
         Self { shoulder, elbow }
     }
 
+    /// The pose of a joint vector's first two coordinates (a plant's, for instance; missing ones
+    /// read 0).
+    pub fn of(x: &[f64]) -> Self {
+        Self::new(x.first().copied().unwrap_or(0.0), x.get(1).copied().unwrap_or(0.0))
+    }
+
+    /// The pose as a joint vector, shoulder first: what a plant is commanded with.
+    pub const fn coords(self) -> [f64; 2] {
+        [self.shoulder, self.elbow]
+    }
+
     /// The angles as a column vector `[q1, q2]`.
     pub fn to_vector(self) -> Vector2<f64> {
         Vector2::new(self.shoulder, self.elbow)

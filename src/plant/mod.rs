@@ -334,6 +334,14 @@ impl PlantConfig {
         Self { servo, link_mass: body.link_mass, gravity: body.gravity, ..self }
     }
 
+    /// The two-link arm these settings describe as the plant moves it: the real arm
+    /// [`PlantConfig::real`] (its mismatch) with links of [`PlantConfig::link_mass`] kg, both as
+    /// [`PlantConfig::sanitized`] makes them.
+    pub fn two_link_real(&self) -> RealChain {
+        let sane = self.sanitized();
+        RealChain::two_link(&sane.real, sane.link_mass)
+    }
+
     /// Latency, seconds.
     pub fn latency(&self) -> f64 {
         self.latency_ms * 1e-3
@@ -491,11 +499,6 @@ pub fn serial_model(
 /// padded with zeros to [`MAX_COORDS`].
 pub type Coords = [f64; MAX_COORDS];
 
-/// The first two coordinates as a two-link pose.
-fn two_link(x: Coords) -> Pose {
-    Pose::new(x[0], x[1])
-}
-
 /// `x` padded to [`Coords`] (at most [`MAX_COORDS`] of it).
 fn padded(x: &[f64]) -> Coords {
     let mut out = [0.0; MAX_COORDS];
@@ -508,10 +511,8 @@ fn padded(x: &[f64]) -> Coords {
 #[derive(Debug, Clone)]
 pub struct Plant {
     cfg: PlantConfig,
-    /// The arm as it truly is: from `cfg.real` on a two-link plant, set apart on a chain's.
+    /// The arm as it truly is.
     real: RealChain,
-    /// True when `real` follows `cfg.real` and `cfg.link_mass` ([`Plant::new`]).
-    two_link: bool,
     model: Multibody,
     /// The model's joint of each coordinate's servo.
     servos: Vec<usize>,
@@ -551,31 +552,20 @@ fn next_frame_time(next: f64, now: f64, period: f64) -> f64 {
 }
 
 impl Plant {
-    /// A two-link plant at rest in `pose` with its goals there (under gravity it then sags); its
-    /// real arm is `cfg.real` with links of `cfg.link_mass`.
-    pub fn new(cfg: PlantConfig, pose: Pose) -> Self {
+    /// A plant of the arm `real` (any chain: the two-link arm's is
+    /// [`PlantConfig::two_link_real`]) at rest at coordinates `x` (non-finite ones at 0) with its
+    /// goals there (under gravity it then sags), under the channels of `cfg`: its servo, backlash,
+    /// encoder noise, gravity, flex, latency and camera (`cfg.real` and `cfg.link_mass` describe
+    /// a two-link arm's mismatch and masses for [`PlantConfig::two_link_real`]; the plant moves
+    /// `real`). A rail, if any, runs on `real.rail_servo` and reads exactly (a linear scale):
+    /// noise, friction and free play act on the revolute joints.
+    pub fn new(real: RealChain, cfg: PlantConfig, x: &[f64]) -> Self {
         let cfg = cfg.sanitized();
-        let pose = crate::solver::sane_seed(pose);
-        let real = RealChain::two_link(&cfg.real, cfg.link_mass);
-        Self::build(cfg, real, true, &[pose.shoulder, pose.elbow])
-    }
-
-    /// A plant of the chain `real` at rest at coordinates `x` (non-finite ones at 0), under the
-    /// channels of `cfg`: its servo, backlash, encoder noise, gravity, flex, latency and camera
-    /// act on the chain as on the two-link arm (`cfg.real` and `cfg.link_mass`, the two-link
-    /// arm's, are not used). The rail, if any, runs on `real.rail_servo` and reads exactly (a
-    /// linear scale): noise, friction and free play act on the revolute joints.
-    pub fn chain(real: RealChain, cfg: PlantConfig, x: &[f64]) -> Self {
         let x: Vec<f64> = x.iter().map(|v| if v.is_finite() { *v } else { 0.0 }).collect();
-        Self::build(cfg.sanitized(), real, false, &x)
-    }
-
-    fn build(cfg: PlantConfig, real: RealChain, two_link: bool, x: &[f64]) -> Self {
         let (model, servos) = chain_model(&real, &cfg.servo, cfg.backlash, cfg.gravity);
         let mut plant = Self {
             cfg,
             real,
-            two_link,
             model,
             servos,
             state: State::at_rest(&[]),
@@ -592,7 +582,7 @@ impl Plant {
             frame: None,
             frame_owed: false,
         };
-        for (&k, &v) in plant.servos.iter().zip(x) {
+        for (&k, &v) in plant.servos.iter().zip(&x) {
             plant.state.q[k] = v;
         }
         plant.goals = plant.state.q;
@@ -618,8 +608,8 @@ impl Plant {
     }
 
     /// Changes the parameters, keeping the servos where they are, their speeds, the goals and
-    /// the noise streams. The free play, when its width changes, starts again centred. On a
-    /// two-link plant the real arm follows `cfg.real` and `cfg.link_mass`.
+    /// the noise streams. The free play, when its width changes, starts again centred. The real
+    /// arm stays ([`Plant::set_real`] changes it).
     pub fn set_config(&mut self, cfg: PlantConfig) {
         let cfg = cfg.sanitized();
         self.noise = (cfg.noise_std > 0.0).then(|| Normal::new(0.0, cfg.noise_std).expect("finite std"));
@@ -627,19 +617,17 @@ impl Plant {
             self.frame = None;
             self.next_frame = self.time();
         }
-        let real = if self.two_link { RealChain::two_link(&cfg.real, cfg.link_mass) } else { self.real.clone() };
         let changed = cfg != self.cfg;
         self.cfg = cfg;
-        if changed || real != self.real {
-            self.rebuild(real);
+        if changed {
+            self.rebuild(self.real.clone());
         }
     }
 
-    /// Makes `real` the chain's true arm (a chain plant's mismatch; on a two-link plant set
-    /// `cfg.real` instead), keeping the servos, speeds, goals and streams. `real` must have this
-    /// plant's coordinates; one that does not is ignored.
+    /// Makes `real` the true arm (a mismatch, other masses), keeping the servos, speeds, goals
+    /// and streams. `real` must have this plant's coordinates; one that does not is ignored.
     pub fn set_real(&mut self, real: RealChain) {
-        if !self.two_link && real.chain.coords() == self.dim() && real != self.real {
+        if real.chain.coords() == self.dim() && real != self.real {
             self.rebuild(real);
         }
     }
@@ -665,15 +653,10 @@ impl Plant {
         self.resting = false;
     }
 
-    /// Sends a two-link goal (see [`Plant::command_x`]).
-    pub fn command(&mut self, pose: Pose) {
-        self.command_x(&[pose.shoulder, pose.elbow]);
-    }
-
     /// Sends a goal, one value per coordinate; one with a non-finite value or of the wrong
     /// length is ignored (the previous goal stays). It reaches the servos
     /// [`PlantConfig::latency_ms`] after now.
-    pub fn command_x(&mut self, x: &[f64]) {
+    pub fn command(&mut self, x: &[f64]) {
         if x.len() == self.dim() && x.iter().all(|v| v.is_finite()) {
             let due = self.time() + self.cfg.latency();
             // A goal sent later never arrives earlier: one sent after a shorter latency was set
@@ -694,13 +677,8 @@ impl Plant {
         out
     }
 
-    /// The two-link goal at the servos (the newest one out of the delay line).
-    pub fn commanded(&self) -> Pose {
-        two_link(self.commanded_x())
-    }
-
-    /// The goal at the servos, per coordinate.
-    pub fn commanded_x(&self) -> Coords {
+    /// The goal at the servos (the newest one out of the delay line), per coordinate.
+    pub fn commanded(&self) -> Coords {
         self.at_servos(&self.goals)
     }
 
@@ -820,15 +798,10 @@ impl Plant {
         }
     }
 
-    /// What the encoders read, two-link (see [`Plant::measure_x`]).
-    pub fn measure(&mut self) -> Pose {
-        two_link(self.measure_x())
-    }
-
     /// What the encoders read: each servo's output (in the command frame), the joints' with
     /// Gaussian noise (a rail's linear scale reads exactly).
-    pub fn measure_x(&mut self) -> Coords {
-        let mut x = self.link_x();
+    pub fn measure(&mut self) -> Coords {
+        let mut x = self.link();
         if let Some(n) = &self.noise {
             let joints = self.real.chain.first_joint()..self.dim();
             for v in &mut x[joints] {
@@ -843,24 +816,14 @@ impl Plant {
         self.frame
     }
 
-    /// Each servo's output angle in the command frame, without noise (what a perfect encoder
-    /// would read), two-link.
-    pub fn link_pose(&self) -> Pose {
-        two_link(self.link_x())
-    }
-
-    /// Each servo's output per coordinate in the command frame, without noise.
-    pub fn link_x(&self) -> Coords {
+    /// Each servo's output per coordinate in the command frame, without noise (what a perfect
+    /// encoder would read).
+    pub fn link(&self) -> Coords {
         self.at_servos(&self.state.q)
     }
 
-    /// Each servo's speed, rad/s (m/s for a rail), two-link.
-    pub fn speeds(&self) -> Pose {
-        two_link(self.speeds_x())
-    }
-
     /// Each servo's speed, rad/s (m/s for a rail).
-    pub fn speeds_x(&self) -> Coords {
+    pub fn speeds(&self) -> Coords {
         self.at_servos(&self.state.v)
     }
 
@@ -869,14 +832,9 @@ impl Plant {
         self.ticks as f64 * SUBSTEP
     }
 
-    /// The real links' coordinates, two-link (see [`Plant::actual_x`]).
-    pub fn actual_pose(&self) -> Pose {
-        two_link(self.actual_x())
-    }
-
     /// The real links' coordinates in the real chain's terms: the servos', the free play, the
     /// offsets and the droop.
-    pub fn actual_x(&self) -> Coords {
+    pub fn actual(&self) -> Coords {
         let dofs = self.model.dofs();
         let mut rigid = [0.0; MAX_COORDS];
         for (i, &k) in self.servos.iter().enumerate() {
@@ -905,7 +863,7 @@ impl Plant {
 
     /// Where the real tip is.
     pub fn tip(&self) -> Point2 {
-        self.real.chain.tip(&self.actual_x()[..self.dim()])
+        self.real.chain.tip(&self.actual()[..self.dim()])
     }
 
     /// Base, elbow and tip of the real two-link arm, for drawing.
@@ -916,7 +874,7 @@ impl Plant {
 
     /// The real arm's base (on its rail), every joint and the tip, for drawing.
     pub fn points(&self) -> Vec<Point2> {
-        self.real.chain.points(&self.actual_x()[..self.dim()])
+        self.real.chain.points(&self.actual()[..self.dim()])
     }
 }
 
@@ -970,11 +928,16 @@ pub fn chain_droop(flex: f64, lengths: &[f64], q: &[f64], out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A two-link plant of `cfg` at rest in `pose`.
+    fn plant(cfg: PlantConfig, pose: Pose) -> Plant {
+        Plant::new(cfg.two_link_real(), cfg, &pose.coords())
+    }
     use crate::kinematics::Mismatch;
 
     fn settled(cfg: PlantConfig, from: Pose, goal: Pose) -> Plant {
-        let mut p = Plant::new(cfg, from);
-        p.command(goal);
+        let mut p = plant(cfg, from);
+        p.command(&goal.coords());
         p.settle();
         p
     }
@@ -983,10 +946,10 @@ mod tests {
     fn a_goal_is_reached_in_time_not_at_once() {
         let arm = TwoLinkArm::default();
         let goal = Pose::new(0.5, 1.0);
-        let mut p = Plant::new(PlantConfig::ideal(arm), Pose::default());
-        p.command(goal);
+        let mut p = plant(PlantConfig::ideal(arm), Pose::default());
+        p.command(&goal.coords());
         p.step(0.02);
-        assert!(p.link_pose().max_joint_distance(goal) > 0.3, "inertia: 20 ms in it has barely moved");
+        assert!(Pose::of(&p.link()).max_joint_distance(goal) > 0.3, "inertia: 20 ms in it has barely moved");
         let took = p.settle();
         assert!(took > 0.2 && took < 3.0, "{took}");
         assert!((p.tip() - arm.tip(goal)).norm() < 1e-4, "{}", (p.tip() - arm.tip(goal)).norm());
@@ -995,16 +958,16 @@ mod tests {
     #[test]
     fn stepping_in_pieces_is_stepping_at_once() {
         let cfg = PlantConfig { noise_std: 0.01, seed: 4, ..PlantConfig::ideal(TwoLinkArm::default()) };
-        let (mut a, mut b) = (Plant::new(cfg, Pose::default()), Plant::new(cfg, Pose::default()));
-        a.command(Pose::new(1.0, -0.5));
-        b.command(Pose::new(1.0, -0.5));
+        let (mut a, mut b) = (plant(cfg, Pose::default()), plant(cfg, Pose::default()));
+        a.command(&Pose::new(1.0, -0.5).coords());
+        b.command(&Pose::new(1.0, -0.5).coords());
         a.step(0.25);
         for _ in 0..100 {
             b.step(0.0025);
         }
-        assert_eq!(a.link_pose(), b.link_pose());
+        assert_eq!(Pose::of(&a.link()), Pose::of(&b.link()));
         assert_eq!(a.time(), b.time());
-        assert_eq!(a.measure(), b.measure());
+        assert_eq!(Pose::of(&a.measure()), Pose::of(&b.measure()));
     }
 
     #[test]
@@ -1013,32 +976,32 @@ mod tests {
         let cfg = PlantConfig { servo, ..PlantConfig::ideal(TwoLinkArm::default()) };
         let goal = Pose::new(0.3, 1.0);
         let mut p = settled(cfg, Pose::new(0.0, 1.0), goal);
-        let short = p.link_pose().max_joint_distance(goal);
+        let short = Pose::of(&p.link()).max_joint_distance(goal);
         assert!(short <= servo.frictionloss / servo.kp * 1.0001, "at most loss / kp short: {short}");
         assert!(short > 0.05 * servo.frictionloss / servo.kp, "and really short: {short}");
-        let (before, time) = (p.link_pose(), p.time());
+        let (before, time) = (Pose::of(&p.link()), p.time());
         p.step(1.0);
-        assert_eq!(p.link_pose(), before, "stuck: no creep");
+        assert_eq!(Pose::of(&p.link()), before, "stuck: no creep");
         assert!(p.time() > time);
         // Without friction it gets there.
         let free = settled(PlantConfig::ideal(TwoLinkArm::default()), Pose::new(0.0, 1.0), goal);
-        assert!(free.link_pose().max_joint_distance(goal) < 1e-4 * short.max(1e-3) * 1e3);
+        assert!(Pose::of(&free.link()).max_joint_distance(goal) < 1e-4 * short.max(1e-3) * 1e3);
     }
 
     #[test]
     fn gravity_sags_by_its_torque_over_the_gain_and_the_encoders_see_it() {
         let cfg = PlantConfig { gravity: true, ..PlantConfig::ideal(TwoLinkArm::default()) };
-        let mut p = Plant::new(cfg, Pose::default());
+        let mut p = plant(cfg, Pose::default());
         p.settle();
         let m = TWO_LINK_MASS * dynamics::GRAVITY;
-        let (kp, q) = (Servo::STS3215.kp, p.measure());
+        let (kp, q) = (Servo::STS3215.kp, Pose::of(&p.measure()));
         // Stretched out: the shoulder holds both rods, the elbow the outer one (small angles).
         assert!((q.shoulder + m * 2.0 / kp).abs() < 0.1 * m * 2.0 / kp, "{q:?}");
         assert!(q.elbow < 0.0 && p.tip().y < 0.0, "the tip sags: {q:?}");
         let off = PlantConfig::ideal(TwoLinkArm::default());
-        let mut flat = Plant::new(off, Pose::default());
+        let mut flat = plant(off, Pose::default());
         flat.settle();
-        assert_eq!(flat.measure(), Pose::default(), "in a horizontal plane nothing sags");
+        assert_eq!(Pose::of(&flat.measure()), Pose::default(), "in a horizontal plane nothing sags");
     }
 
     #[test]
@@ -1047,34 +1010,34 @@ mod tests {
         let b = 0.02;
         // Hanging in a vertical plane, stretched out: each link rests on its stop, below.
         let cfg = PlantConfig { backlash: b, gravity: true, ..PlantConfig::ideal(arm) };
-        let mut p = Plant::new(cfg, Pose::default());
+        let mut p = plant(cfg, Pose::default());
         p.settle();
-        let seen = arm.tip(p.measure());
+        let seen = arm.tip(Pose::of(&p.measure()));
         let drop = seen.y - p.tip().y;
         // The shoulder's play drops the tip by about 2 b, the elbow's by b more.
         assert!((drop - 3.0 * b).abs() < 0.2 * b, "{drop}");
-        let actual = p.actual_pose();
-        assert!((actual.shoulder - p.link_pose().shoulder + b).abs() < 1e-3, "{actual:?}");
+        let actual = Pose::of(&p.actual());
+        assert!((actual.shoulder - Pose::of(&p.link()).shoulder + b).abs() < 1e-3, "{actual:?}");
         // On a table the link is left wherever the move put it, within the play.
         let flat =
             settled(PlantConfig { backlash: b, ..PlantConfig::ideal(arm) }, Pose::default(), Pose::new(0.6, 0.4));
-        let gap = flat.actual_pose() - flat.link_pose();
+        let gap = Pose::of(&flat.actual()) - Pose::of(&flat.link());
         assert!(gap.shoulder.abs() <= b + 1e-6 && gap.elbow.abs() <= b + 1e-6, "{gap:?}");
     }
 
     #[test]
     fn latency_delays_goals_by_milliseconds() {
         let cfg = PlantConfig { latency_ms: 30.0, ..PlantConfig::ideal(TwoLinkArm::default()) };
-        let mut p = Plant::new(cfg, Pose::default());
-        p.command(Pose::new(0.4, 0.0));
+        let mut p = plant(cfg, Pose::default());
+        p.command(&Pose::new(0.4, 0.0).coords());
         p.step(0.029);
-        assert_eq!(p.link_pose(), Pose::default(), "still in the delay line");
-        assert_eq!((p.in_flight(), p.commanded()), (1, Pose::default()));
+        assert_eq!(Pose::of(&p.link()), Pose::default(), "still in the delay line");
+        assert_eq!((p.in_flight(), Pose::of(&p.commanded())), (1, Pose::default()));
         p.step(0.003);
-        assert_eq!(p.commanded(), Pose::new(0.4, 0.0));
-        assert!(p.link_pose().shoulder > 0.0, "moving");
+        assert_eq!(Pose::of(&p.commanded()), Pose::new(0.4, 0.0));
+        assert!(Pose::of(&p.link()).shoulder > 0.0, "moving");
         p.settle();
-        assert!((p.link_pose().shoulder - 0.4).abs() < 1e-4);
+        assert!((Pose::of(&p.link()).shoulder - 0.4).abs() < 1e-4);
     }
 
     #[test]
@@ -1082,13 +1045,13 @@ mod tests {
         let cfg = PlantConfig::ideal(TwoLinkArm::default());
         let limit = cfg.servo.no_load_speed();
         assert!((4.5..5.2).contains(&limit), "the STS3215 turns at about 4.7-4.9 rad/s: {limit}");
-        let mut p = Plant::new(cfg, Pose::new(0.0, -1.5));
-        p.command(Pose::new(0.0, 1.5));
+        let mut p = plant(cfg, Pose::new(0.0, -1.5));
+        p.command(&Pose::new(0.0, 1.5).coords());
         let (mut fastest, mut t) = (0.0f64, 0.0);
-        while (p.link_pose().elbow - 1.5).abs() > 0.01 && t < 5.0 {
+        while (Pose::of(&p.link()).elbow - 1.5).abs() > 0.01 && t < 5.0 {
             p.step(0.001);
             t += 0.001;
-            fastest = fastest.max(p.speeds().elbow.abs());
+            fastest = fastest.max(Pose::of(&p.speeds()).elbow.abs());
         }
         assert!(fastest <= 1.001 * limit && fastest > 0.9 * limit, "{fastest} rad/s against {limit}");
         assert!(t >= 3.0 / limit, "3 rad take at least {} s: {t}", 3.0 / limit);
@@ -1099,10 +1062,10 @@ mod tests {
         let arm = TwoLinkArm::default();
         let cfg = PlantConfig { flex: 0.02, ..PlantConfig::ideal(arm) };
         let sag = |pose: Pose| {
-            let mut p = Plant::new(cfg, pose);
+            let mut p = plant(cfg, pose);
             p.settle();
-            let seen = arm.tip(p.measure());
-            assert_eq!(p.measure(), pose, "the encoders read the joint, not the bent link");
+            let seen = arm.tip(Pose::of(&p.measure()));
+            assert_eq!(Pose::of(&p.measure()), pose, "the encoders read the joint, not the bent link");
             (p.tip() - seen).norm()
         };
         let stretched = sag(Pose::new(0.0, 0.0));
@@ -1118,9 +1081,9 @@ mod tests {
     fn mismatch_moves_the_real_tip_and_bad_input_is_ignored() {
         let arm = TwoLinkArm::default();
         let real = RealArm::mismatched(&arm, [0.1, 0.0], Pose::new(0.0, 0.0)).unwrap();
-        let mut p = Plant::new(PlantConfig { real, ..PlantConfig::ideal(arm) }, Pose::default());
+        let mut p = plant(PlantConfig { real, ..PlantConfig::ideal(arm) }, Pose::default());
         assert!((p.tip().x - 2.1).abs() < 1e-12);
-        p.command(Pose::new(f64::NAN, 0.0));
+        p.command(&Pose::new(f64::NAN, 0.0).coords());
         p.set_config(PlantConfig { backlash: f64::NAN, noise_std: -1.0, latency_ms: f64::INFINITY, ..*p.config() });
         p.settle();
         p.step(f64::NAN);
@@ -1215,12 +1178,12 @@ mod tests {
     fn stays_finite(cfg: PlantConfig, steps: usize) {
         assert!(cfg.validate().is_ok(), "{cfg:?}: {:?}", cfg.validate());
         assert_eq!(cfg.sanitized(), cfg, "accepted values are left as they are");
-        let mut p = Plant::new(cfg, Pose::new(0.0, 1.5));
+        let mut p = plant(cfg, Pose::new(0.0, 1.5));
         for goal in [Pose::new(3.0, -3.0), Pose::new(-3.0, 3.0), Pose::new(0.5, 1.5)] {
-            p.command(goal);
+            p.command(&goal.coords());
             for _ in 0..steps {
                 p.step(SUBSTEP);
-                let (tip, v) = (p.tip(), p.speeds());
+                let (tip, v) = (p.tip(), Pose::of(&p.speeds()));
                 assert!(tip.x.is_finite() && tip.y.is_finite() && v.is_finite(), "{cfg:?} at {} s", p.time());
             }
         }
@@ -1254,10 +1217,10 @@ mod tests {
         let real = RealArm::with_mismatch(&arm, crate::kinematics::Mismatch::DEFAULT).unwrap();
         let camera = Camera { pixel_noise: 0.5, metres_per_pixel: 1e-3, offset: Point2::new(0.002, 0.0), fps: 10.0 };
         let cfg = PlantConfig { real, flex: 0.02, camera, seed: 3, ..PlantConfig::ideal(arm) };
-        let mut p = Plant::new(cfg, Pose::new(0.3, 0.6));
+        let mut p = plant(cfg, Pose::new(0.3, 0.6));
         p.settle();
         let truth = p.tip();
-        let by_encoders = (arm.tip(p.measure()) - truth).norm();
+        let by_encoders = (arm.tip(Pose::of(&p.measure())) - truth).norm();
         let frame = p.camera().expect("a frame");
         let by_camera = (frame.tip - truth).norm();
         assert!(by_encoders > 0.05, "flex and mismatch hide from the encoders: {by_encoders}");
@@ -1269,7 +1232,7 @@ mod tests {
         }
         times.dedup();
         assert!((5..=6).contains(&times.len()), "10 fps for half a second: {times:?}");
-        let mut blind = Plant::new(PlantConfig { camera: Camera::OFF, ..cfg }, Pose::default());
+        let mut blind = plant(PlantConfig { camera: Camera::OFF, ..cfg }, Pose::default());
         blind.step(0.1);
         assert!(blind.camera().is_none());
     }
@@ -1283,7 +1246,7 @@ mod tests {
             Camera { pixel_noise: f64::MAX, metres_per_pixel: f64::MAX, fps: f64::MAX, ..Camera::default() },
         ] {
             assert!(camera.validate().is_err(), "{camera:?}");
-            let mut p = Plant::new(PlantConfig { camera, ..PlantConfig::ideal(arm) }, Pose::new(0.3, 0.6));
+            let mut p = plant(PlantConfig { camera, ..PlantConfig::ideal(arm) }, Pose::new(0.3, 0.6));
             for _ in 0..100 {
                 p.step(1e-3);
             }
@@ -1310,6 +1273,24 @@ mod tests {
         assert_eq!(old, PlantConfig::ideal(TwoLinkArm::default()));
     }
 
+    #[test]
+    fn the_real_arm_changes_by_set_real_alone() {
+        let arm = TwoLinkArm::default();
+        let cfg = everything(arm);
+        let ideal = RealChain::two_link(&RealArm::ideal(arm), cfg.link_mass);
+        let mut p = Plant::new(ideal.clone(), cfg, &[0.3, 0.9]);
+        // `cfg.real` holds the default mismatch; the plant moves the arm it was given, through
+        // any change of its settings.
+        p.set_config(PlantConfig { backlash: 0.03, ..cfg });
+        assert_eq!(p.real(), &ideal);
+        p.set_real(cfg.two_link_real());
+        assert_eq!(p.real(), &cfg.two_link_real());
+        assert_ne!(p.real(), &ideal);
+        // A real arm with other coordinates is ignored.
+        p.set_real(RealChain::rods(Chain::from_lengths(&[1.0, 1.0, 1.0]).unwrap()));
+        assert_eq!(p.real(), &cfg.two_link_real());
+    }
+
     /// Every channel on at once, with gravity.
     fn everything(arm: TwoLinkArm) -> PlantConfig {
         PlantConfig {
@@ -1327,28 +1308,6 @@ mod tests {
     }
 
     #[test]
-    fn the_two_link_arm_as_a_chain_moves_as_the_two_link_plant_bit_for_bit() {
-        let arm = TwoLinkArm::default();
-        let cfg = everything(arm);
-        let start = Pose::new(0.3, 0.9);
-        let mut two = Plant::new(cfg, start);
-        let mut chain = Plant::chain(RealChain::two_link(&cfg.real, cfg.link_mass), cfg, &[0.3, 0.9]);
-        for k in 0..400 {
-            let goal = Pose::new(0.3 + 0.6 * (k as f64 * 0.02).sin(), 0.9 - 0.5 * (k as f64 * 0.013).cos());
-            two.command(goal);
-            chain.command_x(&[goal.shoulder, goal.elbow]);
-            two.step(0.007);
-            chain.step(0.007);
-            assert_eq!(two.tip(), chain.tip(), "step {k}");
-            let read = chain.measure_x();
-            assert_eq!(two.measure(), Pose::new(read[0], read[1]), "step {k}");
-            assert_eq!(two.camera(), chain.camera(), "step {k}");
-            let (joints, points) = (two.joints(), chain.points());
-            assert_eq!(joints.to_vec(), points, "step {k}");
-        }
-    }
-
-    #[test]
     fn a_chain_on_a_rail_feels_the_channels_on_its_joints_and_reads_its_rail_exactly() {
         // rail3's kinematics: a rail of ±1 m and links 0.5, 0.5 and 1.0 m turning freely.
         let travel = crate::chain::Travel::new(-1.0, 1.0).unwrap();
@@ -1357,8 +1316,8 @@ mod tests {
         let chain = Chain::new(Some(travel), links.to_vec()).unwrap();
         let x = [0.2, 0.3, -0.4, 0.5];
         let settle = |cfg: PlantConfig| {
-            let mut p = Plant::chain(RealChain::rods(chain.clone()), cfg, &x);
-            p.command_x(&x);
+            let mut p = Plant::new(RealChain::rods(chain.clone()), cfg, &x);
+            p.command(&x);
             p.settle();
             p
         };
@@ -1367,30 +1326,30 @@ mod tests {
         assert!((rigid.tip() - chain.tip(&x)).norm() < 1e-9, "an ideal plant ends where the model says");
         // Flex: each joint droops with the links beyond it; the rail does not bend.
         let drooped = settle(PlantConfig { flex: 0.05, ..ideal });
-        let sag = drooped.actual_x();
+        let sag = drooped.actual();
         assert_eq!(sag[0], x[0]);
         assert!((1..4).all(|i| sag[i] < x[i]), "{sag:?}");
         assert!(drooped.tip().y < rigid.tip().y - 0.01, "the tip sags: {} vs {}", drooped.tip().y, rigid.tip().y);
         // Encoder noise on the joints only: a linear scale reads the rail exactly.
         let mut noisy = settle(PlantConfig { noise_std: 0.01, ..ideal });
-        let read = noisy.measure_x();
-        assert_eq!(read[0], noisy.link_x()[0]);
-        assert!((1..4).all(|i| read[i] != noisy.link_x()[i]));
+        let read = noisy.measure();
+        assert_eq!(read[0], noisy.link()[0]);
+        assert!((1..4).all(|i| read[i] != noisy.link()[i]));
         // Latency: a goal arrives after it, in plant time.
-        let mut late = Plant::chain(RealChain::rods(chain.clone()), PlantConfig { latency_ms: 100.0, ..ideal }, &x);
-        late.command_x(&[0.4, 0.3, -0.4, 0.5]);
+        let mut late = Plant::new(RealChain::rods(chain.clone()), PlantConfig { latency_ms: 100.0, ..ideal }, &x);
+        late.command(&[0.4, 0.3, -0.4, 0.5]);
         late.step(0.099);
-        assert_eq!(late.commanded_x()[0], x[0], "not yet");
+        assert_eq!(late.commanded()[0], x[0], "not yet");
         late.step(0.002);
-        assert_eq!(late.commanded_x()[0], 0.4, "arrived");
+        assert_eq!(late.commanded()[0], 0.4, "arrived");
         // Gravity: the rail's servo holds the carriage and links short by their weight over its gain.
         let hung = settle(PlantConfig { gravity: true, ..ideal });
         let weight = (RAIL_CARRIAGE_MASS + LINK_MASS_PER_METRE * chain.reach()) * dynamics::GRAVITY;
-        assert!((x[0] - hung.link_x()[0] - weight / RAIL_SERVO.kp).abs() < 1e-6, "{}", hung.link_x()[0]);
+        assert!((x[0] - hung.link()[0] - weight / RAIL_SERVO.kp).abs() < 1e-6, "{}", hung.link()[0]);
         // A goal of the wrong length or with a NaN is ignored.
         let mut p = settle(ideal);
-        p.command_x(&[0.0; 3]);
-        p.command_x(&[f64::NAN, 0.0, 0.0, 0.0]);
+        p.command(&[0.0; 3]);
+        p.command(&[f64::NAN, 0.0, 0.0, 0.0]);
         assert_eq!(p.in_flight(), 0);
     }
 }

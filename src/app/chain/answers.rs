@@ -290,11 +290,11 @@ fn drive(
         p.set_real(real);
     }
     if let Some(command) = answers.command.as_ref() {
-        p.command_x(command);
+        p.command(command);
     }
     p.step(time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS));
-    let read = p.measure_x();
-    let read = if read[..d].iter().all(|v| v.is_finite()) { read } else { p.link_x() };
+    let read = p.measure();
+    let read = if read[..d].iter().all(|v| v.is_finite()) { read } else { p.link() };
     x.clear();
     x.extend_from_slice(&read[..d]);
 }

@@ -249,8 +249,8 @@ impl ChainPlant {
     /// The plant of `arm` under `settings`, at rest at `x`.
     pub(crate) fn new(arm: &Arm, settings: &PlantSettings, x: &[f64]) -> Self {
         let (real, cfg) = settings.chain_plant(arm);
-        let plant = Plant::chain(real, cfg, x);
-        Self { x: plant.link_x()[..arm.coords()].to_vec(), plant: Some(plant) }
+        let plant = Plant::new(real, cfg, x);
+        Self { x: plant.link()[..arm.coords()].to_vec(), plant: Some(plant) }
     }
 
     /// Where the real tip is.

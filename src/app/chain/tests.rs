@@ -281,7 +281,7 @@ fn chain_frame_time() {
 /// What a plant shows the world after a frame: the real tip, the encoders' reading and the
 /// camera's latest frame.
 fn seen(plant: &mut elbow::plant::Plant, d: usize) -> (Point2, Vec<f64>, Option<Point2>) {
-    (plant.tip(), plant.measure_x()[..d].to_vec(), plant.camera().map(|f| f.tip))
+    (plant.tip(), plant.measure()[..d].to_vec(), plant.camera().map(|f| f.tip))
 }
 
 #[test]
@@ -333,7 +333,7 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
                 let command = app.world().resource::<ChainAnswers>().command.clone();
                 for plant in [&mut core, &mut ideal] {
                     if let Some(c) = &command {
-                        plant.command_x(c);
+                        plant.command(c);
                     }
                     plant.step(0.016);
                 }

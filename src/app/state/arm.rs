@@ -277,8 +277,8 @@ pub(crate) struct Sim {
 impl Sim {
     /// A plant at rest in `pose`.
     pub(crate) fn new(cfg: PlantConfig, pose: Pose) -> Self {
-        let plant = Plant::new(cfg, pose);
-        Self { measured: plant.link_pose(), plant }
+        let plant = Plant::new(cfg.two_link_real(), cfg, &pose.coords());
+        Self { measured: Pose::of(&plant.link()), plant }
     }
 }
 

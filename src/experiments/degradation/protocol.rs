@@ -151,7 +151,7 @@ pub fn plant_run(
     let p = setting.perturbation;
     let mut cfg = PlantConfig { real, seed, ..PlantConfig::ideal(real.arm).with_body(body) };
     p.configure(&mut cfg);
-    let mut plant = Plant::new(cfg, START);
+    let mut plant = Plant::new(cfg.two_link_real(), cfg, &START.coords());
     let mut rng = rng(seed, Stream::Actuator, 0);
     let actuator = Jitter::new(p[Channel::Actuator]);
     let check = post_move_check && checks_after_move(pipeline);
@@ -161,7 +161,7 @@ pub fn plant_run(
         ..Outcome::default()
     };
     for (i, (&target, &seen)) in targets.iter().zip(seen).enumerate() {
-        let Some(answer) = answer(lineup, proposals, pipeline, i, seen, plant.measure()) else { continue };
+        let Some(answer) = answer(lineup, proposals, pipeline, i, seen, Pose::of(&plant.measure())) else { continue };
         if let Some(verdict) = answer.verdict {
             out.log.record(verdict);
         }
@@ -173,10 +173,10 @@ pub fn plant_run(
         let watching = trace.as_ref().is_some_and(|t| t.watches(i, targets.len()));
         for correction in 0..=corrections {
             if correction > 0 {
-                goal = goal + setpoint.wrapped_difference(plant.measure());
+                goal = goal + setpoint.wrapped_difference(Pose::of(&plant.measure()));
             }
             let sent = goal + actuator.pose(&mut rng);
-            plant.command(sent);
+            plant.command(&sent.coords());
             if watching {
                 plant.settle_watched(|p| ticks.push(Tick::of(p, sent, correction)));
             } else {
@@ -184,7 +184,7 @@ pub fn plant_run(
             }
         }
         // Every pipeline reads the encoders once more, so all share one noise stream.
-        let after = plant.measure();
+        let after = Pose::of(&plant.measure());
         let aim = match (answer.verdict, lineup.fit(pipeline.solver)) {
             (Some(None), Fit::Correction { .. }) => lineup.arm.tip(setpoint),
             _ => seen,
@@ -234,7 +234,7 @@ pub struct Tick {
 
 impl Tick {
     fn of(plant: &Plant, goal: Pose, correction: usize) -> Self {
-        Self { time: plant.time(), goal, correction, joints: plant.joints(), servos: plant.link_pose() }
+        Self { time: plant.time(), goal, correction, joints: plant.joints(), servos: Pose::of(&plant.link()) }
     }
 }
 
