@@ -200,6 +200,8 @@ impl AnalyticSolver {
 }
 
 impl IkSolver for AnalyticSolver {
+    type Joints = Pose;
+
     fn name(&self) -> &str {
         match self.branch {
             BranchChoice::Fixed(ElbowMode::Up) => "analytic (up)",

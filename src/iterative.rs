@@ -270,6 +270,8 @@ impl DlsSolver {
 }
 
 impl IkSolver for DlsSolver {
+    type Joints = Pose;
+
     fn name(&self) -> &str {
         "iterative (DLS)"
     }

@@ -80,6 +80,8 @@ pub enum Stream {
     FeedbackEpisodes,
     /// The draws and training stand-ins of a chain net's explanation.
     ChainExplain,
+    /// A chain solver's draws for one answer (index: the target's bits).
+    ChainDrive,
 }
 
 impl Stream {
@@ -112,6 +114,7 @@ impl Stream {
             Stream::FeedbackData => (24, 0),
             Stream::FeedbackEpisodes => (25, 0),
             Stream::ChainExplain => (26, 0),
+            Stream::ChainDrive => (27, 0),
         }
     }
 }
@@ -166,6 +169,8 @@ mod tests {
             ChainAtlas,
             FeedbackData,
             FeedbackEpisodes,
+            ChainExplain,
+            ChainDrive,
         ];
         for slot in [0, 1, 256] {
             all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }, ChainSolve { slot }]);

@@ -1,7 +1,11 @@
-//! The one interface every IK solver implements, and the result it returns.
+//! The one interface every IK solver implements, on every arm, and the result it returns.
 //!
 //! Analytic, iterative, learned and enveloped solvers all answer [`IkSolver::solve`] with a
-//! [`Solution`], so the app and the experiments can treat them alike.
+//! [`Solution`], so the app and the experiments can treat them alike. A solver works in its arm's
+//! joint vector ([`IkSolver::Joints`]): a [`Pose`] on the two-link arm, the padded coordinates
+//! [`Coords`](crate::kinematics::serial::Coords) of a chain (base first; the arm says how many
+//! count), so one trait serves every arm and the type keeps a chain's answer out of a two-link
+//! pipeline.
 
 pub use crate::kinematics::UnreachableReason;
 use crate::kinematics::{Point2, Pose};
@@ -45,11 +49,11 @@ impl SolveStatus {
     }
 }
 
-/// A solver's answer.
+/// A solver's answer, in its arm's joint vector `J` (a [`Pose`] unless said otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Solution {
-    /// The joint angles to command; always finite.
-    pub pose: Pose,
+pub struct Solution<J = Pose> {
+    /// The joint coordinates to command (the two-link arm's joint angles); always finite.
+    pub pose: J,
     /// What the solver says of the pose.
     pub status: SolveStatus,
     /// Tip miss the solver measured on its own model, metres (`None` when it does not check).
@@ -58,7 +62,7 @@ pub struct Solution {
     pub iterations: u32,
 }
 
-impl Solution {
+impl<J> Solution<J> {
     /// True when the solver reached the target within its tolerance (status `Converged`).
     pub fn converged(&self) -> bool {
         self.status == SolveStatus::Converged
@@ -67,30 +71,38 @@ impl Solution {
 
 /// An inverse-kinematics solver for one arm model.
 pub trait IkSolver {
+    /// The arm's joint vector: [`Pose`] on the two-link arm, padded
+    /// [`Coords`](crate::kinematics::serial::Coords) on a chain.
+    type Joints: Copy;
+
     /// A short name for tables and legends.
     fn name(&self) -> &str;
 
-    /// Solves for `target`, starting from (or near) `seed`, the pose the arm is in now.
-    /// Never panics and never returns a non-finite pose, whatever the input.
-    fn solve(&self, target: Point2, seed: Pose) -> Solution;
+    /// Solves for `target`, starting from (or near) `seed`, the coordinates the arm is in now.
+    /// Never panics and never returns non-finite coordinates, whatever the input.
+    fn solve(&self, target: Point2, seed: Self::Joints) -> Solution<Self::Joints>;
 }
 
 impl<S: IkSolver + ?Sized> IkSolver for Box<S> {
+    type Joints = S::Joints;
+
     fn name(&self) -> &str {
         (**self).name()
     }
 
-    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+    fn solve(&self, target: Point2, seed: S::Joints) -> Solution<S::Joints> {
         (**self).solve(target, seed)
     }
 }
 
 impl<S: IkSolver + ?Sized> IkSolver for &S {
+    type Joints = S::Joints;
+
     fn name(&self) -> &str {
         (**self).name()
     }
 
-    fn solve(&self, target: Point2, seed: Pose) -> Solution {
+    fn solve(&self, target: Point2, seed: S::Joints) -> Solution<S::Joints> {
         (**self).solve(target, seed)
     }
 }

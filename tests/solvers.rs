@@ -81,7 +81,7 @@ fn dls_converges_from_warm_starts() {
     assert!(worst < 40, "worst warm start took {worst} iterations");
 }
 
-fn all_solvers(arm: TwoLinkArm) -> Vec<Box<dyn IkSolver>> {
+fn all_solvers(arm: TwoLinkArm) -> Vec<Box<dyn IkSolver<Joints = Pose>>> {
     vec![
         Box::new(AnalyticSolver::new(arm, BranchChoice::NearestToSeed)),
         Box::new(AnalyticSolver::new(arm, BranchChoice::Fixed(ElbowMode::Up))),

@@ -13,8 +13,10 @@ use super::nets::{ChainNet, Drawer, NetKind};
 use super::sampler::ExactSampler;
 use crate::arm::Arm;
 use crate::kinematics::Point2;
+use crate::kinematics::serial::Coords;
 use crate::learned::HeadKind;
 use crate::lineup::SolverId;
+use crate::solver::{IkSolver, Solution, SolveStatus};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +60,14 @@ impl Seeds {
         match self {
             Seeds::Mdn => "mdn",
             Seeds::Flow => "flow",
+        }
+    }
+
+    /// The solver whose draws they are.
+    pub const fn solver(self) -> SolverId {
+        match self {
+            Seeds::Mdn => SolverId::Learned(HeadKind::Mdn),
+            Seeds::Flow => SolverId::Flow,
         }
     }
 
@@ -266,6 +276,136 @@ pub fn solutions<R: Rng + ?Sized>(
     Ok(effort)
 }
 
+/// One solver of a chain's line-up as an [`IkSolver`] over the chain's coordinates: one answer
+/// for a target from the coordinates the arm is in now, what a controller sends to the arm
+/// (the app's driver, a move of an experiment). Built by [`ChainSolver::new`], which refuses a
+/// solver that does not answer on a chain or lacks its net, so [`IkSolver::solve`] always
+/// answers.
+///
+/// - the squared-error net: its one answer, unverified;
+/// - the MDN, the flow and the exact sampler: `draws` samples, the one nearest the current
+///   coordinates (a controller keeps to one mode rather than jumping between them); the nets'
+///   unverified, the exact sampler's converged (its samples reach the target), or not converged
+///   when it finds none (out of reach);
+/// - DLS: refined from the current coordinates, converged or not by its tolerance;
+/// - the hybrid: the net's draws nearest the current coordinates as seeds, finished by DLS, then
+///   DLS from prior starts ([`hybrid_from`]).
+///
+/// Draws come from a stream seeded by `seed` and the target's bits, so the same question gets
+/// the same answer.
+#[derive(Debug, Clone, Copy)]
+pub struct ChainSolver<'a> {
+    arm: &'a Arm,
+    nets: Nets<'a>,
+    settings: SolveSettings,
+    id: SolverId,
+    /// Samples drawn per answer by the sampling solvers.
+    pub draws: usize,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+impl<'a> ChainSolver<'a> {
+    /// Samples a sampling solver draws per answer by default.
+    pub const DRAWS: usize = 32;
+
+    /// `id` on `arm` with `nets` and `settings`; refused when `id` is not a chain's solver or
+    /// its net is missing.
+    pub fn new(arm: &'a Arm, nets: Nets<'a>, settings: SolveSettings, id: SolverId) -> Result<Self, SolveError> {
+        if !SolverId::CHAIN.contains(&id) {
+            return Err(SolveError::NotOnChain(id));
+        }
+        if net_needed(id, settings.seeds).is_some_and(|k| nets.get(k).is_none()) {
+            return Err(SolveError::NoNet(id));
+        }
+        Ok(Self { arm, nets, settings, id, draws: Self::DRAWS, seed: 0 })
+    }
+
+    /// The index of the draw in `set` nearest `x`.
+    fn nearest(&self, set: &[f64], x: &[f64]) -> Option<usize> {
+        let d = self.arm.coords();
+        let dist = |s: &[f64]| s.iter().zip(x).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
+        set.chunks_exact(d).enumerate().min_by(|a, b| dist(a.1).total_cmp(&dist(b.1))).map(|(i, _)| i)
+    }
+}
+
+impl IkSolver for ChainSolver<'_> {
+    type Joints = Coords;
+
+    fn name(&self) -> &str {
+        self.id.name()
+    }
+
+    fn solve(&self, target: Point2, seed: Coords) -> Solution<Coords> {
+        let (arm, d) = (self.arm, self.arm.coords());
+        // The arm's coordinates, finite and in range; the padding is zeros.
+        let mut x = crate::kinematics::serial::padded(&seed[..d]);
+        arm.chain.fit_angles(&mut x[..d]);
+        for (i, v) in x[..d].iter_mut().enumerate() {
+            if !v.is_finite() {
+                let (lo, hi) = arm.chain.range(i);
+                *v = 0.5 * (lo + hi);
+            }
+        }
+        arm.chain.clamp(&mut x[..d]);
+        let here = x;
+        let bits = target.x.to_bits() ^ target.y.to_bits().rotate_left(32);
+        let mut rng = crate::rng::rng(self.seed, crate::rng::Stream::ChainDrive, bits);
+        let mut set = Vec::new();
+        let miss = |x: &Coords| (arm.chain.tip(&x[..d]) - target).norm();
+        let unverified =
+            |pose: Coords| Solution { pose, status: SolveStatus::Unverified, residual: None, iterations: 0 };
+        let checked = |pose: Coords, converged: bool, iterations: u32| Solution {
+            pose,
+            status: if converged { SolveStatus::Converged } else { SolveStatus::NotConverged },
+            residual: Some(miss(&pose)),
+            iterations,
+        };
+        let n = if self.id == SolverId::Learned(crate::learned::HeadKind::Mse) { 1 } else { self.draws.max(1) };
+        // The draws of the sampling solvers (and the hybrid's seeds), nearest the pose first.
+        let drawn = |set: &mut Vec<f64>, rng: &mut ChaCha| -> Result<Effort, SolveError> {
+            let id = if self.id == SolverId::Hybrid { self.settings.seeds.solver() } else { self.id };
+            solutions(arm, self.nets, &self.settings, id, target, n, rng, set)
+        };
+        match self.id {
+            SolverId::Iterative => {
+                let dls = dls(arm, &self.settings);
+                let o = dls.refine(&mut x[..d], target, self.settings.dls_iterations);
+                checked(x, o.converged, o.iterations)
+            }
+            SolverId::Hybrid => {
+                if drawn(&mut set, &mut rng).is_err() {
+                    return checked(here, false, 0);
+                }
+                let mut order: Vec<usize> = (0..set.len() / d).collect();
+                let dist =
+                    |i: &usize| set[i * d..(i + 1) * d].iter().zip(&here).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
+                order.sort_by(|a, b| dist(a).total_cmp(&dist(b)));
+                let mut next = order.into_iter();
+                let (seeded, fallback) = hybrid_from(arm, &self.settings, target, &mut x[..d], &mut rng, |_, s| {
+                    if let Some(i) = next.next() {
+                        s.copy_from_slice(&set[i * d..(i + 1) * d]);
+                    }
+                });
+                let o = fallback.unwrap_or(seeded);
+                let iterations = seeded.iterations + fallback.map_or(0, |f| f.iterations);
+                checked(x, o.converged, iterations)
+            }
+            _ => {
+                if drawn(&mut set, &mut rng).is_err() {
+                    return checked(here, false, 0);
+                }
+                let Some(i) = self.nearest(&set, &here) else { return checked(here, false, 0) };
+                let mut pose = [0.0; crate::kinematics::serial::MAX_COORDS];
+                pose[..d].copy_from_slice(&set[i * d..(i + 1) * d]);
+                if self.id == SolverId::Exact { checked(pose, true, 0) } else { unverified(pose) }
+            }
+        }
+    }
+}
+
+type ChaCha = rand_chacha::ChaCha8Rng;
+
 /// The DLS of the settings on `arm`.
 fn dls<'a>(arm: &'a Arm, settings: &SolveSettings) -> ChainDls<'a> {
     ChainDls { max_iterations: settings.dls_iterations, tolerance: settings.dls_tolerance, ..ChainDls::new(&arm.chain) }
@@ -336,5 +476,79 @@ mod tests {
             let e = solutions(&arm, Nets::default(), &SolveSettings::default(), id, target, 4, &mut rng, &mut out);
             assert_eq!(e, Err(SolveError::NotOnChain(id)));
         }
+    }
+
+    #[test]
+    fn a_chain_solver_answers_from_the_current_coordinates_or_is_refused() {
+        use crate::kinematics::serial::padded;
+        let arm = ArmKind::Rail3.arm();
+        let settings = SolveSettings::default();
+        for id in SolverId::TWO_LINK.into_iter().filter(|id| !SolverId::CHAIN.contains(id)) {
+            assert_eq!(ChainSolver::new(&arm, Nets::default(), settings, id).unwrap_err(), SolveError::NotOnChain(id));
+        }
+        for id in [SolverId::Learned(HeadKind::Mdn), SolverId::Flow, SolverId::Hybrid] {
+            assert_eq!(ChainSolver::new(&arm, Nets::default(), settings, id).unwrap_err(), SolveError::NoNet(id));
+        }
+        let here = padded(&[0.1, 0.2, -0.3, 0.4]);
+        let target = arm.chain.tip(&here[..4]) + Point2::new(0.02, -0.01);
+        // DLS: the least change from where the arm is, reported as converged.
+        let dls = ChainSolver::new(&arm, Nets::default(), settings, SolverId::Iterative).unwrap();
+        let s = dls.solve(target, here);
+        assert!(s.converged() && s.residual.unwrap() < 1e-6 && s.iterations > 0, "{s:?}");
+        let moved: f64 = (0..4).map(|i| (s.pose[i] - here[i]).powi(2)).sum::<f64>().sqrt();
+        assert!(moved < 0.1, "moved {moved}");
+        // The exact sampler: a true solution, the same one for the same question; none out of
+        // reach, said so, and the arm left where it is.
+        let exact = ChainSolver::new(&arm, Nets::default(), settings, SolverId::Exact).unwrap();
+        let a = exact.solve(target, here);
+        assert!(a.converged() && a.residual.unwrap() < 1e-3, "{a:?}");
+        assert_eq!(exact.solve(target, here), a);
+        let far = exact.solve(Point2::new(50.0, 0.0), here);
+        assert_eq!((far.status, far.pose), (SolveStatus::NotConverged, here));
+        // Hostile coordinates give finite answers.
+        let s = dls.solve(target, [f64::NAN; crate::kinematics::serial::MAX_COORDS]);
+        assert!(s.pose.iter().all(|v| v.is_finite()), "{s:?}");
+    }
+
+    #[test]
+    fn a_sampling_solver_keeps_to_the_draw_nearest_the_arm() {
+        use crate::chain::nets::{ChainNet, NetConfig};
+        use crate::kinematics::serial::padded;
+        let arm = ArmKind::ThreeR.arm();
+        let cfg = NetConfig { steps: 200, hidden: 32, components: 4, ..NetConfig::default() };
+        let mdn = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, _| true).unwrap();
+        let nets = Nets::of([&mdn]);
+        let settings = SolveSettings::default();
+        let solver = ChainSolver::new(&arm, nets, settings, SolverId::Learned(HeadKind::Mdn)).unwrap();
+        let target = Point2::new(1.2, 0.5);
+        for start in [[0.5, 1.0, 1.0], [-0.5, -1.0, -1.0]] {
+            let here = padded(&start);
+            let s = solver.solve(target, here);
+            assert_eq!((s.status, s.residual), (SolveStatus::Unverified, None));
+            // The answer is the draw nearest the arm among the same draws.
+            let mut rng = crate::rng::rng(
+                0,
+                crate::rng::Stream::ChainDrive,
+                target.x.to_bits() ^ target.y.to_bits().rotate_left(32),
+            );
+            let mut set = Vec::new();
+            solutions(
+                &arm,
+                nets,
+                &settings,
+                SolverId::Learned(HeadKind::Mdn),
+                target,
+                ChainSolver::DRAWS,
+                &mut rng,
+                &mut set,
+            )
+            .unwrap();
+            let dist = |x: &[f64]| x.iter().zip(&start).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
+            let best = set.chunks_exact(3).map(dist).fold(f64::INFINITY, f64::min);
+            assert_eq!(dist(&s.pose[..3]), best, "from {start:?}");
+        }
+        let hybrid = ChainSolver::new(&arm, nets, settings, SolverId::Hybrid).unwrap();
+        let h = hybrid.solve(target, padded(&[0.5, 1.0, 1.0]));
+        assert!(h.converged() && h.residual.unwrap() < 1e-6, "{h:?}");
     }
 }

@@ -168,7 +168,7 @@ pub struct SafetyEnvelope<S> {
     name: String,
 }
 
-impl<S: IkSolver> SafetyEnvelope<S> {
+impl<S: IkSolver<Joints = Pose>> SafetyEnvelope<S> {
     /// Wraps `inner` for `arm` with `config`.
     pub fn new(inner: S, arm: TwoLinkArm, config: EnvelopeConfig) -> Self {
         let name = format!("envelope({})", inner.name());
@@ -190,7 +190,9 @@ impl<S: IkSolver> SafetyEnvelope<S> {
     }
 }
 
-impl<S: IkSolver> IkSolver for SafetyEnvelope<S> {
+impl<S: IkSolver<Joints = Pose>> IkSolver for SafetyEnvelope<S> {
+    type Joints = Pose;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -209,6 +211,8 @@ mod tests {
     struct Fixed(Pose);
 
     impl IkSolver for Fixed {
+        type Joints = Pose;
+
         fn name(&self) -> &str {
             "fixed"
         }

@@ -8,6 +8,19 @@ use super::pose::Point2;
 /// lesson, small enough that every hot loop keeps its coordinates in a stack array.
 pub const MAX_COORDS: usize = 12;
 
+/// Coordinates of an arm, base first (a rail's height in metres, then joint angles), padded
+/// with zeros to [`MAX_COORDS`]: a chain's joint vector as one `Copy` value (a plant's state,
+/// a chain solver's answer).
+pub type Coords = [f64; MAX_COORDS];
+
+/// `x` padded to [`Coords`] (at most [`MAX_COORDS`] of it).
+pub fn padded(x: &[f64]) -> Coords {
+    let mut out = [0.0; MAX_COORDS];
+    let n = x.len().min(MAX_COORDS);
+    out[..n].copy_from_slice(&x[..n]);
+    out
+}
+
 /// A planar serial arm seen through its coordinates `x` (`x.len() == self.coords()`): forward
 /// kinematics, the positional Jacobian, and the range of each coordinate.
 pub trait SerialArm {

@@ -613,6 +613,8 @@ impl<'m> LearnedSolver<'m> {
 }
 
 impl IkSolver for LearnedSolver<'_> {
+    type Joints = Pose;
+
     fn name(&self) -> &str {
         self.model.kind.key()
     }

@@ -495,17 +495,9 @@ pub fn serial_model(
     (Multibody::new(dofs, if gravity { dynamics::GRAVITY } else { 0.0 }), servos)
 }
 
-/// Coordinates of a plant's arm, base first (a rail's height in metres, then joint angles),
-/// padded with zeros to [`MAX_COORDS`].
-pub type Coords = [f64; MAX_COORDS];
+pub use crate::kinematics::serial::Coords;
 
-/// `x` padded to [`Coords`] (at most [`MAX_COORDS`] of it).
-fn padded(x: &[f64]) -> Coords {
-    let mut out = [0.0; MAX_COORDS];
-    let n = x.len().min(MAX_COORDS);
-    out[..n].copy_from_slice(&x[..n]);
-    out
-}
+use crate::kinematics::serial::padded;
 
 /// The simulated arm's state: any planar chain (the two-link arm is one), its rail too.
 #[derive(Debug, Clone)]
