@@ -110,9 +110,19 @@ fn an_older_chain_model_answers_with_the_nets_it_has_and_names_the_rest() {
     let full = dir.join("full.json");
     let (code, _, err) = elbow(&["train", "--arm", "rail3", "--steps", "5", "--out", full.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    // A file from before the flow: no flow net; and one without its MDN as well.
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
-    v["flow"] = serde_json::Value::Null;
+    // A file from before the flow (a version-1 chain model file: its nets at the top level, no
+    // flow net, nor the flow's settings); and one without its MDN as well.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
+    let mut net = v["net"].clone();
+    net.as_object_mut().unwrap().remove("flow");
+    let mut v = serde_json::json!({
+        "format": "elbow-chain-model",
+        "version": 1,
+        "arm": v["arm"],
+        "net": net,
+        "mse": v["solvers"]["mse"],
+        "mdn": v["solvers"]["mdn"],
+    });
     let old = dir.join("old.json");
     std::fs::write(&old, v.to_string()).unwrap();
     v["mdn"] = serde_json::Value::Null;

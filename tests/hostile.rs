@@ -152,17 +152,20 @@ fn hostile_model_files_are_refused_naming_the_field() {
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(&str, Edit)> = vec![
-        ("mdn.sigma_min", Box::new(|v| v["mdn"]["sigma_min"] = (-1.0).into())),
-        ("mdn.sigma_min", Box::new(|v| v["mdn"]["sigma_min"] = 1e30.into())),
-        ("mdn.k", Box::new(|v| v["mdn"]["k"] = 1_000_000_000_000u64.into())),
-        ("mdn.k", Box::new(|v| v["mdn"]["k"] = 0.into())),
-        ("mdn.k", Box::new(|v| v["mdn"]["k"] = 6148914691236517206u64.into())),
-        ("mdn.d", Box::new(|v| v["mdn"]["d"] = 7.into())),
-        ("arm", Box::new(|v| v["arm"]["l1"] = (-1.0).into())),
-        ("arm", Box::new(|v| v["arm"]["limits"][1]["max"] = 1e20.into())),
-        ("region", Box::new(|v| v["region"] = serde_json::json!({"Sector": {"from": 3.0, "to": 1.0}}))),
-        ("output_scale", Box::new(|v| v["output_scale"] = 0.0.into())),
-        ("max_correction", Box::new(|v| v["max_correction"] = (-1.0).into())),
+        ("mdn.sigma_min", Box::new(|v| v["solvers"]["mdn"]["mdn"]["sigma_min"] = (-1.0).into())),
+        ("mdn.sigma_min", Box::new(|v| v["solvers"]["mdn"]["mdn"]["sigma_min"] = 1e30.into())),
+        ("mdn.k", Box::new(|v| v["solvers"]["mdn"]["mdn"]["k"] = 1_000_000_000_000u64.into())),
+        ("mdn.k", Box::new(|v| v["solvers"]["mdn"]["mdn"]["k"] = 0.into())),
+        ("mdn.k", Box::new(|v| v["solvers"]["mdn"]["mdn"]["k"] = 6148914691236517206u64.into())),
+        ("mdn.d", Box::new(|v| v["solvers"]["mdn"]["mdn"]["d"] = 7.into())),
+        ("arm", Box::new(|v| v["arm"]["chain"]["links"][0]["length"] = (-1.0).into())),
+        ("arm", Box::new(|v| v["arm"]["chain"]["links"][1]["limits"]["max"] = 1e20.into())),
+        (
+            "region",
+            Box::new(|v| v["solvers"]["mdn"]["region"] = serde_json::json!({"Sector": {"from": 3.0, "to": 1.0}})),
+        ),
+        ("output_scale", Box::new(|v| v["solvers"]["mdn"]["output_scale"] = 0.0.into())),
+        ("max_correction", Box::new(|v| v["solvers"]["mdn"]["max_correction"] = (-1.0).into())),
         ("format", Box::new(|v| v["format"] = "other".into())),
     ];
     let bad = dir.join("bad.json");
@@ -180,7 +183,7 @@ fn hostile_model_files_are_refused_naming_the_field() {
         assert!(e.contains(field) || e.contains("not a valid"), "{field}: {e}");
     }
     // A non-finite weight: JSON has no NaN, but a number too large for f32 becomes infinite.
-    v["net"]["layers"][0]["b"][0] = serde_json::json!(1e300);
+    v["solvers"]["mdn"]["net"]["layers"][0]["b"][0] = serde_json::json!(1e300);
     std::fs::write(&bad, serde_json::to_string(&v).unwrap()).unwrap();
     let err = elbow::LearnedModel::load(&bad).unwrap_err().to_string();
     assert!(err.contains("net.layers[0].b") || err.contains("not a valid"), "{err}");
@@ -884,9 +887,9 @@ fn model_files_with_finite_extremes_are_refused_naming_the_field() {
     let train = format!("train --head mdn --steps 5 --data-size 64 --eval-targets 10 --out {}", mdn.display());
     assert_eq!(elbow_sh(&train, "> /dev/null").code, 0);
     let cases: [(&str, &Edit, &str); 3] = [
-        ("w.json", &|v| v["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
-        ("b.json", &|v| v["net"]["layers"][1]["b"][0][0] = 1e37.into(), "its weights are too large"),
-        ("sigma.json", &|v| v["mdn"]["sigma_min"] = 1e-40.into(), "mdn.sigma_min"),
+        ("w.json", &|v| v["solvers"]["mdn"]["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
+        ("b.json", &|v| v["solvers"]["mdn"]["net"]["layers"][1]["b"][0][0] = 1e37.into(), "its weights are too large"),
+        ("sigma.json", &|v| v["solvers"]["mdn"]["mdn"]["sigma_min"] = 1e-40.into(), "mdn.sigma_min"),
     ];
     for (name, change, says) in cases {
         let path = edit(&mdn, name, change);
@@ -898,9 +901,9 @@ fn model_files_with_finite_extremes_are_refused_naming_the_field() {
     let chain = dir.join("chain.json");
     assert_eq!(elbow_sh(&format!("train --arm rail3 --steps 5 --out {}", chain.display()), "> /dev/null").code, 0);
     let cases: [(&str, &Edit, &str); 3] = [
-        ("out.json", &|v| v["mse"]["output"][0][1] = 1e300.into(), "mse.output"),
-        ("in.json", &|v| v["mse"]["input"][0][1] = 1e-40.into(), "mse.input"),
-        ("cw.json", &|v| v["mse"]["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
+        ("out.json", &|v| v["solvers"]["mse"]["output"][0][1] = 1e300.into(), "mse.output"),
+        ("in.json", &|v| v["solvers"]["mse"]["input"][0][1] = 1e-40.into(), "mse.input"),
+        ("cw.json", &|v| v["solvers"]["mse"]["net"]["layers"][0]["w"][0][0] = 3e38.into(), "its weights are too large"),
     ];
     for (name, change, says) in cases {
         let path = edit(&chain, name, change);

@@ -140,9 +140,9 @@ fn models_save_load_and_refuse_bad_files() {
     let err = LearnedModel::load(&bad).unwrap_err().to_string();
     assert!(err.contains("needs"), "{err}");
 
-    let mut future = model.clone();
-    future.version = 99;
-    future.save(&bad).unwrap();
+    let mut future: serde_json::Value = serde_json::from_str(&text).unwrap();
+    future["version"] = 99.into();
+    std::fs::write(&bad, future.to_string()).unwrap();
     assert!(LearnedModel::load(&bad).unwrap_err().to_string().contains("version 99"));
 
     let missing = LearnedModel::load(&dir.join("nope.json")).unwrap_err().to_string();
@@ -202,7 +202,7 @@ fn validation_names_the_bad_field() {
     let good = tiny(HeadKind::Mdn);
     assert!(good.validate().is_ok());
     type Edit = fn(&mut LearnedModel);
-    let cases: [(&str, Edit); 10] = [
+    let cases: [(&str, Edit); 9] = [
         ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = -1.0),
         ("mdn.sigma_min", |m| m.mdn.as_mut().unwrap().sigma_min = 1e30),
         ("mdn.k", |m| m.mdn.as_mut().unwrap().k = usize::MAX / 5),
@@ -212,7 +212,6 @@ fn validation_names_the_bad_field() {
         ("net.layers", |m| m.net.layers.clear()),
         ("output_scale", |m| m.output_scale = -1.0),
         ("max_correction", |m| m.max_correction = f64::NAN),
-        ("version", |m| m.version = 99),
     ];
     for (field, edit) in cases {
         let mut m = good.clone();
@@ -240,7 +239,10 @@ fn saves_are_atomic_and_loads_bounded() {
     bad.kind = HeadKind::Mdn;
     bad.save(&path).unwrap();
     let e = LearnedModel::load(&path).unwrap_err();
-    assert!(matches!(&e, elbow::learned::ModelError::Field { error, .. } if error.field == "mdn.sigma_min"), "{e}");
+    assert!(
+        matches!(&e, elbow::learned::ModelError::Field { error, .. } if error.field == "solvers.mdn.mdn.sigma_min"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -156,9 +156,11 @@ pub(crate) fn check_lab(lab: &AppArm, models: &[std::path::PathBuf]) -> Result<(
         AppArm::TwoLink(arm) => {
             check_arm(arm)?;
             for path in models {
-                let problem = match elbow::chain::model::ModelFile::load(path) {
+                let problem = match elbow::learned::ModelFile::load(path) {
                     Err(e) => Some(e.to_string()),
-                    Ok(elbow::chain::model::ModelFile::TwoLink(m)) => m.check_fits(arm, None).err(),
+                    Ok(elbow::learned::ModelFile::TwoLink(heads)) => {
+                        heads.iter().find_map(|m| m.check_fits(arm, None).err())
+                    }
                     Ok(other) => {
                         Some(format!("it is {}, and the app is open on the two-link arm (use --arm)", other.describe()))
                     }
@@ -185,8 +187,8 @@ fn chain_model(
 ) -> Result<Option<elbow::chain::model::ChainModel>, String> {
     let Some(path) = models.first() else { return Ok(None) };
     let shown = path.display();
-    match elbow::chain::model::ModelFile::load(path).map_err(|e| e.to_string())? {
-        elbow::chain::model::ModelFile::Chain(m) => {
+    match elbow::learned::ModelFile::load(path).map_err(|e| e.to_string())? {
+        elbow::learned::ModelFile::Chain(m) => {
             m.check_fits(arm).map_err(|e| format!("{shown}: {e}"))?;
             Ok(Some(*m))
         }

@@ -16,8 +16,8 @@
 //! - [`solve`]: every method's answers for one target ([`solve::solutions`]), the one
 //!   implementation the experiment, the command line and the app share;
 //! - [`manifold`]: self-motion, a walk along the solution manifold of a target;
-//! - [`model`]: chain model files (the trained nets of one arm), and telling them from two-link
-//!   model files;
+//! - [`model`]: the trained nets of one arm ([`ChainModel`]), saved and loaded as a model file
+//!   ([`crate::learned::file`], one format for every arm);
 //! - [`nets`]: squared-error and mixture-density networks from targets to joint coordinates
 //!   (diagonal or full-covariance components, [`crate::nn::FullMdn`]), trained on the arm's prior
 //!   by the two-link heads' own fitter ([`crate::learned::train::Fitter`]), and sampling from them.
@@ -41,6 +41,6 @@ pub mod solve;
 pub use arm::{Chain, ChainError, Link, MAX_COORDS, Marginal, Prior, Travel};
 pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
-pub use model::{ChainModel, ModelFile};
+pub use model::ChainModel;
 pub use sampler::{ExactSampler, PosteriorSamples};
 pub use solve::{Effort, NetSet, Nets, Seeds, SolveError, SolveSettings};

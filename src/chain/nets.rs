@@ -17,7 +17,8 @@ use crate::arm::Arm;
 use crate::kinematics::Point2;
 use crate::learned::limits::MAX_COMPONENTS;
 use crate::learned::train::{Fit, Fitter, Rollback, check_budget, start_mixture};
-use crate::learned::{FieldError, TrainError};
+use crate::learned::{FieldError, HeadKind, TrainError};
+use crate::lineup::SolverId;
 use crate::nn::flow::{Conditioned, FlowScratch};
 use crate::nn::{Activation, Flow, FlowShape, FlowWork, FullMdn, Loss, MdnNll, MixtureLayout, Mlp, Mse};
 use crate::rng::{Stream, rng};
@@ -58,6 +59,15 @@ impl NetKind {
     /// The position in [`NetKind::ALL`].
     pub const fn index(self) -> usize {
         self as usize
+    }
+
+    /// The solver this net is in the line-up (its key is the net's key).
+    pub const fn solver(self) -> SolverId {
+        match self {
+            NetKind::Mse => SolverId::Learned(HeadKind::Mse),
+            NetKind::Mdn => SolverId::Learned(HeadKind::Mdn),
+            NetKind::Flow => SolverId::Flow,
+        }
     }
 }
 

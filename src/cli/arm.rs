@@ -5,11 +5,11 @@
 use super::{AppArm, AppLengths, ArmArgs, Failure, parse_app_lengths, parse_range_deg};
 use clap::Args;
 use elbow::arm::{Arm, ArmKind};
+use elbow::chain::ChainModel;
 use elbow::chain::nets::NetConfig;
-use elbow::chain::{ChainModel, ModelFile};
 use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
 use elbow::kinematics::TwoLinkArm;
-use elbow::learned::{HeadKind, LearnedModel, TrainConfig, Trainer};
+use elbow::learned::{HeadKind, LearnedModel, ModelFile, TrainConfig, Trainer};
 use elbow::lineup::SolverId;
 use std::path::Path;
 
@@ -74,18 +74,23 @@ pub(crate) fn load_chain_model(path: &Path, arm: &Arm) -> Result<ChainModel, Str
     }
 }
 
-/// The two-link model at `path`: a chain model is refused with one sentence saying what it is.
-pub(crate) fn load_two_link_model(path: &Path, arm: &TwoLinkArm) -> Result<LearnedModel, String> {
+/// The two-link `head` in the model file at `path`: a chain model, or a file without that head,
+/// is refused with one sentence saying what the file is.
+pub(crate) fn load_two_link_head(path: &Path, head: HeadKind, arm: &TwoLinkArm) -> Result<LearnedModel, String> {
     match ModelFile::load(path).map_err(|e| e.to_string())? {
-        ModelFile::TwoLink(m) => Ok(*m),
+        ModelFile::TwoLink(mut heads) => match heads.iter().position(|m| m.kind == head) {
+            Some(i) => Ok(heads.swap_remove(i)),
+            None if heads.len() == 1 => Err(format!("{}: holds a {} model, not {head}", path.display(), heads[0].kind)),
+            None => Err(format!("{}: is {}, not {head}", path.display(), ModelFile::TwoLink(heads).describe())),
+        },
         other => {
             Err(format!("{} is {}; this command runs on {}", path.display(), other.describe(), two_link_name(arm)))
         }
     }
 }
 
-/// A two-link `head` for a command on `arm`: loaded from `path` (it must hold that head, for that
-/// arm), or trained here for `steps` steps from `seed`, with a note on stderr. Also returns the
+/// A two-link `head` for a command on `arm`: loaded from `path` (it must hold that head, among
+/// any others, for that arm), or trained here for `steps` steps from `seed`, with a note on stderr. Also returns the
 /// training configuration its data comes from; a model file does not record its data, so for a
 /// loaded model that is the default sampler over the model's own arm and region.
 pub(crate) fn two_link_head(
@@ -96,10 +101,7 @@ pub(crate) fn two_link_head(
     seed: u64,
 ) -> Result<(LearnedModel, TrainConfig), String> {
     if let Some(path) = path {
-        let model = load_two_link_model(path, &arm)?;
-        if model.kind != head {
-            return Err(format!("{}: holds a {} model, not {}", path.display(), model.kind, head));
-        }
+        let model = load_two_link_head(path, head, &arm)?;
         model.check_fits(&arm, None).map_err(|e| format!("{}: {e}", path.display()))?;
         let data = TrainConfig { head, arm: model.arm, region: model.region, ..TrainConfig::default() };
         return Ok((model, data));

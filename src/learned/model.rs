@@ -1,4 +1,6 @@
-//! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and model files.
+//! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and the checks every
+//! network read from a model file passes ([`FieldError`], [`validate_layers`]; the file format
+//! itself is [`super::file`]).
 
 use super::data::AngleEncoding;
 use super::head::{HeadKind, Output};
@@ -7,7 +9,6 @@ use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, TwoLinkArm};
 use crate::nn::{MdnNll, Mlp};
 use crate::solver::{IkSolver, Solution, SolveStatus};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 pub use super::branch::Candidate;
 
@@ -59,47 +60,6 @@ pub trait LearnedIk: Send + Sync {
     fn predict(&self, target: Point2, mode: ElbowMode) -> Prediction;
 }
 
-/// Why a model file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    /// The file could not be read or written (missing, not a regular file, too large, no
-    /// space, no permission...).
-    #[error("model file {path}: {source}")]
-    Io {
-        /// The path.
-        path: String,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The file is not a valid model (corrupt, truncated, or another format).
-    #[error("model file {path} is not a valid Elbow model: {reason}")]
-    Corrupt {
-        /// The path.
-        path: String,
-        /// What was wrong.
-        reason: String,
-    },
-    /// The file is a model of another kind than the one asked for (a chain model where a
-    /// two-link head is needed).
-    #[error("{path} is {found}, and {wanted} is needed here")]
-    OtherKind {
-        /// The path.
-        path: String,
-        /// What the file holds (`a chain model for rail3`).
-        found: String,
-        /// What was asked for.
-        wanted: String,
-    },
-    /// The file parses but one field is unusable.
-    #[error("model file {path} is not a valid Elbow model: {error}")]
-    Field {
-        /// The path.
-        path: String,
-        /// Which field, and what is wrong with it.
-        error: FieldError,
-    },
-}
-
 /// One unusable field of a model: its name (`net.layers[1].w`, `mdn.sigma_min`) and what is
 /// wrong with it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -115,10 +75,6 @@ pub struct FieldError {
 pub(crate) fn field_err<T>(field: impl Into<String>, reason: impl Into<String>) -> Result<T, FieldError> {
     Err(FieldError { field: field.into(), reason: reason.into() })
 }
-
-/// The largest model file [`LearnedModel::load`] reads (and [`LearnedModel::save`] writes),
-/// bytes: 64 MiB, some 4 million parameters (the default network's file is about 100 kB).
-pub const MAX_MODEL_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The smallest spread (a mixture's floor, a scaling) a file may hold: below it a division by
 /// it overflows the activation bound.
@@ -206,89 +162,11 @@ pub(crate) fn validate_layers(net: &Mlp, field: &str) -> Result<(), FieldError> 
     Ok(())
 }
 
-/// Writes `value` as JSON at `path`, atomically, refusing more than [`MAX_MODEL_FILE_BYTES`]:
-/// every model file (two-link heads, chain nets) is saved through this.
-pub(crate) fn save_json<T: Serialize>(value: &T, path: &Path) -> Result<(), ModelError> {
-    let io = |source| ModelError::Io { path: path.display().to_string(), source };
-    let json = serde_json::to_vec(value).map_err(|e| io(std::io::Error::other(e)))?;
-    if json.len() as u64 > MAX_MODEL_FILE_BYTES {
-        return Err(io(std::io::Error::other(format!(
-            "the model is {} bytes as JSON, more than the {MAX_MODEL_FILE_BYTES} bytes a model file may hold",
-            json.len()
-        ))));
-    }
-    crate::files::write_atomic(path, &json).map_err(io)
-}
-
-/// Reads a model file's bytes: a regular file (never a FIFO or device) of at most
-/// [`MAX_MODEL_FILE_BYTES`].
-pub(crate) fn read_model_bytes(path: &Path) -> Result<Vec<u8>, ModelError> {
-    crate::files::read_bounded(path, MAX_MODEL_FILE_BYTES)
-        .map_err(|source| ModelError::Io { path: path.display().to_string(), source })
-}
-
-/// Parses a model file's `bytes` read from `path` and checks them with `validate`.
-pub(crate) fn parse_model<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    bytes: &[u8],
-    validate: impl FnOnce(&T) -> Result<(), FieldError>,
-) -> Result<T, ModelError> {
-    let shown = || path.display().to_string();
-    let model: T =
-        serde_json::from_slice(bytes).map_err(|e| ModelError::Corrupt { path: shown(), reason: e.to_string() })?;
-    validate(&model).map_err(|error| ModelError::Field { path: shown(), error })?;
-    Ok(model)
-}
-
-/// The format tag of chain model files (the nets of a redundant chain, `elbow train --arm`):
-/// kept here, with the reader every model file goes through, so that the two-link reader can
-/// name such a file without depending on the chain module.
-pub const CHAIN_FORMAT: &str = "elbow-chain-model";
-
-/// How a chain model for the arm `name` is named in messages: `a chain model for rail3`.
-pub fn chain_model_description(name: &str) -> String {
-    format!("a chain model for {name}")
-}
-
-/// The `format` tag of a model file's JSON, if it has one (to tell a two-link model from a
-/// chain model before parsing either).
-pub(crate) fn format_tag(bytes: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Tag {
-        format: String,
-    }
-    serde_json::from_slice::<Tag>(bytes).ok().map(|t| t.format)
-}
-
-/// What a chain model file's bytes hold, for a message (`a chain model for rail3`); `None`
-/// when the bytes are not a chain model file.
-fn chain_file(bytes: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Arm {
-        name: String,
-    }
-    #[derive(Deserialize)]
-    struct Chain {
-        format: String,
-        arm: Option<Arm>,
-    }
-    let probe: Chain = serde_json::from_slice(bytes).ok()?;
-    (probe.format == CHAIN_FORMAT)
-        .then(|| chain_model_description(probe.arm.as_ref().map_or("an unnamed arm", |a| a.name.as_str())))
-}
-
-/// Identifies the file format.
-pub(crate) const FORMAT: &str = "elbow-model";
-/// Bumped whenever the layout changes.
-const VERSION: u32 = 1;
-
 /// A trained network with everything needed to use it: its head, arm, encoding and scaling.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Saved and loaded as one head of a model file ([`super::file`]: [`LearnedModel::save`],
+/// [`LearnedModel::load`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct LearnedModel {
-    /// File-format tag, always `elbow-model`.
-    pub format: String,
-    /// File-format version.
-    pub version: u32,
     /// Which head.
     pub kind: HeadKind,
     /// The network.
@@ -343,8 +221,6 @@ impl LearnedModel {
         real: Option<RealArm>,
     ) -> Self {
         Self {
-            format: FORMAT.into(),
-            version: VERSION,
             kind,
             net,
             arm,
@@ -392,22 +268,13 @@ impl LearnedModel {
         }
     }
 
-    /// Checks every field a file could get wrong, naming the first bad one: format and
-    /// version, the arm, region and real arm, the mixture layout (components in 1..=32, values
+    /// Checks every field of the head a file could get wrong, naming the first bad one (the
+    /// file's format and version are [`super::file`]'s): the arm, region and real arm, the mixture layout (components in 1..=32, values
     /// per component matching the encoding, a sigma floor in (0, 1000]), every layer's shape
     /// (1 to 9 layers of 1 to 4096 units that chain) and weights (all finite), the network's
     /// inputs and outputs for this head, and the output scale and correction bound.
     pub fn validate(&self) -> Result<(), FieldError> {
         use super::limits::{MAX_COMPONENTS, MAX_SIGMA_MIN};
-        if self.format != FORMAT {
-            return field_err("format", format!("is `{}`, expected `{FORMAT}`", self.format));
-        }
-        if self.version != VERSION {
-            return field_err(
-                "version",
-                format!("version {} is not supported (this build reads {VERSION})", self.version),
-            );
-        }
         if let Err(e) = self.arm.validate() {
             return field_err("arm", e.to_string());
         }
@@ -470,36 +337,6 @@ impl LearnedModel {
             return field_err("max_correction", format!("must be a finite number >= 0, got {}", self.max_correction));
         }
         Ok(())
-    }
-
-    /// Writes the model as JSON, atomically (see [`crate::files::write_atomic`]): the path
-    /// holds the old file or the whole new one, never a truncated one. A model too large for
-    /// [`MAX_MODEL_FILE_BYTES`] is refused, so every saved file loads back.
-    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
-        save_json(self, path)
-    }
-
-    /// Reads and fully validates a model file: it must be a regular file (never a FIFO or
-    /// device) of at most [`MAX_MODEL_FILE_BYTES`], parse as a model, and pass
-    /// [`LearnedModel::validate`]; the error names the path and the first bad field. The app's
-    /// load button and every `--model FILE` use this.
-    pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let bytes = read_model_bytes(path)?;
-        if let Some(found) = chain_file(&bytes) {
-            return Err(ModelError::OtherKind {
-                path: path.display().to_string(),
-                found,
-                wanted: "a two-link model".into(),
-            });
-        }
-        parse_model(path, &bytes, Self::validate)
-    }
-
-    /// Parses and validates a model from JSON text.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let model: LearnedModel = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        model.validate().map_err(|e| e.to_string())?;
-        Ok(model)
     }
 
     /// The one rule from this head's answer for `target` to a [`Solution`], used by every

@@ -610,7 +610,7 @@ impl TrainConfig {
     }
 
     /// Estimated size of this configuration's model file, bytes (at most 16 bytes of JSON per
-    /// parameter): compare with [`super::model::MAX_MODEL_FILE_BYTES`] before training a model
+    /// parameter): compare with [`super::file::MAX_MODEL_FILE_BYTES`] before training a model
     /// that is to be saved.
     pub fn model_file_estimate(&self) -> f64 {
         self.fit().model_file_estimate()
