@@ -1,5 +1,6 @@
 //! The chain atlas: one method's figure for every cell of a grid over a redundant chain's
-//! workspace, the chain's counterpart of the two-link [`Atlas`](super::Atlas).
+//! workspace, the chain's half of the one map ([`super::Map::Chain`], made by
+//! [`super::compute`]).
 //!
 //! Layers ([`ChainLayer`]), each a number per cell:
 //! - `mse-miss`: the tip miss of the squared-error net's one answer, metres;
@@ -17,7 +18,7 @@
 //! Rows run in parallel, each with its own random stream, so a map is the same however the rows
 //! are shared between threads; the progress callback can stop the run between rows.
 
-use super::{AtlasConfig, AtlasError};
+use super::config::{AtlasConfig, AtlasError};
 use crate::arm::Arm;
 use crate::chain::ExactSampler;
 use crate::chain::sampler::spread;
@@ -290,13 +291,10 @@ mod tests {
         AtlasConfig { resolution: 16, samples: 8, ..defaults() }
     }
 
-    /// The map of `layer` on `arm` through the one entry point.
+    /// The whole map of `layer` on `arm` (the one entry point's chain half; the entry point
+    /// itself is tested in the parent).
     fn map(arm: &Arm, layer: ChainLayer, cfg: &AtlasConfig, nets: Nets<'_>) -> Result<ChainAtlas, AtlasError> {
-        let trained = crate::atlas::Trained { nets, ..Default::default() };
-        match crate::atlas::compute(arm, layer.method(), trained, cfg, &|_, _| true)? {
-            Some(crate::atlas::Map::Chain(c)) => Ok(c),
-            other => panic!("a chain map expected, got {other:?}"),
-        }
+        Ok(compute(arm, layer, cfg, nets, &|_, _| true)?.expect("never stopped"))
     }
 
     /// After brief training on 3r the MSE answer (the mean of solutions spread over a circle of
@@ -352,10 +350,9 @@ mod tests {
             let e = map(&arm, ChainLayer::ExactSpread, &bad, Nets::default());
             assert!(matches!(e, Err(AtlasError::Invalid(_))), "{bad:?}");
         }
-        // The exact sampler has no map on the two-link arm: refused by name, not mapped.
-        let e =
-            crate::atlas::compute(&ArmKind::TwoR.arm(), SolverId::Exact, Default::default(), &small(), &|_, _| true);
-        assert!(matches!(e, Err(AtlasError::Invalid(ref m)) if m.contains("exact")), "{e:?}");
+        // No chain layer on the two-link arm.
+        let e = map(&ArmKind::TwoR.arm(), ChainLayer::ExactSpread, &small(), Nets::default());
+        assert!(matches!(e, Err(AtlasError::Invalid(ref m)) if m.contains("redundant chain")), "{e:?}");
         let stopped = compute(&arm, ChainLayer::ExactSpread, &small(), Nets::default(), &|done, _| done < 2).unwrap();
         assert_eq!(stopped, None);
         for l in ChainLayer::ALL {

@@ -18,17 +18,26 @@
 //!
 //! Learned heads answer a whole grid with batched inference
 //! ([`LearnedModel::predict_batch`](crate::learned::LearnedModel::predict_batch)). [`paint`] turns a
-//! map into pixels and a colour key. [`chain`] maps a redundant chain's methods the same way
-//! ([`chain::chain_atlas`]).
+//! map into pixels and a colour key. [`chain`] maps a redundant chain's methods the same way.
+//!
+//! Every arm goes through one entry point, [`compute`]`(arm, solver, trained, cfg, progress)`,
+//! with one configuration ([`AtlasConfig`], [`AtlasConfig::for_arm`]) and one result ([`Map`]).
+//! Which layers apply is the arm's answer ([`MapLayer::of`]): the layers above where the arm has
+//! a closed form, a chain layer where its method is one of the arm's chain methods; the layer that
+//! shows the solver decides which map is made ([`choose`]), and a solver with no map on the arm
+//! is refused naming those that have one.
 
 pub mod chain;
+pub mod config;
 pub mod paint;
+
+pub use config::{AtlasConfig, AtlasError, MAX_RESOLUTION, MAX_SAMPLES};
 
 use crate::analytic::{Branches, solve_branches};
 use crate::arm::Arm;
-use crate::chain::solve::{Nets, SolveError, SolveSettings};
+use crate::chain::solve::Nets;
 use crate::envelope::Reason;
-use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm};
 use crate::learned::{BatchAnswer, HeadKind, LearnedModel, Output, PredictScratch};
 use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::droop;
@@ -130,59 +139,6 @@ impl BranchClass {
 /// Joint distance (radians) within which an answer counts as near a branch or the average.
 pub const BRANCH_THRESHOLD: f64 = 0.15;
 
-/// Everything that defines an atlas.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AtlasConfig {
-    /// Cells per side.
-    pub resolution: usize,
-    /// How far beyond the rim the map reaches, as a fraction of the reach.
-    pub margin: f64,
-    /// Standard deviation of the joint noise of the silent layer, radians.
-    pub noise: f64,
-    /// Backlash half-width of the silent layer, radians: each joint lands uniformly in the play.
-    pub backlash: f64,
-    /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
-    pub mismatch: Mismatch,
-    /// Stiction band of the silent layer, radians: a joint at rest stops anywhere within the
-    /// band of its command (which side depends on where it came from, which a map does not
-    /// know, so uniformly within it).
-    pub friction: f64,
-    /// Link flex of the silent layer ([`crate::plant::droop`]), radians of droop stretched out.
-    pub flex: f64,
-    /// Noise samples per cell of the silent layer (0: no silent layer).
-    pub samples: usize,
-    /// A tip error above this (metres) counts as a miss in the silent layer.
-    pub tolerance: f64,
-    /// Seed of the silent layer's noise (on a chain, of the sampling).
-    pub seed: u64,
-    /// On a chain: how DLS, the hybrid and the exact sampler run.
-    pub settings: SolveSettings,
-}
-
-impl Default for AtlasConfig {
-    fn default() -> Self {
-        Self {
-            resolution: 128,
-            margin: 0.25,
-            noise: 0.02,
-            backlash: 0.0,
-            mismatch: Mismatch::NONE,
-            friction: 0.0,
-            flex: 0.0,
-            samples: 4,
-            tolerance: 0.05,
-            seed: 0,
-            settings: SolveSettings::default(),
-        }
-    }
-}
-
-/// Largest resolution accepted (cells per side).
-pub const MAX_RESOLUTION: usize = 1024;
-/// Most noise samples per cell.
-pub const MAX_SAMPLES: usize = 64;
-
 impl AtlasConfig {
     /// The default map on `arm`: [`AtlasConfig::default`] where its layers are the two-link
     /// arm's; on a chain 48 × 48 cells, a 10 % margin, 16 answers per cell, 1 mm tolerance and
@@ -201,39 +157,6 @@ impl AtlasConfig {
             MapLayer::TwoLink(_) => self.validate(),
             MapLayer::Chain(l) => chain::validate(arm, l, self),
         }
-    }
-
-    /// Checks every field of a two-link map, with a message naming the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(2..=MAX_RESOLUTION).contains(&self.resolution) {
-            return Err(format!("resolution must be in 2..={MAX_RESOLUTION}, got {}", self.resolution));
-        }
-        if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
-            return Err(format!("margin must be in [0, 2], got {}", self.margin));
-        }
-        if !(self.noise.is_finite() && (0.0..=1.0).contains(&self.noise)) {
-            return Err(format!("noise must be in [0, 1] rad, got {}", self.noise));
-        }
-        if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
-            return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
-        }
-        for (name, v) in [("friction", self.friction), ("flex", self.flex)] {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(format!("{name} must be in [0, 1] rad, got {v}"));
-            }
-        }
-        let m = self.mismatch;
-        let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
-        if !m.length_error.iter().chain(&offsets).all(|v| v.is_finite() && v.abs() <= 0.5) {
-            return Err(format!("mismatch errors and offsets must be within ±0.5, got {m:?}"));
-        }
-        if self.samples > MAX_SAMPLES {
-            return Err(format!("samples must be at most {MAX_SAMPLES}, got {}", self.samples));
-        }
-        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
-            return Err(format!("tolerance must be > 0, got {}", self.tolerance));
-        }
-        Ok(())
     }
 }
 
@@ -627,17 +550,6 @@ pub struct Trained<'a> {
     pub nets: Nets<'a>,
 }
 
-/// Why a map was not made.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AtlasError {
-    /// The solver, the layer or a setting does not fit the arm.
-    #[error("{0}")]
-    Invalid(String),
-    /// The layer's method needs a net that was not given.
-    #[error(transparent)]
-    NoNet(#[from] SolveError),
-}
-
 /// One map, of any arm: the two-link map (every layer per cell) or a chain's (one layer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -738,7 +650,7 @@ pub fn compute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinematics::TwoLinkArm;
+    use crate::kinematics::{Mismatch, TwoLinkArm};
     use crate::learned::{HeadKind, TrainConfig, Trainer};
     use crate::lineup::Table;
 

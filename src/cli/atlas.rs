@@ -125,9 +125,9 @@ fn check_chain_map_work(cfg: &AtlasConfig, layer: ChainLayer) -> Result<(), Stri
 /// The models a map answers with, owned: a two-link head, or a chain's nets.
 enum Models {
     /// The mapped two-link head's model, if the solver is a head.
-    Head(Option<(HeadKind, LearnedModel)>),
+    Head(Option<(HeadKind, Box<LearnedModel>)>),
     /// The chain's nets.
-    Nets(ChainModel),
+    Nets(Box<ChainModel>),
 }
 
 impl Models {
@@ -203,7 +203,7 @@ impl AtlasArgs {
                 if self.model.is_some() && solver.head().is_none() {
                     return Err(format!("--model is for a learned head; {solver} has no model").into());
                 }
-                let head = solver.head().map(|h| self.head(h, two, cfg).map(|m| (h, m))).transpose()?;
+                let head = solver.head().map(|h| self.head(h, two, cfg).map(|m| (h, Box::new(m)))).transpose()?;
                 Ok(Models::Head(head))
             }
             (MapLayer::Chain(l), _) => {
@@ -219,7 +219,7 @@ impl AtlasArgs {
                     )
                     .into());
                 }
-                Ok(Models::Nets(model))
+                Ok(Models::Nets(Box::new(model)))
             }
             (MapLayer::TwoLink(_), None) => Err(format!("{} has no closed form", arm.name).into()),
         }
