@@ -317,12 +317,16 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     // The workspace atlas the app draws: every layer of a 256 x 256 grid.
     let atlas_cfg = crate::atlas::AtlasConfig { resolution: side, samples: 0, ..Default::default() };
     let silent_cfg = crate::atlas::AtlasConfig { resolution: side, ..Default::default() };
-    let mut models = crate::lineup::Table::default();
-    models[HeadKind::Mdn] = Some(&mdn);
-    let lineup = crate::lineup::Lineup::new(arm, models);
+    let mut trained = crate::atlas::Trained::default();
+    trained.heads[HeadKind::Mdn] = Some(&mdn);
+    let atlas_arm = crate::arm::Arm::two_link(arm);
+    let map = |solver, cfg: &crate::atlas::AtlasConfig| {
+        crate::atlas::compute(&atlas_arm, solver, trained.clone(), cfg, &|_, _| true)
+            .expect("the default atlas is valid")
+    };
     let atlas_ms = |solver| {
         median_ms(5, || {
-            black_box(crate::atlas::compute(&lineup, solver, &atlas_cfg).expect("the default atlas is valid"));
+            black_box(map(solver, &atlas_cfg));
         })
     };
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| e.to_string())?;
@@ -332,7 +336,7 @@ pub fn measure(train_steps: usize) -> Result<BenchReport, String> {
     let atlas_mdn_parallel_ms = atlas_ms(mdn_id);
     let atlas_mdn_silent_ms = one_thread.install(|| {
         median_ms(5, || {
-            black_box(crate::atlas::compute(&lineup, mdn_id, &silent_cfg).expect("the default atlas is valid"));
+            black_box(map(mdn_id, &silent_cfg));
         })
     });
     let chain = measure_chain(fma_peak_gflops)?;

@@ -527,7 +527,10 @@ fn bad_arm_values_get_one_sentence_and_exit_code_2() {
         (&["atlas", "--arm", "2r", "--layer", "exact-spread", "--out", "a.png"], "layer exact-spread is for chains"),
         (&["atlas", "--layer", "hybrid-success", "--out", "a.png"], "layer hybrid-success is for chains"),
         (&["atlas", "--arm", "rail3", "--layer", "miss", "--out", "a.png"], "layer miss is for the two-link arm"),
-        (&["atlas", "--arm", "3r", "--solver", "dls", "--out", "a.png"], "--solver is for the two-link arm"),
+        (
+            &["atlas", "--arm", "3r", "--solver", "dls", "--out", "a.png"],
+            "dls has no map on 3r; the solvers mapped there are mse, mdn, hybrid, exact",
+        ),
         (&["atlas", "--arm", "3r", "--layer", "spread", "--out", "a.png"], "layer must be one of"),
     ] {
         refused_in_one_line(args, needle);

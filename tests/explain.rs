@@ -80,3 +80,50 @@ fn a_model_for_another_head_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("within ±1e9 m") && err.len() < 300, "{err}");
 }
+
+/// `elbow explain --arm rail3 --target X,Y`: a chain's net explained through the one entry
+/// point, as a table and as JSON (the answer's four coordinates, the mixture's components, the
+/// draws, the training data and the classical check; no null or NaN).
+#[test]
+fn a_chain_net_is_explained_as_a_table_and_as_json() {
+    let base = ["explain", "--arm", "rail3", "--target", "1.5,0", "--train-steps", "200"];
+    let text = common::elbow(&base);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for needle in ["mdn net on rail3 for the target (1.5, 0) m:", "  component  weight", "draws: 400", "check (DLS"] {
+        assert!(text.stdout.contains(needle), "{needle}: {}", text.stdout);
+    }
+    let json = common::elbow(&[&base[..], &["--solver", "mse", "--json"]].concat());
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    assert!(!json.stdout.contains("null") && !json.stdout.contains("NaN"), "{}", json.stdout);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(v["answer"].as_array().map(Vec::len), Some(4), "{v}");
+    assert_eq!(v["components"].as_array().map(Vec::len), Some(1), "the MSE net is one component: {v}");
+    assert!(v["check"]["iterations"].as_u64().is_some() && v["density"]["count"].as_u64().is_some(), "{v}");
+    assert!(v["summary"][1].as_str().is_some_and(|s| s.contains("mean of the posterior")), "{v}");
+}
+
+/// A solver not explained on the arm is refused in one sentence naming those that are, with
+/// exit code 2, before any training; so are the two-link arm's flags on a chain.
+#[test]
+fn a_solver_the_arm_does_not_explain_is_refused_naming_those_it_does() {
+    for (args, needle) in [
+        (
+            &["--arm", "rail3", "--solver", "dls"][..],
+            "dls is not explained on rail3; the solvers explained there are mse, mdn, flow",
+        ),
+        (
+            &["--arm", "3r", "--solver", "exact"],
+            "exact is not explained on 3r; the solvers explained there are mse, mdn, flow",
+        ),
+        (
+            &["--solver", "flow"],
+            "flow is not explained on 2r; the solvers explained there are mse, mdn, mode, residual",
+        ),
+        (&["--arm", "so101", "--from", "0,1"], "--from is for the two-link arm; on so101 choose a net with --solver"),
+    ] {
+        let run = common::elbow(&[&["explain", "--target", "0.3,0.1"][..], args].concat());
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty() && run.stderr.lines().count() == 1, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle) && !run.stderr.contains("training"), "{args:?}: {}", run.stderr);
+    }
+}

@@ -10,8 +10,9 @@ use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::solve::Driver;
 use super::state::train::Models;
 use bevy::prelude::*;
-use elbow::atlas::{Atlas, AtlasConfig, Layer, compute};
-use elbow::{HeadKind, LearnedModel, Lineup, Pipeline, SolverId, Table, TwoLinkArm};
+use elbow::arm::Arm;
+use elbow::atlas::{Atlas, AtlasConfig, Layer, Map, Trained, compute};
+use elbow::{HeadKind, LearnedModel, Pipeline, SolverId, Table, TwoLinkArm};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -140,8 +141,12 @@ fn schedule(
         let owned: Table<HeadKind, Option<LearnedModel>> = Table::from_fn(|h| models.get(h).cloned());
         job.work.start(key, move || {
             let t = Instant::now();
-            let lineup = Lineup::new(arm, Table::from_fn(|h| owned[h].as_ref()));
-            compute(&lineup, solver, &cfg).map(|a| (a, t.elapsed().as_secs_f64() * 1e3))
+            let trained = Trained { heads: Table::from_fn(|h| owned[h].as_ref()), ..Trained::default() };
+            match compute(&Arm::two_link(arm), solver, trained, &cfg, &|_, _| true) {
+                Ok(Some(Map::TwoLink(a))) => Ok((a, t.elapsed().as_secs_f64() * 1e3)),
+                Ok(_) => Err(format!("no two-link map of {solver}")),
+                Err(e) => Err(e.to_string()),
+            }
         });
     }
     let busy = job.work.busy();

@@ -232,7 +232,7 @@ fn lesson_section(
 }
 
 /// "Why did it do that?": a button per head explains its answer for the current target from the
-/// arm's current pose ([`elbow::explain::explain`], as `elbow explain` does): the sentences, then
+/// arm's current pose ([`elbow::explain::explain_head`], as `elbow explain` does): the sentences, then
 /// each candidate with its weight, the branch it is near and its tip's miss.
 fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>, pin: &mut WhyPin, driver: Pipeline) {
     ui.horizontal_wrapped(|ui| {
@@ -249,7 +249,7 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
                 let envelope = Lineup::new(arm, Table::from_fn(|h| lab.models.get(h))).envelope;
                 let from = lab.sim.measured;
                 let mode = elbow::ElbowMode::of(from);
-                *why = Some(elbow::explain::explain(model, lab.target.pos, from, mode, &data, &envelope));
+                *why = Some(elbow::explain::explain_head(model, lab.target.pos, from, mode, &data, &envelope));
                 pin.0 = Some(lab.target.pos);
             }
         }

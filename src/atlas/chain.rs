@@ -1,5 +1,6 @@
 //! The chain atlas: one method's figure for every cell of a grid over a redundant chain's
-//! workspace, the chain's counterpart of the two-link [`Atlas`](super::Atlas).
+//! workspace, the chain's half of the one map ([`super::Map::Chain`], made by
+//! [`super::compute`]).
 //!
 //! Layers ([`ChainLayer`]), each a number per cell:
 //! - `mse-miss`: the tip miss of the squared-error net's one answer, metres;
@@ -17,6 +18,7 @@
 //! Rows run in parallel, each with its own random stream, so a map is the same however the rows
 //! are shared between threads; the progress callback can stop the run between rows.
 
+use super::config::{AtlasConfig, AtlasError};
 use crate::arm::Arm;
 use crate::chain::ExactSampler;
 use crate::chain::sampler::spread;
@@ -68,6 +70,11 @@ impl ChainLayer {
         }
     }
 
+    /// The layer that maps `solver`, if one does.
+    pub fn of(solver: SolverId) -> Option<ChainLayer> {
+        Self::ALL.into_iter().find(|l| l.method() == solver)
+    }
+
     /// The values' unit or meaning, for a legend.
     pub const fn unit(self) -> &'static str {
         match self {
@@ -91,27 +98,6 @@ impl ChainLayer {
 
 crate::keys::keyed!(ChainLayer, "chain layer", serde);
 
-/// Everything that defines a chain atlas.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainAtlasConfig {
-    /// The arm.
-    pub arm: Arm,
-    /// What the cells show.
-    pub layer: ChainLayer,
-    /// Cells per side.
-    pub resolution: usize,
-    /// How far the map reaches beyond the farthest tip, as a fraction of the reach.
-    pub margin: f64,
-    /// Answers per cell of the sampled layers (`mdn-resim`, `exact-spread`, `hybrid-success`).
-    pub samples: usize,
-    /// A solution within this of the target (metres) is a success.
-    pub tolerance: f64,
-    /// How DLS, the hybrid and the exact sampler run.
-    pub settings: SolveSettings,
-    /// Seed of the sampling.
-    pub seed: u64,
-}
-
 /// Largest resolution accepted (cells per side).
 pub const MAX_CHAIN_RESOLUTION: usize = 512;
 /// Most answers per cell.
@@ -119,59 +105,52 @@ pub const MAX_CHAIN_SAMPLES: usize = 256;
 /// Proposals per chart of the reachability probe (one round; see the module documentation).
 const PROBE_BATCH: usize = 256;
 
-impl ChainAtlasConfig {
-    /// The default map of `layer` on `arm`: 48 × 48 cells, a 10 % margin, 16 answers per cell,
-    /// 1 mm tolerance, the experiment's solver settings.
-    pub fn new(arm: Arm, layer: ChainLayer) -> Self {
-        Self {
-            arm,
-            layer,
-            resolution: 48,
-            margin: 0.1,
-            samples: 16,
-            tolerance: 1e-3,
-            settings: SolveSettings::default(),
-            seed: 0,
-        }
+/// The default map on a chain: 48 × 48 cells, a 10 % margin, 16 answers per cell, 1 mm
+/// tolerance, the experiment's solver settings.
+pub(super) fn defaults() -> AtlasConfig {
+    AtlasConfig {
+        resolution: 48,
+        margin: 0.1,
+        samples: 16,
+        tolerance: 1e-3,
+        settings: SolveSettings::default(),
+        seed: 0,
+        ..AtlasConfig::default()
     }
+}
 
-    /// Checks every field, with a message naming the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.arm.methods().is_empty() {
-            return Err(format!("the chain atlas needs a redundant chain; arm {} is not one", self.arm.name));
-        }
-        if !self.arm.methods().contains(&self.layer.method()) {
-            return Err(format!(
-                "layer {} needs method {}, which does not apply to arm {}",
-                self.layer,
-                self.layer.method(),
-                self.arm.name
-            ));
-        }
-        if !(2..=MAX_CHAIN_RESOLUTION).contains(&self.resolution) {
-            return Err(format!("resolution must be in 2..={MAX_CHAIN_RESOLUTION}, got {}", self.resolution));
-        }
-        if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
-            return Err(format!("margin must be in [0, 2], got {}", self.margin));
-        }
-        if !(2..=MAX_CHAIN_SAMPLES).contains(&self.samples) {
-            return Err(format!("samples must be in 2..={MAX_CHAIN_SAMPLES}, got {}", self.samples));
-        }
-        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
-            return Err(format!("tolerance must be > 0, got {}", self.tolerance));
-        }
-        self.settings.validate(self.tolerance)?;
-        Ok(())
+/// Checks the fields a chain map uses, with a message naming the first bad one.
+pub(super) fn validate(arm: &Arm, layer: ChainLayer, cfg: &AtlasConfig) -> Result<(), String> {
+    if arm.methods().is_empty() {
+        return Err(format!("the chain atlas needs a redundant chain; arm {} is not one", arm.name));
     }
+    if !arm.methods().contains(&layer.method()) {
+        return Err(format!("layer {layer} needs method {}, which does not apply to arm {}", layer.method(), arm.name));
+    }
+    if !(2..=MAX_CHAIN_RESOLUTION).contains(&cfg.resolution) {
+        return Err(format!("resolution must be in 2..={MAX_CHAIN_RESOLUTION}, got {}", cfg.resolution));
+    }
+    if !(cfg.margin.is_finite() && (0.0..=2.0).contains(&cfg.margin)) {
+        return Err(format!("margin must be in [0, 2], got {}", cfg.margin));
+    }
+    if !(2..=MAX_CHAIN_SAMPLES).contains(&cfg.samples) {
+        return Err(format!("samples must be in 2..={MAX_CHAIN_SAMPLES}, got {}", cfg.samples));
+    }
+    if !(cfg.tolerance.is_finite() && cfg.tolerance > 0.0) {
+        return Err(format!("tolerance must be > 0, got {}", cfg.tolerance));
+    }
+    cfg.settings.validate(cfg.tolerance)?;
+    Ok(())
+}
 
-    /// The mapped rectangle: every tip the arm reaches, and the margin beyond.
-    pub fn extent(&self) -> Extent {
-        let chain = &self.arm.chain;
-        let reach = chain.reach();
-        let (lo, hi) = chain.rail().map_or((0.0, 0.0), |t| (t.min, t.max));
-        let pad = reach * self.margin;
-        Extent { x: [-reach - pad, reach + pad], y: [lo - reach - pad, hi + reach + pad] }
-    }
+/// The mapped rectangle of `arm`: every tip it reaches, and `margin` (a share of the reach)
+/// beyond.
+pub fn extent(arm: &Arm, margin: f64) -> Extent {
+    let chain = &arm.chain;
+    let reach = chain.reach();
+    let (lo, hi) = chain.rail().map_or((0.0, 0.0), |t| (t.min, t.max));
+    let pad = reach * margin;
+    Extent { x: [-reach - pad, reach + pad], y: [lo - reach - pad, hi + reach + pad] }
 }
 
 /// A rectangle of the plane, metres.
@@ -227,70 +206,63 @@ fn center(extent: &Extent, n: usize, col: usize, row: usize) -> Point2 {
     Point2::new(extent.x[0] + (col as f64 + 0.5) * w, extent.y[0] + (row as f64 + 0.5) * h)
 }
 
-/// Why a chain atlas was not made.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ChainAtlasError {
-    /// A setting was out of range.
-    #[error("{0}")]
-    Invalid(String),
-    /// The layer's method needs a net that was not given.
-    #[error(transparent)]
-    NoNet(#[from] SolveError),
-    /// The progress callback asked to stop.
-    #[error("the chain atlas was stopped")]
-    Cancelled,
-}
-
-/// The map of `cfg.layer` on `cfg.arm`, answering with `nets` (the layer's method must have its
-/// net); `progress(rows_done, rows)` is called after each row and stops the run by returning
-/// false.
-pub fn chain_atlas(
-    cfg: &ChainAtlasConfig,
+/// The map of `layer` on `arm`, answering with `nets` (the layer's method must have its net);
+/// `progress(rows_done, rows)` is called after each row and stops the run by returning false
+/// (`Ok(None)`). The one entry point is [`super::compute`].
+pub(super) fn compute(
+    arm: &Arm,
+    layer: ChainLayer,
+    cfg: &AtlasConfig,
     nets: Nets<'_>,
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
-) -> Result<ChainAtlas, ChainAtlasError> {
-    cfg.validate().map_err(ChainAtlasError::Invalid)?;
-    let method = cfg.layer.method();
+) -> Result<Option<ChainAtlas>, AtlasError> {
+    validate(arm, layer, cfg).map_err(AtlasError::Invalid)?;
+    let method = layer.method();
     // A method without its net is refused before any cell, with the core's own error.
-    let no_net = SolveError::NoNet(method);
     if crate::chain::solve::net_needed(method, cfg.settings.seeds).is_some_and(|k| nets.get(k).is_none()) {
-        return Err(no_net.into());
+        return Err(SolveError::NoNet(method).into());
     }
     let n = cfg.resolution;
-    let extent = cfg.extent();
+    let extent = extent(arm, cfg.margin);
     let mut cells = vec![None; n * n];
     let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
-    cells.par_chunks_mut(n).enumerate().try_for_each(|(row, out)| {
+    let run = cells.par_chunks_mut(n).enumerate().try_for_each(|(row, out)| {
         if stop.load(Ordering::Relaxed) {
-            return Err(ChainAtlasError::Cancelled);
+            return Err(None::<SolveError>);
         }
         let mut rng = rng(cfg.seed, Stream::ChainAtlas, row as u64);
-        let mut probe = ExactSampler::new(&cfg.arm);
+        let mut probe = ExactSampler::new(arm);
         probe.batch = PROBE_BATCH;
         let mut buf = Vec::new();
         for (col, cell) in out.iter_mut().enumerate() {
             let target = center(&extent, n, col, row);
-            *cell = value(cfg, nets, &probe, target, &mut rng, &mut buf)?;
+            *cell = value(arm, layer, cfg, nets, &probe, target, &mut rng, &mut buf).map_err(Some)?;
         }
         if !progress(done.fetch_add(1, Ordering::Relaxed) + 1, n) {
             stop.store(true, Ordering::Relaxed);
-            return Err(ChainAtlasError::Cancelled);
+            return Err(None::<SolveError>);
         }
         Ok(())
-    })?;
-    Ok(ChainAtlas { arm: cfg.arm.name.clone(), layer: cfg.layer, resolution: n, extent, cells })
+    });
+    match run {
+        Ok(()) => Ok(Some(ChainAtlas { arm: arm.name.clone(), layer, resolution: n, extent, cells })),
+        Err(Some(e)) => Err(e.into()),
+        Err(None) => Ok(None),
+    }
 }
 
 /// One cell's value (`None`: unreachable).
+#[allow(clippy::too_many_arguments)]
 fn value(
-    cfg: &ChainAtlasConfig,
+    arm: &Arm,
+    layer: ChainLayer,
+    cfg: &AtlasConfig,
     nets: Nets<'_>,
     probe: &ExactSampler<'_>,
     target: Point2,
     rng: &mut rand_chacha::ChaCha8Rng,
     buf: &mut Vec<f64>,
 ) -> Result<Option<f64>, SolveError> {
-    let (arm, layer) = (&cfg.arm, cfg.layer);
     let d = arm.coords();
     if probe.pool(target, 0.0, rng).w.is_empty() {
         return Ok(None);
@@ -315,8 +287,14 @@ mod tests {
     use crate::arm::ArmKind;
     use crate::chain::nets::{ChainNet, NetConfig, NetKind};
 
-    fn small(arm: &Arm, layer: ChainLayer) -> ChainAtlasConfig {
-        ChainAtlasConfig { resolution: 16, samples: 8, ..ChainAtlasConfig::new(arm.clone(), layer) }
+    fn small() -> AtlasConfig {
+        AtlasConfig { resolution: 16, samples: 8, ..defaults() }
+    }
+
+    /// The whole map of `layer` on `arm` (the one entry point's chain half; the entry point
+    /// itself is tested in the parent).
+    fn map(arm: &Arm, layer: ChainLayer, cfg: &AtlasConfig, nets: Nets<'_>) -> Result<ChainAtlas, AtlasError> {
+        Ok(compute(arm, layer, cfg, nets, &|_, _| true)?.expect("never stopped"))
     }
 
     /// After brief training on 3r the MSE answer (the mean of solutions spread over a circle of
@@ -332,8 +310,8 @@ mod tests {
         let mdn = ChainNet::train(&arm, NetKind::Mdn, &cfg, |_, _| true).unwrap();
         let nets = Nets::of([&mse, &mdn]);
         let mut maps: Vec<ChainAtlas> =
-            ChainLayer::ALL.iter().map(|&l| chain_atlas(&small(&arm, l), nets, &|_, _| true).unwrap()).collect();
-        let rail3 = chain_atlas(&small(&ArmKind::Rail3.arm(), ChainLayer::ExactSpread), nets, &|_, _| true).unwrap();
+            ChainLayer::ALL.iter().map(|&l| map(&arm, l, &small(), nets).unwrap()).collect();
+        let rail3 = map(&ArmKind::Rail3.arm(), ChainLayer::ExactSpread, &small(), nets).unwrap();
         let mean = |a: &ChainAtlas| {
             let v: Vec<f64> = a.cells.iter().flatten().copied().collect();
             v.iter().sum::<f64>() / v.len() as f64
@@ -362,18 +340,21 @@ mod tests {
     #[test]
     fn missing_nets_bad_settings_and_a_stop_are_refused() {
         let arm = ArmKind::ThreeR.arm();
-        let e = chain_atlas(&small(&arm, ChainLayer::MdnResim), Nets::default(), &|_, _| true).unwrap_err();
-        assert_eq!(e, ChainAtlasError::NoNet(SolveError::NoNet(SolverId::Learned(HeadKind::Mdn))));
+        let e = map(&arm, ChainLayer::MdnResim, &small(), Nets::default()).unwrap_err();
+        assert_eq!(e, AtlasError::NoNet(SolveError::NoNet(SolverId::Learned(HeadKind::Mdn))));
         for bad in [
-            ChainAtlasConfig { resolution: 1, ..small(&arm, ChainLayer::ExactSpread) },
-            ChainAtlasConfig { samples: 0, ..small(&arm, ChainLayer::ExactSpread) },
-            ChainAtlasConfig { margin: f64::NAN, ..small(&arm, ChainLayer::ExactSpread) },
-            small(&ArmKind::TwoR.arm(), ChainLayer::ExactSpread),
+            AtlasConfig { resolution: 1, ..small() },
+            AtlasConfig { samples: 0, ..small() },
+            AtlasConfig { margin: f64::NAN, ..small() },
         ] {
-            assert!(matches!(chain_atlas(&bad, Nets::default(), &|_, _| true), Err(ChainAtlasError::Invalid(_))));
+            let e = map(&arm, ChainLayer::ExactSpread, &bad, Nets::default());
+            assert!(matches!(e, Err(AtlasError::Invalid(_))), "{bad:?}");
         }
-        let stopped = chain_atlas(&small(&arm, ChainLayer::ExactSpread), Nets::default(), &|done, _| done < 2);
-        assert_eq!(stopped.unwrap_err(), ChainAtlasError::Cancelled);
+        // No chain layer on the two-link arm.
+        let e = map(&ArmKind::TwoR.arm(), ChainLayer::ExactSpread, &small(), Nets::default());
+        assert!(matches!(e, Err(AtlasError::Invalid(ref m)) if m.contains("redundant chain")), "{e:?}");
+        let stopped = compute(&arm, ChainLayer::ExactSpread, &small(), Nets::default(), &|done, _| done < 2).unwrap();
+        assert_eq!(stopped, None);
         for l in ChainLayer::ALL {
             assert_eq!(l.key().parse::<ChainLayer>().unwrap(), l);
         }

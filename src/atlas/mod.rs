@@ -18,20 +18,32 @@
 //!
 //! Learned heads answer a whole grid with batched inference
 //! ([`LearnedModel::predict_batch`](crate::learned::LearnedModel::predict_batch)). [`paint`] turns a
-//! map into pixels and a colour key. [`chain`] maps a redundant chain's methods the same way
-//! ([`chain::chain_atlas`]).
+//! map into pixels and a colour key. [`chain`] maps a redundant chain's methods the same way.
+//!
+//! Every arm goes through one entry point, [`compute`]`(arm, solver, trained, cfg, progress)`,
+//! with one configuration ([`AtlasConfig`], [`AtlasConfig::for_arm`]) and one result ([`Map`]).
+//! Which layers apply is the arm's answer ([`MapLayer::of`]): the layers above where the arm has
+//! a closed form, a chain layer where its method is one of the arm's chain methods; the layer that
+//! shows the solver decides which map is made ([`choose`]), and a solver with no map on the arm
+//! is refused naming those that have one.
 
 pub mod chain;
+pub mod config;
 pub mod paint;
 
+pub use config::{AtlasConfig, AtlasError, MAX_RESOLUTION, MAX_SAMPLES};
+
 use crate::analytic::{Branches, solve_branches};
+use crate::arm::Arm;
+use crate::chain::solve::Nets;
 use crate::envelope::Reason;
-use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm};
-use crate::learned::{BatchAnswer, Output, PredictScratch};
-use crate::lineup::{Lineup, SolverId};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm};
+use crate::learned::{BatchAnswer, HeadKind, LearnedModel, Output, PredictScratch};
+use crate::lineup::{Lineup, SolverId, Table};
 use crate::plant::droop;
 use crate::rng::{Stream, rng};
 use crate::solver::{Solution, SolveStatus};
+use chain::{ChainAtlas, ChainLayer, Extent};
 use rand::RngExt;
 use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
@@ -127,88 +139,24 @@ impl BranchClass {
 /// Joint distance (radians) within which an answer counts as near a branch or the average.
 pub const BRANCH_THRESHOLD: f64 = 0.15;
 
-/// Everything that defines an atlas.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AtlasConfig {
-    /// Cells per side.
-    pub resolution: usize,
-    /// How far beyond the rim the map reaches, as a fraction of the reach.
-    pub margin: f64,
-    /// Standard deviation of the joint noise of the silent layer, radians.
-    pub noise: f64,
-    /// Backlash half-width of the silent layer, radians: each joint lands uniformly in the play.
-    pub backlash: f64,
-    /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
-    pub mismatch: Mismatch,
-    /// Stiction band of the silent layer, radians: a joint at rest stops anywhere within the
-    /// band of its command (which side depends on where it came from, which a map does not
-    /// know, so uniformly within it).
-    pub friction: f64,
-    /// Link flex of the silent layer ([`crate::plant::droop`]), radians of droop stretched out.
-    pub flex: f64,
-    /// Noise samples per cell of the silent layer (0: no silent layer).
-    pub samples: usize,
-    /// A tip error above this (metres) counts as a miss in the silent layer.
-    pub tolerance: f64,
-    /// Seed of the silent layer's noise.
-    pub seed: u64,
-}
-
-impl Default for AtlasConfig {
-    fn default() -> Self {
-        Self {
-            resolution: 128,
-            margin: 0.25,
-            noise: 0.02,
-            backlash: 0.0,
-            mismatch: Mismatch::NONE,
-            friction: 0.0,
-            flex: 0.0,
-            samples: 4,
-            tolerance: 0.05,
-            seed: 0,
+impl AtlasConfig {
+    /// The default map on `arm`: [`AtlasConfig::default`] where its layers are the two-link
+    /// arm's; on a chain 48 × 48 cells, a 10 % margin, 16 answers per cell, 1 mm tolerance and
+    /// the experiment's solver settings.
+    pub fn for_arm(arm: &Arm) -> Self {
+        match MapLayer::of(arm).first() {
+            Some(MapLayer::Chain(_)) => chain::defaults(),
+            _ => Self::default(),
         }
     }
-}
 
-/// Largest resolution accepted (cells per side).
-pub const MAX_RESOLUTION: usize = 1024;
-/// Most noise samples per cell.
-pub const MAX_SAMPLES: usize = 64;
-
-impl AtlasConfig {
-    /// Checks every field, with a message naming the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(2..=MAX_RESOLUTION).contains(&self.resolution) {
-            return Err(format!("resolution must be in 2..={MAX_RESOLUTION}, got {}", self.resolution));
+    /// Checks every field a map of `layer` on `arm` uses, with a message naming the first bad
+    /// one.
+    pub fn validate_for(&self, arm: &Arm, layer: MapLayer) -> Result<(), String> {
+        match layer {
+            MapLayer::TwoLink(_) => self.validate(),
+            MapLayer::Chain(l) => chain::validate(arm, l, self),
         }
-        if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
-            return Err(format!("margin must be in [0, 2], got {}", self.margin));
-        }
-        if !(self.noise.is_finite() && (0.0..=1.0).contains(&self.noise)) {
-            return Err(format!("noise must be in [0, 1] rad, got {}", self.noise));
-        }
-        if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
-            return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
-        }
-        for (name, v) in [("friction", self.friction), ("flex", self.flex)] {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(format!("{name} must be in [0, 1] rad, got {v}"));
-            }
-        }
-        let m = self.mismatch;
-        let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
-        if !m.length_error.iter().chain(&offsets).all(|v| v.is_finite() && v.abs() <= 0.5) {
-            return Err(format!("mismatch errors and offsets must be within ±0.5, got {m:?}"));
-        }
-        if self.samples > MAX_SAMPLES {
-            return Err(format!("samples must be at most {MAX_SAMPLES}, got {}", self.samples));
-        }
-        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
-            return Err(format!("tolerance must be > 0, got {}", self.tolerance));
-        }
-        Ok(())
     }
 }
 
@@ -414,15 +362,11 @@ fn row_cells_body(
     true
 }
 
-/// Maps `solver` over the workspace of `lineup`'s arm, rows in parallel on rayon's pool (the
-/// result does not depend on the number of threads).
-pub fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
-    Ok(compute_observed(lineup, solver, cfg, &|_, _| true)?.expect("a run that is never stopped completes"))
-}
-
-/// [`compute`], telling `progress(rows done, rows)` after each row (from several threads); when
-/// it answers false, the rows not yet started are skipped and the answer is `Ok(None)`.
-pub fn compute_observed(
+/// Maps `solver` over the workspace of `lineup`'s two-link arm, rows in parallel on rayon's
+/// pool (the result does not depend on the number of threads), telling `progress(rows done,
+/// rows)` after each row (from several threads); when it answers false, the rows not yet
+/// started are skipped and the answer is `Ok(None)`. The one entry point is [`compute`].
+fn two_link(
     lineup: &Lineup,
     solver: SolverId,
     cfg: &AtlasConfig,
@@ -430,12 +374,6 @@ pub fn compute_observed(
 ) -> Result<Option<Atlas>, String> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     cfg.validate()?;
-    if !SolverId::TWO_LINK.contains(&solver) {
-        return Err(format!(
-            "{} answers on a chain, and this map is of the two-link arm (map a chain with --arm)",
-            solver.name()
-        ));
-    }
     // The silent layer's plant: an error, never the nominal arm in its place (which would show
     // no mismatch at all).
     let real = RealArm::with_mismatch(&lineup.arm, cfg.mismatch)
@@ -479,15 +417,302 @@ pub fn compute_observed(
     Ok(Some(Atlas { solver, resolution: n, half_width, cells, samples: cfg.samples, missing }))
 }
 
+/// A layer of any arm's map: the two-link arm's (one map of a solver holds all five) or a
+/// chain's (one method's figure each). Which apply to an arm is the arm's answer
+/// ([`MapLayer::of`]), read from what it offers: the two-link layers where it has a closed
+/// form (they classify answers by its branches), a chain layer where its method is one of the
+/// arm's chain methods ([`Arm::methods`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapLayer {
+    /// A layer of the two-link map.
+    TwoLink(Layer),
+    /// A chain map's layer.
+    Chain(ChainLayer),
+}
+
+impl MapLayer {
+    /// Every layer: the two-link arm's in menu order, then the chains'.
+    pub const ALL: [MapLayer; Layer::ALL.len() + ChainLayer::ALL.len()] = {
+        let mut all = [MapLayer::TwoLink(Layer::Miss); Layer::ALL.len() + ChainLayer::ALL.len()];
+        let mut i = 0;
+        while i < Layer::ALL.len() {
+            all[i] = MapLayer::TwoLink(Layer::ALL[i]);
+            i += 1;
+        }
+        while i < all.len() {
+            all[i] = MapLayer::Chain(ChainLayer::ALL[i - Layer::ALL.len()]);
+            i += 1;
+        }
+        all
+    };
+
+    /// Key on the command line.
+    pub const fn key(self) -> &'static str {
+        match self {
+            MapLayer::TwoLink(l) => l.key(),
+            MapLayer::Chain(l) => l.key(),
+        }
+    }
+
+    /// What the layer shows, for a caption.
+    pub const fn caption(self) -> &'static str {
+        match self {
+            MapLayer::TwoLink(l) => l.caption(),
+            MapLayer::Chain(l) => l.caption(),
+        }
+    }
+
+    /// The one solver the layer shows (a chain layer is one method's figure); `None` for a
+    /// two-link layer, which every solver of the arm has.
+    pub const fn solver(self) -> Option<SolverId> {
+        match self {
+            MapLayer::TwoLink(_) => None,
+            MapLayer::Chain(l) => Some(l.method()),
+        }
+    }
+
+    /// Whether the layer applies to `arm`.
+    pub fn applies_to(self, arm: &Arm) -> bool {
+        match self {
+            MapLayer::TwoLink(_) => arm.closed_form().is_some(),
+            MapLayer::Chain(l) => arm.methods().contains(&l.method()),
+        }
+    }
+
+    /// Whether the layer shows `solver` on `arm` (where it applies).
+    pub fn shows(self, solver: SolverId, arm: &Arm) -> bool {
+        self.solver().map_or_else(|| arm.solvers().contains(&solver), |s| s == solver)
+    }
+
+    /// The layers of `arm`'s maps, in menu order; the first is its default.
+    pub fn of(arm: &Arm) -> Vec<MapLayer> {
+        Self::ALL.into_iter().filter(|l| l.applies_to(arm)).collect()
+    }
+
+    /// The arms a layer is for, in a sentence.
+    const fn arms(self) -> &'static str {
+        match self {
+            MapLayer::TwoLink(_) => "the two-link arm (2r)",
+            MapLayer::Chain(_) => "chains (--arm 3r, rail3 or so101, or three or more --lengths)",
+        }
+    }
+}
+
+crate::keys::keyed!(MapLayer, "layer");
+
+/// The solvers mapped on `arm`, in its tables' order: those some layer of its shows.
+pub fn solvers(arm: &Arm) -> Vec<SolverId> {
+    let layers = MapLayer::of(arm);
+    arm.solvers().iter().copied().filter(|&s| layers.iter().any(|l| l.shows(s, arm))).collect()
+}
+
+/// The solver and layer of a map on `arm` from what was asked (either may be left out): the
+/// squared-error head or net by default, the arm's first layer that shows the solver. A layer
+/// that does not apply to the arm, a solver with no map on it, or a layer of another solver is
+/// refused in one sentence naming what applies.
+pub fn choose(arm: &Arm, solver: Option<SolverId>, layer: Option<MapLayer>) -> Result<(SolverId, MapLayer), String> {
+    let layers = MapLayer::of(arm);
+    let keys = |ls: &[MapLayer]| ls.iter().map(|l| l.key()).collect::<Vec<_>>().join(", ");
+    if let Some(l) = layer.filter(|l| !layers.contains(l)) {
+        return Err(format!("layer {l} is for {}; on {} the layers are {}", l.arms(), arm.name, keys(&layers)));
+    }
+    let solver = solver.or(layer.and_then(MapLayer::solver)).unwrap_or(SolverId::Learned(HeadKind::Mse));
+    let mapped = solvers(arm);
+    if !mapped.contains(&solver) {
+        let names: Vec<&str> = mapped.iter().map(|s| s.key()).collect();
+        return Err(format!("{solver} has no map on {}; the solvers mapped there are {}", arm.name, names.join(", ")));
+    }
+    match layer {
+        Some(l) if l.shows(solver, arm) => Ok((solver, l)),
+        Some(l) => {
+            let own: Vec<MapLayer> = layers.into_iter().filter(|o| o.shows(solver, arm)).collect();
+            Err(format!(
+                "layer {l} shows {}, not {solver}; {solver}'s layer on {} is {}",
+                l.solver().map_or("every solver", SolverId::key),
+                arm.name,
+                keys(&own)
+            ))
+        }
+        None => layers
+            .into_iter()
+            .find(|l| l.shows(solver, arm))
+            .map(|l| (solver, l))
+            .ok_or_else(|| format!("{solver} has no layer on {}", arm.name)),
+    }
+}
+
+/// The trained models a map may answer with: the two-link heads, the chain's nets.
+#[derive(Debug, Clone, Default)]
+pub struct Trained<'a> {
+    /// The two-link arm's heads (`None`: that head has no model; its map is missing).
+    pub heads: Table<HeadKind, Option<&'a LearnedModel>>,
+    /// The chain's nets (a layer whose method lacks its net is refused).
+    pub nets: Nets<'a>,
+}
+
+/// One map, of any arm: the two-link map (every layer per cell) or a chain's (one layer).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Map {
+    /// A two-link map.
+    TwoLink(Atlas),
+    /// A chain map.
+    Chain(ChainAtlas),
+}
+
+impl Map {
+    /// Cells per side.
+    pub fn resolution(&self) -> usize {
+        match self {
+            Map::TwoLink(a) => a.resolution,
+            Map::Chain(c) => c.resolution,
+        }
+    }
+
+    /// The mapped rectangle, metres (the two-link map's is a square centred on the base).
+    pub fn extent(&self) -> Extent {
+        match self {
+            Map::TwoLink(a) => Extent { x: [-a.half_width, a.half_width], y: [-a.half_width, a.half_width] },
+            Map::Chain(c) => c.extent,
+        }
+    }
+
+    /// A cell's width and height, metres.
+    pub fn cell_size(&self) -> (f64, f64) {
+        let (e, n) = (self.extent(), self.resolution() as f64);
+        ((e.x[1] - e.x[0]) / n, (e.y[1] - e.y[0]) / n)
+    }
+
+    /// The centre of cell `(col, row)` (row 0 at the bottom).
+    pub fn center(&self, col: usize, row: usize) -> Point2 {
+        match self {
+            Map::TwoLink(a) => Atlas::center(a.resolution, a.half_width, col, row),
+            Map::Chain(c) => c.center(col, row),
+        }
+    }
+
+    /// What the map shows on `layer`, for a caption: the solver (two-link) or the arm (chain).
+    pub fn caption(&self, layer: MapLayer) -> String {
+        match self {
+            Map::TwoLink(a) => format!("{}: {}", a.solver.name(), layer.caption()),
+            Map::Chain(c) => format!("{}: {}", c.arm, c.layer.caption()),
+        }
+    }
+
+    /// Why the map has no cells (a two-link head without a model), if so.
+    pub fn missing(&self) -> Option<&str> {
+        match self {
+            Map::TwoLink(a) => a.missing.as_deref(),
+            Map::Chain(_) => None,
+        }
+    }
+
+    /// Cells some solution reaches, where the map knows (a chain's exact sampler decides).
+    pub fn reachable(&self) -> Option<usize> {
+        match self {
+            Map::TwoLink(_) => None,
+            Map::Chain(c) => Some(c.cells.iter().filter(|v| v.is_some()).count()),
+        }
+    }
+}
+
+/// The rims drawn on `arm`'s maps: the annulus of its closed form (inner radius and reach),
+/// none on a chain.
+pub fn rims(arm: &Arm) -> Vec<f64> {
+    arm.closed_form().map_or_else(Vec::new, |a| vec![a.inner_radius(), a.reach()])
+}
+
+/// The one entry point: the map of `solver` on `arm` with the `trained` models, rows in parallel
+/// (the result does not depend on the number of threads). The layer that shows the solver
+/// decides which map is made ([`MapLayer::of`], [`choose`]): the two-link map holds every
+/// two-link layer per cell; a chain's holds its solver's layer. `progress(rows done, rows)` is
+/// told after each row; when it answers false the rows not yet started are skipped and the
+/// answer is `Ok(None)`.
+pub fn compute(
+    arm: &Arm,
+    solver: SolverId,
+    trained: Trained<'_>,
+    cfg: &AtlasConfig,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<Option<Map>, AtlasError> {
+    let (solver, layer) = choose(arm, Some(solver), None).map_err(AtlasError::Invalid)?;
+    match layer {
+        MapLayer::TwoLink(_) => {
+            let closed =
+                arm.closed_form().ok_or_else(|| AtlasError::Invalid(format!("{} has no closed form", arm.name)))?;
+            let lineup = Lineup::new(closed, trained.heads);
+            Ok(two_link(&lineup, solver, cfg, progress).map_err(AtlasError::Invalid)?.map(Map::TwoLink))
+        }
+        MapLayer::Chain(l) => Ok(chain::compute(arm, l, cfg, trained.nets, progress)?.map(Map::Chain)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinematics::TwoLinkArm;
+    use crate::kinematics::{Mismatch, TwoLinkArm};
     use crate::learned::{HeadKind, TrainConfig, Trainer};
     use crate::lineup::Table;
 
     fn cfg() -> AtlasConfig {
         AtlasConfig { resolution: 48, samples: 2, ..AtlasConfig::default() }
+    }
+
+    /// The two-link map of `solver` with `lineup`'s heads, through the one entry point.
+    pub(super) fn compute(lineup: &Lineup, solver: SolverId, cfg: &AtlasConfig) -> Result<Atlas, String> {
+        let trained = Trained { heads: lineup.models.clone(), ..Trained::default() };
+        match super::compute(&Arm::two_link(lineup.arm), solver, trained, cfg, &|_, _| true) {
+            Ok(Some(Map::TwoLink(a))) => Ok(a),
+            Ok(other) => panic!("a two-link map expected, got {other:?}"),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// One entry point maps every arm: the layers, the solvers and the kind of map follow from
+    /// the arm (the two-link map on a closed form, a chain map on a chain), and a solver with no
+    /// map on the arm is refused naming those that have one.
+    #[test]
+    fn one_entry_point_maps_both_kinds_of_arm() {
+        use crate::arm::ArmKind;
+        let (two, rail3) = (ArmKind::TwoR.arm(), ArmKind::Rail3.arm());
+        assert_eq!(MapLayer::of(&two), Layer::ALL.map(MapLayer::TwoLink).to_vec());
+        assert_eq!(MapLayer::of(&rail3), ChainLayer::ALL.map(MapLayer::Chain).to_vec());
+        assert_eq!(solvers(&two), SolverId::TWO_LINK.to_vec());
+        let chain_keys: Vec<&str> = solvers(&rail3).iter().map(|s| s.key()).collect();
+        assert_eq!(chain_keys, ["mse", "mdn", "hybrid", "exact"]);
+        let small = AtlasConfig { resolution: 8, samples: 0, ..AtlasConfig::for_arm(&two) };
+        let map = super::compute(&two, SolverId::Analytic, Trained::default(), &small, &|_, _| true).unwrap();
+        assert!(matches!(&map, Some(Map::TwoLink(a)) if a.cells.len() == 64 && a.solver == SolverId::Analytic));
+        assert_eq!(rims(&two), vec![0.0, 2.0]);
+        let small = AtlasConfig { resolution: 6, samples: 4, ..AtlasConfig::for_arm(&rail3) };
+        assert_eq!((small.margin, small.tolerance), (0.1, 1e-3), "the chain's defaults");
+        let map = super::compute(&rail3, SolverId::Exact, Trained::default(), &small, &|_, _| true).unwrap();
+        let Some(Map::Chain(c)) = &map else { panic!("a chain map: {map:?}") };
+        assert_eq!((c.layer, c.cells.len()), (ChainLayer::ExactSpread, 36));
+        assert!(rims(&rail3).is_empty() && map.as_ref().unwrap().reachable().is_some_and(|r| r > 0));
+        for (arm, solver, needle) in [
+            (
+                &rail3,
+                SolverId::Analytic,
+                "analytic has no map on rail3; the solvers mapped there are mse, mdn, hybrid, exact",
+            ),
+            (&rail3, SolverId::Flow, "flow has no map on rail3"),
+            (&two, SolverId::Flow, "flow has no map on 2r; the solvers mapped there are analytic, elbow-up"),
+        ] {
+            let e = super::compute(arm, solver, Trained::default(), &small, &|_, _| true).unwrap_err();
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+        let mdn = SolverId::Learned(HeadKind::Mdn);
+        assert_eq!(
+            choose(&rail3, None, None).unwrap(),
+            (SolverId::Learned(HeadKind::Mse), MapLayer::Chain(ChainLayer::MseMiss))
+        );
+        assert_eq!(choose(&rail3, Some(mdn), None).unwrap().1, MapLayer::Chain(ChainLayer::MdnResim));
+        assert_eq!(choose(&two, Some(mdn), None).unwrap().1, MapLayer::TwoLink(Layer::Miss));
+        let e = choose(&rail3, Some(mdn), Some(MapLayer::Chain(ChainLayer::ExactSpread))).unwrap_err();
+        assert!(e.contains("layer exact-spread shows exact, not mdn") && e.contains("mdn-resim"), "{e}");
+        let e = choose(&two, None, Some(MapLayer::Chain(ChainLayer::ExactSpread))).unwrap_err();
+        assert!(e.contains("layer exact-spread is for chains") && e.contains("miss, branch"), "{e}");
     }
 
     #[test]
@@ -578,7 +803,7 @@ mod tests {
         let lineup = Lineup::new(arm, Table::from_fn(|h| models.iter().find(|m| m.kind == h)));
         let cfg = AtlasConfig { resolution: 16, samples: 0, ..AtlasConfig::default() };
         for id in [SolverId::Flow, SolverId::Hybrid, SolverId::Exact] {
-            assert!(compute(&lineup, id, &cfg).unwrap_err().contains("answers on a chain"), "{id}");
+            assert!(compute(&lineup, id, &cfg).unwrap_err().contains("has no map on 2r"), "{id}");
         }
         for solver in SolverId::TWO_LINK {
             let atlas = compute(&lineup, solver, &cfg).unwrap();

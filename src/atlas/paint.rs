@@ -9,7 +9,7 @@
 //! [`NO_VALUE`], a colour on no bar, and the key names it ([`no_value`]).
 
 use super::chain::{ChainAtlas, ChainLayer};
-use super::{Atlas, AtlasCell, BranchClass, Layer};
+use super::{Atlas, AtlasCell, BranchClass, Layer, Map, MapLayer};
 use crate::envelope::Reason;
 
 /// An sRGB colour with alpha, 0-255 per channel.
@@ -177,6 +177,42 @@ pub fn chain_pixels(atlas: &ChainAtlas) -> Vec<u8> {
         .collect()
 }
 
+/// The key of any map's `layer`.
+pub fn layer_key(layer: MapLayer) -> Key {
+    match layer {
+        MapLayer::TwoLink(l) => key(l),
+        MapLayer::Chain(l) => chain_key(l),
+    }
+}
+
+/// Colour at `t` in [0, 1] along the bar of any map's continuous `layer`.
+pub fn layer_scale_color(layer: MapLayer, t: f64) -> Rgba {
+    match layer {
+        MapLayer::TwoLink(l) => scale_color(l, t),
+        MapLayer::Chain(l) => chain_scale_color(l, t),
+    }
+}
+
+/// What the cells without a value on any map's `layer` are, for the key (`None` where every
+/// cell has one).
+pub fn layer_no_value(layer: MapLayer) -> Option<(&'static str, Rgba)> {
+    match layer {
+        MapLayer::TwoLink(l) => no_value(l),
+        MapLayer::Chain(_) => Some(chain_no_value()),
+    }
+}
+
+/// Every cell's colour on `layer`, row by row from the bottom row, each left to right (the
+/// order of [`Map::center`]); a chain map paints the layer it holds. Empty for a map without
+/// cells or a two-link map asked for a chain's layer.
+pub fn cell_colors(map: &Map, layer: MapLayer) -> Vec<Rgba> {
+    match (map, layer) {
+        (Map::TwoLink(a), MapLayer::TwoLink(l)) => a.cells.iter().map(|c| cell_color(c, l)).collect(),
+        (Map::TwoLink(_), MapLayer::Chain(_)) => Vec::new(),
+        (Map::Chain(c), _) => c.cells.iter().map(|&v| chain_color(c.layer, v)).collect(),
+    }
+}
+
 /// The atlas as RGBA pixels, `resolution` × `resolution`, top row (largest y) first as image
 /// formats expect. An atlas without cells paints nothing.
 pub fn pixels(atlas: &Atlas, layer: Layer) -> Vec<u8> {
@@ -225,7 +261,7 @@ mod tests {
     fn pixels_put_the_top_row_first_and_every_layer_paints_every_cell() {
         let lineup = Lineup::new(TwoLinkArm::default(), Table::default());
         let cfg = super::super::AtlasConfig { resolution: 16, samples: 1, ..Default::default() };
-        let atlas = super::super::compute(&lineup, SolverId::Analytic, &cfg).unwrap();
+        let atlas = super::super::tests::compute(&lineup, SolverId::Analytic, &cfg).unwrap();
         for layer in Layer::ALL {
             let px = pixels(&atlas, layer);
             assert_eq!(px.len(), 16 * 16 * 4);

@@ -29,7 +29,6 @@
 
 pub mod arm;
 pub mod dls;
-pub mod explain;
 pub mod manifold;
 pub mod mmd;
 pub mod model;

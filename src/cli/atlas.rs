@@ -1,59 +1,39 @@
-//! `elbow atlas`: the workspace atlas of one solver as a PNG or SVG figure, the same map the app
-//! draws under the arm, with the annulus rims and the layer's colour key; on a chain
-//! (`--arm 3r|rail3`), the map of one method's layer ([`chain_atlas`]).
+//! `elbow atlas`: the workspace atlas of one solver on any arm as a PNG or SVG figure, the same
+//! map the app draws under the arm, with the layer's colour key (and the annulus rims where the
+//! arm has a closed form). Every arm goes through the one entry point,
+//! [`elbow::atlas::compute`]: the arm answers which layers and solvers it has
+//! ([`elbow::atlas::choose`]); only the models a map answers with are made per kind (a
+//! two-link head, a chain's nets).
 
 use super::arm::{chain_nets, two_link_head};
 use super::figure::{Canvas, FONT, Output};
 use super::{AppArm, ArmChoice, Failure, Range, SignedPair, count, real, seed};
 use clap::Args;
 use elbow::arm::Arm;
-use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
-use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, compute_observed, paint};
+use elbow::atlas::chain::{ChainLayer, Extent};
+use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, MapLayer, Trained, choose, compute, paint, rims};
+use elbow::chain::ChainModel;
 use elbow::kinematics::{Mismatch, Point2, Pose};
 use elbow::learned::{LearnedModel, TrainConfig};
-use elbow::{HeadKind, Lineup, SolverId, Table};
+use elbow::{HeadKind, SolverId};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::PathBuf;
 
-/// A layer of either map: the two-link atlas's or a chain's.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum AnyLayer {
-    /// A two-link layer.
-    TwoLink(Layer),
-    /// A chain layer.
-    Chain(ChainLayer),
-}
-
-impl std::str::FromStr for AnyLayer {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        s.parse::<Layer>().map(AnyLayer::TwoLink).or_else(|_| s.parse::<ChainLayer>().map(AnyLayer::Chain)).map_err(
-            |_| {
-                format!(
-                    "layer must be one of {} (two-link arm) or {} (chains); got `{s}`",
-                    elbow::keys::keys::<Layer>(),
-                    elbow::keys::keys::<ChainLayer>()
-                )
-            },
-        )
-    }
-}
-
 /// Arguments of `elbow atlas`.
 #[derive(Debug, Args)]
 pub(crate) struct AtlasArgs {
-    /// Two-link arm: the solver mapped (a learned head is trained first, unless `--model` gives
-    /// it) [default: mse].
+    /// The solver mapped (a learned head or net is trained first, unless `--model` gives it)
+    /// [default: mse]. Two-link arm: any of its solvers; chains: mse, mdn, hybrid or exact
+    /// (each has its layer).
     #[arg(long)]
     solver: Option<SolverId>,
     /// What colours the cells. Two-link arm: miss, branch, confidence, envelope or silent
     /// [default: miss]. Chains: mse-miss (tip miss of the MSE answer), mdn-resim (mean tip miss
     /// of the MDN's samples), exact-spread (the exact posterior's spread) or hybrid-success
-    /// (share of hybrid solutions within 1 mm) [default: mse-miss].
+    /// (share of hybrid solutions within 1 mm) [default: the solver's, mse-miss].
     #[arg(long)]
-    layer: Option<AnyLayer>,
+    layer: Option<MapLayer>,
     /// Where the figure goes (`.png` or `.svg`).
     #[arg(long)]
     out: PathBuf,
@@ -129,9 +109,9 @@ const PROBE_ANSWERS: f64 = 64.0;
 
 /// Refuses a chain map above [`MAX_CHAIN_MAP_ANSWERS`] (`cells x (answers per cell + the
 /// probe)`), before any net is trained or any cell mapped.
-fn check_chain_map_work(cfg: &ChainAtlasConfig) -> Result<(), String> {
+fn check_chain_map_work(cfg: &AtlasConfig, layer: ChainLayer) -> Result<(), String> {
     let cells = (cfg.resolution * cfg.resolution) as f64;
-    let per_cell = if cfg.layer == ChainLayer::MseMiss { 1 } else { cfg.samples };
+    let per_cell = if layer == ChainLayer::MseMiss { 1 } else { cfg.samples };
     let work = cells * (per_cell as f64 + PROBE_ANSWERS);
     if work > MAX_CHAIN_MAP_ANSWERS {
         return Err(format!(
@@ -142,51 +122,112 @@ fn check_chain_map_work(cfg: &ChainAtlasConfig) -> Result<(), String> {
     Ok(())
 }
 
-impl AtlasArgs {
-    /// The two-link layer (a chain layer is refused in one sentence).
-    fn two_link_layer(&self) -> Result<Layer, String> {
-        match self.layer {
-            None => Ok(Layer::Miss),
-            Some(AnyLayer::TwoLink(l)) => Ok(l),
-            Some(AnyLayer::Chain(l)) => Err(format!(
-                "layer {l} is for chains (--arm 3r or rail3, or three or more --lengths); the two-link arm's layers are {}",
-                elbow::keys::keys::<Layer>()
-            )),
+/// The models a map answers with, owned: a two-link head, or a chain's nets.
+enum Models {
+    /// The mapped two-link head's model, if the solver is a head.
+    Head(Option<(HeadKind, Box<LearnedModel>)>),
+    /// The chain's nets.
+    Nets(Box<ChainModel>),
+}
+
+impl Models {
+    /// The models as the core takes them.
+    fn trained(&self) -> Trained<'_> {
+        let mut trained = Trained::default();
+        match self {
+            Models::Head(Some((head, model))) => trained.heads[*head] = Some(model),
+            Models::Head(None) => {}
+            Models::Nets(model) => trained.nets = model.nets(),
         }
+        trained
     }
+}
 
-    /// The solver mapped on the two-link arm.
-    fn solver(&self) -> SolverId {
-        self.solver.unwrap_or(SolverId::Learned(HeadKind::Mse))
-    }
-
-    /// The core configuration.
-    fn config(&self) -> Result<AtlasConfig, String> {
-        let d = AtlasConfig::default();
-        let length_error = self.length_error.unwrap_or(SignedPair(0.0, 0.0));
-        let joint_offset = self.joint_offset.unwrap_or(SignedPair(0.0, 0.0));
-        let mismatch = Mismatch {
-            length_error: [length_error.0, length_error.1],
-            joint_offsets: Pose::new(joint_offset.0, joint_offset.1),
-        };
-        let cfg = AtlasConfig {
+impl AtlasArgs {
+    /// The configuration of a map of `layer` on `arm`: the arm's defaults, the flags given, and
+    /// the silent layer's plant on the two-link arm only (its flags are refused on a chain).
+    fn config(&self, arm: &Arm, layer: MapLayer) -> Result<AtlasConfig, String> {
+        let d = AtlasConfig::for_arm(arm);
+        let mut cfg = AtlasConfig {
             resolution: self.resolution.unwrap_or(d.resolution),
             margin: self.margin.unwrap_or(d.margin),
-            noise: self.noise.unwrap_or(d.noise),
-            backlash: self.backlash.unwrap_or(0.0),
-            mismatch,
-            // The noise samples cost as much as the rest of the map: drawn for the silent layer only.
-            samples: if self.two_link_layer()? == Layer::Silent { self.samples.unwrap_or(d.samples) } else { 0 },
+            samples: self.samples.unwrap_or(d.samples),
             seed: self.seed,
             ..d
         };
-        cfg.validate()?;
+        match layer {
+            MapLayer::TwoLink(l) => {
+                let length_error = self.length_error.unwrap_or(SignedPair(0.0, 0.0));
+                let joint_offset = self.joint_offset.unwrap_or(SignedPair(0.0, 0.0));
+                cfg.mismatch = Mismatch {
+                    length_error: [length_error.0, length_error.1],
+                    joint_offsets: Pose::new(joint_offset.0, joint_offset.1),
+                };
+                cfg.noise = self.noise.unwrap_or(d.noise);
+                cfg.backlash = self.backlash.unwrap_or(0.0);
+                // The noise samples cost as much as the rest of the map: drawn for the silent
+                // layer only.
+                if l != Layer::Silent {
+                    cfg.samples = 0;
+                }
+            }
+            MapLayer::Chain(_) => {
+                let two_link_only = [
+                    ("--noise", self.noise.is_some()),
+                    ("--backlash", self.backlash.is_some()),
+                    ("--length-error", self.length_error.is_some()),
+                    ("--joint-offset", self.joint_offset.is_some()),
+                ];
+                if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
+                    return Err(format!(
+                        "{flag} is for the two-link arm; on {} choose a chain layer with --layer",
+                        arm.name
+                    ));
+                }
+            }
+        }
+        cfg.validate_for(arm, layer)?;
         Ok(cfg)
     }
 
-    /// The model of the mapped head: loaded, or trained here once the map's work is known to be
-    /// within its limit ([`check_map_work`]: before any training).
-    fn model(&self, head: HeadKind, arm: elbow::TwoLinkArm, cfg: &AtlasConfig) -> Result<LearnedModel, String> {
+    /// The models the map of `solver` on `arm` answers with: loaded, or trained here once the
+    /// map's work is known to be within its limit (before any training).
+    fn models(&self, arm: &Arm, solver: SolverId, layer: MapLayer, cfg: &AtlasConfig) -> Result<Models, Failure> {
+        match (layer, arm.closed_form()) {
+            (MapLayer::TwoLink(_), Some(two)) => {
+                // The silent layer's real arm must exist for these lengths: the core would
+                // otherwise map the nominal arm in its place.
+                elbow::kinematics::RealArm::with_mismatch(&two, cfg.mismatch).map_err(|e| {
+                    format!("--length-error and --joint-offset give no usable real arm for these --lengths: {e}")
+                })?;
+                if self.model.is_some() && solver.head().is_none() {
+                    return Err(format!("--model is for a learned head; {solver} has no model").into());
+                }
+                let head = solver.head().map(|h| self.head(h, two, cfg).map(|m| (h, Box::new(m)))).transpose()?;
+                Ok(Models::Head(head))
+            }
+            (MapLayer::Chain(l), _) => {
+                check_chain_map_work(cfg, l)?;
+                let steps = self.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
+                let model = chain_nets(arm, self.model.as_deref(), &[solver], steps, self.seed)?;
+                if let Some(kind) = elbow::chain::solve::net_needed(solver, cfg.settings.seeds)
+                    && model.nets().get(kind).is_none()
+                {
+                    return Err(format!(
+                        "the model file holds no {kind:?} net, which the {l} layer needs (an older file?): pick another layer, or `elbow train --arm {} --out FILE` trains every net",
+                        arm.name
+                    )
+                    .into());
+                }
+                Ok(Models::Nets(Box::new(model)))
+            }
+            (MapLayer::TwoLink(_), None) => Err(format!("{} has no closed form", arm.name).into()),
+        }
+    }
+
+    /// The model of the mapped two-link head: loaded, or trained here once the map's work is
+    /// known to be within its limit ([`check_map_work`]: before any training).
+    fn head(&self, head: HeadKind, arm: elbow::TwoLinkArm, cfg: &AtlasConfig) -> Result<LearnedModel, String> {
         let steps = self.train_steps.unwrap_or(TrainConfig::default().steps);
         if let Some(path) = self.model.as_deref() {
             let (model, _) = two_link_head(head, arm, Some(path), steps, self.seed)?;
@@ -196,174 +237,70 @@ impl AtlasArgs {
         check_map_work(cfg, TrainConfig { head, ..TrainConfig::default() }.parameter_count())?;
         Ok(two_link_head(head, arm, None, steps, self.seed)?.0)
     }
-
-    /// The chain map's configuration on `arm`; the two-link arm's options are refused.
-    fn chain_config(&self, arm: &Arm) -> Result<ChainAtlasConfig, String> {
-        let two_link_only = [
-            ("--solver", self.solver.is_some()),
-            ("--noise", self.noise.is_some()),
-            ("--backlash", self.backlash.is_some()),
-            ("--length-error", self.length_error.is_some()),
-            ("--joint-offset", self.joint_offset.is_some()),
-        ];
-        if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
-            return Err(format!("{flag} is for the two-link arm; on {} choose a chain layer with --layer", arm.name));
-        }
-        let layer = match self.layer {
-            None => ChainLayer::MseMiss,
-            Some(AnyLayer::Chain(l)) => l,
-            Some(AnyLayer::TwoLink(l)) => {
-                return Err(format!(
-                    "layer {l} is for the two-link arm (2r); on {} the layers are {}",
-                    arm.name,
-                    elbow::keys::keys::<ChainLayer>()
-                ));
-            }
-        };
-        let d = ChainAtlasConfig::new(arm.clone(), layer);
-        let cfg = ChainAtlasConfig {
-            resolution: self.resolution.unwrap_or(d.resolution),
-            margin: self.margin.unwrap_or(d.margin),
-            samples: self.samples.unwrap_or(d.samples),
-            seed: self.seed,
-            ..d
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
 }
 
-/// `elbow atlas`: the two-link map, or a chain's.
+/// `elbow atlas` on any arm: the solver and layer the arm has, the models they answer with
+/// (loaded or trained here), the map through the one entry point, and the figure.
 pub(crate) fn run(args: &AtlasArgs) -> Result<(), Failure> {
-    match args.arm.lab()? {
-        AppArm::TwoLink(arm) => Ok(run_two_link(args, arm)?),
-        AppArm::Chain(arm) => run_chain(args, &arm),
-    }
-}
-
-/// `elbow atlas` on a chain: the nets its layer needs (loaded or trained here), the map, and
-/// the figure.
-fn run_chain(args: &AtlasArgs, arm: &Arm) -> Result<(), Failure> {
+    let arm = match args.arm.lab()? {
+        AppArm::TwoLink(two) => Arm::two_link(two),
+        AppArm::Chain(arm) => arm,
+    };
     let out = Output::new(&args.out)?;
-    let cfg = args.chain_config(arm)?;
-    check_chain_map_work(&cfg)?;
-    let steps = args.train_steps.unwrap_or(super::arm::cli_net_defaults().steps);
-    let model = chain_nets(arm, args.model.as_deref(), &[cfg.layer.method()], steps, args.seed)?;
-    let method = cfg.layer.method();
-    if let Some(kind) = elbow::chain::solve::net_needed(method, elbow::chain::solve::SolveSettings::default().seeds)
-        && model.nets().get(kind).is_none()
-    {
-        return Err(format!(
-            "the model file holds no {kind:?} net, which the {} layer needs (an older file?): pick another layer, or `elbow train --arm {} --out FILE` trains every net",
-            cfg.layer, arm.name
-        )
-        .into());
-    }
+    let (solver, layer) = choose(&arm, args.solver, args.layer)?;
+    let cfg = args.config(&arm, layer)?;
+    let models = args.models(&arm, solver, layer, &cfg)?;
     let started = std::time::Instant::now();
-    let atlas = super::with_progress(true, "rows", &format!("mapping {}", cfg.layer), |update| {
-        chain_atlas(&cfg, model.nets(), &|done, total| update("", done, total))
+    let map = super::with_progress(true, "rows", &format!("mapping {} ({layer})", solver.name()), |update| {
+        compute(&arm, solver, models.trained(), &cfg, &|done, total| update("", done, total))
     });
-    let atlas = match atlas {
-        Ok(a) => a,
-        Err(elbow::atlas::chain::ChainAtlasError::Cancelled) => {
-            return Err(Failure { message: "interrupted; nothing was written".into(), code: super::INTERRUPTED_EXIT });
-        }
-        Err(e) => return Err(e.to_string().into()),
+    let Some(map) = map.map_err(|e| e.to_string())? else {
+        return Err(Failure { message: "interrupted; nothing was written".into(), code: super::INTERRUPTED_EXIT });
     };
+    if let Some(why) = map.missing() {
+        return Err(why.to_string().into());
+    }
     let seconds = started.elapsed().as_secs_f64();
-    let caption = format!("{}: {}", atlas.arm, atlas.layer.caption());
-    let (w, h) = atlas.cell_size();
-    let cells: Vec<(Point2, paint::Rgba)> = (0..atlas.resolution)
-        .flat_map(|row| (0..atlas.resolution).map(move |col| (col, row)))
-        .map(|(col, row)| {
-            (atlas.center(col, row), paint::chain_color(atlas.layer, atlas.cells[row * atlas.resolution + col]))
-        })
+    let n = map.resolution();
+    let cells: Vec<(Point2, paint::Rgba)> = (0..n)
+        .flat_map(|row| (0..n).map(move |col| (col, row)))
+        .zip(paint::cell_colors(&map, layer))
+        .map(|((col, row), color)| (map.center(col, row), color))
         .collect();
-    let map = Map { caption, x: atlas.extent.x, y: atlas.extent.y, cell: (w, h), cells: &cells, rims: &[] };
-    let layer = atlas.layer;
-    let key = MapKey {
-        key: paint::chain_key(layer),
-        color_at: &|t| paint::chain_scale_color(layer, t),
-        no_value: Some(paint::chain_no_value()),
+    let extent = map.extent();
+    let rims = rims(&arm);
+    let figure = Map {
+        caption: map.caption(layer),
+        x: extent.x,
+        y: extent.y,
+        cell: map.cell_size(),
+        cells: &cells,
+        rims: &rims,
     };
-    out.render(figure_size(&atlas), |canvas| match canvas {
-        Canvas::Svg(root) => draw(root, &map, &key),
-        Canvas::Bitmap(root) => draw(root, &map, &key),
+    let key = MapKey {
+        key: paint::layer_key(layer),
+        color_at: &|t| paint::layer_scale_color(layer, t),
+        no_value: paint::layer_no_value(layer),
+    };
+    out.render(figure_size(&extent), |canvas| match canvas {
+        Canvas::Svg(root) => draw(root, &figure, &key),
+        Canvas::Bitmap(root) => draw(root, &figure, &key),
     })?;
-    let reachable = atlas.cells.iter().filter(|c| c.is_some()).count();
-    super::note(format_args!(
-        "wrote {} ({}×{} cells, {reachable} reachable, mapped in {seconds:.1} s)",
-        args.out.display(),
-        atlas.resolution,
-        atlas.resolution
-    ));
+    match map.reachable() {
+        Some(reachable) => super::note(format_args!(
+            "wrote {} ({n}×{n} cells, {reachable} reachable, mapped in {seconds:.1} s)",
+            args.out.display()
+        )),
+        None => super::note(format_args!("wrote {}", args.out.display())),
+    }
     Ok(())
 }
 
-/// The figure's size for a chain map: the map's aspect, beside the key.
-fn figure_size(atlas: &ChainAtlas) -> (u32, u32) {
-    let aspect = (atlas.extent.x[1] - atlas.extent.x[0]) / (atlas.extent.y[1] - atlas.extent.y[0]);
+/// The figure's size: the map's aspect, beside the key (1060 × 800 for a square map).
+fn figure_size(extent: &Extent) -> (u32, u32) {
+    let aspect = (extent.x[1] - extent.x[0]) / (extent.y[1] - extent.y[0]);
     let height = 800.0;
     (((height - 60.0) * aspect + 60.0).round() as u32 + KEY_WIDTH as u32, height as u32)
-}
-
-/// `elbow atlas` on a two-link arm.
-fn run_two_link(args: &AtlasArgs, arm: elbow::TwoLinkArm) -> Result<(), String> {
-    let out = Output::new(&args.out)?;
-    let cfg = args.config()?;
-    let layer = args.two_link_layer()?;
-    let solver = args.solver();
-    // The silent layer's real arm must exist for these lengths: the core would otherwise map
-    // the nominal arm in its place.
-    elbow::kinematics::RealArm::with_mismatch(&arm, cfg.mismatch)
-        .map_err(|e| format!("--length-error and --joint-offset give no usable real arm for these --lengths: {e}"))?;
-    if args.model.is_some() && solver.head().is_none() {
-        return Err(format!("--model is for a learned head; {solver} has no model"));
-    }
-    let model = solver.head().map(|h| args.model(h, arm, &cfg)).transpose()?;
-    let mut models = Table::default();
-    if let (Some(head), Some(m)) = (solver.head(), model.as_ref()) {
-        models[head] = Some(m);
-    }
-    // The one progress bar (drawn on a terminal only), row by row; Ctrl-C still ends the run at
-    // once, with nothing written.
-    let bar = super::progress_bar(true, cfg.resolution, "rows", format!("mapping {}", solver.name()));
-    let atlas = compute_observed(&Lineup::new(arm, models), solver, &cfg, &|done, _| {
-        if let Some(bar) = &bar {
-            bar.set_position(done as u64);
-        }
-        true
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let atlas = atlas?.expect("a map that is never stopped completes");
-    if let Some(why) = &atlas.missing {
-        return Err(why.clone());
-    }
-    let w = atlas.half_width;
-    let step = 2.0 * w / atlas.resolution as f64;
-    let cells: Vec<(Point2, paint::Rgba)> =
-        atlas.cells.iter().map(|c| (c.target, paint::cell_color(c, layer))).collect();
-    let map = Map {
-        caption: format!("{}: {}", atlas.solver.name(), layer.caption()),
-        x: [-w, w],
-        y: [-w, w],
-        cell: (step, step),
-        cells: &cells,
-        rims: &[arm.inner_radius(), arm.reach()],
-    };
-    let key = MapKey {
-        key: paint::key(layer),
-        color_at: &|t| paint::scale_color(layer, t),
-        no_value: paint::no_value(layer),
-    };
-    out.render((1060, 800), |canvas| match canvas {
-        Canvas::Svg(root) => draw(root, &map, &key),
-        Canvas::Bitmap(root) => draw(root, &map, &key),
-    })?;
-    super::note(format_args!("wrote {}", args.out.display()));
-    Ok(())
 }
 
 /// What a figure maps: cells of one colour each over a rectangle, with optional rims.

@@ -8,7 +8,8 @@ use super::super::job::Job;
 use super::super::state::arm::{Lab, chain_lab};
 use super::state::ChainNets;
 use bevy::prelude::*;
-use elbow::atlas::chain::{ChainAtlas, ChainAtlasConfig, ChainLayer, chain_atlas};
+use elbow::atlas::chain::{ChainAtlas, ChainLayer};
+use elbow::atlas::{AtlasConfig, Map, Trained, compute};
 use elbow::chain::nets::ChainNet;
 use elbow::chain::{Nets, Seeds, solve::net_needed};
 use std::sync::Arc;
@@ -110,10 +111,17 @@ fn schedule(lab: Res<Lab>, nets: Res<ChainNets>, mut view: ResMut<ChainAtlasView
     }
     job.job.want(&key);
     if job.job.due() {
-        let cfg = ChainAtlasConfig::new(arm.clone(), layer);
+        let (arm, cfg) = (arm.clone(), AtlasConfig::for_arm(arm));
         job.key = Some(key.clone());
         job.started = Some(Instant::now());
-        job.job.start(key, move || chain_atlas(&cfg, Nets::of(net.as_ref()), &|_, _| true).map_err(|e| e.to_string()));
+        job.job.start(key, move || {
+            let trained = Trained { nets: Nets::of(net.as_ref()), ..Trained::default() };
+            match compute(&arm, layer.method(), trained, &cfg, &|_, _| true) {
+                Ok(Some(Map::Chain(c))) => Ok(c),
+                Ok(_) => Err(format!("no chain map of {layer}")),
+                Err(e) => Err(e.to_string()),
+            }
+        });
     }
     view.busy = job.job.busy();
 }

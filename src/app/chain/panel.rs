@@ -382,7 +382,7 @@ fn driver_net(driver: SolverId) -> Option<NetKind> {
 }
 
 /// "Why did it do that?" on a chain: the driver's net's answer at the target, taken apart
-/// ([`elbow::chain::explain`]): its components or draws, the training data around the target,
+/// ([`elbow::explain::chain`]): its components or draws, the training data around the target,
 /// and what the classical check (DLS from the answer) makes of it.
 fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSections) {
     let driver = s.view.driver;
@@ -399,7 +399,7 @@ fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSectio
     let answer =
         (driver != SolverId::Hybrid && s.answers.anchor.len() == arm.coords()).then(|| s.answers.anchor.clone());
     if ui.button(format!("explain the {} at the target", net_label(kind))).clicked() {
-        s.why.0 = Some(elbow::chain::explain::explain(arm, net, target, TOLERANCE, answer.as_deref()));
+        s.why.0 = Some(elbow::explain::chain::explain_net(arm, net, target, TOLERANCE, answer.as_deref()));
     }
     let Some(e) = &s.why.0 else {
         ui.small("Takes the net's answer here apart: its posterior, the training data around the target, and the classical check.");
@@ -433,7 +433,7 @@ fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSectio
     }
     ui.small(format!(
         "{} draws: {} % within {}, median miss {}, spread {}; training targets within {}: {} (typical {}); DLS from the answer: {} after {} iteration(s).",
-        elbow::chain::explain::DRAWS,
+        elbow::explain::chain::DRAWS,
         number(Some(100.0 * e.draws_within), 0),
         metres(Some(TOLERANCE)),
         metres(Some(e.draws_median_miss)),

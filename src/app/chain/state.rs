@@ -304,4 +304,4 @@ pub(crate) enum ChainTrainCommand {
 
 /// The chain's "why did it do that?": the latest explanation asked for, and where it was asked.
 #[derive(Resource, Debug, Clone, Default)]
-pub(crate) struct ChainWhy(pub(crate) Option<elbow::chain::explain::ChainExplanation>);
+pub(crate) struct ChainWhy(pub(crate) Option<elbow::explain::chain::ChainExplanation>);

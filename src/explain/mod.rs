@@ -1,25 +1,37 @@
-//! "Why did it do that?": one learned head's answer for one target, taken apart.
+//! "Why did it do that?": one learned solver's answer for one target, taken apart, on any arm.
 //!
-//! [`explain`] shows what a head computed and why it answers as it does: its raw outputs (the
+//! [`explain`] is the one entry point: for an arm and a [`SolverId`] it explains that solver's
+//! answer, and which solvers it explains on an arm is the arm's answer ([`solvers`]): the
+//! learned heads where the arm has a closed form (this module), the nets on a redundant chain
+//! ([`chain`]: the mixture's components or the flow's draws, the training data around the
+//! target, and what damped least squares from the answer makes of it).
+//!
+//! On the two-link arm, [`explain_head`] shows what a head computed and why it answers as it does: its raw outputs (the
 //! MDN's mixture weights, means and spreads, the single answer of the other heads, the residual
 //! hybrid's base and correction), which branch each candidate is near, how dense the training
 //! data is around the target, whether the target lies inside the region the head was trained
 //! on, and what the safety envelope would do with the answer and why. The numbers are the ones
 //! the head and the envelope use; nothing is re-derived for show.
 
+pub mod chain;
+pub mod density;
+
+pub use density::{Density, density};
+
 use crate::analytic::solve_branches;
-use crate::atlas::{BranchClass, classify};
-use crate::envelope::{Envelope, Fit, Reason};
+use crate::arm::Arm;
+use crate::atlas::{BranchClass, Trained, classify};
+use crate::chain::nets::NetKind;
+use crate::envelope::{Envelope, EnvelopeConfig, Fit, Reason};
 use crate::kinematics::{ElbowMode, Point2, Pose, Region};
 use crate::learned::{HeadKind, LearnedIk, LearnedModel};
+use crate::lineup::SolverId;
 use crate::stats::json_numbers;
+use chain::{ChainExplanation, explain_net};
 use serde::Serialize;
 
 /// Radius of the neighbourhood in which training targets are counted, as a fraction of the reach.
 pub const DENSITY_RADIUS: f64 = 0.05;
-
-/// Training targets whose neighbourhoods give the typical count the target's is compared with.
-const DENSITY_PROBES: usize = 256;
 
 /// One candidate pose of the head: an MDN component, or the single answer of the other heads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,23 +64,6 @@ pub struct CandidateView {
     /// Largest joint distance to the elbow-down branch, radians (`None` when unreachable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_down: Option<f64>,
-}
-
-/// How dense the head's training targets are around the target.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Density {
-    /// Radius of the neighbourhood, metres ([`DENSITY_RADIUS`] of the reach).
-    #[serde(serialize_with = "json_numbers")]
-    pub radius: f64,
-    /// Training targets within it.
-    pub count: usize,
-    /// The mean count within the same radius of a training target (the density the head was
-    /// trained at).
-    #[serde(serialize_with = "json_numbers")]
-    pub typical: f64,
-    /// `count / typical`: 1 is as dense as training went, 0 is where no training target lies.
-    #[serde(serialize_with = "json_numbers")]
-    pub relative: f64,
 }
 
 /// What the safety envelope would do with the head's answer.
@@ -130,10 +125,125 @@ pub struct Explanation {
     pub summary: Vec<String>,
 }
 
+/// What an explanation is asked: the target, and what each kind of arm needs besides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ask<'a> {
+    /// The target, metres.
+    pub target: Point2,
+    /// Two-link arm: the pose the arm is at (the envelope's joint-step check measures from it).
+    pub from: Pose,
+    /// Two-link arm: the elbow mode asked of heads that take one.
+    pub mode: ElbowMode,
+    /// Two-link arm: the targets the head was trained on (for the density).
+    pub training: &'a [Point2],
+    /// Chain: a tip within this of the target (metres) is a success.
+    pub tolerance: f64,
+    /// Chain: the answer to explain (the driver's), else the net's own.
+    pub answer: Option<&'a [f64]>,
+}
+
+impl<'a> Ask<'a> {
+    /// `target`, from the experiments' start pose in its elbow mode, with no training targets,
+    /// the chains' tolerance ([`chain::TOLERANCE`]) and the solver's own answer.
+    pub fn at(target: Point2) -> Self {
+        let from = Pose::new(0.0, std::f64::consts::FRAC_PI_2);
+        Self { target, from, mode: ElbowMode::of(from), training: &[], tolerance: chain::TOLERANCE, answer: None }
+    }
+}
+
+/// One solver's answer taken apart, on any arm (JSON: the explanation itself).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Explained {
+    /// A two-link head's.
+    TwoLink(Box<Explanation>),
+    /// A chain net's.
+    Chain(Box<ChainExplanation>),
+}
+
+/// Why a solver's answer was not explained.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExplainError {
+    /// The solver is not explained on this arm.
+    #[error("{solver} is not explained on {arm}; the solvers explained there are {among}")]
+    NotHere {
+        /// The solver asked.
+        solver: SolverId,
+        /// The arm's name.
+        arm: String,
+        /// The keys of the solvers explained there.
+        among: String,
+    },
+    /// The solver has no trained model yet.
+    #[error("{0} has no trained model to explain")]
+    NoModel(SolverId),
+}
+
+/// What explains a solver on an arm: a head on the arm's closed form, or a chain's net.
+enum Subject {
+    Head(crate::kinematics::TwoLinkArm, HeadKind),
+    Net(NetKind),
+}
+
+/// The net that is the chain solver `solver`'s answer (the hybrid is explained through its seeds'
+/// net, not as one of its own).
+fn net_of(solver: SolverId) -> Option<NetKind> {
+    match solver {
+        SolverId::Learned(HeadKind::Mse) => Some(NetKind::Mse),
+        SolverId::Learned(HeadKind::Mdn) => Some(NetKind::Mdn),
+        SolverId::Flow => Some(NetKind::Flow),
+        _ => None,
+    }
+}
+
+/// What explains `solver` on `arm`, if it is explained there: the heads on a closed form, the
+/// nets among a chain's methods.
+fn subject(arm: &Arm, solver: SolverId) -> Option<Subject> {
+    match arm.closed_form() {
+        Some(two) => solver.head().filter(|_| arm.solvers().contains(&solver)).map(|h| Subject::Head(two, h)),
+        None => net_of(solver).filter(|_| arm.methods().contains(&solver)).map(Subject::Net),
+    }
+}
+
+/// The solvers explained on `arm`, in its tables' order.
+pub fn solvers(arm: &Arm) -> Vec<SolverId> {
+    arm.solvers().iter().copied().filter(|&s| subject(arm, s).is_some()).collect()
+}
+
+/// Whether `solver` is explained on `arm`: refused naming those that are, if not (before any
+/// model is trained for it).
+pub fn check(arm: &Arm, solver: SolverId) -> Result<(), ExplainError> {
+    subject(arm, solver).map(|_| ()).ok_or_else(|| not_here(arm, solver))
+}
+
+/// The refusal of `solver` on `arm`, naming the solvers explained there.
+fn not_here(arm: &Arm, solver: SolverId) -> ExplainError {
+    let among: Vec<&str> = solvers(arm).iter().map(|s| s.key()).collect();
+    ExplainError::NotHere { solver, arm: arm.name.clone(), among: among.join(", ") }
+}
+
+/// The one entry point: `solver`'s answer on `arm` for `ask`, taken apart, with the `trained`
+/// models (a head on the two-link arm, a net on a chain). A solver not explained on the arm is
+/// refused naming those that are ([`check`]); one without its model is refused by name.
+pub fn explain(arm: &Arm, solver: SolverId, trained: &Trained<'_>, ask: &Ask<'_>) -> Result<Explained, ExplainError> {
+    match subject(arm, solver).ok_or_else(|| not_here(arm, solver))? {
+        Subject::Head(two, head) => {
+            let model = trained.heads[head].ok_or(ExplainError::NoModel(solver))?;
+            let envelope = Envelope { arm: two, config: EnvelopeConfig::for_arm(&two) };
+            let e = explain_head(model, ask.target, ask.from, ask.mode, ask.training, &envelope);
+            Ok(Explained::TwoLink(Box::new(e)))
+        }
+        Subject::Net(kind) => {
+            let net = trained.nets.get(kind).ok_or(ExplainError::NoModel(solver))?;
+            Ok(Explained::Chain(Box::new(explain_net(arm, net, ask.target, ask.tolerance, ask.answer))))
+        }
+    }
+}
+
 /// Explains `model`'s answer for `target` with the arm at `from`, given the targets it was
 /// trained on (`training`, for the density) and the `envelope` that would vet it. Heads that
-/// take an elbow mode are asked for `mode`.
-pub fn explain(
+/// take an elbow mode are asked for `mode`. [`explain`] reaches it for a head.
+pub fn explain_head(
     model: &LearnedModel,
     target: Point2,
     from: Pose,
@@ -205,18 +315,6 @@ fn mixture_sigmas(model: &LearnedModel, target: Point2, mode: ElbowMode) -> Opti
     let mut components = mdn.components(out.as_view());
     components.sort_by(|a, b| b.weight.total_cmp(&a.weight));
     Some(components.into_iter().map(|c| c.sigma.into_iter().map(f64::from).collect()).collect())
-}
-
-/// Training targets within `radius` of `target`, against the count around a typical training
-/// target (an evenly spaced subset of them).
-pub fn density(training: &[Point2], target: Point2, radius: f64) -> Density {
-    let within = |p: Point2| training.iter().filter(|t| (**t - p).norm() <= radius).count();
-    let count = within(target);
-    let step = (training.len() / DENSITY_PROBES).max(1);
-    let probes: Vec<usize> = training.iter().step_by(step).map(|&t| within(t)).collect();
-    let typical = probes.iter().sum::<usize>() as f64 / probes.len().max(1) as f64;
-    let relative = if typical > 0.0 { count as f64 / typical } else { 0.0 };
-    Density { radius, count, typical, relative }
 }
 
 /// The envelope's decision on `pose` from a proposer of kind `fit`, with the numbers behind it.
@@ -362,6 +460,30 @@ mod tests {
         (t.into_model(), targets)
     }
 
+    /// Which solvers are explained is the arm's answer: the heads on the two-link arm, the nets
+    /// on a chain; one entry point explains both, and refuses a solver without its model.
+    #[test]
+    fn one_entry_point_explains_heads_and_nets() {
+        use crate::arm::ArmKind;
+        let (two, rail3) = (ArmKind::TwoR.arm(), ArmKind::Rail3.arm());
+        assert_eq!(solvers(&two), HeadKind::ALL.map(SolverId::Learned).to_vec());
+        let keys: Vec<&str> = solvers(&rail3).iter().map(|s| s.key()).collect();
+        assert_eq!(keys, ["mse", "mdn", "flow"]);
+        let ask = Ask::at(Point2::new(1.0, 0.8));
+        let mdn = SolverId::Learned(HeadKind::Mdn);
+        assert_eq!(explain(&rail3, mdn, &Trained::default(), &ask), Err(ExplainError::NoModel(mdn)));
+        let e = explain(&two, SolverId::Iterative, &Trained::default(), &ask).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dls is not explained on 2r; the solvers explained there are mse, mdn, mode, residual"
+        );
+        let (model, training) = trained(HeadKind::Mdn);
+        let mut t = Trained::default();
+        t.heads[HeadKind::Mdn] = Some(&model);
+        let e = explain(&two, mdn, &t, &Ask { training: &training, ..ask }).unwrap();
+        assert!(matches!(e, Explained::TwoLink(ref h) if h.head == HeadKind::Mdn), "{e:?}");
+    }
+
     fn envelope() -> Envelope {
         let arm = TwoLinkArm::default();
         Envelope { arm, config: crate::EnvelopeConfig::for_arm(&arm) }
@@ -371,7 +493,7 @@ mod tests {
     fn the_mse_head_is_caught_in_the_average_and_the_envelope_says_why() {
         let (model, training) = trained(HeadKind::Mse);
         let target = Point2::new(1.0, 0.8);
-        let e = explain(&model, target, Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
+        let e = explain_head(&model, target, Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
         assert_eq!(e.answer.near, BranchClass::Average, "{e:#?}");
         assert_eq!(e.envelope.rejected_for, Some(Reason::FkMiss));
         assert!(e.envelope.why.contains("misses the target"), "{}", e.envelope.why);
@@ -381,7 +503,8 @@ mod tests {
     #[test]
     fn the_mdn_shows_one_component_on_each_branch() {
         let (model, training) = trained(HeadKind::Mdn);
-        let e = explain(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
+        let e =
+            explain_head(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
         let near: Vec<BranchClass> = e.candidates.iter().map(|c| c.near).collect();
         assert!(near.contains(&BranchClass::Up) && near.contains(&BranchClass::Down), "{near:?}");
         assert!(e.candidates.iter().all(|c| c.sigma.as_ref().is_some_and(|s| s.len() == 3)), "{e:#?}");
@@ -392,20 +515,22 @@ mod tests {
     #[test]
     fn beyond_the_reach_no_training_data_and_the_answer_is_unreachable() {
         let (model, training) = trained(HeadKind::Mdn);
-        let e = explain(&model, Point2::new(2.5, 0.0), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
+        let e =
+            explain_head(&model, Point2::new(2.5, 0.0), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
         assert!(!e.reachable && !e.in_training_region);
         assert_eq!(e.density.count, 0);
         assert_eq!(e.answer.near, BranchClass::OutsideSilent);
         assert!(e.summary[0].contains("out of reach"), "{:?}", e.summary);
         let inside =
-            explain(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
+            explain_head(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
         assert!(inside.density.relative > 0.3 && inside.density.count > 0, "{:?}", inside.density);
     }
 
     #[test]
     fn the_residual_shows_its_base_and_correction() {
         let (model, training) = trained(HeadKind::Residual);
-        let e = explain(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
+        let e =
+            explain_head(&model, Point2::new(1.0, 0.8), Pose::new(0.0, 1.5), ElbowMode::Down, &training, &envelope());
         let (base, c) = (e.base.expect("a base"), e.correction.expect("a correction"));
         let sent = Pose::new(base[0] + c[0], base[1] + c[1]).wrapped();
         assert!((sent.shoulder - e.answer.pose[0]).abs() < 1e-9 && (sent.elbow - e.answer.pose[1]).abs() < 1e-9);

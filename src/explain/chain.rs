@@ -1,4 +1,5 @@
-//! "Why did it do that?" on a chain: one net's answer for one target, taken apart.
+//! "Why did it do that?" on a redundant chain: one net's answer for one target, taken apart
+//! (reached through the one entry point, [`super::explain`]).
 //!
 //! A chain net answers from a posterior, so its answer is best read through that posterior:
 //! the mixture's components (weight, where each mean puts the tip, how wide it is), or for a
@@ -8,13 +9,14 @@
 //! which is how the hybrid turns a draw into an answer it can vouch for, reporting when it
 //! cannot.
 
-use super::arm::Chain;
-use super::dls::ChainDls;
-use super::nets::{ChainNet, NetKind};
+use super::density::{Density, density};
 use crate::arm::Arm;
-use crate::explain::{Density, density};
+use crate::chain::arm::Chain;
+use crate::chain::dls::ChainDls;
+use crate::chain::nets::{ChainNet, NetKind};
 use crate::kinematics::Point2;
 use crate::rng::{Stream, rng};
+use crate::stats::json_numbers;
 use serde::Serialize;
 
 /// Draws of the net's posterior the explanation looks at.
@@ -27,15 +29,21 @@ pub const DENSITY_RADIUS: f64 = 0.1;
 pub const CHECK_ITERATIONS: u32 = 64;
 /// Components listed, likeliest first.
 pub const COMPONENTS: usize = 4;
+/// The success radius of a chain's answers, metres (as the chain experiment and the app's
+/// chain lab count them).
+pub const TOLERANCE: f64 = 1e-3;
 
 /// One mixture component, as the target's posterior has it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComponentView {
     /// Its weight.
+    #[serde(serialize_with = "json_numbers")]
     pub weight: f64,
     /// Where its mean puts the tip, metres from the target.
+    #[serde(serialize_with = "json_numbers")]
     pub mean_miss: f64,
     /// Its width: the root of the trace of its covariance, in the coordinates' units.
+    #[serde(serialize_with = "json_numbers")]
     pub spread: f64,
 }
 
@@ -47,8 +55,10 @@ pub struct CheckView {
     /// Iterations it took.
     pub iterations: u32,
     /// Its tip error at the end, metres.
+    #[serde(serialize_with = "json_numbers")]
     pub error: f64,
     /// How far it moved the answer, in the coordinates' units (Euclidean).
+    #[serde(serialize_with = "json_numbers")]
     pub moved: f64,
 }
 
@@ -58,19 +68,25 @@ pub struct ChainExplanation {
     /// The net.
     pub kind: NetKind,
     /// The target, metres.
+    #[serde(serialize_with = "json_numbers")]
     pub target: [f64; 2],
     /// The answer explained: the net's own (the likeliest component's mean for an MDN, the
     /// posterior mean for the squared-error net, the flow's first draw), or the driver's.
+    #[serde(serialize_with = "json_numbers")]
     pub answer: Vec<f64>,
     /// Where the answer puts the tip, metres from the target.
+    #[serde(serialize_with = "json_numbers")]
     pub answer_miss: f64,
     /// The mixture's components, likeliest first (at most [`COMPONENTS`]; none for a flow).
     pub components: Vec<ComponentView>,
     /// Share of [`DRAWS`] draws of the posterior whose tip lands within the tolerance.
+    #[serde(serialize_with = "json_numbers")]
     pub draws_within: f64,
     /// The median tip miss of those draws, metres.
+    #[serde(serialize_with = "json_numbers")]
     pub draws_median_miss: f64,
     /// The spread of the draws: the root of the trace of their covariance.
+    #[serde(serialize_with = "json_numbers")]
     pub draws_spread: f64,
     /// The training data around the target.
     pub density: Density,
@@ -97,7 +113,13 @@ fn spread(xs: &[f64], d: usize) -> f64 {
 /// Explains `net`'s answer for `target` on `arm` with success radius `tolerance`; `answer`, when
 /// given, is the answer to explain (the driver's: the fan's draw nearest the pose), else the
 /// net's own. Deterministic: its draws are seeded.
-pub fn explain(arm: &Arm, net: &ChainNet, target: Point2, tolerance: f64, answer: Option<&[f64]>) -> ChainExplanation {
+pub fn explain_net(
+    arm: &Arm,
+    net: &ChainNet,
+    target: Point2,
+    tolerance: f64,
+    answer: Option<&[f64]>,
+) -> ChainExplanation {
     let chain: &Chain = &arm.chain;
     let d = arm.coords();
     let kind = net.kind;
@@ -253,7 +275,7 @@ mod tests {
         let arm = ArmKind::Rail3.arm();
         let target = arm.demo_target();
         let mse = small(NetKind::Mse, &arm);
-        let e = explain(&arm, &mse, target, 1e-3, None);
+        let e = explain_net(&arm, &mse, target, 1e-3, None);
         assert!(e.answer_miss > 0.05, "the posterior mean misses: {}", e.answer_miss);
         assert_eq!(e.components.len(), 1, "one component of weight 1");
         assert!(e.draws_within < 0.01, "its n copies all miss");
@@ -262,26 +284,26 @@ mod tests {
         assert!(e.density.count > 0 && e.density.relative < 0.5, "{:?}", e.density);
         assert!(e.summary[0].contains("outside") && e.summary[1].contains("mean of the posterior"), "{:?}", e.summary);
         // Deterministic.
-        assert_eq!(e, explain(&arm, &mse, target, 1e-3, None));
+        assert_eq!(e, explain_net(&arm, &mse, target, 1e-3, None));
     }
 
     #[test]
     fn an_mdn_is_explained_by_its_components_and_far_targets_by_missing_data() {
         let arm = ArmKind::Rail3.arm();
         let mdn = small(NetKind::Mdn, &arm);
-        let e = explain(&arm, &mdn, arm.demo_target(), 1e-3, None);
+        let e = explain_net(&arm, &mdn, arm.demo_target(), 1e-3, None);
         assert!(!e.components.is_empty() && e.components.len() <= COMPONENTS);
         assert_eq!(e.answer_miss, e.components[0].mean_miss, "its own answer: the likeliest component's mean");
         assert!(e.components.windows(2).all(|w| w[0].weight >= w[1].weight), "likeliest first");
         assert!(e.draws_spread > 0.1, "rail3's posterior at its demo target is a spread");
         // Past the reach nothing was trained and nothing reaches.
         let far = Point2::new(3.0 * arm.chain.reach(), 0.0);
-        let e = explain(&arm, &mdn, far, 1e-3, None);
+        let e = explain_net(&arm, &mdn, far, 1e-3, None);
         assert_eq!(e.density.count, 0);
         assert!(!e.check.converged && e.summary.iter().any(|s| s.contains("extrapolates")), "{:?}", e.summary);
         // A given answer is the one explained.
         let given = vec![0.0; arm.coords()];
-        let e = explain(&arm, &mdn, arm.demo_target(), 1e-3, Some(&given));
+        let e = explain_net(&arm, &mdn, arm.demo_target(), 1e-3, Some(&given));
         assert_eq!(e.answer, given);
     }
 }
