@@ -96,6 +96,7 @@ fn a_chain_net_is_explained_as_a_table_and_as_json() {
     assert_eq!(json.code, 0, "{}", json.stderr);
     assert!(!json.stdout.contains("null") && !json.stdout.contains("NaN"), "{}", json.stdout);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(v["solver"], "mse", "the net named by its solver's key: {v}");
     assert_eq!(v["answer"].as_array().map(Vec::len), Some(4), "{v}");
     assert_eq!(v["components"].as_array().map(Vec::len), Some(1), "the MSE net is one component: {v}");
     assert!(v["check"]["iterations"].as_u64().is_some() && v["density"]["count"].as_u64().is_some(), "{v}");

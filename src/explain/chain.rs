@@ -62,10 +62,17 @@ pub struct CheckView {
     pub moved: f64,
 }
 
+/// Writes a net as its solver's key.
+fn solver_key<S: serde::Serializer>(kind: &NetKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.solver().key())
+}
+
 /// One net's answer for one target on a chain, taken apart.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChainExplanation {
-    /// The net.
+    /// The net, written as its solver's key (`"solver": "mdn"`), as the two-link explanation
+    /// names its head.
+    #[serde(rename = "solver", serialize_with = "solver_key")]
     pub kind: NetKind,
     /// The target, metres.
     #[serde(serialize_with = "json_numbers")]
