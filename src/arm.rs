@@ -46,7 +46,7 @@ pub enum ArmKind {
     ThreeR,
     /// The rail-and-three-joints benchmark arm of Ardizzone et al. 2019 / Kruse et al. 2021.
     Rail3,
-    /// The SO-101 arm's three pitch joints in a vertical plane ([`super::so101`]).
+    /// The SO-101 arm's three pitch joints in a vertical plane ([`crate::chain::so101`]).
     So101,
 }
 

@@ -1,12 +1,15 @@
 //! Every chain method's answers for one target: the one implementation behind `experiment
 //! chain`, `elbow solve --arm`, the atlas's chain layers and the app's fans and drivers.
 //!
-//! - [`SolverId::Learned(HeadKind::Mse)`], [`SolverId::Learned(HeadKind::Mdn)`], [`SolverId::Flow`]: `n` draws of the net (copies of the one
-//!   answer for the squared-error net);
+//! - the squared-error and mixture nets (`SolverId::Learned(HeadKind::Mse | HeadKind::Mdn)`) and
+//!   [`SolverId::Flow`]: `n` draws of the net (copies of the one answer for the squared-error net);
 //! - [`SolverId::Iterative`]: damped least squares from prior draws, restarting until converged;
 //! - [`SolverId::Hybrid`]: draws of the MDN or the flow ([`Seeds`]) as seeds, each finished by a
 //!   few DLS iterations, falling back to prior starts when no seed converges;
-//! - [`SolverId::Exact`]: the exact posterior sampler.
+//! - [`SolverId::Exact`]: the exact posterior sampler;
+//!
+//! and [`ChainSolver`], every one of them as an [`IkSolver`] over the chain's coordinates: one
+//! answer from where the arm is.
 
 use super::dls::{ChainDls, DlsOutcome};
 use super::nets::{ChainNet, Drawer, NetKind};

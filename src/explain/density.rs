@@ -11,7 +11,9 @@ const DENSITY_PROBES: usize = 256;
 /// How dense the head's training targets are around the target.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Density {
-    /// Radius of the neighbourhood, metres ([`DENSITY_RADIUS`] of the reach).
+    /// Radius of the neighbourhood, metres: a fixed share of the reach
+    /// ([`crate::explain::DENSITY_RADIUS`] on the two-link arm,
+    /// [`crate::explain::chain::DENSITY_RADIUS`] on a chain).
     #[serde(serialize_with = "json_numbers")]
     pub radius: f64,
     /// Training targets within it.

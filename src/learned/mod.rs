@@ -6,7 +6,7 @@
 //! - [`model`]: [`LearnedModel`] behind the [`LearnedIk`] trait (MSE, MDN, mode-conditioned and
 //!   residual heads), [`LearnedSolver`] to use one as an [`crate::IkSolver`], the checks of a
 //!   network read from a file.
-//! - [`file`]: model files, one format for every arm ([`ModelFile`]: a two-link arm's heads or a
+//! - [`file`](mod@file): model files, one format for every arm ([`ModelFile`]: a two-link arm's heads or a
 //!   chain's nets), version 2, reading version 1 too.
 //! - [`branch`]: branch continuity, how a head with several answers drives an arm that is
 //!   already on one elbow branch.

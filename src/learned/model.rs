@@ -1,5 +1,5 @@
 //! A trained head ([`LearnedModel`]) behind one trait, its solver adapter, and the checks every
-//! network read from a model file passes ([`FieldError`], [`validate_layers`]; the file format
+//! network read from a model file passes ([`FieldError`], `validate_layers`; the file format
 //! itself is [`super::file`]).
 
 use super::data::AngleEncoding;
