@@ -462,3 +462,35 @@ fn the_walk_sees_every_kind_of_path_and_names_a_circle() {
     assert_eq!(circles(&edges), vec![vec![m("a"), m("b")]]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_core_imports_nothing_built_on_it() {
+    // The kinematics, the solvers, the networks and the chains are what the plant, the envelope,
+    // the experiments and the views are built on: none of them imports those (an "upward"
+    // import). The arm value (its body is the plant's) and the line-up (a pipeline may run
+    // inside the envelope) sit between and are not listed.
+    let core = [
+        "kinematics",
+        "solver",
+        "analytic",
+        "iterative",
+        "nn",
+        "chain",
+        "learned",
+        "keys",
+        "rng",
+        "stats",
+        "simd",
+        "files",
+    ];
+    let built_on = ["plant", "envelope", "experiments", "atlas", "explain", "lessons", "bench"];
+    let edges = graph(&src().join("lib.rs"));
+    let mut upward = Vec::new();
+    for (m, targets) in edges.iter().filter(|(m, _)| m.first().is_some_and(|top| core.contains(&top.as_str()))) {
+        for t in targets.iter().filter(|t| t.first().is_some_and(|top| built_on.contains(&top.as_str()))) {
+            upward.push(format!("{} -> {}", m.join("::"), t.join("::")));
+        }
+    }
+    assert!(edges.keys().any(|m| m.first().is_some_and(|t| t == "chain")), "the walk found no chain module");
+    assert!(upward.is_empty(), "{} upward import(s):\n{}", upward.len(), upward.join("\n"));
+}

@@ -43,7 +43,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use elbow::chain::so101;
+use elbow::arm::so101;
 use elbow::plant::dynamics::{Multibody, Servo, State};
 use elbow::plant::{Plant, PlantConfig, SUBSTEP, serial_model};
 use elbow::{Pose, TwoLinkArm};

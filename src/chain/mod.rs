@@ -7,7 +7,6 @@
 //! - [`arm`](mod@arm): the chain itself ([`Chain`]): an optional prismatic base rail along `y`,
 //!   then any number of revolute joints with link lengths and limits; forward kinematics, joint
 //!   positions and the positional Jacobian; and the [`Prior`] over its coordinates;
-//! - [`so101`]: the SO-101 arm's pitch joints and mass properties, from its MuJoCo model;
 //! - [`dls`]: damped least squares for any chain, with random restarts ([`ChainDls`]);
 //! - [`sampler`]: exact samples of the posterior `p(x | y*)` over the joint coordinates for a
 //!   target ([`ExactSampler`]), the ground truth every method is scored against;
@@ -34,7 +33,6 @@ pub mod mmd;
 pub mod model;
 pub mod nets;
 pub mod sampler;
-pub mod so101;
 pub mod solve;
 
 pub use arm::{Chain, ChainError, Link, MAX_COORDS, Marginal, Prior, Travel};

@@ -9,7 +9,7 @@
 //! Menagerie joint angle with its sign flipped (every pitch axis points along our −z) and `o_k` is
 //! the link angle at Menagerie zero ([`ZERO_OFFSETS`]).
 
-use super::arm::{Chain, ChainError, Link};
+use crate::chain::arm::{Chain, ChainError, Link};
 use crate::kinematics::JointLimits;
 use crate::plant::dynamics::Inertia;
 

@@ -6,7 +6,7 @@
 //! ([`Arm::closed_form`], the two-link arm's), the chain experiment's methods ([`Arm::methods`]),
 //! whether it hangs under gravity ([`Arm::vertical`]).
 //!
-//! The named arms:
+//! The named arms (the SO-101's joints and mass properties, from its MuJoCo model, in [`so101`]):
 //!
 //! - `2r`: today's two-link arm (unit links, joints free to turn): the default everywhere, with
 //!   its closed form as the reference. Its targets have two isolated answers, not a manifold, so
@@ -31,6 +31,8 @@
 //! limits; uniform prior), which is a chain of two links whose [`Arm::closed_form`] is that
 //! two-link arm.
 
+pub mod so101;
+
 use crate::chain::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
 use crate::kinematics::{JointLimits, Point2, TwoLinkArm};
 use crate::lineup::SolverId;
@@ -46,7 +48,7 @@ pub enum ArmKind {
     ThreeR,
     /// The rail-and-three-joints benchmark arm of Ardizzone et al. 2019 / Kruse et al. 2021.
     Rail3,
-    /// The SO-101 arm's three pitch joints in a vertical plane ([`crate::chain::so101`]).
+    /// The SO-101 arm's three pitch joints in a vertical plane ([`so101`]).
     So101,
 }
 
@@ -141,7 +143,7 @@ impl ArmKind {
                 (chain, prior)
             }
             ArmKind::So101 => {
-                let chain = crate::chain::so101::chain().expect("valid chain");
+                let chain = so101::chain().expect("valid chain");
                 let prior = Prior::uniform(&chain);
                 (chain, prior)
             }
@@ -255,7 +257,7 @@ impl Arm {
     pub fn real(&self) -> crate::plant::RealChain {
         let mut real = crate::plant::RealChain::rods(self.chain.clone());
         if self.kind == Some(ArmKind::So101) {
-            real.bodies = crate::chain::so101::BODIES.to_vec();
+            real.bodies = so101::BODIES.to_vec();
         }
         real
     }
