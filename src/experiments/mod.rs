@@ -73,6 +73,9 @@ pub enum ExperimentError {
     /// A quantity of the plant (its servo, masses, gap channels or camera) was out of its range.
     #[error(transparent)]
     Plant(#[from] crate::plant::PlantError),
+    /// A setting of the chain solvers was out of its range.
+    #[error(transparent)]
+    Solve(#[from] crate::chain::solve::SettingsError),
     /// A randomization range was out of its channel's limit.
     #[error(transparent)]
     Range(#[from] crate::plant::channel::RangeError),
