@@ -40,4 +40,4 @@ pub use dls::{ChainDls, DlsOutcome};
 pub use mmd::{Kernel, mmd_unbiased};
 pub use model::ChainModel;
 pub use sampler::{ExactSampler, PosteriorSamples};
-pub use solve::{Effort, NetSet, Nets, Seeds, SolveError, SolveSettings};
+pub use solve::{Effort, NetSet, Nets, Seeds, Setting, SettingsError, SolveError, SolveSettings};

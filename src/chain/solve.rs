@@ -103,28 +103,94 @@ impl Default for SolveSettings {
 impl SolveSettings {
     /// Checks every setting against `success_radius` (metres; DLS must stop within it), naming
     /// the first bad one.
-    pub fn validate(&self, success_radius: f64) -> Result<(), String> {
+    pub fn validate(&self, success_radius: f64) -> Result<(), SettingsError> {
+        let refuse = |setting, unit, limits, got| Err(SettingsError { setting, unit, limits, got });
         let positive = |v: f64| v.is_finite() && v > 0.0;
         if !(positive(self.dls_tolerance) && self.dls_tolerance <= success_radius) {
-            return Err(format!(
-                "the DLS tolerance must be a number in (0, {success_radius}] metres (at most the success radius), got {}",
-                self.dls_tolerance
-            ));
+            return refuse(Setting::DlsTolerance, "m", [0.0, success_radius], self.dls_tolerance);
         }
-        for (name, v, hi) in [
-            ("DLS iterations", self.dls_iterations, 10_000),
-            ("DLS starts", self.dls_starts, 1000),
-            ("hybrid iterations", self.hybrid_iterations, 10_000),
-            ("hybrid seeds", self.hybrid_seeds, 1000),
+        for (setting, v, hi, unit) in [
+            (Setting::DlsIterations, self.dls_iterations, 10_000, "iterations"),
+            (Setting::DlsStarts, self.dls_starts, 1000, "starts"),
+            (Setting::HybridIterations, self.hybrid_iterations, 10_000, "iterations"),
+            (Setting::HybridSeeds, self.hybrid_seeds, 1000, "seeds"),
         ] {
             if !(1..=hi).contains(&v) {
-                return Err(format!("{name} must be a whole number from 1 to {hi}, got {v}"));
+                return refuse(setting, unit, [1.0, f64::from(hi)], f64::from(v));
             }
         }
         if !(self.ess_factor.is_finite() && (1.0..=1000.0).contains(&self.ess_factor)) {
-            return Err(format!("the ESS factor must be a number from 1 to 1000, got {}", self.ess_factor));
+            return refuse(Setting::EssFactor, "samples drawn", [1.0, 1000.0], self.ess_factor);
         }
         Ok(())
+    }
+}
+
+/// A setting of [`SolveSettings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Setting {
+    /// [`SolveSettings::dls_tolerance`].
+    DlsTolerance,
+    /// [`SolveSettings::dls_iterations`].
+    DlsIterations,
+    /// [`SolveSettings::dls_starts`].
+    DlsStarts,
+    /// [`SolveSettings::hybrid_iterations`].
+    HybridIterations,
+    /// [`SolveSettings::hybrid_seeds`].
+    HybridSeeds,
+    /// [`SolveSettings::ess_factor`].
+    EssFactor,
+}
+
+impl Setting {
+    /// The setting's name in words, as a message says it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Setting::DlsTolerance => "DLS tolerance",
+            Setting::DlsIterations => "DLS iterations",
+            Setting::DlsStarts => "DLS starts",
+            Setting::HybridIterations => "hybrid iterations",
+            Setting::HybridSeeds => "hybrid seeds",
+            Setting::EssFactor => "ESS factor",
+        }
+    }
+}
+
+/// Why [`SolveSettings::validate`] refused the settings: the first setting out of its limits.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("{}", settings_message(self))]
+pub struct SettingsError {
+    /// What was refused.
+    pub setting: Setting,
+    /// Its unit (`m`; a count's: `iterations`, `starts`, `seeds`; the ESS factor's:
+    /// `samples drawn`, of which it is a multiple).
+    pub unit: &'static str,
+    /// The least and the largest value accepted; the DLS tolerance must be above its least, 0,
+    /// and at most the success radius.
+    pub limits: [f64; 2],
+    /// The value given (a count as a number).
+    pub got: f64,
+}
+
+/// The sentence of a [`SettingsError`].
+fn settings_message(e: &SettingsError) -> String {
+    let SettingsError { setting, limits: [lo, hi], got, .. } = *e;
+    match setting {
+        Setting::DlsTolerance => {
+            format!("the DLS tolerance must be a number in ({lo}, {hi}] metres (at most the success radius), got {got}")
+        }
+        Setting::DlsIterations | Setting::DlsStarts | Setting::HybridIterations | Setting::HybridSeeds => {
+            format!("{} must be a whole number from {lo} to {hi}, got {got}", setting.name())
+        }
+        Setting::EssFactor => format!("the ESS factor must be a number from {lo} to {hi}, got {got}"),
+    }
+}
+
+impl From<SettingsError> for String {
+    /// Its message, for a caller that still reports errors as text.
+    fn from(e: SettingsError) -> String {
+        e.to_string()
     }
 }
 
@@ -453,6 +519,29 @@ mod tests {
     use crate::arm::ArmKind;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn a_refused_setting_carries_its_name_unit_limits_and_value() {
+        let ok = SolveSettings::default();
+        assert_eq!(ok.validate(1e-3), Ok(()));
+        let e = SolveSettings { hybrid_seeds: 1001, ..ok }.validate(1e-3).unwrap_err();
+        assert_eq!(
+            e,
+            SettingsError { setting: Setting::HybridSeeds, unit: "seeds", limits: [1.0, 1000.0], got: 1001.0 }
+        );
+        assert_eq!(e.to_string(), "hybrid seeds must be a whole number from 1 to 1000, got 1001");
+        let e = SolveSettings { dls_tolerance: 0.01, ..ok }.validate(1e-3).unwrap_err();
+        assert_eq!((e.setting, e.unit, e.limits, e.got), (Setting::DlsTolerance, "m", [0.0, 1e-3], 0.01));
+        assert_eq!(
+            e.to_string(),
+            "the DLS tolerance must be a number in (0, 0.001] metres (at most the success radius), got 0.01"
+        );
+        let e = SolveSettings { dls_iterations: 0, ..ok }.validate(1e-3).unwrap_err();
+        assert_eq!(e.to_string(), "DLS iterations must be a whole number from 1 to 10000, got 0");
+        let e = SolveSettings { ess_factor: f64::NAN, ..ok }.validate(1e-3).unwrap_err();
+        assert_eq!((e.setting, e.unit, e.limits), (Setting::EssFactor, "samples drawn", [1.0, 1000.0]));
+        assert_eq!(e.to_string(), "the ESS factor must be a number from 1 to 1000, got NaN");
+    }
 
     #[test]
     fn learned_methods_without_their_net_are_refused_and_the_others_answer() {

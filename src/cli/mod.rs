@@ -405,7 +405,7 @@ impl BodyArgs {
             ..Body::default().servo
         };
         let body = Body { servo, link_mass: [m1, m2], gravity: self.gravity };
-        body.validate()?;
+        body.validate().map_err(|e| e.to_string())?;
         Ok(body)
     }
 }

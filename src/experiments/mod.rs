@@ -70,6 +70,12 @@ pub enum ExperimentError {
     /// A setting was out of range.
     #[error("{0}")]
     Invalid(String),
+    /// A quantity of the plant (its servo, masses, gap channels or camera) was out of its range.
+    #[error(transparent)]
+    Plant(#[from] crate::plant::PlantError),
+    /// A setting of the chain solvers was out of its range.
+    #[error(transparent)]
+    Solve(#[from] crate::chain::solve::SettingsError),
     /// A randomization range was out of its channel's limit.
     #[error(transparent)]
     Range(#[from] crate::plant::channel::RangeError),

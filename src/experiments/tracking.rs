@@ -185,7 +185,7 @@ impl TrackingConfig {
     /// [`MAX_PLANT_SECONDS`] of plant time in all.
     pub fn validate(&self) -> Result<(), ExperimentError> {
         let bad = |m: String| Err(ExperimentError::Invalid(m));
-        self.body.validate().map_err(ExperimentError::Invalid)?;
+        self.body.validate()?;
         if self.latencies_ms.is_empty() || self.latencies_ms.len() > MAX_LEVELS {
             return bad(format!("latency: give 1 to {MAX_LEVELS} values in ms, got {}", self.latencies_ms.len()));
         }
@@ -648,6 +648,12 @@ mod tests {
             let e = cfg.validate().unwrap_err().to_string();
             assert!(e.contains(field) && e.contains(unit), "{field}: {e}");
         }
+        // The body's refusal stays the plant's typed error, in the plant's words.
+        let light = TrackingConfig { body: Body { link_mass: [0.0, 0.05], ..Body::default() }, ..ok };
+        let e = light.validate().unwrap_err();
+        let quantity = crate::plant::Quantity::LinkMass { link: 1 };
+        assert!(matches!(e, ExperimentError::Plant(ref p) if p.quantity() == quantity && p.unit() == "kg"), "{e:?}");
+        assert_eq!(e.to_string(), "link 1 mass must be a number from 1e-6 to 1e3 kg, got 0");
     }
 
     #[test]

@@ -21,4 +21,4 @@ pub use arm::{ArmError, JointLimits, Mismatch, RealArm, TwoLinkArm};
 pub use pose::{ElbowMode, Point2, Pose, wrap_angle};
 pub use serial::{MAX_COORDS, SerialArm};
 pub(crate) use workspace::REACH_EPS;
-pub use workspace::{Projection, Region, SampleMode, UnreachableReason, project_to_workspace};
+pub use workspace::{Projection, Region, RegionError, SampleMode, UnreachableReason, project_to_workspace};

@@ -56,22 +56,15 @@ impl Region {
     /// A sector from `from_deg` to `to_deg` (degrees), checked: both bearings within ±360°,
     /// `from < to` and a width under 360°. The sector is taken modulo a turn: its start is
     /// moved to `[-180°, 180°)`, keeping its width (`sector:270,300` is `sector:-90,-60`).
-    pub fn sector_deg(from_deg: f64, to_deg: f64) -> Result<Self, String> {
+    pub fn sector_deg(from_deg: f64, to_deg: f64) -> Result<Self, RegionError> {
         let max = MAX_SECTOR_BEARING_DEG;
         let within = |v: f64| v.is_finite() && v.abs() <= max;
         if !(within(from_deg) && within(to_deg)) {
-            return Err(format!(
-                "sector bearings must be numbers of degrees within ±{max}, got {},{}",
-                crate::stats::fmt_num(from_deg),
-                crate::stats::fmt_num(to_deg)
-            ));
+            return Err(RegionError::Bearings { unit: "deg", limit: max, got: [from_deg, to_deg] });
         }
         let width = to_deg - from_deg;
         if !(width > 0.0 && width < 360.0) {
-            return Err(format!(
-                "sector needs FROM < TO and a width under 360 degrees (use `annulus` for the whole \
-                 turn), got {from_deg},{to_deg}"
-            ));
+            return Err(RegionError::Width { unit: "deg", limit: 360.0, got: [from_deg, to_deg] });
         }
         let start = (from_deg + 180.0).rem_euclid(360.0) - 180.0;
         Ok(Region::Sector { from: start.to_radians(), to: (start + width).to_radians() })
@@ -79,7 +72,7 @@ impl Region {
 
     /// Checks a region that did not come through [`Region::sector_deg`] (one read from a
     /// file): finite bearings within ±360° (2π), `from < to`, width under a turn.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RegionError> {
         match *self {
             Region::Annulus => Ok(()),
             Region::Sector { from, to } => {
@@ -88,9 +81,7 @@ impl Region {
                 if within(from) && within(to) && from < to && to - from < tau {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "sector [{from}, {to}] rad needs finite bearings within ±2π, from < to, and a width under 2π"
-                    ))
+                    Err(RegionError::Sector { unit: "rad", limit: tau, got: [from, to] })
                 }
             }
         }
@@ -110,28 +101,86 @@ impl Region {
 }
 
 impl std::str::FromStr for Region {
-    type Err = String;
+    type Err = RegionError;
 
     /// Parses `annulus` or `sector:FROM_DEG,TO_DEG` (see [`Region::sector_deg`] for the rules).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s.eq_ignore_ascii_case("annulus") {
             return Ok(Region::Annulus);
         }
-        let rest = s
-            .strip_prefix("sector:")
-            .ok_or_else(|| format!("region must be `annulus` or `sector:FROM,TO` (degrees), got `{s}`"))?;
-        let (a, b) = rest
-            .split_once(',')
-            .ok_or_else(|| format!("sector needs two bearings `FROM,TO` in degrees, got `{rest}`"))?;
+        let rest = s.strip_prefix("sector:").ok_or_else(|| RegionError::Syntax { got: s.to_string() })?;
+        let (a, b) = rest.split_once(',').ok_or_else(|| RegionError::NotAPair { got: rest.to_string() })?;
         let parse = |t: &str| {
             t.trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("`{t}` is not a finite number of degrees"))
+                .ok_or_else(|| RegionError::NotANumber { got: t.to_string() })
         };
         Region::sector_deg(parse(a)?, parse(b)?)
     }
+}
+
+/// Why a region was refused: its text, its bearings (in `unit`, against `limit`) or their order.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RegionError {
+    /// Neither `annulus` nor `sector:...`.
+    #[error("region must be `annulus` or `sector:FROM,TO` (degrees), got `{got}`")]
+    Syntax {
+        /// The text given.
+        got: String,
+    },
+    /// A sector without its two bearings.
+    #[error("sector needs two bearings `FROM,TO` in degrees, got `{got}`")]
+    NotAPair {
+        /// The text after `sector:`.
+        got: String,
+    },
+    /// A bearing that is not a finite number.
+    #[error("`{got}` is not a finite number of degrees")]
+    NotANumber {
+        /// The bearing's text.
+        got: String,
+    },
+    /// A bearing beyond `±limit`.
+    #[error(
+        "sector bearings must be numbers of degrees within ±{limit}, got {},{}",
+        crate::stats::fmt_num(got[0]),
+        crate::stats::fmt_num(got[1])
+    )]
+    Bearings {
+        /// The bearings' unit, degrees.
+        unit: &'static str,
+        /// The largest bearing accepted, either way ([`MAX_SECTOR_BEARING_DEG`]).
+        limit: f64,
+        /// The bearings given, from and to.
+        got: [f64; 2],
+    },
+    /// Bearings out of order, or a sector of a whole turn or more.
+    #[error(
+        "sector needs FROM < TO and a width under {limit} degrees (use `annulus` for the whole turn), got {},{}",
+        got[0],
+        got[1]
+    )]
+    Width {
+        /// The bearings' unit, degrees.
+        unit: &'static str,
+        /// The width a sector must stay under, a turn.
+        limit: f64,
+        /// The bearings given, from and to.
+        got: [f64; 2],
+    },
+    /// A sector read from a file (radians) with a bearing beyond a turn either way, its
+    /// bearings out of order or a width of a turn or more.
+    #[error("sector [{}, {}] rad needs finite bearings within ±2π, from < to, and a width under 2π", got[0], got[1])]
+    Sector {
+        /// The bearings' unit, radians.
+        unit: &'static str,
+        /// The largest bearing and the width a sector must stay under, a turn (2π).
+        limit: f64,
+        /// The bearings given, from and to.
+        got: [f64; 2],
+    },
 }
 
 impl std::fmt::Display for Region {
@@ -281,6 +330,35 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_region_carries_its_bearings_unit_and_limit() {
+        let e = "sector:-400,1e-5".parse::<Region>().unwrap_err();
+        assert_eq!(e, RegionError::Bearings { unit: "deg", limit: 360.0, got: [-400.0, 1e-5] });
+        assert_eq!(e.to_string(), "sector bearings must be numbers of degrees within ±360, got -400,1e-5");
+        let e = Region::sector_deg(90.0, -90.0).unwrap_err();
+        assert_eq!(e, RegionError::Width { unit: "deg", limit: 360.0, got: [90.0, -90.0] });
+        assert_eq!(
+            e.to_string(),
+            "sector needs FROM < TO and a width under 360 degrees (use `annulus` for the whole turn), got 90,-90"
+        );
+        let e = Region::Sector { from: 1.0, to: 0.5 }.validate().unwrap_err();
+        assert_eq!(e, RegionError::Sector { unit: "rad", limit: 2.0 * PI, got: [1.0, 0.5] });
+        assert_eq!(
+            e.to_string(),
+            "sector [1, 0.5] rad needs finite bearings within ±2π, from < to, and a width under 2π"
+        );
+        let e = "sector:1,x".parse::<Region>().unwrap_err();
+        assert_eq!(e.to_string(), "`x` is not a finite number of degrees");
+        assert_eq!(
+            "blob".parse::<Region>().unwrap_err().to_string(),
+            "region must be `annulus` or `sector:FROM,TO` (degrees), got `blob`"
+        );
+        assert_eq!(
+            "sector:5".parse::<Region>().unwrap_err().to_string(),
+            "sector needs two bearings `FROM,TO` in degrees, got `5`"
+        );
+    }
+
+    #[test]
     fn region_parsing() {
         assert_eq!("annulus".parse::<Region>().unwrap(), Region::Annulus);
         let Region::Sector { from, to } = "sector:-90,90".parse::<Region>().unwrap() else { panic!() };
@@ -293,7 +371,7 @@ mod tests {
         assert!(s.contains_bearing(Point2::new(-1.0, -0.01)));
         assert!(!s.contains_bearing(Point2::new(1.0, 0.0)));
         for bad in ["sector:720,800", "sector:0,360", "sector:-400,0", "sector:10,10"] {
-            let e = bad.parse::<Region>().unwrap_err();
+            let e = bad.parse::<Region>().unwrap_err().to_string();
             assert!(e.contains("360"), "{bad}: {e}");
         }
         let Region::Sector { from, to } = "sector:270,300".parse::<Region>().unwrap() else { panic!() };

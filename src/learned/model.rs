@@ -279,7 +279,7 @@ impl LearnedModel {
             return field_err("arm", e.to_string());
         }
         if let Err(e) = self.region.validate() {
-            return field_err("region", e);
+            return field_err("region", e.to_string());
         }
         match self.real {
             Some(real) => {

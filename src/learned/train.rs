@@ -179,6 +179,9 @@ pub enum TrainError {
     /// The arm was refused.
     #[error(transparent)]
     Arm(#[from] crate::kinematics::ArmError),
+    /// The region targets are drawn from was refused.
+    #[error(transparent)]
+    Region(#[from] crate::kinematics::RegionError),
     /// The run would need more memory or work than allowed; refused before anything is
     /// allocated.
     #[error(
@@ -566,7 +569,7 @@ impl TrainConfig {
         if !self.real.joint_offsets.is_finite() {
             return Err(TrainError::Invalid("the real arm's joint offsets must be finite".into()));
         }
-        self.region.validate().map_err(TrainError::Invalid)?;
+        self.region.validate()?;
         let fit = self.fit();
         let components = (self.head.spec().output == Output::Mixture).then_some(self.components);
         fit.check_settings(components, self.sigma_min, MAX_SIGMA_MIN)?;

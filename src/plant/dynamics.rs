@@ -28,6 +28,8 @@
 // best with the indices of the formulas it implements.
 #![allow(clippy::needless_range_loop)]
 
+use super::error::{PlantError, Quantity};
+
 /// The most degrees of freedom a model may have (servo joints and backlash hinges together): a
 /// hinge of free play behind every revolute joint of the longest chain.
 pub const MAX_DOF: usize = 2 * crate::kinematics::serial::MAX_COORDS;
@@ -105,49 +107,21 @@ impl Servo {
     /// `sqrt(kp / armature)` at most [`MAX_NATURAL_FREQUENCY`] and `kv / armature` at most
     /// [`MAX_VELOCITY_RATE`], so that [`Multibody::step`] stays stable within [`MAX_SPLIT`]
     /// sub-steps of the plant's 1 ms step.
-    pub fn validate(&self) -> Result<(), String> {
-        let fmt = crate::stats::fmt_num;
-        let bound = |v: f64| if v == 0.0 { "0".to_string() } else { format!("{v:e}") };
+    pub fn validate(&self) -> Result<(), PlantError> {
         let bounded = [
-            ("kp", self.kp, MIN_GAIN, MAX_GAIN, "N m/rad"),
-            ("torque limit", self.torque_limit, MIN_GAIN, MAX_GAIN, "N m"),
-            ("kv", self.kv, 0.0, MAX_GAIN, "N m s/rad"),
-            ("damping", self.damping, 0.0, MAX_GAIN, "N m s/rad"),
-            ("armature", self.armature, MIN_ARMATURE, MAX_ARMATURE, "kg m^2"),
-            ("friction loss", self.frictionloss, 0.0, MAX_GAIN, "N m"),
+            (Quantity::Kp, self.kp, MIN_GAIN, MAX_GAIN, "N m/rad"),
+            (Quantity::TorqueLimit, self.torque_limit, MIN_GAIN, MAX_GAIN, "N m"),
+            (Quantity::Kv, self.kv, 0.0, MAX_GAIN, "N m s/rad"),
+            (Quantity::Damping, self.damping, 0.0, MAX_GAIN, "N m s/rad"),
+            (Quantity::Armature, self.armature, MIN_ARMATURE, MAX_ARMATURE, "kg m^2"),
+            (Quantity::FrictionLoss, self.frictionloss, 0.0, MAX_GAIN, "N m"),
         ];
-        for (name, v, lo, hi, unit) in bounded {
-            if !(v.is_finite() && (lo..=hi).contains(&v)) {
-                return Err(format!(
-                    "the servo's {name} must be a number from {} to {} {unit}, got {}",
-                    bound(lo),
-                    bound(hi),
-                    fmt(v)
-                ));
-            }
+        for (quantity, v, lo, hi, unit) in bounded {
+            quantity.check(v, unit, [lo, hi])?;
         }
-        let natural = (self.kp / self.armature).sqrt();
-        if natural > MAX_NATURAL_FREQUENCY {
-            return Err(format!(
-                "the servo's natural frequency on its armature, sqrt(kp / armature), is {natural:.3e} rad/s, above the {} rad/s the plant resolves; lower kp or raise the armature",
-                bound(MAX_NATURAL_FREQUENCY)
-            ));
-        }
-        let rate = self.kv / self.armature;
-        if rate > MAX_VELOCITY_RATE {
-            return Err(format!(
-                "the servo's velocity gain over its armature, kv / armature, is {rate:.3e} 1/s, above the {} 1/s the plant resolves; lower kv or raise the armature",
-                bound(MAX_VELOCITY_RATE)
-            ));
-        }
-        let acceleration = self.top_acceleration();
-        if acceleration > MAX_ACCELERATION {
-            return Err(format!(
-                "the servo's top acceleration on its armature, min(torque limit, pi kp) / armature, is {acceleration:.3e} rad/s^2, above the {} rad/s^2 the plant resolves; lower the torque limit or kp, or raise the armature",
-                bound(MAX_ACCELERATION)
-            ));
-        }
-        Ok(())
+        Quantity::NaturalFrequency.check_rate((self.kp / self.armature).sqrt(), "rad/s", MAX_NATURAL_FREQUENCY)?;
+        Quantity::VelocityRate.check_rate(self.kv / self.armature, "1/s", MAX_VELOCITY_RATE)?;
+        Quantity::TopAcceleration.check_rate(self.top_acceleration(), "rad/s^2", MAX_ACCELERATION)
     }
 
     /// The fastest the servo can accelerate its own rotor, rad/s²: its largest torque, the

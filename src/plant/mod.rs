@@ -27,6 +27,9 @@
 
 pub mod channel;
 pub mod dynamics;
+pub mod error;
+
+pub use error::{PlantError, Quantity};
 
 use std::collections::VecDeque;
 
@@ -114,34 +117,18 @@ impl Camera {
     /// pixels, metres per pixel from [`MIN_METRES_PER_PIXEL`] to [`MAX_METRES_PER_PIXEL`], an
     /// offset within ±[`MAX_CAMERA_OFFSET`] metres, and a frame rate of 0 (off) or from
     /// [`MIN_FPS`] to [`MAX_FPS`] per second.
-    pub fn validate(&self) -> Result<(), String> {
-        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v <= hi;
-        if !within(self.pixel_noise, 0.0, MAX_PIXEL_NOISE) {
-            return Err(format!(
-                "the camera's pixel noise must be a number from 0 to {MAX_PIXEL_NOISE:e} pixels, got {}",
-                self.pixel_noise
-            ));
+    pub fn validate(&self) -> Result<(), PlantError> {
+        Quantity::PixelNoise.check(self.pixel_noise, "pixels", [0.0, MAX_PIXEL_NOISE])?;
+        Quantity::MetresPerPixel.check(self.metres_per_pixel, "m", [MIN_METRES_PER_PIXEL, MAX_METRES_PER_PIXEL])?;
+        let within = |v: f64| v.is_finite() && (0.0..=MAX_CAMERA_OFFSET).contains(&v);
+        if !(within(self.offset.x.abs()) && within(self.offset.y.abs())) {
+            return Err(PlantError::CameraOffset {
+                unit: "m",
+                limit: MAX_CAMERA_OFFSET,
+                got: [self.offset.x, self.offset.y],
+            });
         }
-        if !within(self.metres_per_pixel, MIN_METRES_PER_PIXEL, MAX_METRES_PER_PIXEL) {
-            return Err(format!(
-                "the camera's metres per pixel must be a number from {MIN_METRES_PER_PIXEL:e} to {MAX_METRES_PER_PIXEL} m, got {}",
-                self.metres_per_pixel
-            ));
-        }
-        if !(within(self.offset.x.abs(), 0.0, MAX_CAMERA_OFFSET) && within(self.offset.y.abs(), 0.0, MAX_CAMERA_OFFSET))
-        {
-            return Err(format!(
-                "the camera's offset must lie within ±{MAX_CAMERA_OFFSET} m on each axis, got ({}, {})",
-                self.offset.x, self.offset.y
-            ));
-        }
-        if !(self.fps == 0.0 || within(self.fps, MIN_FPS, MAX_FPS)) {
-            return Err(format!(
-                "the camera's frame rate must be 0 (off) or a number from 1/3600 (a frame an hour) to {MAX_FPS:e} per second, got {}",
-                self.fps
-            ));
-        }
-        Ok(())
+        Quantity::FrameRate.check(self.fps, "frames/s", [MIN_FPS, MAX_FPS])
     }
 
     /// Every field made usable: a non-finite or negative value becomes 0 (a rate of 0 turns the
@@ -207,7 +194,7 @@ impl Default for Body {
 
 impl Body {
     /// Checks the servo and the masses, naming the first bad quantity in its unit.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlantError> {
         PlantConfig { servo: self.servo, link_mass: self.link_mass, ..PlantConfig::ideal(TwoLinkArm::default()) }
             .validate()
     }
@@ -283,28 +270,15 @@ impl PlantConfig {
     /// ([`Servo::validate`]), link masses from [`MIN_LINK_MASS`] to [`MAX_LINK_MASS`] kg, backlash from 0 to
     /// [`MAX_BACKLASH`] rad, encoder noise from 0 to pi rad, flex from 0 to pi/4 rad, latency
     /// from 0 to [`MAX_LATENCY_MS`] ms, and the camera.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlantError> {
         self.servo.validate()?;
         for (i, &m) in self.link_mass.iter().enumerate() {
-            if !(m.is_finite() && (MIN_LINK_MASS..=MAX_LINK_MASS).contains(&m)) {
-                return Err(format!(
-                    "link {} mass must be a number from {MIN_LINK_MASS:e} to {MAX_LINK_MASS:e} kg, got {}",
-                    i + 1,
-                    crate::stats::fmt_num(m)
-                ));
-            }
+            Quantity::LinkMass { link: i + 1 }.check(m, "kg", [MIN_LINK_MASS, MAX_LINK_MASS])?;
         }
-        let within = |name: &str, v: f64, hi: f64, unit: &str| {
-            if v.is_finite() && (0.0..=hi).contains(&v) {
-                Ok(())
-            } else {
-                Err(format!("the {name} must be a number from 0 to {} {unit}, got {v}", crate::stats::fmt_num(hi)))
-            }
-        };
-        within("backlash", self.backlash, MAX_BACKLASH, "rad")?;
-        within("encoder noise", self.noise_std, MAX_ENCODER_NOISE, "rad")?;
-        within("flex", self.flex, MAX_FLEX, "rad")?;
-        within("latency", self.latency_ms, MAX_LATENCY_MS, "ms")?;
+        Quantity::Backlash.check(self.backlash, "rad", [0.0, MAX_BACKLASH])?;
+        Quantity::EncoderNoise.check(self.noise_std, "rad", [0.0, MAX_ENCODER_NOISE])?;
+        Quantity::Flex.check(self.flex, "rad", [0.0, MAX_FLEX])?;
+        Quantity::Latency.check(self.latency_ms, "ms", [0.0, MAX_LATENCY_MS])?;
         self.camera.validate()
     }
 
@@ -1113,13 +1087,47 @@ mod tests {
             (camera(Camera { metres_per_pixel: 1e-300, ..Camera::default() }), "metres per pixel"),
         ];
         for (cfg, words) in cases {
-            let e = cfg.validate().unwrap_err();
+            let e = cfg.validate().unwrap_err().to_string();
             assert!(e.contains(words), "{words:?} not in: {e}");
             assert!(cfg.sanitized().validate().is_ok(), "sanitized, it is accepted: {:?}", cfg.sanitized());
         }
         // Issue 48's servo is accepted, and the sanitized STS3215 is itself.
         assert!(servo(|s| (s.kp, s.torque_limit) = (1e6, 1e4)).validate().is_ok());
         assert_eq!(ok.sanitized(), ok);
+    }
+
+    #[test]
+    fn a_refusal_carries_the_quantity_its_unit_limits_and_value() {
+        let ok = PlantConfig::ideal(TwoLinkArm::default());
+        let e = PlantConfig { link_mass: [0.05, 2e3], ..ok }.validate().unwrap_err();
+        let want = PlantError::OutOfRange {
+            quantity: Quantity::LinkMass { link: 2 },
+            unit: "kg",
+            limits: [MIN_LINK_MASS, MAX_LINK_MASS],
+            got: 2e3,
+        };
+        assert_eq!(e, want);
+        assert_eq!(e.to_string(), "link 2 mass must be a number from 1e-6 to 1e3 kg, got 2000");
+        let e = PlantConfig { servo: Servo { kp: 1e-300, ..ok.servo }, ..ok }.validate().unwrap_err();
+        assert_eq!((e.quantity(), e.unit(), e.limits()), (Quantity::Kp, "N m/rad", [1e-3, 1e6]));
+        assert_eq!(e.to_string(), "the servo's kp must be a number from 1e-3 to 1e6 N m/rad, got 1e-300");
+        let e = PlantConfig { servo: Servo { kv: 1e4, ..ok.servo }, ..ok }.validate().unwrap_err();
+        assert_eq!((e.quantity(), e.unit(), e.limits()), (Quantity::VelocityRate, "1/s", [0.0, 5e4]));
+        let e = PlantConfig { latency_ms: f64::NAN, ..ok }.validate().unwrap_err();
+        assert_eq!((e.quantity(), e.unit(), e.limits()), (Quantity::Latency, "ms", [0.0, MAX_LATENCY_MS]));
+        assert_eq!(e.to_string(), "the latency must be a number from 0 to 10000 ms, got NaN");
+        let camera = |camera: Camera| PlantConfig { camera, ..ok }.validate().unwrap_err();
+        let e = camera(Camera { offset: Point2::new(0.5, -2e3), ..Camera::default() });
+        assert_eq!(e, PlantError::CameraOffset { unit: "m", limit: MAX_CAMERA_OFFSET, got: [0.5, -2e3] });
+        assert_eq!(e.to_string(), "the camera's offset must lie within ±1000 m on each axis, got (0.5, -2000)");
+        assert_eq!((e.quantity(), e.limits()), (Quantity::CameraOffset, [-1e3, 1e3]));
+        let e = camera(Camera { fps: 2e4, ..Camera::default() });
+        assert_eq!((e.quantity(), e.unit(), e.limits()), (Quantity::FrameRate, "frames/s", [MIN_FPS, MAX_FPS]));
+        assert_eq!(
+            e.to_string(),
+            "the camera's frame rate must be 0 (off) or a number from 1/3600 (a frame an hour) to 1e4 per second, got 20000"
+        );
+        assert!(PlantConfig { camera: Camera::OFF, ..ok }.validate().is_ok(), "a frame rate of 0 is the camera off");
     }
 
     /// The corners of what [`PlantConfig::validate`] accepts, under gravity: the weakest and the

@@ -87,7 +87,7 @@ impl ChainConfig {
             let got = crate::stats::fmt_num(self.tolerance);
             return bad(format!("tolerance must be a number in (0, {MAX_TOLERANCE}] metres, got {got}"));
         }
-        self.solve.validate(self.tolerance).map_err(ExperimentError::Invalid)?;
+        self.solve.validate(self.tolerance)?;
         let k = &self.kernel.widths;
         if k.is_empty() || k.len() > 8 || !k.iter().all(|&h| positive(h) && h <= 1e3) {
             return bad("the kernel needs 1 to 8 widths, each a number in (0, 1000]".into());

@@ -162,8 +162,8 @@ pub enum ConfigError {
         error: LevelError,
     },
     /// A quantity of the physical arm (servo, masses) is out of its range.
-    #[error("{0}")]
-    Body(String),
+    #[error(transparent)]
+    Body(#[from] crate::plant::PlantError),
     /// A setting is out of its range.
     #[error("{what} must be in {range}, got {got}")]
     OutOfRange {
