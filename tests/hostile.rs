@@ -964,9 +964,15 @@ fn refused_numbers_are_echoed_bounded_naming_the_flag_and_its_range() {
 fn refusals_blame_the_setting_that_is_wrong() {
     let err = refused(&["train", "--head", "residual", "--lengths", "1,2e-4", "--steps", "10"], &["default mismatch"]);
     assert!(err.contains("0.0 % of the nominal arm's workspace") && !err.contains("usable targets"), "{err}");
-    let err = refused(&["explain", "--lengths", "1,1,1", "--target", "1,1"], &["--lengths", "two-link arm", "chain"]);
+    // `explain` answers on a chain; what a chain lacks is refused naming that setting.
+    let err =
+        refused(&["explain", "--lengths", "1,1,1", "--target", "1,1", "--from", "0,1"], &["--from", "two-link arm"]);
     assert!(!err.contains("finite number"), "{err}");
-    for cmd in [&["explain", "--target", "1,1"][..], &["experiment", "degradation"], &["experiment", "averaging"]] {
+    refused(
+        &["explain", "--lengths", "1,1,1", "--target", "1,1", "--solver", "dls"],
+        &["dls is not explained", "mse, mdn, flow"],
+    );
+    for cmd in [&["experiment", "degradation"][..], &["experiment", "averaging"]] {
         let err = refused(&[cmd, &["--arm", "so101"]].concat(), &["two-link arm", "so101 is a chain"]);
         assert!(!err.contains("--from") && !err.contains("tip:"), "{cmd:?}: {err}");
     }
