@@ -62,7 +62,7 @@ pub(crate) struct ClaimsJob {
 pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConfig, String) {
     let mut levels = ChannelLevels::baseline();
     let mut on = Vec::new();
-    for channel in SweepChannel::ALL {
+    for channel in SweepChannel::all() {
         // The camera's frame period is always some value while it runs; it is a knob like the
         // others, judged from a frame every tick to the slider's rate.
         let Some(level) = channel.current(plant) else { continue };

@@ -114,7 +114,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
             s.atlas.on = true;
             s.atlas.follow_driver = true;
             s.atlas.layer = scene.layer;
-            if let Some(channel) = SweepChannel::ALL.into_iter().find(|c| c.channel() == scene.sweep) {
+            if let Some(channel) = SweepChannel::of(scene.sweep) {
                 s.sweep.channel = channel;
             }
             s.camera_view.0 = scene.camera_view;

@@ -624,7 +624,7 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
     ui.horizontal(|ui| {
         ui.label("sweep");
         egui::ComboBox::from_id_salt("sweep-channel").selected_text(channel.channel().key()).show_ui(ui, |ui| {
-            for c in SweepChannel::ALL {
+            for c in SweepChannel::all() {
                 ui.selectable_value(&mut channel, c, c.channel().key());
             }
         });

@@ -108,7 +108,7 @@ impl ViewFile {
         view.arm.validate().map_err(|e| format!("{shown}: its field `arm` is not a valid arm: {e}"))?;
         super::state::arm::slider_room(&view.arm)
             .map_err(|e| format!("{shown}: its field `arm` leaves no room for the link-length sliders: {e}"))?;
-        if !SweepChannel::ALL.iter().any(|c| c.channel().key() == view.sweep) {
+        if !SweepChannel::all().any(|c| c.channel().key() == view.sweep) {
             return Err(format!("{shown}: `{}` is no channel the live sweep has", view.sweep));
         }
         Ok(view)
@@ -185,7 +185,7 @@ impl Scene<'_> {
         self.atlas.solver = a.solver;
         self.atlas.layer = a.layer;
         self.atlas.resolution = a.resolution;
-        if let Some(c) = SweepChannel::ALL.into_iter().find(|c| c.channel().key() == view.sweep) {
+        if let Some(c) = SweepChannel::all().find(|c| c.channel().key() == view.sweep) {
             self.sweep.channel = c;
         }
         self.camera_view.0 = view.camera_view;

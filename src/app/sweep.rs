@@ -14,7 +14,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, range, two_link_lab};
+use super::state::arm::{Nominal, PlantSettings, two_link_lab};
 use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::experiments::degradation::{
@@ -40,90 +40,48 @@ pub(crate) const MODEL_REFRESH_SECS: f64 = 2.0;
 /// plant's dynamics (about 0.15 ms of one core), so 150 give a curve within a few seconds.
 pub(crate) const SWEEP_TARGETS: usize = 150;
 
-/// The perturbation channel the live degradation plot sweeps: one of the plant sliders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum SweepChannel {
-    /// Encoder noise.
-    #[default]
-    Encoder,
-    /// Backlash.
-    Backlash,
-    /// Joint friction loss, N m.
-    Friction,
-    /// Link flex.
-    Flex,
-    /// Control latency, milliseconds.
-    Latency,
-    /// The camera's pixel noise.
-    CameraNoise,
-    /// The camera's calibration offset (its length).
-    CameraOffset,
-    /// The camera's frame period (the inverse of the frame-rate slider).
-    CameraPeriod,
+/// A channel the live degradation plot sweeps: a reality-gap channel of the core's table with a
+/// slider in the app ([`elbow::plant::channel::Row::slider`]), so a channel given a slider in the
+/// table joins the menu by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SweepChannel(Channel);
+
+impl Default for SweepChannel {
+    /// Encoder noise, the first channel with a slider.
+    fn default() -> Self {
+        Self(Channel::Encoder)
+    }
 }
 
 impl SweepChannel {
-    /// Every one, in menu order.
-    pub(crate) const ALL: [SweepChannel; 8] = [
-        SweepChannel::Encoder,
-        SweepChannel::Backlash,
-        SweepChannel::Friction,
-        SweepChannel::Flex,
-        SweepChannel::Latency,
-        SweepChannel::CameraNoise,
-        SweepChannel::CameraOffset,
-        SweepChannel::CameraPeriod,
-    ];
+    /// Every one, in the table's (and the menu's) order.
+    pub(crate) fn all() -> impl Iterator<Item = SweepChannel> {
+        Channel::ALL.into_iter().filter_map(SweepChannel::of)
+    }
+
+    /// `channel`, when it has a slider.
+    pub(crate) fn of(channel: Channel) -> Option<SweepChannel> {
+        channel.row().slider.map(|_| SweepChannel(channel))
+    }
 
     /// The core's channel.
     pub(crate) fn channel(self) -> Channel {
-        match self {
-            SweepChannel::Encoder => Channel::Encoder,
-            SweepChannel::Backlash => Channel::Backlash,
-            SweepChannel::Friction => Channel::Friction,
-            SweepChannel::Flex => Channel::Flex,
-            SweepChannel::Latency => Channel::Latency,
-            SweepChannel::CameraNoise => Channel::CameraNoise,
-            SweepChannel::CameraOffset => Channel::CameraOffset,
-            SweepChannel::CameraPeriod => Channel::CameraPeriod,
-        }
+        self.0
     }
 
     /// The swept range in the slider's units, from 0 to the slider's end (the camera's frame
-    /// period from a frame every tick to one every [`range::SLOWEST_FRAME`] seconds).
+    /// period from a frame every tick to one every
+    /// [`super::state::arm::range::SLOWEST_FRAME`] seconds); the camera
+    /// offset's is the length of the two-axis offset with both sliders at their end.
     pub(crate) fn range(self) -> std::ops::RangeInclusive<f64> {
-        match self {
-            SweepChannel::Encoder => range::NOISE,
-            SweepChannel::Backlash => range::BACKLASH,
-            SweepChannel::Friction => range::FRICTION,
-            SweepChannel::Flex => range::FLEX,
-            SweepChannel::Latency => range::LATENCY,
-            SweepChannel::CameraNoise => range::CAMERA_NOISE,
-            SweepChannel::CameraOffset => 0.0..=range::CAMERA_OFFSET.end().hypot(*range::CAMERA_OFFSET.end()),
-            SweepChannel::CameraPeriod => 0.0..=range::SLOWEST_FRAME,
-        }
+        let end = self.0.row().slider.unwrap_or(0.0);
+        if self.0 == Channel::CameraOffset { 0.0..=end.hypot(end) } else { 0.0..=end }
     }
 
     /// The slider's current value, in the swept units (`None`: the camera is off, so no frame
     /// period).
     pub(crate) fn current(self, plant: &PlantSettings) -> Option<f64> {
-        let s = plant.sanitized();
-        Some(match self {
-            SweepChannel::Encoder => s.noise_std,
-            SweepChannel::Backlash => s.backlash,
-            SweepChannel::Friction => s.frictionloss,
-            SweepChannel::Flex => s.flex,
-            SweepChannel::Latency => s.latency_ms,
-            SweepChannel::CameraNoise => s.camera_noise,
-            SweepChannel::CameraOffset => s.camera_offset[0].hypot(s.camera_offset[1]),
-            SweepChannel::CameraPeriod => {
-                if s.camera_fps > 0.0 {
-                    (1.0 / s.camera_fps).min(range::SLOWEST_FRAME)
-                } else {
-                    return None;
-                }
-            }
-        })
+        plant.sanitized().level(self.0)
     }
 }
 

@@ -569,6 +569,7 @@ fn a_loaded_model_replaces_its_head_and_a_bad_file_changes_nothing() {
 #[test]
 fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     use super::sweep::{LiveSweep, SweepChannel};
+    use elbow::plant::channel::Channel;
     use elbow::{Pipeline, SolverId};
     let mut app = app();
     app.insert_resource(tiny_models());
@@ -578,7 +579,7 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     let frames = wait(&mut app, &|s| s.latest.is_some());
     assert!(frames >= 3, "the sweep came {frames} frame(s) after it started: a frame waited for it");
     let (channel, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
-    assert_eq!(channel, SweepChannel::Encoder);
+    assert_eq!(channel, SweepChannel::of(Channel::Encoder).unwrap());
     let pipelines = elbow::experiments::degradation::pipelines();
     assert_eq!(curves.len(), pipelines.len());
     for c in curves.iter() {
@@ -590,26 +591,27 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     wait(&mut app, &|s| {
         s.latest.as_ref().is_some_and(|(_, c)| c[0].error.iter().any(|p| (p[0] - 0.0123).abs() < 1e-9))
     });
-    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Backlash;
-    wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::Backlash));
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::of(Channel::Backlash).unwrap();
+    wait(&mut app, &|s| s.latest.as_ref().is_some_and(|(c, _)| *c == SweepChannel::of(Channel::Backlash).unwrap()));
     // The reality-gap channels: friction sweeps in the slider's N m (its value is a level),
     // flex misses are silent on the encoders, and the camera's noise shows as false alarms.
     app.world_mut().resource_mut::<PlantSettings>().frictionloss = 0.0071;
-    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Friction;
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::of(Channel::Friction).unwrap();
     wait(&mut app, &|s| {
         s.latest.as_ref().is_some_and(|(c, curves)| {
-            *c == SweepChannel::Friction && curves[0].error.iter().any(|p| (p[0] - 0.0071).abs() < 1e-9)
+            *c == SweepChannel::of(Channel::Friction).unwrap()
+                && curves[0].error.iter().any(|p| (p[0] - 0.0071).abs() < 1e-9)
         })
     });
     let analytic = |s: &LiveSweep| s.latest.as_ref().map(|(c, curves)| (*c, curves[0].clone()));
-    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::Flex;
-    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::Flex));
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::of(Channel::Flex).unwrap();
+    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::of(Channel::Flex).unwrap()));
     let (_, flex) = analytic(app.world().resource()).unwrap();
     assert_eq!(flex.pipeline, Pipeline::plain(SolverId::Analytic));
     let last = |v: &[[f64; 2]]| v.last().unwrap()[1];
     assert!(last(&flex.silent) > 0.5, "the encoders cannot see the droop: {flex:?}");
-    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::CameraNoise;
-    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::CameraNoise));
+    app.world_mut().resource_mut::<LiveSweep>().channel = SweepChannel::of(Channel::CameraNoise).unwrap();
+    wait(&mut app, &|s| analytic(s).is_some_and(|(c, _)| c == SweepChannel::of(Channel::CameraNoise).unwrap()));
     let (_, noise) = analytic(app.world().resource()).unwrap();
     assert!(noise.false_alarm[0][1] < 0.01 && last(&noise.false_alarm) > 0.02, "{noise:?}");
     assert!(noise.error.iter().all(|p| p[1] == noise.error[0][1]), "the camera moves no arm: {noise:?}");
@@ -916,4 +918,20 @@ fn latency_is_the_same_time_at_any_frame_rate() {
         let d = delay(frame_ms);
         assert!((0.2..0.2 + frame_ms as f64 * 1e-3 + 1e-9).contains(&d), "{frame_ms} ms frames: {d} s");
     }
+}
+
+#[test]
+fn every_channel_with_a_slider_has_a_knob_and_is_swept() {
+    // The sweep's menu is the channel table's rows with a slider; each must read a value from the
+    // panel's knobs (a row given a slider without a knob would sweep nothing).
+    use super::sweep::SweepChannel;
+    use elbow::plant::channel::Channel;
+    let swept: Vec<Channel> = SweepChannel::all().map(SweepChannel::channel).collect();
+    assert_eq!(swept.len(), 8, "{swept:?}");
+    let plant = PlantSettings::default();
+    for c in SweepChannel::all() {
+        let level = c.current(&plant);
+        assert!(level.is_some_and(|v| c.range().contains(&v)), "{:?}: {level:?}", c.channel());
+    }
+    assert_eq!(plant.level(Channel::Mismatch), None, "no single knob: the mismatch has four");
 }

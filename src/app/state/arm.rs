@@ -3,6 +3,7 @@
 
 use bevy::prelude::*;
 use elbow::arm::Arm;
+use elbow::plant::channel::Channel;
 use elbow::plant::{Camera, RealChain};
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
@@ -186,6 +187,23 @@ impl PlantSettings {
         camera_offset: [0.0; 2],
         camera_fps: 30.0,
     };
+
+    /// The value of `channel`'s knob, in the channel's unit (the camera offset's is the length
+    /// of its two axes, the frame period the inverse of the frame rate): `None` for a channel
+    /// without a knob here, and for the frame period while the camera is off.
+    pub(crate) fn level(&self, channel: Channel) -> Option<f64> {
+        Some(match channel {
+            Channel::Encoder => self.noise_std,
+            Channel::Backlash => self.backlash,
+            Channel::Friction => self.frictionloss,
+            Channel::Flex => self.flex,
+            Channel::Latency => self.latency_ms,
+            Channel::CameraNoise => self.camera_noise,
+            Channel::CameraOffset => self.camera_offset[0].hypot(self.camera_offset[1]),
+            Channel::CameraPeriod if self.camera_fps > 0.0 => (1.0 / self.camera_fps).min(range::SLOWEST_FRAME),
+            _ => return None,
+        })
+    }
 
     /// Every knob clamped into its range.
     pub(crate) fn sanitized(&self) -> Self {
