@@ -13,6 +13,7 @@ use crate::experiments::degradation::Channel;
 use crate::kinematics::{JointLimits, Point2, Pose, TwoLinkArm};
 use crate::learned::{HeadKind, TrainConfig};
 use crate::lineup::SolverId;
+use crate::plant::channel::Perturbation;
 
 /// The branch-flip lesson's arm: the default links, the elbow within -1 rad (elbow-up) to pi.
 pub fn flip_arm() -> TwoLinkArm {
@@ -75,26 +76,6 @@ pub enum SceneArm {
     },
 }
 
-/// The plant knobs a scene sets; every other knob is at the ideal plant's value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ScenePlant {
-    /// Encoder noise standard deviation, radians.
-    pub encoder: f64,
-    /// Backlash half-width, radians.
-    pub backlash: f64,
-    /// Coulomb friction loss of each joint, N m.
-    pub friction: f64,
-    /// Link flex (the stretched-out droop), radians.
-    pub flex: f64,
-    /// The core's default model mismatch on the real arm (else none).
-    pub mismatch: bool,
-}
-
-impl ScenePlant {
-    /// The ideal plant: no noise, backlash, friction, flex or mismatch.
-    pub const IDEAL: ScenePlant = ScenePlant { encoder: 0.0, backlash: 0.0, friction: 0.0, flex: 0.0, mismatch: false };
-}
-
 /// Everything a lesson sets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scene {
@@ -103,8 +84,9 @@ pub struct Scene {
     /// Where the target sits, as a fraction of the reach along each axis (so it lands at the same
     /// place on any link lengths).
     pub target: Point2,
-    /// The plant.
-    pub plant: ScenePlant,
+    /// The plant: each reality-gap channel's value in the channel table's units (the mismatch as
+    /// a multiple of the default mismatch); every channel left at 0 is at the ideal plant's value.
+    pub plant: Perturbation,
     /// The atlas layer shown on the two-link arm.
     pub layer: Layer,
     /// The channel the live degradation plots sweep on the two-link arm.
@@ -233,14 +215,15 @@ impl Lesson {
         let base = Scene {
             arm: two_link(mdn, false),
             target: Point2::new(0.5, 0.4),
-            plant: ScenePlant::IDEAL,
+            plant: Perturbation::default(),
             layer: Layer::Miss,
             sweep: Channel::Encoder,
             camera_view: false,
             training: None,
             start: None,
         };
-        let plant = |p: ScenePlant| Scene { plant: p, ..base };
+        let plant =
+            |channel: Channel, level: f64| Scene { plant: Perturbation::default().with(channel, level), ..base };
         match self {
             Lesson::Averaging => Scene { arm: two_link(mse, false), layer: Layer::Branch, ..base },
             Lesson::JointsRegion => Scene { arm: two_link(mse, false), target: Point2::new(0.15, 0.1), ..base },
@@ -261,18 +244,18 @@ impl Lesson {
                     ..base
                 }
             }
-            Lesson::Noise => Scene { layer: Layer::Silent, ..plant(ScenePlant { encoder: 0.03, ..ScenePlant::IDEAL }) },
+            Lesson::Noise => Scene { layer: Layer::Silent, ..plant(Channel::Encoder, 0.03) },
             Lesson::Backlash => Scene {
                 arm: two_link(SolverId::Analytic, false),
                 layer: Layer::Silent,
                 sweep: Channel::Backlash,
-                ..plant(ScenePlant { backlash: 0.05, ..ScenePlant::IDEAL })
+                ..plant(Channel::Backlash, 0.05)
             },
             Lesson::Friction => Scene {
                 arm: two_link(SolverId::Analytic, false),
                 layer: Layer::Silent,
                 sweep: Channel::Friction,
-                ..plant(ScenePlant { friction: 0.5, ..ScenePlant::IDEAL })
+                ..plant(Channel::Friction, 0.5)
             },
             Lesson::Flex => Scene {
                 arm: two_link(SolverId::Analytic, false),
@@ -281,17 +264,15 @@ impl Lesson {
                 layer: Layer::Silent,
                 sweep: Channel::Flex,
                 camera_view: true,
-                ..plant(ScenePlant { flex: 0.05, ..ScenePlant::IDEAL })
+                ..plant(Channel::Flex, 0.05)
             },
-            Lesson::Envelope => Scene {
-                arm: two_link(mdn, true),
-                layer: Layer::Envelope,
-                ..plant(ScenePlant { encoder: 0.01, ..ScenePlant::IDEAL })
-            },
+            Lesson::Envelope => {
+                Scene { arm: two_link(mdn, true), layer: Layer::Envelope, ..plant(Channel::Encoder, 0.01) }
+            }
             Lesson::Hybrid => Scene {
                 arm: two_link(SolverId::Learned(HeadKind::Residual), true),
                 layer: Layer::Envelope,
-                ..plant(ScenePlant { mismatch: true, ..ScenePlant::IDEAL })
+                ..plant(Channel::Mismatch, 1.0)
             },
             Lesson::Manifold => Scene {
                 arm: SceneArm::Chain {
@@ -333,7 +314,7 @@ mod tests {
         let arm = TwoLinkArm::default();
         let t = scene.target * arm.reach();
         let pose = solve_branches(&arm, t).down;
-        let cfg = crate::PlantConfig { flex: scene.plant.flex, ..crate::PlantConfig::ideal(arm) };
+        let cfg = crate::PlantConfig { flex: scene.plant[Channel::Flex], ..crate::PlantConfig::ideal(arm) };
         let mut plant = crate::Plant::new(cfg.two_link_real(), cfg, &pose.coords());
         plant.settle();
         let droop = (plant.tip() - t).norm();
@@ -369,7 +350,7 @@ mod tests {
     fn each_plant_lesson_turns_on_its_own_knob_and_sweeps_it() {
         let knob = |l: Lesson| {
             let p = l.scene().plant;
-            [p.encoder > 0.0, p.backlash > 0.0, p.friction > 0.0, p.flex > 0.0]
+            [Channel::Encoder, Channel::Backlash, Channel::Friction, Channel::Flex].map(|c| p[c] > 0.0)
         };
         assert_eq!(knob(Lesson::Noise), [true, false, false, false]);
         assert_eq!(knob(Lesson::Backlash), [false, true, false, false]);
@@ -377,7 +358,7 @@ mod tests {
         assert_eq!(knob(Lesson::Flex), [false, false, false, true]);
         assert_eq!(Lesson::Backlash.scene().sweep, Channel::Backlash);
         assert_eq!(Lesson::Flex.scene().sweep, Channel::Flex);
-        assert!(Lesson::Hybrid.scene().plant.mismatch);
+        assert_eq!(Lesson::Hybrid.scene().plant[Channel::Mismatch], 1.0, "the default mismatch");
     }
 
     #[test]

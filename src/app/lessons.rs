@@ -19,7 +19,7 @@ use super::sweep::{LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use elbow::lessons::{Lesson, Scene, SceneArm};
-use elbow::{Mismatch, Pipeline, TrainConfig, TwoLinkArm};
+use elbow::{Pipeline, TrainConfig, TwoLinkArm};
 
 /// Registers the lesson request, the caption's resource and the system that opens lessons.
 pub(crate) fn plugin(app: &mut App) {
@@ -95,17 +95,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
                 s.train.write(TrainCommand::Start);
             }
             s.driver.0 = if envelope { Pipeline::enveloped(driver) } else { Pipeline::plain(driver) };
-            let p = scene.plant;
-            let mismatch = if p.mismatch { Mismatch::DEFAULT } else { Mismatch::NONE };
-            *s.plant = PlantSettings {
-                noise_std: p.encoder,
-                backlash: p.backlash,
-                frictionloss: p.friction,
-                flex: p.flex,
-                length_error: mismatch.length_error,
-                joint_offset: [mismatch.joint_offsets.shoulder, mismatch.joint_offsets.elbow],
-                ..PlantSettings::IDEAL
-            };
+            *s.plant = PlantSettings::IDEAL.with_levels(&scene.plant);
             *s.target = Target::at(scene.target * s.nominal.0.reach());
             if let Some(start) = scene.start {
                 *s.sim = Sim::new(s.plant.config(&arm), start);

@@ -771,15 +771,7 @@ fn driver_section(ui: &mut egui::Ui, mut driver: Mut<Driver>) {
 /// that knob.
 fn lesson_knob(lesson: elbow::lessons::Lesson) -> Option<Channel> {
     let scene = lesson.scene();
-    let p = scene.plant;
-    let set = match scene.sweep {
-        Channel::Encoder => p.encoder > 0.0,
-        Channel::Backlash => p.backlash > 0.0,
-        Channel::Friction => p.friction > 0.0,
-        Channel::Flex => p.flex > 0.0,
-        _ => false,
-    };
-    set.then_some(scene.sweep)
+    (scene.plant[scene.sweep] > 0.0).then_some(scene.sweep)
 }
 
 /// One line of training: every head's progress in one bar, and start, pause and reset (the

@@ -711,12 +711,11 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 assert_eq!(world.resource::<Driver>().0, Pipeline { solver: driver, envelope }, "{lesson}");
                 let plant = world.resource::<PlantSettings>();
                 let p = scene.plant;
-                assert_eq!(
-                    [plant.noise_std, plant.backlash, plant.frictionloss, plant.flex],
-                    [p.encoder, p.backlash, p.friction, p.flex],
-                    "{lesson}"
-                );
-                assert_eq!(plant.length_error != [0.0; 2], p.mismatch, "{lesson}");
+                use elbow::plant::channel::Channel;
+                for c in [Channel::Encoder, Channel::Backlash, Channel::Friction, Channel::Flex, Channel::Latency] {
+                    assert_eq!(plant.level(c), Some(p[c]), "{lesson}: {c:?}");
+                }
+                assert_eq!(plant.length_error != [0.0; 2], p[Channel::Mismatch] > 0.0, "{lesson}");
                 assert_eq!(world.resource::<AtlasView>().layer, scene.layer, "{lesson}");
                 assert_eq!(world.resource::<LiveSweep>().channel.channel(), scene.sweep, "{lesson}");
                 assert_eq!(world.resource::<CameraView>().0, scene.camera_view, "{lesson}");

@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 use elbow::arm::Arm;
-use elbow::plant::channel::Channel;
+use elbow::plant::channel::{Channel, Perturbation};
 use elbow::plant::{Camera, RealChain};
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
@@ -203,6 +203,33 @@ impl PlantSettings {
             Channel::CameraPeriod if self.camera_fps > 0.0 => (1.0 / self.camera_fps).min(range::SLOWEST_FRAME),
             _ => return None,
         })
+    }
+
+    /// These knobs with each channel of `levels` (in the channel table's units) set where a knob
+    /// holds it ([`PlantSettings::level`]'s inverse): the camera offset along x, a camera period
+    /// above 0 as its frame rate (0 leaves the rate), the mismatch as that multiple of the core's
+    /// default mismatch (0: none).
+    pub(crate) fn with_levels(mut self, levels: &Perturbation) -> Self {
+        for channel in Channel::ALL {
+            let v = levels[channel];
+            match channel {
+                Channel::Encoder => self.noise_std = v,
+                Channel::Backlash => self.backlash = v,
+                Channel::Friction => self.frictionloss = v,
+                Channel::Flex => self.flex = v,
+                Channel::Latency => self.latency_ms = v,
+                Channel::CameraNoise => self.camera_noise = v,
+                Channel::CameraOffset => self.camera_offset = [v, 0.0],
+                Channel::CameraPeriod if v > 0.0 => self.camera_fps = 1.0 / v,
+                Channel::Mismatch => {
+                    let m = if v == 0.0 { Mismatch::NONE } else { Perturbation::scaled(Mismatch::DEFAULT, v) };
+                    self.length_error = m.length_error;
+                    self.joint_offset = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
+                }
+                _ => {}
+            }
+        }
+        self
     }
 
     /// Every knob clamped into its range.
