@@ -96,8 +96,7 @@ pub(crate) fn config(view: &AtlasView, plant: &PlantSettings) -> AtlasConfig {
         noise: s.noise_std,
         backlash: s.backlash,
         mismatch: s.mismatch(),
-        // The atlas's static stop-short band: the friction loss over the servo's gain.
-        friction: s.frictionloss / elbow::plant::dynamics::Servo::STS3215.kp,
+        friction: s.frictionloss,
         flex: s.flex,
         // The noise samples cost as much as the rest of the map: only for the silent layer, and
         // then enough of them (16) that the rate reads as a rate, not as dice.

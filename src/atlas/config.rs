@@ -3,6 +3,8 @@
 
 use crate::chain::solve::{SolveError, SolveSettings};
 use crate::kinematics::Mismatch;
+use crate::plant::channel::MAX_FRICTION;
+use crate::plant::dynamics::Servo;
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines an atlas.
@@ -19,9 +21,11 @@ pub struct AtlasConfig {
     pub backlash: f64,
     /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
     pub mismatch: Mismatch,
-    /// Stiction band of the silent layer, radians: a joint at rest stops anywhere within the
-    /// band of its command (which side depends on where it came from, which a map does not
-    /// know, so uniformly within it).
+    /// Joint friction of the silent layer: each joint's Coulomb friction loss, N m (the channel
+    /// table's friction, up to [`MAX_FRICTION`]). A position servo holding against it stops
+    /// anywhere within `friction / kp` of its command ([`AtlasConfig::stiction_band`], on the
+    /// STS3215's gain); which side depends on where it came from, which a map does not know, so
+    /// uniformly within it.
     pub friction: f64,
     /// Link flex of the silent layer ([`crate::plant::droop`]), radians of droop stretched out.
     pub flex: f64,
@@ -59,6 +63,12 @@ pub const MAX_RESOLUTION: usize = 1024;
 pub const MAX_SAMPLES: usize = 64;
 
 impl AtlasConfig {
+    /// How far from its command a joint at rest may stop under [`AtlasConfig::friction`],
+    /// radians: the friction loss over the STS3215's position gain.
+    pub fn stiction_band(&self) -> f64 {
+        self.friction / Servo::STS3215.kp
+    }
+
     /// Checks every field of a two-link map, with a message naming the first bad one.
     pub fn validate(&self) -> Result<(), String> {
         if !(2..=MAX_RESOLUTION).contains(&self.resolution) {
@@ -73,10 +83,11 @@ impl AtlasConfig {
         if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
             return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
         }
-        for (name, v) in [("friction", self.friction), ("flex", self.flex)] {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(format!("{name} must be in [0, 1] rad, got {v}"));
-            }
+        if !(self.friction.is_finite() && (0.0..=MAX_FRICTION).contains(&self.friction)) {
+            return Err(format!("friction must be in [0, {MAX_FRICTION}] N m, got {}", self.friction));
+        }
+        if !(self.flex.is_finite() && (0.0..=1.0).contains(&self.flex)) {
+            return Err(format!("flex must be in [0, 1] rad, got {}", self.flex));
         }
         let m = self.mismatch;
         let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];
