@@ -941,8 +941,8 @@ fn refused_numbers_are_echoed_bounded_naming_the_flag_and_its_range() {
         (vec!["experiment", "chain"], "--tolerance", "(0, 1] m"),
         (vec!["experiment", "chain"], "--ess-factor", "from 1 to 1000"),
         (vec!["atlas", "--out", "a.png"], "--margin", "from 0 to 2"),
-        (vec!["atlas", "--out", "a.png"], "--noise", "from 0 to 1 rad"),
-        (vec!["atlas", "--out", "a.png"], "--backlash", "from 0 to 1 rad"),
+        (vec!["atlas", "--out", "a.png"], "--noise", "from 0 to pi rad"),
+        (vec!["atlas", "--out", "a.png"], "--backlash", "from 0 to pi/4 rad"),
         (vec!["atlas", "--out", "a.png", "--arm", "rail3"], "--margin", "from 0 to 2"),
     ];
     for (base, flag, range) in &cases {

@@ -3,7 +3,7 @@
 
 use crate::chain::solve::{SolveError, SolveSettings};
 use crate::kinematics::Mismatch;
-use crate::plant::channel::MAX_FRICTION;
+use crate::plant::channel::Channel;
 use crate::plant::dynamics::Servo;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +22,7 @@ pub struct AtlasConfig {
     /// The real arm of the silent layer, as a mismatch from the line-up's nominal arm.
     pub mismatch: Mismatch,
     /// Joint friction of the silent layer: each joint's Coulomb friction loss, N m (the channel
-    /// table's friction, up to [`MAX_FRICTION`]). A position servo holding against it stops
+    /// table's friction, up to [`crate::plant::channel::MAX_FRICTION`]). A position servo holding against it stops
     /// anywhere within `friction / kp` of its command ([`AtlasConfig::stiction_band`], on the
     /// STS3215's gain); which side depends on where it came from, which a map does not know, so
     /// uniformly within it.
@@ -77,17 +77,17 @@ impl AtlasConfig {
         if !(self.margin.is_finite() && (0.0..=2.0).contains(&self.margin)) {
             return Err(format!("margin must be in [0, 2], got {}", self.margin));
         }
-        if !(self.noise.is_finite() && (0.0..=1.0).contains(&self.noise)) {
-            return Err(format!("noise must be in [0, 1] rad, got {}", self.noise));
-        }
-        if !(self.backlash.is_finite() && (0.0..=1.0).contains(&self.backlash)) {
-            return Err(format!("backlash must be in [0, 1] rad, got {}", self.backlash));
-        }
-        if !(self.friction.is_finite() && (0.0..=MAX_FRICTION).contains(&self.friction)) {
-            return Err(format!("friction must be in [0, {MAX_FRICTION}] N m, got {}", self.friction));
-        }
-        if !(self.flex.is_finite() && (0.0..=1.0).contains(&self.flex)) {
-            return Err(format!("flex must be in [0, 1] rad, got {}", self.flex));
+        // The channel table's bounds on each quantity: the plant's own, as on the command line.
+        for (name, channel, v) in [
+            ("noise", Channel::Encoder, self.noise),
+            ("backlash", Channel::Backlash, self.backlash),
+            ("friction", Channel::Friction, self.friction),
+            ("flex", Channel::Flex, self.flex),
+        ] {
+            let Some(bound) = channel.row().bound else { continue };
+            if !(v.is_finite() && (0.0..=bound.max).contains(&v)) {
+                return Err(format!("{name} must be a number from 0 to {}, got {v}", bound.words));
+            }
         }
         let m = self.mismatch;
         let offsets = [m.joint_offsets.shoulder, m.joint_offsets.elbow];

@@ -15,6 +15,7 @@ use elbow::atlas::{AtlasConfig, Layer, MAX_RESOLUTION, MAX_SAMPLES, MapLayer, Tr
 use elbow::chain::ChainModel;
 use elbow::kinematics::{Mismatch, Point2, Pose};
 use elbow::learned::{LearnedModel, TrainConfig};
+use elbow::plant::channel::Channel;
 use elbow::{HeadKind, SolverId};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -44,11 +45,13 @@ pub(crate) struct AtlasArgs {
     /// 0.25; chains 0.1].
     #[arg(long, value_parser = real(Range::closed(0.0, 2.0, "times the reach")))]
     margin: Option<f64>,
-    /// Two-link arm: joint noise of the silent layer, radians (0 to 1) [default: 0.02].
-    #[arg(long, value_parser = real(Range::closed(0.0, 1.0, "rad")))]
+    /// Two-link arm: joint noise of the silent layer, radians (0 to pi, the encoder channel's
+    /// bound) [default: 0.02].
+    #[arg(long, value_parser = level_of(Channel::Encoder))]
     noise: Option<f64>,
-    /// Two-link arm: backlash half-width of the silent layer, radians (0 to 1) [default: 0].
-    #[arg(long, value_parser = real(Range::closed(0.0, 1.0, "rad")))]
+    /// Two-link arm: backlash half-width of the silent layer, radians (0 to pi/4, the backlash
+    /// channel's bound) [default: 0].
+    #[arg(long, value_parser = level_of(Channel::Backlash))]
     backlash: Option<f64>,
     /// Two-link arm: relative link length errors of the real arm the silent layer runs on,
     /// `E1,E2` [default: 0,0].
@@ -86,6 +89,19 @@ const MAX_MAP_FLOPS: f64 = 2e12;
 /// Refuses a map whose inference work (`cells x (1 + samples) x 2 modes x 2 FLOP per weight`)
 /// is above [`MAX_MAP_FLOPS`]: a wide `--model` at a fine `--resolution` would run for hours.
 /// Checked before any work: before the head is trained, from the size of the net to be trained.
+/// A level of `channel` for the silent layer: a number from 0 to the channel table's bound on
+/// it, refused in the table's words (`from 0 to pi rad`).
+fn level_of(channel: Channel) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v = super::number::finite(s)?;
+        let words = channel.row().bound.map_or("its bound", |b| b.words);
+        if v < 0.0 || channel.check_level(v).is_err() {
+            return Err(format!("must be a number from 0 to {words}, got {}", super::number::shown(s)));
+        }
+        Ok(v)
+    }
+}
+
 fn check_map_work(cfg: &AtlasConfig, weights: f64) -> Result<(), String> {
     let work = (cfg.resolution * cfg.resolution) as f64 * (1 + cfg.samples) as f64 * 2.0 * 2.0 * weights;
     if work > MAX_MAP_FLOPS {
