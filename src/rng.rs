@@ -82,6 +82,8 @@ pub enum Stream {
     ChainExplain,
     /// A chain solver's draws for one answer (index: the target's bits).
     ChainDrive,
+    /// The held-out targets of a degradation run on a chain.
+    GapTargets,
 }
 
 impl Stream {
@@ -115,6 +117,7 @@ impl Stream {
             Stream::FeedbackEpisodes => (25, 0),
             Stream::ChainExplain => (26, 0),
             Stream::ChainDrive => (27, 0),
+            Stream::GapTargets => (28, 0),
         }
     }
 }

@@ -10,6 +10,23 @@ pub fn fmt_num(v: f64) -> String {
     if v == 0.0 || !v.is_finite() || (1e-4..1e9).contains(&v.abs()) { v.to_string() } else { format!("{v:e}") }
 }
 
+/// `v` rounded to `digits` significant digits, as a decimal reads it (`0.0102775` to two:
+/// `0.01`); zero and non-finite values as they are.
+pub fn round_sig(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let exp = digits - 1 - v.abs().log10().floor() as i32;
+    // Through the decimal text, so the result is the decimal's nearest double (0.01, not
+    // 0.010000000000000002).
+    if exp >= 0 {
+        format!("{:.*}", exp as usize, v).parse::<f64>().unwrap_or(v)
+    } else {
+        let unit = 10f64.powi(-exp);
+        (v / unit).round() * unit
+    }
+}
+
 /// A value holding floating-point numbers that [`json_numbers`] can write.
 pub trait JsonNumbers {
     /// Serialises the value, writing each non-finite number as `"NaN"`, `"inf"` or `"-inf"`.
@@ -178,6 +195,16 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_to_significant_digits_reads_as_the_decimal() {
+        assert_eq!(round_sig(0.0102775, 2), 0.01);
+        assert_eq!(round_sig(0.05 * 0.2055, 2), 0.01);
+        assert_eq!(round_sig(0.0256, 2), 0.026);
+        assert_eq!(round_sig(133.0, 2), 130.0);
+        assert_eq!(round_sig(-0.04567, 2), -0.046);
+        assert_eq!((round_sig(0.0, 2), round_sig(f64::INFINITY, 2)), (0.0, f64::INFINITY));
+    }
 
     #[test]
     fn percentiles() {

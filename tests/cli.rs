@@ -232,6 +232,58 @@ fn degradation_names_empty_ood_sets_apart_from_those_that_ran() {
 }
 
 #[test]
+fn degradation_runs_on_a_chain_scaled_to_it_and_refuses_what_does_not_apply_there() {
+    let small = [
+        "experiment",
+        "degradation",
+        "--arm",
+        "so101",
+        "--targets",
+        "6",
+        "--train-steps",
+        "40",
+        "--protocol",
+        "plant",
+        "--quiet",
+    ];
+    let levels = ["--encoder", "0", "--actuator", "0", "--backlash", "0", "--mismatch-scale", "0", "--friction", "0"];
+    let more = ["--flex", "0", "--latency", "0", "--camera-noise", "0", "--camera-period", "0", "--combined", "0"];
+    let args = [&small[..], &levels, &more, &["--json"]].concat();
+    let (code, out, err) = elbow(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["config"]["chain"]["name"], "so101");
+    // The SO-101's defaults are scaled to its 0.41 m reach: a 1 cm tolerance, target noise to
+    // 1 cm (not given, so the arm's levels), camera offset to 2.1 cm.
+    assert_eq!(v["config"]["tolerance"], 0.01);
+    assert_eq!(v["config"]["levels"]["target"], serde_json::json!([0.0, 0.0021, 0.0041, 0.01]));
+    assert_eq!(v["config"]["levels"]["camera_offset"], serde_json::json!([0.0, 0.0021, 0.0062, 0.021]));
+    let solvers: Vec<&str> = v["cells"].as_array().unwrap().iter().map(|c| c["solver"].as_str().unwrap()).collect();
+    for key in ["dls", "mse", "mdn", "flow", "hybrid", "envelope(flow)"] {
+        assert!(solvers.contains(&key), "{key}: {solvers:?}");
+    }
+    assert!(!solvers.contains(&"analytic"), "no closed form on a chain: {solvers:?}");
+    let claims: Vec<&str> = v["claims"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
+    assert!(claims.contains(&"dls-graceful") && claims.contains(&"hybrid-worst-case-classical"), "{claims:?}");
+    // Two-link settings that would do nothing on a chain are refused in one sentence.
+    let dir = chain_scratch("degradation");
+    std::fs::create_dir_all(&dir).unwrap();
+    let catalog = dir.join("c.jsonl");
+    let catalog = catalog.to_str().unwrap();
+    for (extra, needle) in [
+        (&["--gravity"][..], "the gravity switch does not apply on so101"),
+        (&["--link-mass", "1,1"][..], "link masses does not apply on so101"),
+        (&["--region", "sector:0,90"][..], "a training region does not apply on so101"),
+        (&["--catalog", catalog][..], "not recorded on a chain yet"),
+    ] {
+        refused_in_one_line(&[&small[..], extra].concat(), needle);
+    }
+    assert!(!std::path::Path::new(catalog).exists(), "nothing written");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn the_residual_head_never_fits_a_real_arm_it_silently_replaced() {
     // At the length bounds the default mismatch (upper arm 6 % long) leaves the supported range:
     // the residual head refuses in one sentence instead of fitting the nominal arm, which would

@@ -96,6 +96,8 @@ pub struct Link {
 /// the tip is `(0, h) + sum_k l_k (cos θ_k, sin θ_k)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chain {
+    /// Left out of JSON when there is none (JSON holds no `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     rail: Option<Travel>,
     links: Vec<Link>,
 }

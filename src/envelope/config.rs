@@ -46,8 +46,13 @@ impl EnvelopeConfig {
     /// Defaults for `arm`: an FK tolerance of 1% of the reach, 2.5 rad/s over a 1 s control
     /// period (a 2.5 rad joint step), corrections up to 0.2 rad, analytic fallback.
     pub fn for_arm(arm: &TwoLinkArm) -> Self {
+        Self::for_reach(arm.reach())
+    }
+
+    /// Defaults for an arm of `reach` metres ([`EnvelopeConfig::for_arm`]'s, by the reach).
+    pub fn for_reach(reach: f64) -> Self {
         Self {
-            max_fk_miss: 0.01 * arm.reach(),
+            max_fk_miss: 0.01 * reach,
             max_joint_speed: Self::DEFAULT_MAX_JOINT_SPEED,
             control_period: Self::DEFAULT_CONTROL_PERIOD,
             max_correction: Self::DEFAULT_MAX_CORRECTION,

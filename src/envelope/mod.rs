@@ -18,9 +18,11 @@
 //! [`Envelope::active_checks`] lists the checks that can fire for an arm and a head, so a panel
 //! shows only counters that can move.
 
+mod chain;
 mod config;
 mod reason;
 
+pub use chain::ChainEnvelope;
 pub use config::{EnvelopeConfig, Fallback};
 pub use reason::{InterventionLog, Reason};
 

@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 use crate::chain::arm::Chain;
 use crate::kinematics::serial::MAX_COORDS;
-use crate::kinematics::{Point2, Pose, RealArm, TwoLinkArm};
+use crate::kinematics::{Mismatch, Point2, Pose, RealArm, TwoLinkArm};
 use crate::rng::{Stream, rng};
 use dynamics::{Dof, Inertia, MAX_DOF, Multibody, PLAY_ARMATURE, PLAY_DAMPING, Servo, State};
 use rand_chacha::ChaCha8Rng;
@@ -393,6 +393,19 @@ impl RealChain {
         }
         let chain = Chain::new(self.chain.rail(), links)?;
         Ok(Self { chain, bodies, offsets, ..self.clone() })
+    }
+}
+
+impl RealChain {
+    /// This arm departing from its model by `mismatch`, the two-link gap spread over a chain: the
+    /// first revolute link takes the upper arm's length error and the shoulder's offset, every
+    /// later one the forearm's and the elbow's (a rail keeps its travel). The two-link arm's
+    /// real chain is exactly [`RealChain::two_link`] of [`RealArm::with_mismatch`]. `Err` when a
+    /// length leaves the range a chain accepts.
+    pub fn with_mismatch(&self, mismatch: &Mismatch) -> Result<Self, crate::chain::arm::ChainError> {
+        let pick = |v: [f64; 2]| move |k: usize| if k == 0 { v[0] } else { v[1] };
+        let offsets = [mismatch.joint_offsets.shoulder, mismatch.joint_offsets.elbow];
+        self.mismatched(pick(mismatch.length_error), pick(offsets))
     }
 }
 
@@ -899,7 +912,31 @@ mod tests {
     fn plant(cfg: PlantConfig, pose: Pose) -> Plant {
         Plant::new(cfg.two_link_real(), cfg, &pose.coords())
     }
-    use crate::kinematics::Mismatch;
+
+    #[test]
+    fn a_mismatch_on_a_chain_is_the_two_link_gap_spread_over_its_links() {
+        // On the two-link arm it is the two-link real arm, to rounding.
+        let arm = TwoLinkArm::new(1.0, 0.7).unwrap();
+        let m = Mismatch::DEFAULT;
+        let spread = RealChain::two_link(&RealArm::ideal(arm), [1.0, 0.6]).with_mismatch(&m).unwrap();
+        let direct = RealChain::two_link(&RealArm::with_mismatch(&arm, m).unwrap(), [1.0, 0.6]);
+        assert_eq!(spread.offsets, direct.offsets);
+        for (a, b) in spread.chain.links().iter().zip(direct.chain.links()) {
+            assert!((a.length - b.length).abs() < 1e-12, "{a:?} {b:?}");
+        }
+        for (a, b) in spread.bodies.iter().zip(&direct.bodies) {
+            assert!((a.inertia - b.inertia).abs() < 1e-12 && (a.com[0] - b.com[0]).abs() < 1e-12, "{a:?} {b:?}");
+        }
+        // On a rail chain: the rail keeps its travel and offset, the first link takes the upper
+        // arm's error, every later one the forearm's.
+        let rail = crate::arm::ArmKind::Rail3.arm().real().with_mismatch(&m).unwrap();
+        let lengths: Vec<f64> = rail.chain.links().iter().map(|l| l.length).collect();
+        assert_eq!(lengths, [0.5 * 1.06, 0.5 * 0.96, 1.0 * 0.96]);
+        assert_eq!(rail.offsets, [0.0, 0.03, -0.05, -0.05]);
+        assert_eq!(rail.chain.rail(), crate::arm::ArmKind::Rail3.arm().chain.rail());
+        let broken = Mismatch { length_error: [-1.5, 0.0], ..m };
+        assert!(RealChain::rods(Chain::from_lengths(&[1.0, 1.0, 1.0]).unwrap()).with_mismatch(&broken).is_err());
+    }
 
     fn settled(cfg: PlantConfig, from: Pose, goal: Pose) -> Plant {
         let mut p = plant(cfg, from);

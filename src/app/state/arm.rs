@@ -291,15 +291,13 @@ impl PlantSettings {
 }
 
 impl PlantSettings {
-    /// The plant these settings describe for the chain `arm`: its real arm, the first link's
-    /// length error and joint offset on the first revolute joint and the forearm's on every
-    /// later one (an arm the sliders cannot make stays as modelled), and the channels, with
+    /// The plant these settings describe for the chain `arm`: its real arm with the mismatch
+    /// spread over its links ([`RealChain::with_mismatch`]; an arm the sliders cannot make stays
+    /// as modelled), and the channels, with
     /// gravity on for an arm in a vertical plane.
     pub(crate) fn chain_plant(&self, arm: &Arm) -> (RealChain, PlantConfig) {
-        let s = self.sanitized();
-        let later = |v: [f64; 2]| move |k: usize| if k == 0 { v[0] } else { v[1] };
         let model = arm.real();
-        let real = model.mismatched(later(s.length_error), later(s.joint_offset)).unwrap_or(model);
+        let real = model.with_mismatch(&self.mismatch()).unwrap_or(model);
         let cfg = PlantConfig { gravity: arm.vertical(), ..self.config(&TwoLinkArm::default()) };
         (real, cfg)
     }

@@ -63,19 +63,31 @@ static LEVEL_FLAGS: LazyLock<Vec<Flag>> = LazyLock::new(|| {
 });
 
 /// The levels swept on every channel: `--encoder`, `--actuator`, ..., `--combined`, one flag per
-/// row of the channel table, each defaulting to its row's levels.
+/// row of the channel table, each defaulting to its row's levels; and which were given on the
+/// command line (a chain scales the defaults of the channels in metres to its reach).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LevelArgs(pub(crate) ChannelLevels);
+pub(crate) struct LevelArgs(pub(crate) ChannelLevels, Vec<Channel>);
+
+impl LevelArgs {
+    /// True when `channel`'s levels were given on the command line.
+    pub(crate) fn given(&self, channel: Channel) -> bool {
+        self.1.contains(&channel)
+    }
+}
 
 impl FromArgMatches for LevelArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut levels = ChannelLevels::default();
+        let mut given = Vec::new();
         for (row, f) in ROWS.iter().zip(LEVEL_FLAGS.iter()) {
             if let Some(v) = m.get_one::<Levels>(&f.id) {
                 levels[row.channel] = v.0.clone();
             }
+            if m.value_source(&f.id) == Some(clap::parser::ValueSource::CommandLine) {
+                given.push(row.channel);
+            }
         }
-        Ok(LevelArgs(levels))
+        Ok(LevelArgs(levels, given))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {

@@ -3,7 +3,9 @@
 
 use super::channel_flags::LevelArgs;
 use crate::cli::plot;
-use crate::cli::{ArmArgs, BodyArgs, Failure, Range, SignedPair, count, print_json, progress_bar, real, seed};
+use crate::cli::{
+    AppArm, ArmChoice, BodyArgs, Failure, Range, SignedPair, count, print_json, progress_bar, real, seed,
+};
 use clap::Args;
 use elbow::envelope::{EnvelopeConfig, Reason};
 use elbow::experiments::degradation::catalog::{CatalogSummary, CatalogWriter};
@@ -54,22 +56,22 @@ pub(crate) struct DegradationArgs {
     levels: LevelArgs,
     /// Out-of-distribution target sets: `beyond` (the reach), `hole` (arms with l1 != l2),
     /// `sector` (outside a sector training region), comma-separated, or `none`.
-    #[arg(long, default_value_t = OodSets(defaults().ood))]
-    ood: OodSets,
-    /// Held-out (in-distribution) targets per setting, 1 to 1000000.
-    #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, MAX_EVAL_TARGETS>,
-          allow_hyphen_values = true)]
-    targets: usize,
+    /// [default: all on the two-link arm; `beyond`, the one a chain has, on a chain]
+    #[arg(long)]
+    ood: Option<OodSets>,
+    /// Held-out (in-distribution) targets per setting, 1 to 1000000 [default: 400 on the
+    /// two-link arm, 200 on a chain].
+    #[arg(long, value_parser = count::<1, MAX_EVAL_TARGETS>, allow_hyphen_values = true)]
+    targets: Option<usize>,
     /// Out-of-distribution targets per setting, as a fraction of `--targets` from 0 to 10, shared
     /// among the sets.
     #[arg(long, default_value_t = defaults().ood_fraction,
           value_parser = real(Range::closed(0.0, MAX_OOD_FRACTION, "times --targets")))]
     ood_fraction: f64,
     /// A tip error above this (metres, in (0, 1000]) counts as a miss (and fails the post-move
-    /// check).
-    #[arg(long, default_value_t = defaults().tolerance,
-          value_parser = real(Range::above(0.0, MAX_TOLERANCE, "m")))]
-    tolerance: f64,
+    /// check) [default: 0.05 on the two-link arm, 2.5 % of the reach on a chain].
+    #[arg(long, value_parser = real(Range::above(0.0, MAX_TOLERANCE, "m")))]
+    tolerance: Option<f64>,
     /// Outer corrections per target in the plant protocol, 0 to 10: after the servos settle on
     /// the goal, send `goal + (setpoint - measured)` and settle again (0: the plain goal).
     #[arg(long, default_value_t = defaults().corrections, value_parser = count::<0, 10>, allow_hyphen_values = true)]
@@ -77,10 +79,11 @@ pub(crate) struct DegradationArgs {
     /// Do not let classical and enveloped pipelines check the encoders after the move.
     #[arg(long)]
     no_post_move_check: bool,
-    /// Training steps of each learned head not given with `--model`, 1 to 10000000.
-    #[arg(long, default_value_t = defaults().train_steps, value_parser = count::<1, MAX_STEPS>,
-          allow_hyphen_values = true)]
-    train_steps: usize,
+    /// Training steps of each learned head not given with `--model`, 1 to 10000000 [default:
+    /// 4000 on the two-link arm; on a chain, each net's steps of the chain benchmark's recipe,
+    /// 12000].
+    #[arg(long, value_parser = count::<1, MAX_STEPS>, allow_hyphen_values = true)]
+    train_steps: Option<usize>,
     /// A trained model file (from `elbow train --out`) to use instead of training its head;
     /// repeatable, one per head.
     #[arg(long = "model", value_name = "FILE")]
@@ -111,8 +114,10 @@ pub(crate) struct DegradationArgs {
     /// Seed of targets, training and noise.
     #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
+    /// The arm: `--arm 2r` (the default), a chain (`--arm rail3|3r|so101`, or three or more
+    /// `--lengths`), or a two-link arm of two `--lengths`.
     #[command(flatten)]
-    arm: ArmArgs,
+    arm: ArmChoice,
     #[command(flatten)]
     body: BodyArgs,
     /// No progress bar on stderr.
@@ -145,18 +150,30 @@ pub(crate) struct DegradationArgs {
 impl DegradationArgs {
     /// The core's configuration, validated.
     pub(crate) fn config(&self) -> Result<DegradationConfig, String> {
-        let arm = self.arm.arm()?;
+        let on = match self.arm.lab()? {
+            AppArm::TwoLink(arm) => DegradationConfig { arm, ..DegradationConfig::on(&elbow::arm::Arm::two_link(arm)) },
+            AppArm::Chain(chain) => DegradationConfig::on(&chain),
+        };
+        // A channel's levels given on the command line replace the arm's default ones; those not
+        // given keep the arm's (a chain's metre levels are scaled to its reach).
+        let mut levels = on.levels.clone();
+        for ch in Channel::ALL {
+            if self.levels.given(ch) {
+                *levels.of_mut(ch) = self.levels.0.of(ch).to_vec();
+            }
+        }
+        let arm = on.arm;
         let cfg = DegradationConfig {
             arm,
             protocol: self.protocol,
-            levels: self.levels.0.clone(),
-            ood: self.ood.0.clone(),
-            targets: self.targets,
+            levels,
+            ood: self.ood.as_ref().map_or(on.ood, |o| o.0.clone()),
+            targets: self.targets.unwrap_or(on.targets),
             ood_fraction: self.ood_fraction,
-            tolerance: self.tolerance,
+            tolerance: self.tolerance.unwrap_or(on.tolerance),
             corrections: self.corrections,
             post_move_check: !self.no_post_move_check,
-            train_steps: self.train_steps,
+            train_steps: self.train_steps.unwrap_or(on.train_steps),
             region: self.region,
             mismatch: Mismatch {
                 length_error: [self.length_error.0, self.length_error.1],
@@ -166,10 +183,11 @@ impl DegradationArgs {
                 max_joint_speed: self.max_joint_speed,
                 control_period: self.control_period,
                 max_correction: self.max_correction,
-                ..EnvelopeConfig::for_arm(&arm)
+                ..on.envelope
             },
             seed: self.seed,
             body: self.body.body()?,
+            chain: on.chain,
         };
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)
@@ -335,8 +353,7 @@ fn print_table(r: &DegradationReport) -> Result<(), String> {
         if r.config.post_move_check { "on" } else { "off" }
     );
     for kind in &r.ood_empty {
-        let why =
-            kind.absent_because(&r.config.arm, r.config.region).unwrap_or("no targets left at this --ood-fraction");
+        let why = r.config.absent_because(*kind).unwrap_or("no targets left at this --ood-fraction");
         outln!("OOD set {} asked for but empty, not run: {why}", kind.key());
     }
     let loaded: Vec<&str> = r.loaded.iter().map(|h| h.key()).collect();

@@ -8,39 +8,75 @@ use super::verdict::{Claim, claim};
 use crate::learned::{HeadKind, Output};
 use crate::lineup::{Pipeline, SolverId};
 
-fn analytic() -> Pipeline {
-    Pipeline::plain(SolverId::Analytic)
-}
-
-/// The heads `pick` selects from the registry, in its order. The claims' line-up comes from the
-/// registry: a "learned controller" is a head that picks a branch ([`HeadSpec::picks_a_branch`]:
-/// not the MSE head's averaging trap, a lesson of its own); a bare proposer is any head that
-/// checks nothing (not a correction of the analytic answer, which passes on its verdicts); the
-/// residual claim is about the correction heads.
+/// Who plays which part in the claims: data the arm answers, not `if`s in each claim. On the
+/// two-link arm the line-up comes from the head registry: a "learned controller" is a head that
+/// picks a branch ([`HeadSpec::picks_a_branch`]: not the MSE head's averaging trap, a lesson of
+/// its own); a bare proposer is any head that checks nothing (not a correction of the analytic
+/// answer, which passes on its verdicts); the residual claim is about the correction heads
+/// inside the envelope. On a chain DLS is the classical solver, the MDN and the flow are the
+/// controllers (each picks a mode), every net is a bare proposer, and the hybrid (net seeds
+/// finished by DLS) is the one whose worst case should be the classical answer.
 ///
 /// [`HeadSpec::picks_a_branch`]: crate::learned::HeadSpec::picks_a_branch
-fn heads(pick: impl Fn(HeadKind) -> bool) -> Vec<HeadKind> {
-    HeadKind::ALL.into_iter().filter(|&h| pick(h)).collect()
+struct Cast {
+    /// The classical solver the learned ones are measured against.
+    reference: Pipeline,
+    /// Its name in a statement.
+    reference_name: &'static str,
+    /// The classical pipelines whose honesty is judged.
+    classical: Vec<Pipeline>,
+    /// Learned controllers that pick a branch (or a mode) by themselves.
+    controllers: Vec<SolverId>,
+    /// Learned pipelines that propose and check nothing.
+    proposers: Vec<SolverId>,
+    /// Hybrids whose worst case should be the classical answer.
+    hybrids: Vec<Pipeline>,
+    /// True on a chain.
+    chain: bool,
 }
 
-/// Heads that pick a valid branch by themselves.
-fn controllers() -> Vec<HeadKind> {
-    heads(|h| h.spec().picks_a_branch)
+impl Cast {
+    fn of(r: &DegradationReport) -> Self {
+        let iterative = Pipeline::plain(SolverId::Iterative);
+        if r.config.chain.is_some() {
+            return Cast {
+                reference: iterative,
+                reference_name: "DLS",
+                classical: vec![iterative],
+                controllers: vec![SolverId::Learned(HeadKind::Mdn), SolverId::Flow],
+                proposers: super::chain::NETS.to_vec(),
+                hybrids: vec![Pipeline::plain(SolverId::Hybrid)],
+                chain: true,
+            };
+        }
+        let heads = |pick: &dyn Fn(HeadKind) -> bool| -> Vec<HeadKind> {
+            HeadKind::ALL.into_iter().filter(|&h| pick(h)).collect()
+        };
+        let learned = |hs: Vec<HeadKind>| hs.into_iter().map(SolverId::Learned).collect::<Vec<_>>();
+        let analytic = Pipeline::plain(SolverId::Analytic);
+        Cast {
+            reference: analytic,
+            reference_name: "analytic",
+            classical: vec![analytic, iterative],
+            controllers: learned(heads(&|h| h.spec().picks_a_branch)),
+            proposers: learned(heads(&|h| h.spec().output != Output::Correction)),
+            hybrids: heads(&|h| h.spec().output == Output::Correction)
+                .into_iter()
+                .map(|h| Pipeline::enveloped(SolverId::Learned(h)))
+                .collect(),
+            chain: false,
+        }
+    }
 }
 
-/// Heads that propose and check nothing.
-fn proposers() -> Vec<HeadKind> {
-    heads(|h| h.spec().output != Output::Correction)
-}
-
-/// Heads that correct the analytic answer.
-fn correctors() -> Vec<HeadKind> {
-    heads(|h| h.spec().output == Output::Correction)
-}
-
-/// The heads' short labels joined for a statement (`MSE, MDN, mode`).
-fn named(heads: &[HeadKind]) -> String {
-    heads.iter().map(|h| h.spec().short).collect::<Vec<_>>().join(", ")
+/// The solvers' short labels joined for a statement (`MSE, MDN, mode`; a chain's `flow`).
+fn named(ids: &[SolverId]) -> String {
+    let short = |id: &SolverId| match id {
+        SolverId::Learned(h) => h.spec().short,
+        SolverId::Flow => "flow",
+        other => other.key(),
+    };
+    ids.iter().map(short).collect::<Vec<_>>().join(", ")
 }
 
 fn join(values: impl IntoIterator<Item = f64>, digits: usize) -> String {
@@ -49,13 +85,15 @@ fn join(values: impl IntoIterator<Item = f64>, digits: usize) -> String {
 
 /// One case of the envelope claim: bare vs enveloped [`proposers`] on the cells `pick` finds.
 /// Heads without silent failures do not vote.
-fn wraps<'a>(name: String, pick: &dyn Fn(Pipeline) -> Option<&'a Cell>) -> (String, Option<bool>, String) {
+fn wraps<'a>(
+    name: String,
+    proposers: &[SolverId],
+    pick: &dyn Fn(Pipeline) -> Option<&'a Cell>,
+) -> (String, Option<bool>, String) {
     let mut judged = None;
     let mut numbers = Vec::new();
-    for h in proposers() {
-        let (Some(bare), Some(env)) =
-            (pick(Pipeline::plain(SolverId::Learned(h))), pick(Pipeline::enveloped(SolverId::Learned(h))))
-        else {
+    for &h in proposers {
+        let (Some(bare), Some(env)) = (pick(Pipeline::plain(h)), pick(Pipeline::enveloped(h))) else {
             continue;
         };
         numbers.push(format!(
@@ -74,17 +112,18 @@ fn wraps<'a>(name: String, pick: &dyn Fn(Pipeline) -> Option<&'a Cell>) -> (Stri
     (name, judged, numbers.join("; "))
 }
 
-/// One case of the honesty claims: every classical solver (analytic, DLS) judged on the cell
+/// One case of the honesty claims: every classical solver (analytic, DLS; DLS on a chain) judged on the cell
 /// `pick` finds, with the encoder check or the camera check; the case passes only when each
 /// judged solver passes. The camera check must also not cry wolf (false alarms under 10%).
 fn honest<'a>(
     name: String,
+    classical: &[Pipeline],
     pick: &dyn Fn(Pipeline) -> Option<&'a Cell>,
     camera: bool,
 ) -> Option<(String, Option<bool>, String)> {
     let mut judged: Option<bool> = None;
     let mut numbers = Vec::new();
-    for pipe in [analytic(), Pipeline::plain(SolverId::Iterative)] {
+    for &pipe in classical {
         let Some(c) = pick(pipe) else { continue };
         let CheckRates { reported, silent, false_alarm } = c.rates(camera);
         let misses = c.missed >= 0.01;
@@ -117,13 +156,15 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     let mean = |c: &Cell| c.error.mean;
     let at_max = |pipe: Pipeline, ch: Channel| r.series(p, pipe, ch, Split::In).last().copied();
     let base = |pipe: Pipeline, split: Split| r.series(p, pipe, Channel::Encoder, split).first().copied();
+    let cast = Cast::of(r);
+    let reference = cast.reference;
     let mut out = Vec::new();
 
     // 1. Graceful: the analytic error never falls as the level rises and grows about linearly.
     let cases = channels
         .iter()
         .map(|&ch| {
-            let s = r.series(p, analytic(), ch, Split::In);
+            let s = r.series(p, reference, ch, Split::In);
             let e: Vec<f64> = s.iter().map(|c| mean(c)).collect();
             let slopes: Vec<f64> = s.iter().skip(1).map(|c| (mean(c) - e[0]) / c.level).collect();
             let monotone = e.windows(2).all(|w| w[1] >= w[0] * 0.95 - 1e-4);
@@ -136,28 +177,43 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
             (ch.key().to_string(), measurable.then_some(monotone && proportional), numbers)
         })
         .collect();
-    out.push(claim(
-        "analytic-graceful",
-        "An analytic solver degrades gracefully and predictably: its error grows roughly in proportion to the perturbation.",
-        cases,
-    ));
+    out.push(if cast.chain {
+        claim(
+            "dls-graceful",
+            "DLS, the classical solver of a chain, degrades gracefully and predictably: its error grows roughly in proportion to the perturbation.",
+            cases,
+        )
+    } else {
+        claim(
+            "analytic-graceful",
+            "An analytic solver degrades gracefully and predictably: its error grows roughly in proportion to the perturbation.",
+            cases,
+        )
+    });
 
     // 2. Honest: the classical pipelines report (almost) every miss they make, with the encoder
     // check; 3. the same with the camera check, which must not cry wolf either.
     for camera in [false, true] {
-        let mut cases: Vec<_> =
-            channels.iter().filter_map(|&ch| honest(ch.key().to_string(), &|pipe| at_max(pipe, ch), camera)).collect();
-        cases.extend(ood.iter().filter_map(|&s| honest(format!("ood-{}", s.key()), &|pipe| base(pipe, s), camera)));
+        let classical = &cast.classical;
+        let mut cases: Vec<_> = channels
+            .iter()
+            .filter_map(|&ch| honest(ch.key().to_string(), classical, &|pipe| at_max(pipe, ch), camera))
+            .collect();
+        cases.extend(
+            ood.iter().filter_map(|&s| honest(format!("ood-{}", s.key()), classical, &|pipe| base(pipe, s), camera)),
+        );
+        let who = if cast.chain { "DLS" } else { "analytic and DLS" };
+        let solvers = if cast.chain { "DLS reports" } else { "the analytic solver and DLS report" };
         out.push(if camera {
             claim(
                 "classical-reports-on-camera",
-                "...and, checking the move with a camera on the tip instead of the encoders, reports at least 90% of its misses with false alarms on under 10% of the moves (analytic and DLS; the largest level of each channel). The camera sees what the encoders cannot, and brings its own noise, offset and frame rate.",
+                format!("...and, checking the move with a camera on the tip instead of the encoders, reports at least 90% of its misses with false alarms on under 10% of the moves ({who}; the largest level of each channel). The camera sees what the encoders cannot, and brings its own noise, offset and frame rate."),
                 cases,
             )
         } else {
             claim(
                 "classical-reports",
-                "...and still reports non-convergence when it fails: checking the move with its encoders, the analytic solver and DLS report at least 90% of their misses (the largest level of each channel).",
+                format!("...and still reports non-convergence when it fails: checking the move with its encoders, {solvers} at least 90% of their misses (the largest level of each channel)."),
                 cases,
             )
         });
@@ -171,12 +227,12 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         }
     };
     let faster = |name: String, ch: Option<Channel>, split: Split| {
-        let a = rise(analytic(), ch, split)?;
+        let a = rise(reference, ch, split)?;
         let mut ok = true;
         let mut largest = a.abs();
-        let mut numbers = format!("error rise analytic {a:.4} m");
-        for h in controllers() {
-            let l = rise(Pipeline::plain(SolverId::Learned(h)), ch, split)?;
+        let mut numbers = format!("error rise {} {a:.4} m", cast.reference_name);
+        for &h in &cast.controllers {
+            let l = rise(Pipeline::plain(h), ch, split)?;
             ok &= l > 1.25 * a + 1e-4;
             largest = largest.max(l.abs());
             numbers += &format!(", {} {l:.4} m", h.key());
@@ -189,7 +245,11 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
     cases.extend(ood.iter().filter_map(|&s| faster(format!("ood-{}", s.key()), None, s)));
     out.push(claim(
         "learned-degrades-faster",
-        format!("A learned controller ({}) degrades faster than the analytic solver (error rise from the perfect arm to the largest level, or to OOD targets, more than 1.25x the analytic rise).", named(&controllers())),
+        if cast.chain {
+            format!("A learned controller ({}) degrades faster than DLS (error rise from the perfect arm to the largest level, or to OOD targets, more than 1.25x DLS's rise).", named(&cast.controllers))
+        } else {
+            format!("A learned controller ({}) degrades faster than the analytic solver (error rise from the perfect arm to the largest level, or to OOD targets, more than 1.25x the analytic rise).", named(&cast.controllers))
+        },
         cases,
     ));
 
@@ -199,10 +259,11 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         .map(|&ch| (ch.key().to_string(), Some(ch)))
         .chain(ood.iter().map(|s| (format!("ood-{}", s.key()), None)))
         .map(|(name, ch)| {
-            let cells: Vec<&Cell> = proposers()
-                .into_iter()
-                .flat_map(|h| {
-                    let pipe = Pipeline::plain(SolverId::Learned(h));
+            let cells: Vec<&Cell> = cast
+                .proposers
+                .iter()
+                .flat_map(|&h| {
+                    let pipe = Pipeline::plain(h);
                     match ch {
                         Some(ch) => r.series(p, pipe, ch, Split::In),
                         None => ood
@@ -227,15 +288,16 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
         "learned-confident",
         format!(
             "...and keeps returning confident outputs the whole way ({}: never a reported failure, while missing).",
-            named(&proposers())
+            named(&cast.proposers)
         ),
         cases,
     ));
 
     // 5. The envelope turns silent failures into reported (or fixed) ones.
-    let mut cases = vec![wraps("perfect arm".into(), &|pipe| base(pipe, Split::In))];
-    cases.extend(channels.iter().map(|&ch| wraps(ch.key().to_string(), &|pipe| at_max(pipe, ch))));
-    cases.extend(ood.iter().map(|&s| wraps(format!("ood-{}", s.key()), &|pipe| base(pipe, s))));
+    let proposers = &cast.proposers;
+    let mut cases = vec![wraps("perfect arm".into(), proposers, &|pipe| base(pipe, Split::In))];
+    cases.extend(channels.iter().map(|&ch| wraps(ch.key().to_string(), proposers, &|pipe| at_max(pipe, ch))));
+    cases.extend(ood.iter().map(|&s| wraps(format!("ood-{}", s.key()), proposers, &|pipe| base(pipe, s))));
     out.push(claim(
         "envelope-reports",
         "Wrapping a learned head in analytically verified limits turns its silent failures into reported (or corrected) ones (silent rate down by a quarter and at least 1 point).",
@@ -257,29 +319,37 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        (name, (!cells.is_empty()).then_some(ok), format!("{residual} vs analytic {numbers}"))
+        (name, (!cells.is_empty()).then_some(ok), format!("{residual} vs {} {numbers}", cast.reference_name))
     };
     let pair = |residual: Pipeline, split: Split, ch: Channel| -> Vec<(&Cell, &Cell)> {
         r.series(p, residual, ch, split)
             .into_iter()
-            .zip(r.series(p, analytic(), ch, split))
+            .zip(r.series(p, reference, ch, split))
             .filter(|(c, _)| c.channel.is_some())
             .collect()
     };
     let mut cases = Vec::new();
-    for h in correctors() {
-        let residual = Pipeline::enveloped(SolverId::Learned(h));
-        let both = |split: Split| base(residual, split).zip(base(analytic(), split)).into_iter().collect();
+    for &residual in &cast.hybrids {
+        let both = |split: Split| base(residual, split).zip(base(reference, split)).into_iter().collect();
         cases.push(no_worse("perfect arm".into(), residual, both(Split::In)));
         cases
             .extend(channels.iter().map(|&ch| no_worse(ch.key().to_string(), residual, pair(residual, Split::In, ch))));
         cases.extend(ood.iter().map(|&s| no_worse(format!("ood-{}", s.key()), residual, both(s))));
     }
-    out.push(claim(
-        "residual-worst-case-classical",
-        format!("A residual hybrid's worst case is the classical answer, not nothing (enveloped {} mean and p95 error within 5% + 1 mm of the analytic solver's at every level).", named(&correctors())),
-        cases,
-    ));
+    out.push(if cast.chain {
+        claim(
+            "hybrid-worst-case-classical",
+            "A hybrid's worst case is the classical answer, not nothing (the hybrid's mean and p95 error, net seeds finished by DLS, within 5% + 1 mm of DLS's at every level).",
+            cases,
+        )
+    } else {
+        let correctors: Vec<SolverId> = cast.hybrids.iter().map(|p| p.solver).collect();
+        claim(
+            "residual-worst-case-classical",
+            format!("A residual hybrid's worst case is the classical answer, not nothing (enveloped {} mean and p95 error within 5% + 1 mm of the analytic solver's at every level).", named(&correctors)),
+            cases,
+        )
+    });
 
     // 8. What the encoders cannot see (mismatch, flex) stays silent on them for everyone.
     let cases = [Channel::Mismatch, Channel::Flex]
@@ -302,7 +372,7 @@ pub fn claims(r: &DegradationReport) -> Vec<Claim> {
                     100.0 * m.reported
                 ));
             }
-            let level = at_max(analytic(), ch).map_or(0.0, |c| c.level);
+            let level = at_max(reference, ch).map_or(0.0, |c| c.level);
             (ch.key().to_string(), judged, format!("@{level}: {}", numbers.join("; ")))
         })
         .collect::<Vec<_>>();

@@ -2,6 +2,7 @@
 //! and the bounds a configuration must respect before any work starts.
 
 use super::channels::{Channel, ChannelLevels, LevelError, OodKind, Perturbation};
+use crate::arm::Arm;
 use crate::envelope::EnvelopeConfig;
 use crate::experiments::PlantTime;
 use crate::kinematics::{Mismatch, RealArm, Region, TwoLinkArm};
@@ -86,8 +87,14 @@ pub struct DegradationConfig {
     pub envelope: EnvelopeConfig,
     /// Seed of targets, training and noise.
     pub seed: u64,
-    /// The physical arm: servo, link masses, plane.
+    /// The physical arm: servo, link masses, plane. On a chain only the servo applies: the
+    /// chain has its own bodies ([`Arm::real`]) and plane ([`Arm::vertical`]).
     pub body: Body,
+    /// The redundant chain the run is on ([`super::chain`]); `None`: the two-link arm
+    /// [`DegradationConfig::arm`]. On a chain the region and the two-link arm do not apply, and
+    /// `train_steps` are the steps of each of its nets. Left out of JSON when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Arm>,
 }
 
 impl Default for DegradationConfig {
@@ -109,6 +116,60 @@ impl Default for DegradationConfig {
             envelope: EnvelopeConfig::for_arm(&arm),
             seed: 0,
             body: Body::default(),
+            chain: None,
+        }
+    }
+}
+
+/// The two-link arm's reach, metres, against which a chain's default tolerances and metre
+/// levels are scaled ([`DegradationConfig::on`]).
+const TWO_LINK_REACH: f64 = 2.0;
+
+impl DegradationConfig {
+    /// The default run on `arm`: on an arm with a closed form, the two-link run on it; on a
+    /// chain, the same run scaled to its size. Its tolerance is 2.5 % of the reach (the two-link
+    /// arm's 5 cm of 2 m) and the envelope's FK tolerance 1 % of it, with DLS as the fallback;
+    /// the levels in metres (target noise, camera offset) scale with the reach likewise (to
+    /// two significant digits); the nets train for the chain benchmark's steps; the one OOD set
+    /// that exists on a chain (`beyond`) runs; 200 held-out targets per setting keep the run
+    /// within a minute on two cores.
+    pub fn on(arm: &Arm) -> Self {
+        if let Some(two_link) = arm.closed_form() {
+            return Self { arm: two_link, envelope: EnvelopeConfig::for_arm(&two_link), ..Self::default() };
+        }
+        let reach = arm.chain.reach();
+        let scale = reach / TWO_LINK_REACH;
+        let mut levels = ChannelLevels::default();
+        for ch in Channel::ALL.into_iter().filter(|c| c.unit() == "m") {
+            for v in levels.of_mut(ch) {
+                *v = crate::stats::round_sig(*v * scale, 2);
+            }
+        }
+        let envelope =
+            EnvelopeConfig { fallback: crate::envelope::Fallback::Iterative, ..EnvelopeConfig::for_reach(reach) };
+        Self {
+            levels,
+            ood: vec![OodKind::Beyond],
+            targets: 200,
+            tolerance: crate::stats::round_sig(0.025 * reach, 2),
+            train_steps: crate::chain::nets::NetConfig::default().steps,
+            envelope,
+            chain: Some(arm.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// The pipelines the run measures: the chain's ([`super::chain::pipelines`]) or the two-link
+    /// arm's ([`super::pipelines`]).
+    pub fn pipelines(&self) -> Vec<super::Pipeline> {
+        if self.chain.is_some() { super::chain::pipelines() } else { super::pipelines() }
+    }
+
+    /// Why the OOD set `kind` has no targets on this run's arm, or `None` when it has some.
+    pub fn absent_because(&self, kind: OodKind) -> Option<&'static str> {
+        match &self.chain {
+            Some(_) => super::chain::absent_because(kind),
+            None => kind.absent_because(&self.arm, self.region),
         }
     }
 }
@@ -192,6 +253,16 @@ pub enum ConfigError {
     /// ([`MAX_PLANT_SECONDS`]).
     #[error("{0}")]
     PlantTime(String),
+    /// A two-link setting was given for a run on a chain, where it does nothing.
+    #[error("{what} does not apply on {arm}: {why}")]
+    NotOnChain {
+        /// The chain's name.
+        arm: String,
+        /// The setting, in words.
+        what: &'static str,
+        /// Why it does not apply.
+        why: &'static str,
+    },
     /// A mismatch level gives an arm that cannot exist.
     #[error(
         "{source_of_level} gives mismatch level {}, whose real arm cannot exist ({reason}); with this --length-error and --joint-offset the largest level is {}",
@@ -220,7 +291,7 @@ impl DegradationConfig {
     /// (OOD included), each send (the goal and every correction) settling for at most
     /// [`SETTLE_TIMEOUT`]. Zero when the plant protocol does not run.
     pub fn plant_time(&self) -> PlantTime {
-        let pipelines = super::pipelines().len();
+        let pipelines = self.pipelines().len();
         let settings =
             if self.protocol.runs_plant() { super::channels::settings(&self.levels, &Channel::ALL).len() } else { 0 };
         let targets = self.targets + self.ood_targets();
@@ -286,6 +357,9 @@ impl DegradationConfig {
             e.max_correction >= 0.0 && e.max_correction.is_finite(),
             num(e.max_correction),
         )?;
+        if let Some(arm) = &self.chain {
+            self.validate_chain(arm)?;
+        }
         let mismatch_levels = self.levels.of(Channel::Mismatch);
         let top = mismatch_levels.iter().copied().fold(0.0, f64::max);
         let scales = mismatch_levels.iter().map(|&s| (s, format!("--mismatch-scale {}", crate::stats::fmt_num(s))));
@@ -294,10 +368,19 @@ impl DegradationConfig {
             .of(Channel::Combined)
             .iter()
             .map(|&c| (c * top, format!("--combined {}", crate::stats::fmt_num(c))));
+        // The real arm of a mismatch level: the two-link arm's, or the chain's.
+        let real = |s: f64| -> Result<(), String> {
+            match &self.chain {
+                Some(arm) => super::chain::real_at(self, arm, s).map(|_| ()).map_err(|e| e.to_string()),
+                None => RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, s))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            }
+        };
         for (scale, source_of_level) in scales.chain(combined) {
-            if let Err(e) = RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, scale)) {
+            if let Err(e) = real(scale) {
                 // The largest valid level, by bisection between 0 (the nominal arm) and this one.
-                let valid = |s: f64| RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, s)).is_ok();
+                let valid = |s: f64| real(s).is_ok();
                 let (mut lo, mut hi) = (0.0, scale);
                 while hi - lo > 1e-6 * scale.abs().max(1.0) {
                     let mid = 0.5 * (lo + hi);
@@ -324,6 +407,33 @@ impl DegradationConfig {
         self.plant_time()
             .check(MAX_PLANT_SECONDS, "use fewer targets, levels or corrections")
             .map_err(ConfigError::PlantTime)?;
+        Ok(())
+    }
+
+    /// What a run on the chain `arm` refuses: a two-link setting that would do nothing there.
+    fn validate_chain(&self, arm: &Arm) -> Result<(), ConfigError> {
+        let not_here =
+            |what: &'static str, why: &'static str| Err(ConfigError::NotOnChain { arm: arm.name.clone(), what, why });
+        arm.chain.validate().map_err(|e| ConfigError::OutOfRange {
+            what: "arm",
+            range: "a valid chain",
+            got: e.to_string(),
+        })?;
+        if self.region != Region::Annulus {
+            return not_here("a training region", "its nets train on the arm's whole prior");
+        }
+        if self.body.link_mass != Body::default().link_mass {
+            return not_here("link masses", "the chain has its own bodies");
+        }
+        if self.body.gravity {
+            return not_here(
+                "the gravity switch",
+                "the arm's plane is its own (the SO-101 hangs, the others lie flat)",
+            );
+        }
+        if self.envelope.fallback != crate::envelope::Fallback::Iterative {
+            return not_here("the analytic fallback", "a chain has no closed form; its envelope falls back to DLS");
+        }
         Ok(())
     }
 }

@@ -8,9 +8,11 @@
 //! - [`proposals`]: every head's answers for a target set, batched once and shared;
 //! - [`report`]: the cells and lookups; [`claims`]: the lesson's claims with computed verdicts;
 //!   [`verdict`]: a claim and the rule from its cases to its verdict;
-//! - [`catalog`]: every failure of a run as a self-contained record, and its replay.
+//! - [`catalog`]: every failure of a run as a self-contained record, and its replay;
+//! - [`chain`]: the same run on a redundant chain ([`DegradationConfig::chain`]).
 
 pub mod catalog;
+pub mod chain;
 pub mod channels;
 pub mod claims;
 pub mod config;
@@ -184,6 +186,21 @@ pub fn degradation_catalogued(
     mut catalog: Option<CatalogSink<'_>>,
 ) -> Result<DegradationReport, ExperimentError> {
     cfg.validate()?;
+    if let Some(arm) = &cfg.chain {
+        if !models.is_empty() {
+            return Err(ExperimentError::Invalid(format!(
+                "a run on {} trains its own nets; model files hold the two-link heads it does not use",
+                arm.name
+            )));
+        }
+        if catalog.is_some() {
+            return Err(ExperimentError::Invalid(format!(
+                "a failure catalog is not recorded on a chain yet ({}): run the catalog on the two-link arm",
+                arm.name
+            )));
+        }
+        return chain::run(cfg, arm, progress);
+    }
     if catalog.is_some() && !models.is_empty() {
         return Err(ExperimentError::Invalid(
             "a failure catalog is replayed by re-training the heads, so it cannot be made with heads loaded from model files".into(),
