@@ -266,20 +266,26 @@ fn degradation_runs_on_a_chain_scaled_to_it_and_refuses_what_does_not_apply_ther
     assert!(!solvers.contains(&"analytic"), "no closed form on a chain: {solvers:?}");
     let claims: Vec<&str> = v["claims"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
     assert!(claims.contains(&"dls-graceful") && claims.contains(&"hybrid-worst-case-classical"), "{claims:?}");
-    // Two-link settings that would do nothing on a chain are refused in one sentence.
+    // Its failure catalog replays from the command line, bit for bit.
     let dir = chain_scratch("degradation");
     std::fs::create_dir_all(&dir).unwrap();
     let catalog = dir.join("c.jsonl");
     let catalog = catalog.to_str().unwrap();
+    let (code, _, err) = elbow(&[&small[..], &levels, &more, &["--catalog", catalog, "--catalog-cap", "1"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = elbow(&["replay", catalog, "--index", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(" on so101 (plant)") && out.contains("identical"), "{out}");
+    // Two-link settings that would do nothing on a chain are refused in one sentence.
+    let other = dir.join("d.jsonl");
     for (extra, needle) in [
         (&["--gravity"][..], "the gravity switch does not apply on so101"),
         (&["--link-mass", "1,1"][..], "link masses does not apply on so101"),
         (&["--region", "sector:0,90"][..], "a training region does not apply on so101"),
-        (&["--catalog", catalog][..], "not recorded on a chain yet"),
     ] {
-        refused_in_one_line(&[&small[..], extra].concat(), needle);
+        refused_in_one_line(&[&small[..], extra, &["--catalog", other.to_str().unwrap()]].concat(), needle);
     }
-    assert!(!std::path::Path::new(catalog).exists(), "nothing written");
+    assert!(!other.exists(), "nothing written");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -141,6 +141,13 @@ fn open(
     let Some(OpenReplay { record, name }) = asked.read().last().cloned() else { return };
     let opened = view.opened + 1;
     *view = ReplayView { opened, ..ReplayView::default() };
+    if let Some(chain) = &record.config.chain {
+        view.refuse(format!(
+            "{name} is a record of {}, and the app replays two-link records for now: replay it with `elbow replay FILE --index N`",
+            chain.name
+        ));
+        return;
+    }
     if record.arm != nominal.0 {
         view.refuse(format!(
             "{name} is a record of the arm {}, and the app runs the arm {}: open it with `elbow --replay FILE --index N`",

@@ -85,7 +85,7 @@ fn print_text(index: usize, r: &FailureRecord, out: &ReplayOutcome) -> Result<()
     outln!(
         "record {index}: {} on {} ({}), {} targets #{}, {setting}, seed {}",
         r.pipeline,
-        r.arm,
+        r.config.chain.as_ref().map_or(r.arm.to_string(), |chain| chain.name.clone()),
         r.protocol,
         r.split.key(),
         r.index,

@@ -101,4 +101,16 @@ fn a_record_of_another_arm_is_refused_in_one_sentence() {
     assert!(view.open.is_none());
     let why = view.error.as_deref().expect("said why");
     assert!(why.contains("elbow --replay FILE --index N") && !why.contains('\n'), "{why}");
+    // A chain's record names the two-link arm as its configuration's, and the chain it ran on:
+    // refused, not replayed on the two-link arm.
+    let mut record = records().into_iter().next().expect("a record");
+    record.config.chain = Some(elbow::arm::ArmKind::Rail3.arm());
+    let mut lab = self::app();
+    lab.update();
+    lab.world_mut().write_message(OpenReplay { record: Box::new(record), name: "chain #0".into() });
+    lab.update();
+    let view = lab.world().resource::<ReplayView>();
+    assert!(view.open.is_none());
+    let why = view.error.as_deref().expect("said why");
+    assert!(why.contains("a record of rail3") && why.contains("elbow replay FILE --index N"), "{why}");
 }

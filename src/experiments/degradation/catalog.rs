@@ -2,7 +2,9 @@
 //! failed silently, reported a failure, or raised a false alarm, and [`replay`], which re-runs
 //! one record headlessly and says whether it reproduces bit for bit.
 //!
-//! Only the plant protocol is catalogued. A record carries everything a replay needs: the run's
+//! Only the plant protocol is catalogued, on every arm: a chain's records carry its
+//! configuration with the chain in it, and replay it through [`super::chain::replay_move`]
+//! (a replay trace of sub-steps is the two-link arm's only). A record carries everything a replay needs: the run's
 //! [`DegradationConfig`] (arm, levels, seed, tolerance, ticks, envelope...), the pipeline, the
 //! setting and its seed, the split and the target's index in its set. The plant carries its
 //! state from target to target, so a replay re-trains the pipeline's head from the
@@ -141,7 +143,8 @@ fn missed(error: f64, tolerance: f64) -> bool {
 pub struct FailureRecord {
     /// The format version, [`CATALOG_VERSION`].
     pub version: u32,
-    /// The nominal arm (lengths and joint limits); the configuration's arm.
+    /// The nominal arm (lengths and joint limits); the configuration's arm (on a chain, the
+    /// configuration's [`DegradationConfig::chain`] is the arm that ran).
     pub arm: TwoLinkArm,
     /// The solver and whether the envelope wraps it.
     pub pipeline: Pipeline,
@@ -704,7 +707,7 @@ fn check(record: &FailureRecord) -> Result<(), ExperimentError> {
         return bad(format!("only plant-protocol records can be replayed, this one is `{}`", record.protocol));
     }
     record.config.validate()?;
-    if !crate::experiments::degradation::pipelines().contains(&record.pipeline) {
+    if !record.config.pipelines().contains(&record.pipeline) {
         return bad(format!("pipeline {} is not one a degradation run measures", record.pipeline));
     }
     Ok(())
@@ -728,17 +731,11 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
     check(record)?;
     let cfg = &record.config;
     let arm = cfg.arm;
-    let sets = channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
-    let job = super::jobs(cfg, sets.len()).into_iter().enumerate().find(|&(j, (protocol, ..))| {
-        protocol == Protocol::Plant
-            && crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64) == record.seed
-    });
-    let Some((_, (_, setting, set))) = job else {
-        return Err(ExperimentError::Invalid(format!(
-            "the record's seed {} is the seed of no plant-protocol setting of its configuration",
-            record.seed
-        )));
+    let sets = match &cfg.chain {
+        Some(chain) => super::chain::target_sets(chain, cfg),
+        None => channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed),
     };
+    let (setting, set) = job_of(record, sets.len())?;
     let (split, targets) = &sets[set];
     let n = record.index;
     if n >= targets.len() {
@@ -747,6 +744,11 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
             split.key(),
             targets.len()
         )));
+    }
+    if let Some(chain) = &cfg.chain {
+        let (sensed, happened) = super::chain::replay_move(record, chain, &setting, targets)?;
+        let (outcome, _) = rederive(record, *split, setting, targets[n], sensed, happened)?;
+        return Ok((outcome, PlantTrace::new(keep)));
     }
     let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
     let model = match record.pipeline.solver.head() {
@@ -792,16 +794,48 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         )));
     };
     let happened = Happened { error, reported, camera_reported };
+    let (outcome, _) = rederive(record, *split, setting, targets[n], seen[n], happened)?;
+    Ok((outcome, trace))
+}
+
+/// The plant-protocol job (setting, target set) of `record`'s configuration that its seed
+/// belongs to, the configuration making `sets` target sets.
+fn job_of(record: &FailureRecord, sets: usize) -> Result<(Setting, usize), ExperimentError> {
+    let cfg = &record.config;
+    let job = super::jobs(cfg, sets).into_iter().enumerate().find(|&(j, (protocol, ..))| {
+        protocol == Protocol::Plant
+            && crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64) == record.seed
+    });
+    let Some((_, (_, setting, set))) = job else {
+        return Err(ExperimentError::Invalid(format!(
+            "the record's seed {} is the seed of no plant-protocol setting of its configuration",
+            record.seed
+        )));
+    };
+    Ok((setting, set))
+}
+
+/// The record a re-run of `record` re-derives (the move on `target`, sensed as `sensed`, in
+/// `setting` of the set `split`, which gave `happened`), and what the replay found.
+fn rederive(
+    record: &FailureRecord,
+    split: Split,
+    setting: Setting,
+    target: Point2,
+    sensed: Point2,
+    happened: Happened,
+) -> Result<(ReplayOutcome, FailureRecord), ExperimentError> {
+    let cfg = &record.config;
     let mut rederived = FailureRecord {
         version: CATALOG_VERSION,
-        arm,
+        arm: cfg.arm,
         pipeline: record.pipeline,
         protocol: Protocol::Plant,
-        split: *split,
+        split,
         setting,
-        index: n,
-        target: targets[n],
-        sensed: seen[n],
+        index: record.index,
+        target,
+        sensed,
         seed: record.seed,
         config: cfg.clone(),
         expected: Expected { tolerance: cfg.tolerance },
@@ -812,13 +846,13 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
     };
     rederived.setup_digests = setup_digests(&rederived);
     let outcome = ReplayOutcome {
-        sensed: seen[n],
+        sensed,
         happened,
         verdict: rederived.verdict,
         camera_verdict: rederived.camera_verdict,
         differences: differences(record, &rederived)?,
     };
-    Ok((outcome, trace))
+    Ok((outcome, rederived))
 }
 
 /// Every field in which `recorded` and `rederived` differ, compared as JSON (so a field added to

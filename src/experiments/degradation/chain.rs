@@ -30,13 +30,13 @@
 //! reach from the nearest point of the rail (or the base). A chain's links fold back past its
 //! base, so it has no hole, and its nets train on the whole prior, so there is no sector.
 
+use super::catalog::{FailureRecord, Found, Happened};
 use super::channels::{Channel, OodKind, Setting, Split};
 use super::config::{DegradationConfig, Protocol};
 use super::protocol::{Divergence, Outcome, camera_confirms};
 use super::report::{Cell, DegradationReport};
-use super::{Progress, jobs};
+use super::{CatalogSink, Progress, jobs};
 use crate::arm::Arm;
-use crate::chain::nets::NetKind;
 use crate::chain::solve::{ChainSolver, Nets};
 use crate::envelope::{ChainEnvelope, Reason};
 use crate::experiments::ExperimentError;
@@ -316,27 +316,78 @@ pub fn real_at(cfg: &DegradationConfig, arm: &Arm, scale: f64) -> Result<RealCha
     arm.real().with_mismatch(&super::Perturbation::scaled(cfg.mismatch, scale))
 }
 
-/// The degradation run of `cfg` on the chain `arm` (validated by the caller).
+/// The line-up of a run of `cfg` on `arm` with `nets`.
+fn line<'a>(cfg: &DegradationConfig, arm: &'a Arm, nets: Nets<'a>) -> Line<'a> {
+    let mut envelope = cfg.envelope;
+    envelope.fallback = crate::envelope::Fallback::Iterative;
+    Line {
+        arm,
+        nets,
+        envelope: ChainEnvelope { arm, config: envelope },
+        settings: crate::chain::SolveSettings::default(),
+    }
+}
+
+/// The plant configuration of one job of a run of `cfg` on `arm`: the servo of the run's body,
+/// the arm's plane, the setting's channels, the job's seed.
+fn plant_config(cfg: &DegradationConfig, arm: &Arm, setting: &Setting, seed: u64) -> PlantConfig {
+    let mut plant = PlantConfig { seed, ..PlantConfig::ideal(Default::default()).with_body(&cfg.body) };
+    plant.gravity = arm.vertical();
+    setting.perturbation.configure(&mut plant);
+    plant
+}
+
+/// The targets of `setting` as sensed with the job's `seed`.
+fn seen(targets: &[Point2], setting: &Setting, seed: u64) -> Vec<Point2> {
+    let noise = setting.perturbation[Channel::Target];
+    if noise > 0.0 { sensed(targets, noise, seed) } else { targets.to_vec() }
+}
+
+/// Re-runs the move of `record` (a plant-protocol record of a run on `arm`, in `setting`, on
+/// `targets`): trains the net its pipeline needs from the configuration as the run did (each
+/// net trains alone, so one net is the run's net bit for bit), drives the plant through the set
+/// up to the record's index, and returns the sensed target and what happened.
+pub(super) fn replay_move(
+    record: &FailureRecord,
+    arm: &Arm,
+    setting: &Setting,
+    targets: &[Point2],
+) -> Result<(Point2, Happened), ExperimentError> {
+    let cfg = &record.config;
+    let mut recipe = recipe(cfg, arm);
+    let settings = crate::chain::SolveSettings::default();
+    recipe.methods = NETS.iter().copied().filter(|&m| m == record.pipeline.solver).collect();
+    if record.pipeline.solver == SolverId::Hybrid {
+        recipe.methods = vec![settings.seeds.solver()];
+    }
+    let trained = if recipe.methods.is_empty() { TrainedNets::default() } else { train_nets(&recipe, &|_| true)? };
+    let line = line(cfg, arm, trained.nets());
+    let n = record.index;
+    let real = real_at(cfg, arm, setting.perturbation[Channel::Mismatch])
+        .map_err(|e| ExperimentError::Invalid(format!("the record's real arm cannot be built: {e}")))?;
+    let seen = seen(targets, setting, record.seed);
+    let plant = plant_config(cfg, arm, setting, record.seed);
+    let o = plant_run(&line, record.pipeline, &real, plant, setting, &targets[..=n], &seen[..=n], cfg, record.seed);
+    if let Some(d) = o.diverged {
+        return Err(super::diverged(record.pipeline, setting, record.split, d));
+    }
+    let happened = Happened { error: o.errors[n], reported: o.reported[n], camera_reported: o.camera_reported[n] };
+    Ok((seen[n], happened))
+}
+
+/// The degradation run of `cfg` on the chain `arm` (validated by the caller), with its failure
+/// catalog when `catalog` is given (as on the two-link arm: ordered windows of jobs).
 pub(super) fn run(
     cfg: &DegradationConfig,
     arm: &Arm,
     progress: &(dyn Fn(Progress) + Sync),
+    mut catalog: Option<CatalogSink<'_>>,
 ) -> Result<DegradationReport, ExperimentError> {
     let t0 = std::time::Instant::now();
     progress(Progress::Training);
     let (trained, rollbacks) = train(cfg, arm)?;
     let train_seconds = t0.elapsed().as_secs_f64();
-    let mut envelope = cfg.envelope;
-    envelope.fallback = crate::envelope::Fallback::Iterative;
-    let line = Line {
-        arm,
-        nets: trained.nets(),
-        envelope: ChainEnvelope { arm, config: envelope },
-        settings: crate::chain::SolveSettings::default(),
-    };
-    debug_assert!(NETS.iter().all(|&m| {
-        crate::chain::solve::net_needed(m, line.settings.seeds).is_some_and(|k: NetKind| line.nets.get(k).is_some())
-    }));
+    let line = line(cfg, arm, trained.nets());
     let sets = target_sets(arm, cfg);
     let jobs = jobs(cfg, sets.len());
     let pipes = pipelines();
@@ -344,36 +395,49 @@ pub(super) fn run(
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = jobs.len();
     progress(Progress::Evaluating { done: 0, total });
-    let per_job: Vec<Vec<Cell>> = jobs
-        .par_iter()
-        .enumerate()
-        .map(|(j, &(protocol, setting, set))| {
-            let (split, targets) = &sets[set];
-            let seed = crate::rng::subseed(cfg.seed, Stream::Setting, j as u64);
-            let real = real_at(cfg, arm, setting.perturbation[Channel::Mismatch]).expect("validated mismatch");
-            let mut plant = PlantConfig { seed, ..PlantConfig::ideal(Default::default()).with_body(&cfg.body) };
-            plant.gravity = arm.vertical();
-            setting.perturbation.configure(&mut plant);
-            let noise = setting.perturbation[Channel::Target];
-            let seen = if noise > 0.0 { sensed(targets, noise, seed) } else { targets.clone() };
-            let cells = pipes
-                .iter()
-                .map(|&pipe| {
-                    let outcome = match protocol {
-                        Protocol::Exercise => exercise_run(&line, pipe, &setting, targets, seed),
-                        _ => plant_run(&line, pipe, &real, plant, &setting, targets, &seen, cfg, seed),
-                    };
-                    if let Some(d) = outcome.diverged {
-                        return Err(super::diverged(pipe, &setting, *split, d));
-                    }
-                    Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(Progress::Evaluating { done: n, total });
-            Ok(cells)
-        })
-        .collect::<Result<_, ExperimentError>>()?;
+    let cap = catalog.as_ref().map(|c| c.cap);
+    let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
+        let (split, targets) = &sets[set];
+        let seed = crate::rng::subseed(cfg.seed, Stream::Setting, j as u64);
+        let real = real_at(cfg, arm, setting.perturbation[Channel::Mismatch]).expect("validated mismatch");
+        let plant = plant_config(cfg, arm, &setting, seed);
+        let seen = seen(targets, &setting, seed);
+        let mut found = Found::new(setting, *split, seed);
+        let cells = pipes
+            .iter()
+            .map(|&pipe| {
+                let outcome = match protocol {
+                    Protocol::Exercise => exercise_run(&line, pipe, &setting, targets, seed),
+                    _ => plant_run(&line, pipe, &real, plant, &setting, targets, &seen, cfg, seed),
+                };
+                if let Some(d) = outcome.diverged {
+                    return Err(super::diverged(pipe, &setting, *split, d));
+                }
+                if let (Some(cap), Protocol::Plant) = (cap, protocol) {
+                    found.collect(cfg.tolerance, (targets, &seen), pipe, &outcome, cap);
+                }
+                Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(Progress::Evaluating { done: n, total });
+        Ok((cells, found))
+    };
+    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { total.max(1) };
+    let mut cells = Vec::new();
+    for (w, chunk) in jobs.chunks(window).enumerate() {
+        let per_job: Vec<(Vec<Cell>, Found)> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(k, &job)| run_job(w * window + k, job))
+            .collect::<Result<_, ExperimentError>>()?;
+        for (c, found) in per_job {
+            cells.extend(c);
+            if let Some(catalog) = catalog.as_mut() {
+                found.records(cfg).for_each(|r| (catalog.sink)(&r));
+            }
+        }
+    }
     let eval_seconds = t1.elapsed().as_secs_f64();
     let ran: Vec<OodKind> =
         sets.iter().filter_map(|(s, _)| if let Split::Ood(k) = s { Some(*k) } else { None }).collect();
@@ -386,7 +450,7 @@ pub(super) fn run(
     let mut report = DegradationReport {
         config: DegradationConfig { ood: ran, ..cfg.clone() },
         ood_empty,
-        cells: per_job.into_iter().flatten().collect(),
+        cells,
         claims: Vec::new(),
         loaded: Vec::new(),
         train_seconds,
@@ -457,6 +521,35 @@ mod tests {
         );
         let confident = r.claims.iter().find(|c| c.key == "learned-confident").unwrap();
         assert!(confident.statement.contains("MSE, MDN, flow"), "{}", confident.statement);
+    }
+
+    #[test]
+    fn a_chains_failure_catalog_replays_bit_for_bit() {
+        let arm = ArmKind::ThreeR.arm();
+        let cfg = DegradationConfig { targets: 6, ..small(&arm) };
+        let mut records = Vec::new();
+        let mut sink = |r: &FailureRecord| records.push(r.clone());
+        let catalog = CatalogSink { cap: 1, sink: &mut sink };
+        let report = super::super::degradation_catalogued(&cfg, Vec::new(), &|_| {}, Some(catalog)).unwrap();
+        assert!(!report.cells.is_empty());
+        assert!(records.iter().all(|r| r.config.chain.as_ref() == Some(&arm)));
+        // One record of a bare net (its net trained alone for the replay), one of the hybrid
+        // (its seeds' net) and one of an enveloped net under mismatch.
+        let pick = |f: &dyn Fn(&FailureRecord) -> bool| records.iter().find(|r| f(r)).cloned().unwrap();
+        let chosen = [
+            pick(&|r| r.pipeline == Pipeline::plain(SolverId::Flow)),
+            pick(&|r| r.pipeline.solver == SolverId::Hybrid),
+            pick(&|r| r.pipeline.envelope && r.setting.channel == Some(Channel::Mismatch)),
+        ];
+        for r in &chosen {
+            let out = super::super::replay(r).unwrap();
+            assert!(out.identical(), "{}: {:?}", r.pipeline, out.differences);
+        }
+        // A result edited in the record is found, bit for bit.
+        let mut edited = chosen[0].clone();
+        edited.happened.error = f64::from_bits(edited.happened.error.to_bits() + 1);
+        let out = super::super::replay(&edited).unwrap();
+        assert_eq!(out.differences.len(), 1, "{:?}", out.differences);
     }
 
     #[test]

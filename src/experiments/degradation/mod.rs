@@ -193,13 +193,13 @@ pub fn degradation_catalogued(
                 arm.name
             )));
         }
-        if catalog.is_some() {
+        if catalog.is_some() && !cfg.protocol.runs_plant() {
             return Err(ExperimentError::Invalid(format!(
-                "a failure catalog is not recorded on a chain yet ({}): run the catalog on the two-link arm",
-                arm.name
+                "a failure catalog holds plant-protocol records only, so protocol `{}` would write an empty one; run protocol `plant` or `both`",
+                cfg.protocol
             )));
         }
-        return chain::run(cfg, arm, progress);
+        return chain::run(cfg, arm, progress, catalog);
     }
     if catalog.is_some() && !models.is_empty() {
         return Err(ExperimentError::Invalid(
