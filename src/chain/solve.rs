@@ -356,7 +356,9 @@ pub fn solutions<R: Rng + ?Sized>(
 ///   coordinates (a controller keeps to one mode rather than jumping between them); the nets'
 ///   unverified, the exact sampler's converged (its samples reach the target), or not converged
 ///   when it finds none (out of reach);
-/// - DLS: refined from the current coordinates, converged or not by its tolerance;
+/// - DLS: refined from the current coordinates; when that does not converge (a joint stop, a
+///   fold), DLS from prior starts, taken only if one converges (an unreachable target keeps the
+///   attempt from here); converged or not by its tolerance;
 /// - the hybrid: the net's draws nearest the current coordinates as seeds, finished by DLS, then
 ///   DLS from prior starts ([`hybrid_from`]).
 ///
@@ -440,7 +442,16 @@ impl IkSolver for ChainSolver<'_> {
             SolverId::Iterative => {
                 let dls = dls(arm, &self.settings);
                 let o = dls.refine(&mut x[..d], target, self.settings.dls_iterations);
-                checked(x, o.converged, o.iterations)
+                if o.converged {
+                    return checked(x, true, o.iterations);
+                }
+                // Stuck (a joint stop, a fold): restart from prior draws, as a practitioner's
+                // IK does; a restart is taken only when it converges, so an unreachable target
+                // keeps the attempt from here instead of a jump to a random pose.
+                let from_here = x;
+                let r = dls.from_prior(&mut x[..d], target, &arm.prior, self.settings.dls_starts, &mut rng);
+                let iterations = o.iterations + r.iterations;
+                if r.converged { checked(x, true, iterations) } else { checked(from_here, false, iterations) }
             }
             SolverId::Hybrid => {
                 if drawn(&mut set, &mut rng).is_err() {
@@ -600,6 +611,40 @@ mod tests {
         // Hostile coordinates give finite answers.
         let s = dls.solve(target, [f64::NAN; crate::kinematics::serial::MAX_COORDS]);
         assert!(s.pose.iter().all(|v| v.is_finite()), "{s:?}");
+    }
+
+    #[test]
+    fn dls_stuck_at_a_joint_stop_restarts_and_an_unreachable_target_keeps_the_attempt_from_here() {
+        use crate::kinematics::serial::padded;
+        let arm = ArmKind::So101.arm();
+        let settings = SolveSettings::default();
+        let solver = ChainSolver::new(&arm, Nets::default(), settings, SolverId::Iterative).unwrap();
+        let here = padded(&arm.prior_center());
+        let plain = dls(&arm, &settings);
+        // A sequence of targets (the FK of prior draws), each refined from where the last one
+        // left the arm, as an arm moving from target to target does: some get stuck.
+        let mut rng = crate::rng::rng(3, crate::rng::Stream::Bench, 0);
+        let mut x = vec![0.0; 3];
+        let mut at = here;
+        let mut stuck = Vec::new();
+        for _ in 0..200 {
+            arm.prior.sample(&mut rng, &mut x);
+            let target = arm.chain.tip(&x);
+            let before = at;
+            if !plain.refine(&mut at[..3], target, settings.dls_iterations).converged {
+                stuck.push((before, target));
+            }
+        }
+        assert!(stuck.len() >= 5, "{} stuck targets", stuck.len());
+        for &(from, t) in &stuck {
+            let s = solver.solve(t, from);
+            assert!(s.converged() && s.residual.unwrap() < 1e-6, "{t:?}: {s:?}");
+        }
+        let far = Point2::new(2.0, 0.0);
+        let mut from_here = here;
+        plain.refine(&mut from_here[..3], far, settings.dls_iterations);
+        let s = solver.solve(far, here);
+        assert_eq!((s.status, s.pose), (SolveStatus::NotConverged, from_here), "no jump to a random pose");
     }
 
     #[test]
