@@ -82,6 +82,8 @@ pub enum Stream {
     ChainExplain,
     /// A chain solver's draws for one answer (index: the target's bits).
     ChainDrive,
+    /// The DLS restarts of a chain tracking run's start pose and path check (index: which).
+    ChainTrack,
 }
 
 impl Stream {
@@ -115,6 +117,7 @@ impl Stream {
             Stream::FeedbackEpisodes => (25, 0),
             Stream::ChainExplain => (26, 0),
             Stream::ChainDrive => (27, 0),
+            Stream::ChainTrack => (28, 0),
         }
     }
 }
@@ -171,6 +174,7 @@ mod tests {
             FeedbackEpisodes,
             ChainExplain,
             ChainDrive,
+            ChainTrack,
         ];
         for slot in [0, 1, 256] {
             all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }, ChainSolve { slot }]);
