@@ -462,10 +462,10 @@ impl TrackingConfig {
                 .map(|p| p.solver.key())
                 .collect();
             return bad(format!(
-                "solvers: the claim is judged on the classical pipelines ({}) and these solvers ({}) leave none out of {}; add one",
+                "solvers: the claim is judged on the classical pipelines of arm {} ({}), and these solvers ({}) leave none; add one",
+                arm.name,
                 classical.join(", "),
-                crate::keys::join(&self.solvers),
-                runs()
+                crate::keys::join(&self.solvers).replace(',', ", "),
             ));
         }
         if let Some(two) = arm.closed_form() {
