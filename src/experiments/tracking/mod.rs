@@ -653,7 +653,7 @@ pub fn tracking_observed(
             })?;
             let rollbacks = trained.rollbacks.iter().filter_map(|(k, r)| NetRollbacks::of(k.key(), r)).collect();
             let start = chain::start_pose(&cfg.arm, cfg.path.at_phase(0.0))?;
-            (Control::Chain { nets: trained.nets, start }, rollbacks)
+            (Control::Chain { nets: Box::new(trained.nets), start }, rollbacks)
         }
     };
     let train_seconds = t0.elapsed().as_secs_f64();
@@ -769,7 +769,7 @@ pub fn tracking_observed(
 /// a chain's nets and the pose every run starts from.
 enum Control {
     TwoLink(Table<HeadKind, LearnedModel>),
-    Chain { nets: NetSet, start: Coords },
+    Chain { nets: Box<NetSet>, start: Coords },
 }
 
 /// The claim, one case per classical pipeline.
