@@ -84,6 +84,8 @@ pub enum Stream {
     ChainDrive,
     /// The held-out targets of a degradation run on a chain.
     GapTargets,
+    /// The DLS restarts of a chain tracking run's start pose and path check (index: which).
+    ChainTrack,
 }
 
 impl Stream {
@@ -118,6 +120,7 @@ impl Stream {
             Stream::ChainExplain => (26, 0),
             Stream::ChainDrive => (27, 0),
             Stream::GapTargets => (28, 0),
+            Stream::ChainTrack => (29, 0),
         }
     }
 }
@@ -174,6 +177,7 @@ mod tests {
             FeedbackEpisodes,
             ChainExplain,
             ChainDrive,
+            ChainTrack,
         ];
         for slot in [0, 1, 256] {
             all.extend([OodTargets { slot }, ChainMethod { slot }, ChainDemo { slot }, ChainSolve { slot }]);

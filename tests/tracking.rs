@@ -126,3 +126,50 @@ fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--arm rail3` runs the chain's line-up (tiny nets here) and says which arm ran, in JSON and
+/// in the table; a solver that does not apply to the arm is refused before any work with exit
+/// code 2, naming the solver and the arm.
+#[test]
+fn a_chain_tracks_and_refuses_the_solvers_it_does_not_have() {
+    let tiny = ["--speeds", "0.3,0.4", "--latency", "133", "--train-steps", "10"];
+    let out = run(&[&["--arm", "rail3", "--json"][..], &tiny].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("null") && !out.stdout.contains("NaN"), "{}", out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!((&v["arm"], &v["config"]["arm"]), (&serde_json::json!("rail3"), &serde_json::json!("rail3")));
+    let pipelines: Vec<&str> = v["pipelines"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(pipelines, ["mse", "mdn", "flow", "dls", "hybrid"]);
+    assert_eq!(v["fits"].as_array().unwrap().len(), 1, "judged on DLS");
+    assert_eq!(v["fits"][0]["pipeline"], "dls");
+    let table = run(&[&["--arm", "so101", "--solvers", "dls"][..], &tiny].concat());
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(table.stdout.starts_with("Arm so101") && table.stdout.contains("gravity on"), "{}", table.stdout);
+    assert!(table.stdout.contains("verdict: ") && table.stdout.contains("dls:"), "{}", table.stdout);
+    for (arm, solvers, needle) in [
+        ("rail3", "analytic", "closed form"),
+        ("3r", "dls,exact", "not a controller"),
+        ("two-link", "dls,flow", "chain's solver"),
+        ("so101", "mdn,hybrid", "classical"),
+    ] {
+        let args = [&["experiment", "tracking", "--arm", arm, "--solvers", solvers][..], &tiny].concat();
+        let out = common::run_limited(&args, common::unit() * 5);
+        assert_eq!(out.code, 2, "{arm} {solvers}: {}", out.stderr);
+        let arm_key = if arm == "two-link" { "2r" } else { arm };
+        assert!(out.stderr.contains(needle) && out.stderr.contains(arm_key), "{arm} {solvers}: {}", out.stderr);
+        assert!(out.stdout.is_empty() && !out.stderr.contains("panicked"), "{arm} {solvers}");
+        assert_eq!(out.stderr.trim().lines().count(), 1, "one sentence: {}", out.stderr);
+    }
+    // The two-link arm's body flags are refused on a chain, which has its own; a bad arm or
+    // solver key is refused by the parser.
+    for args in [
+        &["--arm", "rail3", "--gravity"][..],
+        &["--arm", "so101", "--link-mass", "1,1"],
+        &["--arm", "4r"],
+        &["--arm", "rail3", "--solvers", "transformer"],
+    ] {
+        let out = common::run_limited(&[&["experiment", "tracking"][..], args].concat(), common::unit() * 5);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty() && !out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
+    }
+}

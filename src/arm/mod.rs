@@ -165,7 +165,7 @@ fn limited_chain(lengths: &[f64]) -> Result<Chain, ChainError> {
     Chain::new(None, links)
 }
 
-crate::keys::keyed!(ArmKind, "arm");
+crate::keys::keyed!(ArmKind, "arm", aliases: [("two-link", ArmKind::TwoR)]);
 
 /// A chain with its prior: a named arm, or one built from link lengths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -33,8 +33,9 @@ pub(crate) enum ExperimentCommand {
     /// plants inside and outside the randomized ranges, with encoder and camera checks.
     Randomization(Box<RandomizationArgs>),
     /// Tracking a moving target: every solver drives the physical plant after a figure eight at
-    /// set speeds and control latencies; mean and worst tip error per latency and speed, and
-    /// whether latency costs error in proportion to speed x delay.
+    /// set speeds and control latencies, on the two-link arm or a chain (`--arm rail3|3r|so101`);
+    /// mean and worst tip error per latency and speed, and whether latency costs error in
+    /// proportion to speed x delay.
     Tracking(Box<tracking::TrackingArgs>),
     /// Redundant chains (`--arm rail3` or `3r`): MSE, MDN, DLS, MDN-seeded DLS and the exact
     /// posterior sampler, scored by re-simulation error, posterior mismatch, success and time.

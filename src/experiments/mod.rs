@@ -12,7 +12,8 @@
 //! - [`randomization`](mod@randomization): domain randomization trained and tested on plants
 //!   inside and outside its ranges.
 //! - [`tracking`](mod@tracking): every pipeline tracks a figure eight on the physical plant at set
-//!   speeds and latencies; whether latency costs error in proportion to speed x delay.
+//!   speeds and latencies, on any arm (the two-link arm's line-up or a chain's); whether latency
+//!   costs error in proportion to speed x delay.
 
 pub mod averaging;
 pub mod bishop;

@@ -1,16 +1,20 @@
-//! `elbow experiment tracking`: arguments become a [`TrackingConfig`]; the report prints as one
-//! table per pipeline (rows: speed; columns: latency; cells: mean / worst tip error in mm) and the
-//! claim's verdict with its fit, or as JSON, and `--plot` draws the mean error against speed x
-//! latency.
+//! `elbow experiment tracking`: arguments become a [`TrackingConfig`] on the arm `--arm` names
+//! (the two-link arm by default, or a redundant chain); the report prints as one table per
+//! pipeline (rows: speed; columns: latency; cells: mean / worst tip error in mm) and the claim's
+//! verdict with its fit, or as JSON, and `--plot` draws the mean error against speed x latency.
+//! Each says which arm ran.
 //!
 //! The file format, the font and the atomic write come from [`crate::cli::figure`].
 
 use crate::cli::figure::{Canvas, FONT, Output};
 use crate::cli::{BodyArgs, Failure, Range, count, print_json, real, seed};
 use clap::Args;
+use elbow::arm::ArmKind;
+use elbow::experiments::chain::Progress;
 use elbow::experiments::tracking::{
     MAX_LEVELS, MAX_RATE, MAX_SPEED, MAX_TRAIN_STEPS, MIN_RATE, TrackingConfig, TrackingReport, tracking_observed,
 };
+use elbow::lineup::SolverId;
 use elbow::plant::MAX_LATENCY_MS;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -48,6 +52,18 @@ fn join(v: &[f64]) -> String {
     v.iter().map(f64::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// Solver keys (`dls,mdn`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Solvers(Vec<SolverId>);
+
+impl std::str::FromStr for Solvers {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        elbow::keys::parse_list(s).map(Solvers)
+    }
+}
+
 impl std::fmt::Display for Latencies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&join(&self.0))
@@ -63,6 +79,17 @@ impl std::fmt::Display for Speeds {
 /// Arguments of `elbow experiment tracking`.
 #[derive(Debug, Args)]
 pub(crate) struct TrackingArgs {
+    /// The arm: `2r` (or `two-link`: the two-link arm, the default), or the redundant chains
+    /// `3r`, `rail3` and `so101`, each on its own figure eight (centred on its demo target,
+    /// amplitudes 20 % and 15 % of its reach).
+    #[arg(long, value_name = "ARM")]
+    arm: Option<ArmKind>,
+    /// The solvers to run, comma-separated (default: every one of the arm's line-up). Two-link
+    /// arm: analytic, dls, mse, mdn, mode, residual (a head bare and in the envelope); chains:
+    /// mse, mdn, flow, dls, hybrid. At least one classical solver (analytic or dls), on which
+    /// the claim is judged.
+    #[arg(long, value_name = "LIST")]
+    solvers: Option<Solvers>,
     /// Control latencies in ms, comma-separated, each from 0 to 10000 (0 ms, the baseline, always
     /// runs).
     #[arg(long, value_name = "MS", default_value_t = Latencies(defaults().latencies_ms), allow_hyphen_values = true)]
@@ -78,11 +105,11 @@ pub(crate) struct TrackingArgs {
     /// Laps per run, 2 to 100: the first is the warm-up, the last is scored.
     #[arg(long, default_value_t = defaults().laps, value_parser = count::<2, 100>, allow_hyphen_values = true)]
     laps: usize,
-    /// Training steps of each learned head, 1 to 10000000.
-    #[arg(long, default_value_t = defaults().train_steps, value_parser = count::<1, MAX_TRAIN_STEPS>,
-          allow_hyphen_values = true)]
-    train_steps: usize,
-    /// Seed of the heads' training.
+    /// Training steps of each learned head or net, 1 to 10000000 [default: 4000 for the
+    /// two-link heads, 12000 for a chain's nets (the chain experiment's recipe)].
+    #[arg(long, value_parser = count::<1, MAX_TRAIN_STEPS>, allow_hyphen_values = true)]
+    train_steps: Option<usize>,
+    /// Seed of the heads' or nets' training (and of a chain's sampled answers).
     #[arg(long, default_value_t = defaults().seed, value_parser = seed, allow_hyphen_values = true)]
     seed: u64,
     #[command(flatten)]
@@ -102,15 +129,17 @@ pub(crate) struct TrackingArgs {
 impl TrackingArgs {
     /// The core's configuration, validated.
     fn config(&self) -> Result<TrackingConfig, String> {
+        let base = TrackingConfig::for_arm(self.arm.unwrap_or(ArmKind::TwoR).arm());
         let cfg = TrackingConfig {
             latencies_ms: self.latency.0.clone(),
             speeds: self.speeds.0.clone(),
             rate: self.rate,
             laps: self.laps,
-            train_steps: self.train_steps,
+            train_steps: self.train_steps.unwrap_or(base.train_steps),
             seed: self.seed,
             body: self.body.body()?,
-            ..defaults()
+            solvers: self.solvers.as_ref().map_or_else(Vec::new, |s| s.0.clone()),
+            ..base
         };
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)
@@ -123,8 +152,11 @@ pub(crate) fn run(a: &TrackingArgs) -> Result<(), Failure> {
     let cfg = a.config()?;
     let plot = a.plot.as_deref().map(check_path).transpose()?;
     let show = !a.json && !a.quiet;
-    let report = crate::cli::with_progress(show, "cells", "tracking", |update| {
-        tracking_observed(&cfg, &|done, total| update("", done, total))
+    let report = crate::cli::with_progress(show, "", "tracking", |update| {
+        tracking_observed(&cfg, &|p| match p {
+            Progress::Training { done, total } => update("training steps", done, total),
+            Progress::Evaluating { done, total } => update("cells tracked", done, total),
+        })
     })?;
     if a.json {
         print_json(&report)?;
@@ -140,17 +172,27 @@ pub(crate) fn run(a: &TrackingArgs) -> Result<(), Failure> {
 
 fn print_report(r: &TrackingReport) -> Result<(), Failure> {
     let c = &r.config;
+    let learned = r.pipelines.iter().any(|p| p.solver.family() == elbow::lineup::Family::Learned);
+    let trained = match (c.arm.closed_form().is_some(), learned) {
+        (true, _) => format!("heads trained {} steps in {:.1} s", c.train_steps, r.train_seconds),
+        (false, true) => format!("nets trained {} steps in {:.1} s", c.train_steps, r.train_seconds),
+        (false, false) => "no nets (no learned solver ran)".to_string(),
+    };
+    let what = match (c.arm.closed_form().is_some(), r.gravity) {
+        (true, _) => "",
+        (false, false) => " (a redundant chain)",
+        (false, true) => " (a redundant chain hanging in a vertical plane, gravity on)",
+    };
     outln!(
-        "Tracking a figure eight (lap {:.3} m, centre ({}, {}) m, amplitudes {} m and {} m) at {} Hz, {} laps, the last scored; heads trained {} steps in {:.1} s, tracking took {:.1} s",
+        "Arm {}{what}: tracking a figure eight (lap {:.3} m, centre ({}, {}) m, amplitudes {} m and {} m) at {} Hz, {} laps, the last scored; {trained}, tracking took {:.1} s",
+        r.arm,
         r.path_length,
-        c.path.centre[0],
-        c.path.centre[1],
-        c.path.amplitude[0],
-        c.path.amplitude[1],
+        num(c.path.centre[0]),
+        num(c.path.centre[1]),
+        num(c.path.amplitude[0]),
+        num(c.path.amplitude[1]),
         c.rate,
         c.laps,
-        c.train_steps,
-        r.train_seconds,
         r.eval_seconds
     );
     outln!("divergence roll-backs in training: {}", elbow::learned::train::NetRollbacks::in_words(&r.rollbacks));
@@ -180,6 +222,11 @@ fn print_report(r: &TrackingReport) -> Result<(), Failure> {
             let mean = accepted.iter().sum::<f64>() / accepted.len().max(1) as f64;
             outln!("  (the envelope accepted {:.1}% of the proposals over these runs)", mean * 100.0);
         }
+        let failed: Vec<f64> = r.cells.iter().filter(|x| x.pipeline == p).filter_map(|x| x.not_converged).collect();
+        if !failed.is_empty() {
+            let mean = failed.iter().sum::<f64>() / failed.len() as f64;
+            outln!("  (the solver reported {:.1}% of its answers as not converged over these runs)", mean * 100.0);
+        }
     }
     let claim = &r.claim;
     outln!("\nThe claim, judged by the run:\n\n  [{}] {}\n  verdict: {}", claim.key, claim.statement, claim.verdict);
@@ -187,6 +234,14 @@ fn print_report(r: &TrackingReport) -> Result<(), Failure> {
         outln!("    {line}");
     }
     Ok(())
+}
+
+/// A path's number as the table prints it: to the micrometre, without trailing zeros (the
+/// two-link arm's `1.2` and `0.4` as they always printed).
+fn num(v: f64) -> String {
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
 }
 
 /// Checks, before any work, that `path` ends in `.svg` or `.png` and that its folder exists.
@@ -229,8 +284,8 @@ fn paint<DB: DrawingBackend>(r: &TrackingReport, root: &DrawingArea<DB, Shift>) 
     root.fill(&WHITE)?;
     let (head, body) = root.split_vertically(HEADER);
     let title = format!(
-        "Tracking a figure eight at {} Hz: mean tip error against speed x latency; claim {}",
-        r.config.rate, r.claim.verdict
+        "Arm {}: tracking a figure eight at {} Hz: mean tip error against speed x latency; claim {}",
+        r.arm, r.config.rate, r.claim.verdict
     );
     head.draw(&Text::new(title, (10, 6), (FONT, 18)))?;
     for (i, s) in r.speeds.iter().enumerate() {

@@ -1,36 +1,65 @@
-//! Tracking a moving target under control latency: what latency costs while the target moves.
+//! Tracking a moving target under control latency: what latency costs while the target moves,
+//! on every arm of the registry ([`Arm`]).
 //!
-//! The target runs a figure eight, `x(t) = cx + ax sin(2π t/T)`, `y(t) = ay sin(4π t/T)` (by
-//! default centre (1.2, 0) m, amplitudes 0.4 m and 0.3 m on the 1 m + 1 m arm, the MuJoCo
-//! reference's `2r_track_*` scenario), at set mean speeds: the period `T` of each is the path's
-//! length over the speed. Each pipeline of the degradation line-up ([`pipelines`]: the analytic
-//! solver, DLS, every learned head bare and inside the envelope) drives the physical plant
-//! ([`Plant`]: position servos, rigid-body dynamics, nothing perturbed but the latency) at a set
-//! control rate: at every control tick it solves for the target at that instant, warm-started
-//! from the encoder reading, sends the answer as the servos' goal ([`Plant::command`], which
-//! reaches them [`PlantConfig::latency_ms`] later) and lets the plant run one control period.
-//! Every run starts at rest on the elbow-down closed-form pose of the path's starting point and
-//! runs whole laps; the last lap is scored (the first is the warm-up): at every control tick the
-//! distance from the real tip ([`Plant::tip`]) to the target at that instant, as a mean and a
-//! worst case, per pipeline, latency and speed.
+//! The target runs a figure eight, `x(t) = cx + ax sin(2π t/T)`, `y(t) = cy + ay sin(4π t/T)`, at
+//! set mean speeds: the period `T` of each is the path's length over the speed. On the two-link
+//! arm the path is the MuJoCo reference's `2r_track_*` scenario (centre (1.2, 0) m, amplitudes
+//! 0.4 m and 0.3 m on the 1 m + 1 m arm); on a redundant chain it is scaled to the arm
+//! ([`FigureEight::for_arm`]: centred on the arm's demo target, the reference's amplitudes as
+//! shares of the arm's reach) and checked to lie inside the reachable workspace with a margin
+//! ([`chain::unreachable`]).
+//!
+//! Each pipeline of the arm's line-up ([`arm_pipelines`]) drives the physical plant ([`Plant`]:
+//! position servos, rigid-body dynamics, nothing perturbed but the latency) at a set control
+//! rate: at every control tick it solves for the target at that instant, warm-started from the
+//! encoder reading, sends the answer as the servos' goal ([`Plant::command`], which reaches them
+//! [`PlantConfig::latency_ms`] later) and lets the plant run one control period.
+//!
+//! - On the two-link arm the line-up is the degradation experiment's ([`pipelines`]: the analytic
+//!   solver, DLS, every learned head bare and inside the envelope); every run starts at rest on
+//!   the elbow-down closed-form pose of the path's starting point.
+//! - On a chain it is the chain's line-up as [`ChainSolver`](crate::chain::solve::ChainSolver) answers it, one answer from where
+//!   the arm is ([`CHAIN_SOLVERS`]): DLS (classical: it reports non-convergence), the
+//!   squared-error net, the MDN, the flow (bare learned proposals) and the hybrid (net draws
+//!   finished by DLS). The exact posterior sampler is left out: it is the reference the chain's
+//!   methods are scored against, not a controller. The nets are the chain experiment's
+//!   ([`train_nets`] on a [`ChainConfig::new`] recipe: the default chain [`NetConfig`], for
+//!   [`TrackingConfig::train_steps`] steps from [`TrackingConfig::seed`]). The plant is the arm's
+//!   body ([`Arm::real`]), under gravity when the arm hangs vertically ([`Arm::vertical`], the
+//!   SO-101); every run starts at rest on a converged DLS solution of the path's starting point
+//!   ([`chain::start_pose`]).
+//!
+//! Every run runs whole laps; the last lap is scored (the first is the warm-up): at every
+//! control tick the distance from the real tip ([`Plant::tip`]) to the target at that instant, as
+//! a mean and a worst case, per pipeline, latency and speed.
 //!
 //! The claim "latency costs tracking error in proportion to speed x delay" is judged by the run:
-//! for each classical pipeline (analytic, DLS), the *added* mean error (at latency `L` minus at
-//! 0 ms, same speed) is fitted against `v L` (mean speed times latency) by least squares through
-//! the origin; the case holds when the fit explains the data (R² >= [`MIN_R_SQUARED`], R²
-//! centred on the mean, so a flat cloud of points does not pass) with a positive slope. The
-//! no-latency error, the servos' own lag at that speed, is reported beside it as the baseline.
+//! for each classical pipeline (analytic and DLS on the two-link arm, DLS on a chain), the
+//! *added* mean error (at latency `L` minus at 0 ms, same speed) is fitted against `v L` (mean
+//! speed times latency) by least squares through the origin; the case holds when the fit explains
+//! the data (R² >= [`MIN_R_SQUARED`], R² centred on the mean, so a flat cloud of points does not
+//! pass) with a positive slope. The no-latency error, the servos' own lag at that speed, is
+//! reported beside it as the baseline. The learned pipelines are reported beside it, unjudged.
 //!
-//! Nothing is tuned to make the claim hold: the verdict is whatever the numbers give.
+//! Nothing is tuned to make the claim hold: the verdict is whatever the numbers give, on every
+//! arm with the same rule.
+
+pub mod chain;
 
 use super::ExperimentError;
+use super::chain::{ChainConfig, Progress, train_nets};
 use super::degradation::verdict::{Claim, claim};
 use super::degradation::{pipelines, train_heads};
 use crate::analytic::solve_branches;
+use crate::arm::Arm;
+use crate::chain::nets::NetConfig;
+use crate::chain::solve::NetSet;
 use crate::envelope::{Envelope, EnvelopeConfig};
+use crate::kinematics::serial::Coords;
 use crate::kinematics::{Point2, RealArm, Region, TwoLinkArm};
+use crate::learned::train::NetRollbacks;
 use crate::learned::{HeadKind, LearnedModel};
-use crate::lineup::{Family, Lineup, Pipeline, Table};
+use crate::lineup::{Family, Lineup, Pipeline, SolverId, Table};
 use crate::plant::{Body, MAX_LATENCY_MS, Plant, PlantConfig};
 use crate::stats::json_numbers;
 use rayon::prelude::*;
@@ -58,6 +87,18 @@ pub const MIN_TICKS_PER_LAP: f64 = 4.0;
 pub const MAX_PLANT_SECONDS: f64 = 150_000.0;
 /// The least R² of the latency fit for the claim's case to hold.
 pub const MIN_R_SQUARED: f64 = 0.9;
+/// Training steps of the two-link heads by default.
+pub const TWO_LINK_TRAIN_STEPS: usize = 4000;
+
+/// A chain's tracking line-up, in the chain's table order ([`SolverId::CHAIN`] without the exact
+/// posterior sampler, which is a reference, not a controller).
+pub const CHAIN_SOLVERS: [SolverId; 5] = [
+    SolverId::Learned(HeadKind::Mse),
+    SolverId::Learned(HeadKind::Mdn),
+    SolverId::Flow,
+    SolverId::Iterative,
+    SolverId::Hybrid,
+];
 
 /// The figure eight the target runs: `x(t) = cx + ax sin(2π t/T)`, `y(t) = cy + ay sin(4π t/T)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -76,7 +117,23 @@ impl Default for FigureEight {
     }
 }
 
+/// The reference path's amplitudes as shares of its arm's reach (0.4 m and 0.3 m of 2 m).
+pub const AMPLITUDE_SHARE: [f64; 2] = [0.2, 0.15];
+
 impl FigureEight {
+    /// The path on `arm`: the reference path ([`FigureEight::default`]) on an arm with a closed
+    /// form; on a chain, centred on the arm's demo target ([`Arm::demo_target`]) with amplitudes
+    /// [`AMPLITUDE_SHARE`] of its reach (the sum of its links; a rail adds travel along `y`
+    /// only).
+    pub fn for_arm(arm: &Arm) -> Self {
+        if arm.closed_form().is_some() {
+            return Self::default();
+        }
+        let centre = arm.demo_target();
+        let reach = arm.chain.reach();
+        Self { centre: [centre.x, centre.y], amplitude: AMPLITUDE_SHARE.map(|s| s * reach) }
+    }
+
     /// The point at phase `phase` (radians; a lap is `2π`).
     pub fn at_phase(&self, phase: f64) -> Point2 {
         Point2::new(
@@ -105,12 +162,64 @@ impl FigureEight {
     }
 }
 
+/// The pipelines a tracking run on `arm` measures, in line-up order: the degradation line-up on
+/// an arm with a closed form ([`pipelines`]), else [`CHAIN_SOLVERS`].
+pub fn arm_pipelines(arm: &Arm) -> Vec<Pipeline> {
+    if arm.closed_form().is_some() { pipelines() } else { CHAIN_SOLVERS.map(Pipeline::plain).to_vec() }
+}
+
+/// The arm in JSON: an arm with a closed form as that two-link arm (its lengths and limits, as
+/// this experiment always wrote it), a chain as its name (`rail3`, `lengths 1,0.8,0.6`), which
+/// names it whole.
+mod arm_json {
+    use crate::arm::{Arm, ArmKind};
+    use crate::kinematics::TwoLinkArm;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(arm: &Arm, s: S) -> Result<S::Ok, S::Error> {
+        match arm.closed_form() {
+            Some(two) => two.serialize(s),
+            None => arm.name.serialize(s),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Chain(String),
+        TwoLink(TwoLinkArm),
+    }
+
+    /// The arm named `name`: a named arm's key, or `lengths L1,L2,...`.
+    pub(super) fn by_name(name: &str) -> Result<Arm, String> {
+        if let Some(lengths) = name.strip_prefix("lengths ") {
+            let lengths: Vec<f64> = lengths
+                .split(',')
+                .map(|l| l.trim().parse::<f64>().map_err(|e| format!("arm `{name}`: {e}")))
+                .collect::<Result<_, _>>()?;
+            return Arm::from_lengths(&lengths).map_err(|e| e.to_string());
+        }
+        name.parse::<ArmKind>().map(ArmKind::arm)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arm, D::Error> {
+        match Either::deserialize(d)? {
+            Either::Chain(name) => by_name(&name).map_err(D::Error::custom),
+            Either::TwoLink(two) => Ok(Arm::two_link(two)),
+        }
+    }
+}
+
 /// Everything that defines a tracking run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TrackingConfig {
-    /// The arm, nominal and real (the plant has no mismatch).
-    pub arm: TwoLinkArm,
+    /// The arm, nominal and real (the plant has no mismatch): the two-link arm, or a redundant
+    /// chain. In JSON an arm with a closed form is that two-link arm (`l1`, `l2`, `limits`), a
+    /// chain its name.
+    #[serde(with = "arm_json")]
+    pub arm: Arm,
     /// The target's path.
     pub path: FigureEight,
     /// Control latencies, milliseconds; 0 ms (the baseline) always runs.
@@ -121,33 +230,49 @@ pub struct TrackingConfig {
     pub rate: f64,
     /// Laps per run; the last is scored.
     pub laps: usize,
-    /// Training steps of each learned head.
+    /// Training steps of each learned head (two-link arm) or net (chain).
     pub train_steps: usize,
-    /// Seed of the heads' training.
+    /// Seed of the heads' or nets' training (and of a chain's sampled answers).
     pub seed: u64,
-    /// The physical arm: servo, link masses, plane.
+    /// The physical arm: servo, link masses, plane. On a chain only the servo applies (every
+    /// joint's); the links' mass properties are the arm's ([`Arm::real`]) and its plane is
+    /// vertical when the arm hangs ([`Arm::vertical`]).
     pub body: Body,
+    /// The solvers whose pipelines run (on the two-link arm a head's bare and enveloped
+    /// pipelines); empty: every pipeline of the arm ([`arm_pipelines`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub solvers: Vec<SolverId>,
 }
 
 impl Default for TrackingConfig {
-    /// The figure eight at about 0.1, 0.2 and 0.4 m/s, latencies 0, 33, 67 and 133 ms, 30 Hz,
-    /// two laps, heads trained for 4000 steps.
+    /// The two-link arm ([`TrackingConfig::for_arm`]): the figure eight at about 0.1, 0.2 and
+    /// 0.4 m/s, latencies 0, 33, 67 and 133 ms, 30 Hz, two laps, heads trained for 4000 steps.
     fn default() -> Self {
-        Self {
-            arm: TwoLinkArm::default(),
-            path: FigureEight::default(),
-            latencies_ms: vec![0.0, 33.0, 67.0, 133.0],
-            speeds: vec![0.1, 0.2, 0.4],
-            rate: 30.0,
-            laps: 2,
-            train_steps: 4000,
-            seed: 0,
-            body: Body::default(),
-        }
+        Self::for_arm(Arm::two_link(TwoLinkArm::default()))
     }
 }
 
 impl TrackingConfig {
+    /// The default run on `arm`: its path ([`FigureEight::for_arm`]), 0.1, 0.2 and 0.4 m/s,
+    /// latencies 0, 33, 67 and 133 ms, 30 Hz, two laps, every pipeline; the two-link heads
+    /// trained for [`TWO_LINK_TRAIN_STEPS`] steps, a chain's nets for the chain recipe's
+    /// ([`NetConfig::default`]).
+    pub fn for_arm(arm: Arm) -> Self {
+        let train_steps = if arm.closed_form().is_some() { TWO_LINK_TRAIN_STEPS } else { NetConfig::default().steps };
+        Self {
+            path: FigureEight::for_arm(&arm),
+            arm,
+            latencies_ms: vec![0.0, 33.0, 67.0, 133.0],
+            speeds: vec![0.1, 0.2, 0.4],
+            rate: 30.0,
+            laps: 2,
+            train_steps,
+            seed: 0,
+            body: Body::default(),
+            solvers: Vec::new(),
+        }
+    }
+
     /// The latencies that run: the given ones with 0 ms added, sorted, without repeats.
     pub fn latencies(&self) -> Vec<f64> {
         sorted_unique(std::iter::once(0.0).chain(self.latencies_ms.iter().copied()))
@@ -158,12 +283,32 @@ impl TrackingConfig {
         sorted_unique(self.speeds.iter().copied())
     }
 
+    /// The pipelines that run: the arm's ([`arm_pipelines`]) whose solver is listed in
+    /// [`TrackingConfig::solvers`] (all when it is empty).
+    pub fn pipelines(&self) -> Vec<Pipeline> {
+        let all = arm_pipelines(&self.arm);
+        if self.solvers.is_empty() {
+            return all;
+        }
+        all.into_iter().filter(|p| self.solvers.contains(&p.solver)).collect()
+    }
+
+    /// The chain run's training recipe: the chain experiment's ([`ChainConfig::new`], the
+    /// default chain [`NetConfig`]) for the learned solvers that run, trained for
+    /// [`TrackingConfig::train_steps`] from [`TrackingConfig::seed`].
+    pub fn chain_config(&self) -> ChainConfig {
+        let mut c = ChainConfig::new(self.arm.clone());
+        c.methods = self.pipelines().into_iter().map(|p| p.solver).collect();
+        c.net = NetConfig { steps: self.train_steps, seed: self.seed, ..c.net };
+        c
+    }
+
     /// The plant time the run simulates, exactly: every pipeline and latency runs `laps` laps at
     /// each speed (a lap of the path's length over the speed).
     pub fn plant_time(&self) -> super::PlantTime {
         let length = self.path.length();
         let per_pipeline: f64 = self.speeds().iter().map(|v| self.laps as f64 * length / v).sum();
-        let (pipelines, latencies) = (pipelines().len(), self.latencies().len());
+        let (pipelines, latencies) = (self.pipelines().len(), self.latencies().len());
         let laps: Vec<String> = self.speeds().iter().map(|v| format!("{:.3} s", length / v)).collect();
         super::PlantTime {
             seconds: per_pipeline * latencies as f64 * pipelines as f64,
@@ -179,10 +324,11 @@ impl TrackingConfig {
 
     /// Checks every field, naming the first bad one in its unit: latencies from 0 to
     /// [`MAX_LATENCY_MS`] ms, speeds in `(0, `[`MAX_SPEED`]`]` m/s (1 to [`MAX_LEVELS`] of each),
-    /// the rate from [`MIN_RATE`] to [`MAX_RATE`] Hz, laps and training steps, a path inside the
-    /// arm's reach, at least two points for the claim's fit (speeds x latencies above 0 ms), at
-    /// least [`MIN_TICKS_PER_LAP`] control ticks per lap, and at most
-    /// [`MAX_PLANT_SECONDS`] of plant time in all.
+    /// the rate from [`MIN_RATE`] to [`MAX_RATE`] Hz, laps and training steps, solvers that
+    /// apply to the arm with a classical one among them, a path inside the arm's reach (on a
+    /// chain: every point reachable with a margin, [`chain::unreachable`]), at least two points
+    /// for the claim's fit (speeds x latencies above 0 ms), at least [`MIN_TICKS_PER_LAP`]
+    /// control ticks per lap, and at most [`MAX_PLANT_SECONDS`] of plant time in all.
     pub fn validate(&self) -> Result<(), ExperimentError> {
         let bad = |m: String| Err(ExperimentError::Invalid(m));
         self.body.validate()?;
@@ -220,7 +366,7 @@ impl TrackingConfig {
                 self.train_steps
             ));
         }
-        self.arm.validate()?;
+        self.validate_arm()?;
         let p = &self.path;
         if !(p.centre.iter().chain(&p.amplitude).all(|v| v.is_finite()) && p.amplitude.iter().all(|&a| a >= 0.0)) {
             return bad(format!("the path's centre and amplitudes must be finite metres, amplitudes >= 0, got {p:?}"));
@@ -228,15 +374,29 @@ impl TrackingConfig {
         if p.length() <= 0.0 {
             return bad("the path must move: give it a nonzero amplitude (m)".into());
         }
-        // Inside the reach, clear of the rim and of the inner hole by 1 mm.
-        let (inner, outer) = (self.arm.inner_radius() + 1e-3, self.arm.reach() - 1e-3);
-        if let Some(out) =
-            (0..1024).map(|i| p.at_phase(2.0 * PI * i as f64 / 1024.0)).find(|q| !(inner..=outer).contains(&q.norm()))
-        {
-            return bad(format!(
-                "the figure eight leaves the arm's reach ({inner:.3} m to {outer:.3} m from the base) at ({:.3}, {:.3}) m",
-                out.x, out.y
-            ));
+        match self.arm.closed_form() {
+            Some(arm) => {
+                // Inside the reach, clear of the rim and of the inner hole by 1 mm.
+                let (inner, outer) = (arm.inner_radius() + 1e-3, arm.reach() - 1e-3);
+                if let Some(out) = (0..1024)
+                    .map(|i| p.at_phase(2.0 * PI * i as f64 / 1024.0))
+                    .find(|q| !(inner..=outer).contains(&q.norm()))
+                {
+                    return bad(format!(
+                        "the figure eight leaves the arm's reach ({inner:.3} m to {outer:.3} m from the base) at ({:.3}, {:.3}) m",
+                        out.x, out.y
+                    ));
+                }
+            }
+            None => {
+                let margin = chain::MARGIN_SHARE * self.arm.chain.reach();
+                if let Some(out) = chain::unreachable(&self.arm, p, margin) {
+                    return bad(format!(
+                        "the figure eight on arm {} leaves its reachable workspace (with a margin of {:.3} m) near ({:.3}, {:.3}) m",
+                        self.arm.name, margin, out.x, out.y
+                    ));
+                }
+            }
         }
         // The claim is fitted over (speed x latency) points, one per speed and latency above 0 ms;
         // under two there is nothing to judge, and minutes of tracking would end in no verdict.
@@ -262,8 +422,70 @@ impl TrackingConfig {
             .map_err(ExperimentError::Invalid)?;
         Ok(())
     }
-}
 
+    /// The arm, the solvers and the body: solvers that apply to the arm, a classical one among
+    /// them (the claim's), the chain's nets' settings, and a body that is the two-link arm's
+    /// only where the arm is.
+    fn validate_arm(&self) -> Result<(), ExperimentError> {
+        let bad = |m: String| Err(ExperimentError::Invalid(m));
+        let arm = &self.arm;
+        let all = arm_pipelines(arm);
+        let runs = || {
+            let mut keys: Vec<&str> = Vec::new();
+            for p in &all {
+                if !keys.contains(&p.solver.key()) {
+                    keys.push(p.solver.key());
+                }
+            }
+            keys.join(", ")
+        };
+        if let Some(&s) = self.solvers.iter().find(|s| !all.iter().any(|p| p.solver == **s)) {
+            let why = match (arm.closed_form().is_some(), s) {
+                (false, SolverId::Exact) => "the exact posterior sampler is a reference, not a controller",
+                (false, _) => "it is built on the two-link closed form",
+                (true, SolverId::ElbowUp | SolverId::ElbowDown) => "a fixed branch is the analytic solver again",
+                (true, SolverId::Average) => "the branch average is not a solver",
+                (true, _) => "it is a redundant chain's solver",
+            };
+            return bad(format!(
+                "solver {s} does not apply to tracking on arm {} ({why}); tracking on {} runs {}",
+                arm.name,
+                arm.name,
+                runs()
+            ));
+        }
+        let pipes = self.pipelines();
+        if !pipes.iter().any(|p| !p.envelope && p.solver.family() == Family::Classical) {
+            let classical: Vec<&str> = all
+                .iter()
+                .filter(|p| !p.envelope && p.solver.family() == Family::Classical)
+                .map(|p| p.solver.key())
+                .collect();
+            return bad(format!(
+                "solvers: the claim is judged on the classical pipelines of arm {} ({}), and these solvers ({}) leave none; add one",
+                arm.name,
+                classical.join(", "),
+                crate::keys::join(&self.solvers).replace(',', ", "),
+            ));
+        }
+        if let Some(two) = arm.closed_form() {
+            two.validate()?;
+            return Ok(());
+        }
+        arm.chain.validate().map_err(|e| ExperimentError::Invalid(e.to_string()))?;
+        if self.body.gravity || self.body.link_mass != Body::default().link_mass {
+            return bad(format!(
+                "the link masses and the plane are the two-link arm's; arm {} has its own (its links' mass properties, and gravity when it hangs vertically): leave them out",
+                arm.name
+            ));
+        }
+        let chain_cfg = self.chain_config();
+        for kind in chain_cfg.nets() {
+            chain_cfg.net.validate(kind, arm.coords())?;
+        }
+        Ok(())
+    }
+}
 fn sorted_unique(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.collect();
     v.sort_by(f64::total_cmp);
@@ -306,6 +528,11 @@ pub struct Cell {
     /// for bare pipelines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub envelope_accepted: Option<f64>,
+    /// A chain's self-checking pipelines (DLS, the hybrid): the share of ticks whose answer the
+    /// solver reported as not converged (sent to the servos all the same: the best it found);
+    /// left out for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_converged: Option<f64>,
 }
 
 /// One classical pipeline's fit of the added mean error against speed x latency.
@@ -355,6 +582,11 @@ pub fn fit_through_origin(points: &[[f64; 2]]) -> (Option<f64>, Option<f64>) {
 /// Everything the experiment measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrackingReport {
+    /// The arm that ran (its key: `2r`, `rail3`, ...).
+    pub arm: String,
+    /// True when the arm hung in a vertical plane, gravity on (the SO-101); left out when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gravity: bool,
     /// The configuration that ran (latencies and speeds as they ran: 0 ms added, sorted).
     pub config: TrackingConfig,
     /// Length of one lap, metres.
@@ -369,9 +601,9 @@ pub struct TrackingReport {
     pub fits: Vec<LatencyFit>,
     /// "Latency costs tracking error in proportion to speed x delay", with its verdict.
     pub claim: Claim,
-    /// Seconds spent training the heads.
+    /// Seconds spent training the heads (two-link arm) or nets (chain).
     pub train_seconds: f64,
-    /// The divergence guard's roll-backs in training the heads (only heads that had any).
+    /// The divergence guard's roll-backs in training the heads or nets (only those that had any).
     pub rollbacks: Vec<crate::learned::train::NetRollbacks>,
     /// Seconds spent tracking.
     pub eval_seconds: f64,
@@ -391,28 +623,51 @@ impl TrackingReport {
 
 /// Runs the experiment.
 pub fn tracking(cfg: &TrackingConfig) -> Result<TrackingReport, ExperimentError> {
-    tracking_observed(cfg, &|_, _| true)
+    tracking_observed(cfg, &|_| true)
 }
 
-/// [`tracking`], telling `progress(done, total)` how many cells are done (from several threads);
-/// when it answers false the run stops with [`ExperimentError::Cancelled`].
+/// [`tracking`], telling `progress` where the run stands (from several threads): a chain's nets'
+/// training steps ([`Progress::Training`]), then the cells tracked ([`Progress::Evaluating`],
+/// one per pipeline, latency and speed); when it answers false the run stops with
+/// [`ExperimentError::Cancelled`].
 pub fn tracking_observed(
     cfg: &TrackingConfig,
-    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+    progress: &(dyn Fn(Progress) -> bool + Sync),
 ) -> Result<TrackingReport, ExperimentError> {
     cfg.validate()?;
-    let arm = cfg.arm;
     let t0 = std::time::Instant::now();
-    // The heads are trained as the degradation experiment trains them, against the real arm
-    // they will drive: here the nominal one (this experiment isolates latency).
-    let none: Table<HeadKind, Option<LearnedModel>> = Table::default();
-    let (models, rollbacks) = train_heads(arm, Region::Annulus, RealArm::ideal(arm), cfg.train_steps, cfg.seed, &none)?;
+    let pipes = cfg.pipelines();
+    let (control, rollbacks) = match cfg.arm.closed_form() {
+        Some(arm) => {
+            // The heads are trained as the degradation experiment trains them, against the real
+            // arm they will drive: here the nominal one (this experiment isolates latency).
+            let none: Table<HeadKind, Option<LearnedModel>> = Table::default();
+            let (models, rollbacks) =
+                train_heads(arm, Region::Annulus, RealArm::ideal(arm), cfg.train_steps, cfg.seed, &none)?;
+            (Control::TwoLink(models), rollbacks)
+        }
+        None => {
+            let trained = train_nets(&cfg.chain_config(), progress).map_err(|e| match e {
+                ExperimentError::Train(t) => ExperimentError::of_training(t),
+                e => e,
+            })?;
+            let rollbacks = trained.rollbacks.iter().filter_map(|(k, r)| NetRollbacks::of(k.key(), r)).collect();
+            let start = chain::start_pose(&cfg.arm, cfg.path.at_phase(0.0))?;
+            (Control::Chain { nets: Box::new(trained.nets), start }, rollbacks)
+        }
+    };
     let train_seconds = t0.elapsed().as_secs_f64();
-    let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
-    // The envelope's joint-step limit is its top joint speed over one control period.
-    let envelope = EnvelopeConfig { control_period: 1.0 / cfg.rate, ..EnvelopeConfig::for_arm(&arm) };
-    lineup.envelope = Envelope { arm, config: envelope };
-    let pipes = pipelines();
+    let lineup = match &control {
+        Control::TwoLink(models) => {
+            let arm = cfg.arm.closed_form().expect("a two-link run has a closed form");
+            let mut lineup = Lineup::new(arm, Table::from_fn(|h| Some(&models[h])));
+            // The envelope's joint-step limit is its top joint speed over one control period.
+            let envelope = EnvelopeConfig { control_period: 1.0 / cfg.rate, ..EnvelopeConfig::for_arm(&arm) };
+            lineup.envelope = Envelope { arm, config: envelope };
+            Some((arm, lineup))
+        }
+        Control::Chain { .. } => None,
+    };
     let latencies = cfg.latencies();
     let speeds: Vec<Speed> =
         cfg.speeds().into_iter().map(|speed| Speed { speed, period: cfg.path.period_for(speed) }).collect();
@@ -425,16 +680,22 @@ pub fn tracking_observed(
     let t1 = std::time::Instant::now();
     let total = jobs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let stop = std::sync::atomic::AtomicBool::new(!progress(0, total));
+    let stop = std::sync::atomic::AtomicBool::new(!progress(Progress::Evaluating { done: 0, total }));
     let runs: Vec<Option<Result<Track, ExperimentError>>> = jobs
         .par_iter()
         .map(|&(pipeline, latency_ms, speed)| {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return None;
             }
-            let run = track(&lineup, pipeline, cfg, latency_ms, speed);
+            let run = match (&lineup, &control) {
+                (Some((arm, lineup)), _) => track(*arm, lineup, pipeline, cfg, latency_ms, speed),
+                (None, Control::Chain { nets, start }) => {
+                    chain::track(&cfg.arm, nets, start, pipeline, cfg, latency_ms, speed)
+                }
+                (None, Control::TwoLink(_)) => unreachable!("a two-link run has its line-up"),
+            };
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            if !progress(n, total) {
+            if !progress(Progress::Evaluating { done: n, total }) {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             Some(run)
@@ -458,6 +719,7 @@ pub fn tracking_observed(
             samples: run.samples,
             added_error: 0.0,
             envelope_accepted: pipeline.envelope.then(|| run.accepted as f64 / run.ticks.max(1) as f64),
+            not_converged: run.checked.then(|| run.failed as f64 / run.ticks.max(1) as f64),
         })
         .collect();
     let baseline = |cells: &[Cell], p: Pipeline, speed: f64| {
@@ -488,6 +750,8 @@ pub fn tracking_observed(
     let config =
         TrackingConfig { latencies_ms: latencies, speeds: speeds.iter().map(|s| s.speed).collect(), ..cfg.clone() };
     Ok(TrackingReport {
+        arm: cfg.arm.name.clone(),
+        gravity: cfg.arm.closed_form().is_none() && cfg.arm.vertical(),
         config,
         path_length: cfg.path.length(),
         speeds,
@@ -499,6 +763,13 @@ pub fn tracking_observed(
         rollbacks,
         eval_seconds,
     })
+}
+
+/// What drives the plant: the two-link heads (with the closed form and DLS, in a [`Lineup`]), or
+/// a chain's nets and the pose every run starts from.
+enum Control {
+    TwoLink(Table<HeadKind, LearnedModel>),
+    Chain { nets: Box<NetSet>, start: Coords },
 }
 
 /// The claim, one case per classical pipeline.
@@ -532,26 +803,65 @@ struct Track {
     samples: usize,
     ticks: usize,
     accepted: usize,
+    /// Ticks whose answer its solver reported as not converged.
+    failed: usize,
+    /// True when the pipeline's solver checks its own answers on a chain (the share of failed
+    /// ticks is reported).
+    checked: bool,
 }
 
-/// One pipeline tracking the path at `latency_ms` and `speed`; an error naming the cell when the
-/// tip-to-target distance leaves the finite range (the simulated arm diverged), at any tick.
+/// The goal one control tick sends.
+struct Goal {
+    /// The coordinates, padded.
+    pose: Coords,
+    /// The envelope accepted the proposal.
+    accepted: bool,
+    /// The solver reported the answer as not converged.
+    failed: bool,
+}
+
+/// One pipeline tracking the path at `latency_ms` and `speed` on the two-link arm `arm`; an error
+/// naming the cell when the tip-to-target distance leaves the finite range (the simulated arm
+/// diverged), at any tick.
 fn track(
+    arm: TwoLinkArm,
     lineup: &Lineup,
     pipeline: Pipeline,
     cfg: &TrackingConfig,
     latency_ms: f64,
     speed: Speed,
 ) -> Result<Track, ExperimentError> {
-    let period = speed.period;
-    let arm = cfg.arm;
     let plant_cfg = PlantConfig { latency_ms, ..PlantConfig::ideal(arm).with_body(&cfg.body) };
     // At rest on the closed form's elbow-down pose (the reference's `q2 = +acos`) of the start.
-    let start = solve_branches(&arm, cfg.path.at(0.0, period)).down;
-    let mut plant = Plant::new(plant_cfg.two_link_real(), plant_cfg, &start.coords());
+    let start = solve_branches(&arm, cfg.path.at(0.0, speed.period)).down;
+    let plant = Plant::new(plant_cfg.two_link_real(), plant_cfg, &start.coords());
+    follow(plant, pipeline, cfg, latency_ms, speed, false, |target, measured| {
+        lineup.run(pipeline, target, crate::kinematics::Pose::of(&measured)).map(|answer| Goal {
+            pose: crate::kinematics::serial::padded(&answer.solution.pose.coords()),
+            accepted: answer.verdict == Some(None),
+            failed: false,
+        })
+    })
+}
+
+/// Runs `plant` after the path at `speed` for the configured laps, `control(target, encoders)`
+/// giving each tick's goal (none: the previous goal stays), and scores the last lap; an error
+/// naming the cell when the tip-to-target distance leaves the finite range (the simulated arm
+/// diverged), at any tick.
+fn follow(
+    mut plant: Plant,
+    pipeline: Pipeline,
+    cfg: &TrackingConfig,
+    latency_ms: f64,
+    speed: Speed,
+    checked: bool,
+    mut control: impl FnMut(Point2, Coords) -> Option<Goal>,
+) -> Result<Track, ExperimentError> {
+    let period = speed.period;
     let dt = 1.0 / cfg.rate;
     let (end, scored_from) = (cfg.laps as f64 * period, (cfg.laps - 1) as f64 * period);
     let (mut sum, mut worst, mut samples, mut ticks, mut accepted) = (0.0, 0.0f64, 0usize, 0usize, 0usize);
+    let mut failed = 0usize;
     for k in 0.. {
         let now = plant.time();
         // The controller's clock: tick k at k/rate; the plant's time trails it by under a sub-step.
@@ -573,17 +883,17 @@ fn track(
             worst = worst.max(e);
             samples += 1;
         }
-        if let Some(answer) = lineup.run(pipeline, target, crate::kinematics::Pose::of(&plant.measure())) {
-            if answer.verdict == Some(None) {
-                accepted += 1;
-            }
-            plant.command(&answer.solution.pose.coords());
+        if let Some(goal) = control(target, plant.measure()) {
+            accepted += usize::from(goal.accepted);
+            failed += usize::from(goal.failed);
+            let d = plant.dim();
+            plant.command(&goal.pose[..d]);
         }
         ticks += 1;
         plant.step(dt);
     }
     let mean = if samples > 0 { sum / samples as f64 } else { f64::NAN };
-    Ok(Track { mean, worst, samples, ticks, accepted })
+    Ok(Track { mean, worst, samples, ticks, accepted, failed, checked })
 }
 
 #[cfg(test)]
@@ -619,6 +929,19 @@ mod tests {
         assert!(r2.unwrap() < 0.5, "scatter does not fit");
         assert_eq!(fit_through_origin(&[]), (None, None));
         assert_eq!(fit_through_origin(&[[0.0, 1.0]]), (None, None));
+    }
+
+    #[test]
+    fn the_configuration_reads_back_from_its_json() {
+        let two = TrackingConfig::default();
+        let text = serde_json::to_string(&two).unwrap();
+        assert!(text.starts_with(r#"{"arm":{"l1":1.0,"l2":1.0,"limits""#), "as it always was: {text}");
+        assert_eq!(serde_json::from_str::<TrackingConfig>(&text).unwrap(), two);
+        let lengths = TrackingConfig::for_arm(Arm::from_lengths(&[1.0, 0.8, 0.6]).unwrap());
+        let text = serde_json::to_string(&lengths).unwrap();
+        assert!(text.contains(r#""arm":"lengths 1,0.8,0.6""#) && !text.contains("null"), "{text}");
+        assert_eq!(serde_json::from_str::<TrackingConfig>(&text).unwrap(), lengths);
+        assert!(serde_json::from_str::<TrackingConfig>(r#"{"arm":"4r"}"#).unwrap_err().to_string().contains("4r"));
     }
 
     #[test]
@@ -664,13 +987,14 @@ mod tests {
             path: FigureEight { centre: [f64::NAN, 0.0], amplitude: [0.4, 0.3] },
             ..Default::default()
         };
-        let lineup = Lineup::new(cfg.arm, Table::from_fn(|_| None));
+        let arm = cfg.arm.closed_form().unwrap();
+        let lineup = Lineup::new(arm, Table::from_fn(|_| None));
         let speed = Speed { speed: 0.4, period: 7.7 };
-        let e = track(&lineup, Pipeline::plain(SolverId::Analytic), &cfg, 33.0, speed).err().expect("an error");
+        let e = track(arm, &lineup, Pipeline::plain(SolverId::Analytic), &cfg, 33.0, speed).err().expect("an error");
         let e = e.to_string();
         assert!(e.contains("cell analytic at 33 ms and 0.4 m/s") && e.contains("finite range"), "{e}");
         assert!(matches!(
-            track(&lineup, Pipeline::plain(SolverId::Analytic), &cfg, 0.0, speed),
+            track(arm, &lineup, Pipeline::plain(SolverId::Analytic), &cfg, 0.0, speed),
             Err(ExperimentError::NonFinite(_))
         ));
     }
