@@ -220,7 +220,7 @@ fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
     if let Some(first) = f.move_by_move.first() {
         let m = first.comparison.margin;
         outln!(
-            "where the curves cross, move by move from move 2 (tied within {} mm, {} % of the larger mean or {} standard errors):",
+            "where the curves cross, move by move from move 2 (tied within {} mm, {} % of the larger mean or {} standard errors of the difference):",
             m.floor * 1e3,
             m.relative * 100.0,
             m.spreads
