@@ -101,11 +101,30 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
     let keys: Vec<&str> =
         v["feedback"]["claims"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
     assert_eq!(keys.last(), Some(&"feedback-beats-classical"));
+    // The head against calibration and the one-step correction, move by move from move 2, with
+    // the winner per move and the crossover in words; the claim's evidence names it.
+    let by_move = v["feedback"]["move_by_move"].as_array().unwrap();
+    assert_eq!(by_move.len(), 4, "inside and outside, against calibration and the one-step correction");
+    assert_eq!(
+        (by_move[0]["plants"].as_str(), by_move[0]["against"].as_str()),
+        (Some("inside"), Some("analytic+calibration"))
+    );
+    let calibration = &by_move[0]["comparison"];
+    assert_eq!(calibration["moves"], serde_json::json!([2, 3, 4, 5, 6]));
+    assert_eq!(calibration["winners"].as_array().unwrap().len(), 5, "a winner per move");
+    let crossover = calibration["crossover"].as_str().unwrap();
+    assert!(crossover.contains("move"), "{crossover}");
+    let beats = v["feedback"]["claims"].as_array().unwrap().last().unwrap();
+    assert!(beats["evidence"][0].as_str().unwrap().contains(crossover), "{beats}");
     assert!(!out.contains("null") && !out.contains("NaN"), "{out}");
     let (code, table, _) = run(&[&small[..], &["--moves", "3"]].concat());
     assert_eq!(code, 0);
     assert!(
         table.contains("sees its own feedback") && table.contains("move 3") && !table.contains("move 4"),
+        "{table}"
+    );
+    assert!(
+        table.contains("where the curves cross") && table.contains("inside, the head against calibration: "),
         "{table}"
     );
     for (flag, value, needle) in [

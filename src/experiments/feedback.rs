@@ -26,6 +26,7 @@
 
 use super::ExperimentError;
 use super::degradation::verdict::{Claim, claim};
+use super::per_move::{Margin, PerMove, Series, compare};
 use super::plants::{PlantSet, Ranges, clear_of_the_rim, command_reaching, gap_halved, landing};
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, RealArm, Region, SampleMode, TwoLinkArm};
@@ -443,6 +444,10 @@ pub struct FeedbackRow {
     /// Mean true tip error at each move index of an episode, metres.
     #[serde(serialize_with = "json_numbers")]
     pub per_move: Vec<f64>,
+    /// The standard error of each move index's mean (over the episodes), metres; NaN where
+    /// fewer than two episodes ran or an error was infinite.
+    #[serde(serialize_with = "json_numbers")]
+    pub per_move_spread: Vec<f64>,
     /// True tip error over every move.
     pub error: Summary,
     /// Mean true tip error over the moves after the first (those with feedback), metres.
@@ -462,6 +467,9 @@ pub struct FeedbackReport {
     pub samples: usize,
     /// One row per pipeline and plant set.
     pub rows: Vec<FeedbackRow>,
+    /// The randomized head against calibration and against the one-step correction, move by
+    /// move from move 2, on the plants inside and outside the ranges ([`move_by_move`]).
+    pub move_by_move: Vec<MoveByMove>,
     /// The four claims about the feedback head, with their verdicts.
     pub claims: Vec<Claim>,
     /// The divergence guard's roll-backs in training the two heads (only heads that had any).
@@ -515,10 +523,18 @@ pub(super) fn evaluate(
             let all: Vec<f64> = per_move.iter().flatten().copied().collect();
             let later: Vec<f64> = per_move.iter().skip(1).flatten().copied().collect();
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+            let spread = |v: &[f64]| {
+                if v.len() < 2 {
+                    return f64::NAN;
+                }
+                let m = mean(v);
+                (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / ((v.len() - 1) * v.len()) as f64).sqrt()
+            };
             rows.push(FeedbackRow {
                 pipeline,
                 plants: *set,
                 per_move: per_move.iter().map(|v| mean(v)).collect(),
+                per_move_spread: per_move.iter().map(|v| spread(v)).collect(),
                 error: Summary::of(&all),
                 after_first: mean(&later),
                 success_rate: all.iter().filter(|&&e| e <= tolerance).count() as f64 / all.len().max(1) as f64,
@@ -528,10 +544,62 @@ pub(super) fn evaluate(
     rows
 }
 
+/// The randomized head against a classical pipeline on one set of plants, move by move.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoveByMove {
+    /// Which plants.
+    pub plants: PlantSet,
+    /// The classical pipeline the head is compared with.
+    pub against: FeedbackPipeline,
+    /// The comparison: who is lower on each move from move 2, and the crossover in words.
+    pub comparison: PerMove,
+}
+
+/// The name of a classical pipeline in the crossover sentences.
+fn contender(p: FeedbackPipeline) -> &'static str {
+    match p {
+        FeedbackPipeline::AnalyticCalibrated => "calibration",
+        FeedbackPipeline::AnalyticFeedback => "the one-step correction",
+        other => other.key(),
+    }
+}
+
+/// The randomized head against `against` on `plants`, move by move over the moves that have
+/// feedback (move 2 on), by the tie rule fixed in advance ([`Margin::DEFAULT`]: 1 mm, 5 % of
+/// the larger mean, two standard errors of the difference); `None` when a row is missing.
+fn head_against(report: &FeedbackReport, plants: PlantSet, against: FeedbackPipeline) -> Option<MoveByMove> {
+    fn series<'a>(name: &'a str, r: &'a FeedbackRow) -> Series<'a> {
+        Series { name, mean: &r.per_move, spread: Some(&r.per_move_spread) }
+    }
+    let head = report.row(FeedbackPipeline::HeadRandomized, plants)?;
+    let other = report.row(against, plants)?;
+    let comparison = compare(series("the head", head), series(contender(against), other), 1, Margin::DEFAULT);
+    Some(MoveByMove { plants, against, comparison })
+}
+
+/// The randomized head against calibration and against the one-step correction, move by move
+/// from move 2, inside and outside the ranges (what the report prints under its rows).
+pub fn move_by_move(report: &FeedbackReport) -> Vec<MoveByMove> {
+    let mut out = Vec::new();
+    for plants in [PlantSet::Inside, PlantSet::Outside] {
+        for against in [FeedbackPipeline::AnalyticCalibrated, FeedbackPipeline::AnalyticFeedback] {
+            out.extend(head_against(report, plants, against));
+        }
+    }
+    out
+}
+
 /// The four claims about the feedback head, computed from its rows by rules fixed in advance:
 /// the randomization experiment's three (its gap halved inside and outside the ranges, measured
 /// from the nominal-trained head on the nominal plant; failures reported), and whether the
-/// randomized head beats classical calibration ([`calibrate`]) on the moves that have feedback.
+/// randomized head beats classical calibration ([`calibrate`]) once it has feedback.
+///
+/// That last one is judged move by move, not on an average over the moves: per plant set
+/// (inside, outside), the head beats calibration only when it is lower on **every** move that
+/// has feedback (move 2 to the last), a tie counting against it ([`super::per_move`]: tied
+/// within 1 mm, 5 % of the larger mean or two standard errors of the difference). The evidence
+/// names where the curves cross, lists both per-move errors in mm, and names the crossover
+/// against the one-step correction beside it.
 pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
     use FeedbackPipeline as P;
     let mean = |p: P, set: PlantSet| report.row(p, set).map_or(f64::NAN, |r| r.error.mean);
@@ -568,23 +636,29 @@ pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
     let mut cases = Vec::new();
     for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
         // Judged against what a practitioner runs: calibration; the one-step correction beside it.
-        let row = |p| report.row(p, set);
-        if let (Some(h), Some(c), Some(one)) =
-            (row(P::HeadRandomized), row(P::AnalyticCalibrated), row(P::AnalyticFeedback))
+        if let (Some(c), Some(one)) =
+            (head_against(report, set, P::AnalyticCalibrated), head_against(report, set, P::AnalyticFeedback))
         {
-            let passes = Some(h.after_first < c.after_first);
+            let c = c.comparison;
+            let mm = |v: &[f64]| v.iter().map(|e| format!("{:.1}", e * 1e3)).collect::<Vec<_>>().join(", ");
+            let span = match (c.moves.first(), c.moves.last()) {
+                (Some(a), Some(b)) if a != b => format!("moves {a}-{b}"),
+                (Some(a), _) => format!("move {a}"),
+                _ => "no moves".to_string(),
+            };
             let numbers = format!(
-                "after the first move: head {:.1} mm, calibration {:.1} mm (one-step correction {:.1} mm)",
-                h.after_first * 1e3,
-                c.after_first * 1e3,
-                one.after_first * 1e3
+                "{}; {span}, mm: head {}, calibration {} (against the one-step correction: {})",
+                c.crossover,
+                mm(&c.first_means),
+                mm(&c.second_means),
+                one.comparison.crossover
             );
-            cases.push((name.to_string(), passes, numbers));
+            cases.push((name.to_string(), Some(c.first_lower_everywhere()), numbers));
         }
     }
     out.push(claim(
         "feedback-beats-classical",
-        "The randomized feedback head beats classical calibration (least squares on the link lengths and joint offsets from the camera's views of the moves so far) once it has feedback",
+        "The randomized feedback head beats classical calibration (least squares on the link lengths and joint offsets from the camera's views of the moves so far) on every move once it has feedback (judged move by move from move 2)",
         cases,
     ));
     out
@@ -632,7 +706,15 @@ mod tests {
         ];
         let (plants, episodes) = episode_sets(&tc.arm, tc.region, &fc, 30, sets, camera, 7);
         let rows = evaluate(&tc.arm, &fc, 0.01, &plants, &episodes, [&nominal, &randomized]);
-        let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new(), rollbacks: Vec::new() };
+        let mut report = FeedbackReport {
+            config: fc,
+            samples,
+            rows,
+            move_by_move: Vec::new(),
+            claims: Vec::new(),
+            rollbacks: Vec::new(),
+        };
+        report.move_by_move = move_by_move(&report);
         report.claims = claims(&report);
         (report, fc)
     }
@@ -672,6 +754,16 @@ mod tests {
             ]
         );
         assert_eq!(r.claims[2].verdict, crate::experiments::degradation::verdict::Verdict::DoesNotHold);
+        // The head against calibration and the one-step correction, move by move from move 2; the
+        // claim against calibration votes by those comparisons and names their crossovers.
+        assert_eq!(r.move_by_move.len(), 4);
+        let beats = &r.claims[3];
+        let against = r.move_by_move.iter().filter(|m| m.against == FeedbackPipeline::AnalyticCalibrated);
+        for (m, name) in against.zip(["inside", "outside"]) {
+            assert_eq!(m.comparison.moves, (2..=fc.moves).collect::<Vec<_>>());
+            assert_eq!(beats.case(name).unwrap().passes, Some(m.comparison.first_lower_everywhere()), "{beats:?}");
+            assert!(beats.evidence.iter().any(|e| e.contains(&m.comparison.crossover)), "{beats:?}");
+        }
         let text = serde_json::to_string(&r).unwrap();
         assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
     }
@@ -702,6 +794,87 @@ mod tests {
         let [calibrated, closed] = cost_per_move(&TwoLinkArm::default(), 5, 50);
         assert!(calibrated > 0.0 && closed >= 0.0 && calibrated.is_finite(), "{calibrated} {closed}");
         assert!(calibrated > closed, "Gauss-Newton on five views costs more than one closed form");
+    }
+
+    /// A report from hand-written per-move means (mm) of the head, calibration and the one-step
+    /// correction, inside and outside the ranges.
+    fn hand_report(inside: [[f64; 4]; 3], outside: [[f64; 4]; 3]) -> FeedbackReport {
+        let mut rows = Vec::new();
+        for (set, series) in [(PlantSet::Inside, inside), (PlantSet::Outside, outside)] {
+            let pipelines = [P::HeadRandomized, P::AnalyticCalibrated, P::AnalyticFeedback];
+            for (pipeline, mm) in pipelines.into_iter().zip(series) {
+                let per_move: Vec<f64> = mm.iter().map(|v| v * 1e-3).collect();
+                rows.push(FeedbackRow {
+                    pipeline,
+                    plants: set,
+                    per_move_spread: vec![1e-4; per_move.len()],
+                    error: Summary::of(&per_move),
+                    after_first: per_move[1..].iter().sum::<f64>() / 3.0,
+                    per_move,
+                    success_rate: 0.5,
+                });
+            }
+        }
+        let fc = FeedbackConfig { moves: 4, ..FeedbackConfig::default() };
+        let mut report = FeedbackReport {
+            config: fc,
+            samples: 0,
+            rows,
+            move_by_move: Vec::new(),
+            claims: Vec::new(),
+            rollbacks: Vec::new(),
+        };
+        report.move_by_move = move_by_move(&report);
+        report.claims = claims(&report);
+        report
+    }
+
+    use FeedbackPipeline as P;
+
+    #[test]
+    fn beating_calibration_is_judged_move_by_move_and_the_crossover_is_named() {
+        use crate::experiments::degradation::verdict::Verdict;
+        // Inside: the head is lower on average over moves 2-4 (23.3 mm against 36.3 mm) but
+        // calibration is lower on move 4: the head does not beat it. Outside: lower on every move.
+        let inside = [[75.0, 29.0, 24.0, 17.0], [76.0, 34.0, 60.0, 15.0], [76.0, 50.0, 43.0, 38.0]];
+        let outside = [[200.0, 80.0, 70.0, 40.0], [204.0, 90.0, 120.0, 46.0], [204.0, 139.0, 117.0, 146.0]];
+        let r = hand_report(inside, outside);
+        let row = |p| r.row(p, PlantSet::Inside).unwrap();
+        assert!(row(P::HeadRandomized).after_first < row(P::AnalyticCalibrated).after_first, "lower on average");
+        let beats = r.claims.iter().find(|c| c.key == "feedback-beats-classical").unwrap();
+        assert_eq!(beats.verdict, Verdict::HoldsOnlyFor(vec!["outside".into()]), "{beats:?}");
+        assert_eq!(
+            beats.evidence[0],
+            "inside: the head is lower on moves 2-3, calibration on move 4; moves 2-4, mm: head 29.0, 24.0, 17.0, \
+             calibration 34.0, 60.0, 15.0 (against the one-step correction: the head is lower on every move from move 2) \
+             -> FAILS"
+        );
+        assert!(beats.evidence[1].starts_with("outside: the head is lower on every move from move 2;"), "{beats:?}");
+        // The report carries each comparison, winners per move and the sentence.
+        let keys: Vec<(PlantSet, P)> = r.move_by_move.iter().map(|m| (m.plants, m.against)).collect();
+        assert_eq!(
+            keys,
+            [
+                (PlantSet::Inside, P::AnalyticCalibrated),
+                (PlantSet::Inside, P::AnalyticFeedback),
+                (PlantSet::Outside, P::AnalyticCalibrated),
+                (PlantSet::Outside, P::AnalyticFeedback)
+            ]
+        );
+        assert_eq!(r.move_by_move[0].comparison.winners, ["the head", "the head", "calibration"]);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"crossover\":\"the head is lower on moves 2-3, calibration on move 4\""), "{text}");
+        // A tie on one move (15.5 mm against 15.0 mm, within 1 mm) is not a win either.
+        let mut tied = inside;
+        tied[0][3] = 15.5;
+        let r = hand_report(tied, outside);
+        let beats = r.claims.iter().find(|c| c.key == "feedback-beats-classical").unwrap();
+        assert!(beats.evidence[0].starts_with("inside: the head is lower on moves 2-3, tied on move 4;"), "{beats:?}");
+        assert_eq!(beats.verdict, Verdict::HoldsOnlyFor(vec!["outside".into()]), "{beats:?}");
+        // Lower on every move in both sets: it holds.
+        let mut lower = inside;
+        lower[0][3] = 10.0;
+        assert_eq!(hand_report(lower, outside).claims[3].verdict, Verdict::Holds);
     }
 
     #[test]

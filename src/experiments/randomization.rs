@@ -440,7 +440,7 @@ fn feedback_comparison(
     cfg: &RandomizationConfig,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<FeedbackReport, ExperimentError> {
-    use super::feedback::{claims, episode_sets, evaluate, train_feedback_head};
+    use super::feedback::{claims, episode_sets, evaluate, move_by_move, train_feedback_head};
     let fc = cfg.feedback;
     let tc = cfg.train;
     let (nominal, _, nominal_rollbacks) = train_feedback_head(&tc, &fc, &Ranges::NOMINAL, cfg.camera, keep_going)?;
@@ -457,7 +457,9 @@ fn feedback_comparison(
     if !keep_going() {
         return Err(ExperimentError::Cancelled);
     }
-    let mut report = FeedbackReport { config: fc, samples, rows, claims: Vec::new(), rollbacks };
+    let mut report =
+        FeedbackReport { config: fc, samples, rows, move_by_move: Vec::new(), claims: Vec::new(), rollbacks };
+    report.move_by_move = move_by_move(&report);
     report.claims = claims(&report);
     Ok(report)
 }
@@ -581,8 +583,14 @@ mod tests {
             silent_with_camera: 0.0,
         };
         let cfg = RandomizationConfig { heads: vec![HeadKind::Mdn], ..RandomizationConfig::default() };
-        let feedback =
-            FeedbackReport { config: cfg.feedback, samples: 0, rows: vec![], claims: vec![], rollbacks: vec![] };
+        let feedback = FeedbackReport {
+            config: cfg.feedback,
+            samples: 0,
+            rows: vec![],
+            move_by_move: vec![],
+            claims: vec![],
+            rollbacks: vec![],
+        };
         let mut report = RandomizationReport {
             config: cfg,
             randomized_samples: 0,

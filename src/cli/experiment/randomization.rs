@@ -188,7 +188,8 @@ fn print_claims(claims: &[elbow::experiments::degradation::verdict::Claim]) -> R
 }
 
 /// The feedback comparison: error per move index of an episode, per pipeline and plant set,
-/// and its four claims.
+/// where the head's curve crosses calibration's and the one-step correction's, and its four
+/// claims.
 fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
     let f = &r.feedback;
     outln!(
@@ -215,6 +216,23 @@ fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
                 row.success_rate * 100.0
             );
         }
+    }
+    if let Some(first) = f.move_by_move.first() {
+        let m = first.comparison.margin;
+        outln!(
+            "where the curves cross, move by move from move 2 (tied within {} mm, {} % of the larger mean or {} standard errors of the difference):",
+            m.floor * 1e3,
+            m.relative * 100.0,
+            m.spreads
+        );
+    }
+    for c in &f.move_by_move {
+        outln!(
+            "  {}, the head against {}: {}",
+            format!("{:?}", c.plants).to_lowercase(),
+            c.comparison.second,
+            c.comparison.crossover
+        );
     }
     let [calibrated, closed] =
         elbow::experiments::feedback::cost_per_move(&r.config.train.arm, f.config.moves - 1, 2001);
