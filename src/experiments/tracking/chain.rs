@@ -60,15 +60,16 @@ pub fn unreachable(arm: &Arm, path: &FigureEight, margin: f64) -> Option<Point2>
 /// The pose every run on `arm` starts from, at rest: a DLS solution of `target` (the path's
 /// starting point), from the prior centre ([`Arm::prior_center`]) and, where that does not
 /// converge (rail3's and 3r's centre is the arm stretched out along `x`, a singular pose DLS
-/// cannot leave towards a target on that line), from prior draws of a fixed stream; converged to
-/// 1e-6 m within the joint limits, or an error.
-pub fn start_pose(arm: &Arm, target: Point2) -> Result<Coords, ExperimentError> {
+/// cannot leave towards a target on that line), from prior draws seeded by `seed` (the run's:
+/// where on the self-motion the arm starts is part of what a seed varies); converged to 1e-6 m
+/// within the joint limits, or an error.
+pub fn start_pose(arm: &Arm, target: Point2, seed: u64) -> Result<Coords, ExperimentError> {
     let d = arm.coords();
     let dls = ChainDls::new(&arm.chain);
     let mut x = padded(&arm.prior_center());
     let mut o = dls.refine(&mut x[..d], target, ITERATIONS);
     if !o.converged {
-        o = dls.from_prior(&mut x[..d], target, &arm.prior, RESTARTS, &mut rng(0, Stream::ChainTrack, 1));
+        o = dls.from_prior(&mut x[..d], target, &arm.prior, RESTARTS, &mut rng(seed, Stream::ChainTrack, 1));
     }
     if !o.converged {
         return Err(ExperimentError::Invalid(format!(
@@ -138,10 +139,15 @@ mod tests {
             let e = TrackingConfig { path: out, ..cfg.clone() }.validate().unwrap_err().to_string();
             assert!(e.contains("reachable workspace") && e.contains(kind.key()), "{kind}: {e}");
             // The start is a converged DLS answer of the path's first point within the limits.
-            let x = start_pose(&arm, path.at_phase(0.0)).unwrap();
+            let x = start_pose(&arm, path.at_phase(0.0), 0).unwrap();
             let d = arm.coords();
             assert!((arm.chain.tip(&x[..d]) - path.at_phase(0.0)).norm() < 1e-6, "{kind}: {x:?}");
             assert!(arm.chain.within_limits(&x[..d]), "{kind}: {x:?}");
+            // Where DLS from the prior's centre is stuck (rail3, 3r), the run's seed draws the
+            // start on the self-motion; elsewhere the start is the same whatever the seed.
+            let other = start_pose(&arm, path.at_phase(0.0), 1).unwrap();
+            let stuck = matches!(kind, ArmKind::Rail3 | ArmKind::ThreeR);
+            assert_eq!(other != x, stuck, "{kind}: {x:?} {other:?}");
         }
     }
 

@@ -652,7 +652,7 @@ pub fn tracking_observed(
                 e => e,
             })?;
             let rollbacks = trained.rollbacks.iter().filter_map(|(k, r)| NetRollbacks::of(k.key(), r)).collect();
-            let start = chain::start_pose(&cfg.arm, cfg.path.at_phase(0.0))?;
+            let start = chain::start_pose(&cfg.arm, cfg.path.at_phase(0.0), cfg.seed)?;
             (Control::Chain { nets: Box::new(trained.nets), start }, rollbacks)
         }
     };
