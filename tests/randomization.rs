@@ -83,8 +83,20 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
         let run = common::elbow(args);
         (run.code, run.stdout, run.stderr)
     };
-    let small =
-        ["experiment", "randomization", "--steps", "50", "--data-size", "200", "--plants", "2", "--targets", "10"];
+    let small = [
+        "experiment",
+        "randomization",
+        "--steps",
+        "50",
+        "--data-size",
+        "200",
+        "--plants",
+        "2",
+        "--targets",
+        "10",
+        "--episodes",
+        "20",
+    ];
     let (code, out, _) = run(&[&small[..], &["--json"]].concat());
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -135,7 +147,8 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
         ("--friction", "a,b", "not a finite number"),
         ("--plants", "0", "plants"),
     ] {
-        let (code, _, err) = run(&[&small[..], &[flag, value]].concat());
+        // The small run without its `--episodes`, which one case gives itself.
+        let (code, _, err) = run(&[&small[..small.len() - 2], &[flag, value]].concat());
         assert_eq!(code, 2, "{flag} {value}: {err}");
         assert!(err.contains(needle) && err.contains(flag.trim_start_matches('-')), "{flag}: {err}");
     }
@@ -145,8 +158,20 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
 fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
     let dir = std::env::temp_dir().join(format!("elbow-randomization-plot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let small =
-        ["experiment", "randomization", "--steps", "50", "--data-size", "200", "--plants", "2", "--targets", "10"];
+    let small = [
+        "experiment",
+        "randomization",
+        "--steps",
+        "50",
+        "--data-size",
+        "200",
+        "--plants",
+        "2",
+        "--targets",
+        "10",
+        "--episodes",
+        "20",
+    ];
     for name in ["r.svg", "r.png"] {
         let path = dir.join(name);
         let run = common::elbow(&[&small[..], &["--json", "--plot", path.to_str().unwrap()]].concat());

@@ -317,7 +317,8 @@ pub(crate) fn run(command: &Command) -> Result<(), Failure> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ArmArgs {
     /// The arm: only `2r`, the two-link arm, here (the chains `3r`, `rail3` and `so101` run in
-    /// `solve`, `train`, `atlas`, `explain`, `experiment chain` and `experiment tracking`).
+    /// `solve`, `train`, `atlas`, `explain`, `experiment chain`, `experiment degradation` and
+    /// `experiment tracking`).
     #[arg(long, conflicts_with = "lengths")]
     pub(crate) arm: Option<ArmKind>,
     /// Link lengths `L1,L2` in metres, each from 1e-6 to 1e6, the longer at most 1e4 times the
@@ -334,7 +335,7 @@ impl ArmArgs {
     pub(crate) fn arm(&self) -> Result<TwoLinkArm, String> {
         if let Some(kind) = self.arm.filter(|&k| k != ArmKind::TwoR) {
             return Err(format!(
-                "this command runs on the two-link arm (`--arm 2r` or two --lengths); {kind} is a chain, which `elbow solve`, `train`, `atlas`, `explain`, `experiment chain` and `experiment tracking` run on"
+                "this command runs on the two-link arm (`--arm 2r` or two --lengths); {kind} is a chain, which `elbow solve`, `train`, `atlas`, `explain`, `experiment chain`, `experiment degradation` and `experiment tracking` run on"
             ));
         }
         let arm = TwoLinkArm::new(self.lengths.0, self.lengths.1).map_err(|e| e.to_string())?;
