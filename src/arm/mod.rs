@@ -172,7 +172,8 @@ crate::keys::keyed!(ArmKind, "arm", aliases: [("two-link", ArmKind::TwoR)]);
 pub struct Arm {
     /// The arm's key, or `lengths L1,L2,...` for an arm from lengths.
     pub name: String,
-    /// The named arm it is, if any.
+    /// The named arm it is, if any (left out of JSON when none: JSON holds no `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<ArmKind>,
     /// The kinematics.
     pub chain: Chain,

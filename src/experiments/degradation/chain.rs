@@ -578,6 +578,17 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_configuration_is_json_without_null_and_reads_back() {
+        for arm in [ArmKind::Rail3.arm(), Arm::from_lengths(&[1.0, 0.8, 0.6]).unwrap()] {
+            let cfg = DegradationConfig::on(&arm);
+            let json = serde_json::to_string(&cfg).unwrap();
+            assert!(!json.contains("null"), "{json}");
+            let back: DegradationConfig = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, cfg);
+        }
+    }
+
+    #[test]
     fn two_link_settings_that_do_nothing_on_a_chain_are_refused_by_name() {
         let arm = ArmKind::ThreeR.arm();
         let cfg = DegradationConfig::on(&arm);
