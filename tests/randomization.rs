@@ -200,3 +200,74 @@ fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
     assert!(!std::path::Path::new("r.pdf").exists() && !common::scratch().join("r.pdf").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--arm rail3`: the feedback head against DLS, its one-step correction and calibration on the
+/// chain, per move with the crossovers; the open-loop heads' flags refused, naming the arm.
+#[test]
+fn a_chain_runs_on_the_command_line_and_its_inapplicable_flags_are_refused() {
+    let small = [
+        "experiment",
+        "randomization",
+        "--arm",
+        "rail3",
+        "--steps",
+        "100",
+        "--episodes",
+        "20",
+        "--plants",
+        "3",
+        "--moves",
+        "3",
+    ];
+    let run = common::elbow(&[&small[..], &["--json"]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["arm"], "rail3");
+    assert_eq!(v["config"]["arm"], "rail3");
+    let rows = v["feedback"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * 6, "six pipelines on three plant sets");
+    let keys: Vec<&str> = rows[..6].iter().map(|r| r["pipeline"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "dls",
+            "dls+feedback",
+            "dls+calibration",
+            "feedback-head-nominal",
+            "feedback-head-randomized",
+            "feedback-head-no-history"
+        ]
+    );
+    assert_eq!(rows[0]["per_move"].as_array().unwrap().len(), 3, "one mean per move");
+    let by_move = v["feedback"]["move_by_move"].as_array().unwrap();
+    assert_eq!(
+        (by_move[0]["plants"].as_str(), by_move[0]["against"].as_str()),
+        (Some("inside"), Some("dls+calibration"))
+    );
+    assert_eq!(by_move[0]["comparison"]["moves"], serde_json::json!([2, 3]));
+    let crossover = by_move[0]["comparison"]["crossover"].as_str().unwrap();
+    let beats = v["feedback"]["claims"].as_array().unwrap().last().unwrap();
+    assert_eq!(beats["key"], "feedback-beats-classical");
+    assert!(beats["evidence"][0].as_str().unwrap().contains(crossover), "{beats}");
+    assert!(!run.stdout.contains("null") && !run.stdout.contains("NaN"), "{}", run.stdout);
+    let run = common::elbow(&small);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let table = run.stdout;
+    assert!(table.contains("Domain randomization on rail3") && table.contains("dls+calibration"), "{table}");
+    assert!(table.contains("inside, the head against calibration: ") && table.contains("move 3"), "{table}");
+    // Flags of the open-loop heads do not apply on a chain: refused before any work, naming it.
+    for (flag, value) in [("--heads", "mdn"), ("--targets", "5"), ("--data-size", "100"), ("--plot", "r.svg")] {
+        let run = common::elbow(&[&small[..], &[flag, value]].concat());
+        assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
+        assert!(run.stderr.contains(flag) && run.stderr.contains("rail3"), "{flag}: {}", run.stderr);
+        assert!(run.stdout.is_empty() && run.stderr.trim().lines().count() == 1, "{flag}: {}", run.stderr);
+    }
+    // The tolerance is bounded by the arm's own extent (the SO-101 reaches 0.41 m).
+    let run = common::elbow(&["experiment", "randomization", "--arm", "so101", "--tolerance", "0.5"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("extent") && run.stderr.contains("so101"), "{}", run.stderr);
+    // The two-link arm named as such runs the two-link experiment.
+    let run = common::elbow(&["experiment", "randomization", "--arm", "2r", "--plants", "0"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("plants"), "{}", run.stderr);
+}

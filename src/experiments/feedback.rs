@@ -94,27 +94,37 @@ pub struct Observation {
     pub offset: Point2,
 }
 
-/// The last moves' observations on one plant, newest first, at most `capacity`.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct History {
+/// The last moves' observations on one plant, newest first, at most `capacity` (the two-link
+/// arm's [`History`]; a chain's observations in [`super::feedback_chain`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recent<T> {
     capacity: usize,
-    seen: Vec<Observation>,
+    seen: Vec<T>,
 }
 
-impl History {
+/// The two-link arm's history: its last moves' [`Observation`]s.
+pub type History = Recent<Observation>;
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Self { capacity: 0, seen: Vec::new() }
+    }
+}
+
+impl<T> Recent<T> {
     /// An empty history of `capacity` moves.
     pub fn new(capacity: usize) -> Self {
         Self { capacity, seen: Vec::with_capacity(capacity) }
     }
 
     /// Adds the newest observation, dropping the oldest beyond the capacity.
-    pub fn push(&mut self, o: Observation) {
+    pub fn push(&mut self, o: T) {
         self.seen.insert(0, o);
         self.seen.truncate(self.capacity);
     }
 
     /// The observations, newest first.
-    pub fn seen(&self) -> &[Observation] {
+    pub fn seen(&self) -> &[T] {
         &self.seen
     }
 }
@@ -263,19 +273,35 @@ pub fn train_feedback_head(
         lr: tc.lr,
     };
     fit.check_settings(None, 1.0, 1.0)?;
+    let (net, rollbacks) = fit_mse(fit, &xs, &ys, rng(tc.seed, Stream::FeedbackData, 1), keep_going)?;
+    Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n, rollbacks))
+}
+
+/// A tanh [`Mlp`] of `fit`'s shape fitted under squared error to the samples `xs` (rows of
+/// `fit.inputs`) and `ys` (rows of `fit.outputs`), initialised and batched from `rng`; the
+/// training's budget checked first. `keep_going` is asked after every step. Returns the net and
+/// its training's divergence roll-backs. Every feedback head is fitted here.
+pub(super) fn fit_mse(
+    fit: Fit,
+    xs: &[f32],
+    ys: &[f32],
+    mut rng: ChaCha8Rng,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<(Mlp, Vec<Rollback>), ExperimentError> {
+    let (width, outputs) = (fit.inputs, fit.outputs);
+    let n = ys.len() / outputs.max(1);
     fit.check_budget(4.0 * (xs.len() + ys.len()) as f64)?;
-    let mut rng = rng(tc.seed, Stream::FeedbackData, 1);
     let mut net = Mlp::new(&fit.layer_sizes(), Activation::Tanh, &mut rng);
-    let mut fitter = Fitter::new(fit, &net, Box::new(Mse), 2);
+    let mut fitter = Fitter::new(fit, &net, Box::new(Mse), outputs);
     let fill = |xb: &mut DMatrix<f32>, yb: &mut DMatrix<f32>| {
         for j in 0..xb.ncols() {
             let i = rng.random_range(0..n);
             xb.column_mut(j).copy_from_slice(&xs[i * width..(i + 1) * width]);
-            yb.column_mut(j).copy_from_slice(&ys[2 * i..2 * i + 2]);
+            yb.column_mut(j).copy_from_slice(&ys[outputs * i..outputs * (i + 1)]);
         }
     };
     fitter.run(&mut net, fill, |_, _| keep_going()).map_err(ExperimentError::of_training)?;
-    Ok((FeedbackHead { net, arm: tc.arm, history: fc.history, sees_history: true }, n, fitter.rollbacks().to_vec()))
+    Ok((net, fitter.rollbacks().to_vec()))
 }
 
 /// A pipeline of the feedback comparison.
@@ -326,6 +352,69 @@ crate::keys::keyed!(FeedbackPipeline, "feedback pipeline");
 impl From<FeedbackPipeline> for String {
     fn from(p: FeedbackPipeline) -> String {
         p.key().to_string()
+    }
+}
+
+/// What a pipeline of a feedback comparison does, whatever solver it is built on (the two-link
+/// arm's closed form, a chain's DLS): the claims and the move-by-move comparisons pick their
+/// rows by role, so the two-link arm and the chains share them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The nominal solver, open loop.
+    OpenLoop,
+    /// The nominal solver corrected by the camera's last offset through one Jacobian step.
+    OneStep,
+    /// The nominal solver on a model calibrated from every camera view so far.
+    Calibrated,
+    /// The feedback head trained on the nominal plant only.
+    HeadNominal,
+    /// The feedback head trained with domain randomization.
+    HeadRandomized,
+    /// The randomized feedback head with its history blanked.
+    HeadNoHistory,
+}
+
+impl Role {
+    /// Every role, in table order.
+    pub const ALL: [Role; 6] =
+        [Role::OpenLoop, Role::OneStep, Role::Calibrated, Role::HeadNominal, Role::HeadRandomized, Role::HeadNoHistory];
+}
+
+/// The pipelines of one arm's feedback comparison: [`FeedbackPipeline`] on the two-link arm,
+/// [`super::feedback_chain::ChainPipeline`] on a chain. One pipeline per [`Role`].
+pub trait Pipeline: Copy + Eq + std::fmt::Debug + Serialize + 'static {
+    /// Every pipeline, in table order (the order of [`Role::ALL`]).
+    const EVERY: [Self; 6];
+
+    /// What the pipeline does.
+    fn role(self) -> Role;
+
+    /// The key in tables and JSON.
+    fn name(self) -> &'static str;
+
+    /// The pipeline of `role`.
+    fn of(role: Role) -> Self {
+        let i = Role::ALL.iter().position(|&r| r == role).unwrap_or(0);
+        Self::EVERY[i]
+    }
+}
+
+impl Pipeline for FeedbackPipeline {
+    const EVERY: [Self; 6] = FeedbackPipeline::ALL;
+
+    fn role(self) -> Role {
+        match self {
+            FeedbackPipeline::Analytic => Role::OpenLoop,
+            FeedbackPipeline::AnalyticFeedback => Role::OneStep,
+            FeedbackPipeline::AnalyticCalibrated => Role::Calibrated,
+            FeedbackPipeline::HeadNominal => Role::HeadNominal,
+            FeedbackPipeline::HeadRandomized => Role::HeadRandomized,
+            FeedbackPipeline::HeadNoHistory => Role::HeadNoHistory,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        self.key()
     }
 }
 
@@ -436,9 +525,9 @@ pub fn cost_per_move(arm: &TwoLinkArm, views: usize, n: usize) -> [f64; 2] {
 
 /// One pipeline on one set of plants, over whole episodes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FeedbackRow {
+pub struct FeedbackRow<P = FeedbackPipeline> {
     /// The pipeline.
-    pub pipeline: FeedbackPipeline,
+    pub pipeline: P,
     /// Which plants.
     pub plants: PlantSet,
     /// Mean true tip error at each move index of an episode, metres.
@@ -460,25 +549,25 @@ pub struct FeedbackRow {
 
 /// What the feedback comparison measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FeedbackReport {
+pub struct FeedbackReport<P = FeedbackPipeline> {
     /// Its settings.
     pub config: FeedbackConfig,
     /// Training samples (moves) of the randomized feedback head.
     pub samples: usize,
     /// One row per pipeline and plant set.
-    pub rows: Vec<FeedbackRow>,
+    pub rows: Vec<FeedbackRow<P>>,
     /// The randomized head against calibration and against the one-step correction, move by
     /// move from move 2, on the plants inside and outside the ranges ([`move_by_move`]).
-    pub move_by_move: Vec<MoveByMove>,
+    pub move_by_move: Vec<MoveByMove<P>>,
     /// The four claims about the feedback head, with their verdicts.
     pub claims: Vec<Claim>,
     /// The divergence guard's roll-backs in training the two heads (only heads that had any).
     pub rollbacks: Vec<NetRollbacks>,
 }
 
-impl FeedbackReport {
+impl<P: Pipeline> FeedbackReport<P> {
     /// The row of `pipeline` on `plants`.
-    pub fn row(&self, pipeline: FeedbackPipeline, plants: PlantSet) -> Option<&FeedbackRow> {
+    pub fn row(&self, pipeline: P, plants: PlantSet) -> Option<&FeedbackRow<P>> {
         self.rows.iter().find(|r| r.pipeline == pipeline && r.plants == plants)
     }
 }
@@ -520,58 +609,64 @@ pub(super) fn evaluate(
                     }
                 }
             }
-            let all: Vec<f64> = per_move.iter().flatten().copied().collect();
-            let later: Vec<f64> = per_move.iter().skip(1).flatten().copied().collect();
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-            let spread = |v: &[f64]| {
-                if v.len() < 2 {
-                    return f64::NAN;
-                }
-                let m = mean(v);
-                (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / ((v.len() - 1) * v.len()) as f64).sqrt()
-            };
-            rows.push(FeedbackRow {
-                pipeline,
-                plants: *set,
-                per_move: per_move.iter().map(|v| mean(v)).collect(),
-                per_move_spread: per_move.iter().map(|v| spread(v)).collect(),
-                error: Summary::of(&all),
-                after_first: mean(&later),
-                success_rate: all.iter().filter(|&&e| e <= tolerance).count() as f64 / all.len().max(1) as f64,
-            });
+            rows.push(row_of(pipeline, *set, &per_move, tolerance));
         }
     }
     rows
 }
 
+/// The row of `pipeline` on `plants` from its true tip errors per move index (`per_move[m]`:
+/// the error of move `m` of every episode, metres), a move within `tolerance` a success.
+pub(super) fn row_of<P>(pipeline: P, plants: PlantSet, per_move: &[Vec<f64>], tolerance: f64) -> FeedbackRow<P> {
+    let all: Vec<f64> = per_move.iter().flatten().copied().collect();
+    let later: Vec<f64> = per_move.iter().skip(1).flatten().copied().collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let spread = |v: &[f64]| {
+        if v.len() < 2 {
+            return f64::NAN;
+        }
+        let m = mean(v);
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / ((v.len() - 1) * v.len()) as f64).sqrt()
+    };
+    FeedbackRow {
+        pipeline,
+        plants,
+        per_move: per_move.iter().map(|v| mean(v)).collect(),
+        per_move_spread: per_move.iter().map(|v| spread(v)).collect(),
+        error: Summary::of(&all),
+        after_first: mean(&later),
+        success_rate: all.iter().filter(|&&e| e <= tolerance).count() as f64 / all.len().max(1) as f64,
+    }
+}
+
 /// The randomized head against a classical pipeline on one set of plants, move by move.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MoveByMove {
+pub struct MoveByMove<P = FeedbackPipeline> {
     /// Which plants.
     pub plants: PlantSet,
     /// The classical pipeline the head is compared with.
-    pub against: FeedbackPipeline,
+    pub against: P,
     /// The comparison: who is lower on each move from move 2, and the crossover in words.
     pub comparison: PerMove,
 }
 
 /// The name of a classical pipeline in the crossover sentences.
-fn contender(p: FeedbackPipeline) -> &'static str {
-    match p {
-        FeedbackPipeline::AnalyticCalibrated => "calibration",
-        FeedbackPipeline::AnalyticFeedback => "the one-step correction",
-        other => other.key(),
+fn contender<P: Pipeline>(p: P) -> &'static str {
+    match p.role() {
+        Role::Calibrated => "calibration",
+        Role::OneStep => "the one-step correction",
+        _ => p.name(),
     }
 }
 
 /// The randomized head against `against` on `plants`, move by move over the moves that have
 /// feedback (move 2 on), by the tie rule fixed in advance ([`Margin::DEFAULT`]: 1 mm, 5 % of
 /// the larger mean, two standard errors of the difference); `None` when a row is missing.
-fn head_against(report: &FeedbackReport, plants: PlantSet, against: FeedbackPipeline) -> Option<MoveByMove> {
-    fn series<'a>(name: &'a str, r: &'a FeedbackRow) -> Series<'a> {
+fn head_against<P: Pipeline>(report: &FeedbackReport<P>, plants: PlantSet, against: P) -> Option<MoveByMove<P>> {
+    fn series<'a, P>(name: &'a str, r: &'a FeedbackRow<P>) -> Series<'a> {
         Series { name, mean: &r.per_move, spread: Some(&r.per_move_spread) }
     }
-    let head = report.row(FeedbackPipeline::HeadRandomized, plants)?;
+    let head = report.row(P::of(Role::HeadRandomized), plants)?;
     let other = report.row(against, plants)?;
     let comparison = compare(series("the head", head), series(contender(against), other), 1, Margin::DEFAULT);
     Some(MoveByMove { plants, against, comparison })
@@ -579,10 +674,10 @@ fn head_against(report: &FeedbackReport, plants: PlantSet, against: FeedbackPipe
 
 /// The randomized head against calibration and against the one-step correction, move by move
 /// from move 2, inside and outside the ranges (what the report prints under its rows).
-pub fn move_by_move(report: &FeedbackReport) -> Vec<MoveByMove> {
+pub fn move_by_move<P: Pipeline>(report: &FeedbackReport<P>) -> Vec<MoveByMove<P>> {
     let mut out = Vec::new();
     for plants in [PlantSet::Inside, PlantSet::Outside] {
-        for against in [FeedbackPipeline::AnalyticCalibrated, FeedbackPipeline::AnalyticFeedback] {
+        for against in [P::of(Role::Calibrated), P::of(Role::OneStep)] {
             out.extend(head_against(report, plants, against));
         }
     }
@@ -600,10 +695,9 @@ pub fn move_by_move(report: &FeedbackReport) -> Vec<MoveByMove> {
 /// within 1 mm, 5 % of the larger mean or two standard errors of the difference). The evidence
 /// names where the curves cross, lists both per-move errors in mm, and names the crossover
 /// against the one-step correction beside it.
-pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
-    use FeedbackPipeline as P;
-    let mean = |p: P, set: PlantSet| report.row(p, set).map_or(f64::NAN, |r| r.error.mean);
-    let sim = mean(P::HeadNominal, PlantSet::Nominal);
+pub fn claims<P: Pipeline>(report: &FeedbackReport<P>) -> Vec<Claim> {
+    let mean = |r: Role, set: PlantSet| report.row(P::of(r), set).map_or(f64::NAN, |r| r.error.mean);
+    let sim = mean(Role::HeadNominal, PlantSet::Nominal);
     let mut out = Vec::new();
     for (set, key, statement) in [
         (
@@ -617,15 +711,15 @@ pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
             "Randomized training at least halves the feedback head's gap outside its ranges",
         ),
     ] {
-        let before = mean(P::HeadNominal, set) - sim;
-        let after = mean(P::HeadRandomized, set) - sim;
+        let before = mean(Role::HeadNominal, set) - sim;
+        let after = mean(Role::HeadRandomized, set) - sim;
         let passes = gap_halved(before, after);
         let numbers = format!("gap {:.1} mm trained nominal, {:.1} mm randomized", before * 1e3, after * 1e3);
         out.push(claim(key, statement, vec![("feedback head".into(), passes, numbers)]));
     }
     let mut cases = Vec::new();
     for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
-        if let Some(r) = report.row(P::HeadRandomized, set) {
+        if let Some(r) = report.row(P::of(Role::HeadRandomized), set) {
             let failed = 1.0 - r.success_rate;
             // The head answers a pose and nothing else: every failed move is silent.
             let passes = (failed > 1e-9).then_some(false);
@@ -637,7 +731,7 @@ pub fn claims(report: &FeedbackReport) -> Vec<Claim> {
     for (set, name) in [(PlantSet::Inside, "inside"), (PlantSet::Outside, "outside")] {
         // Judged against what a practitioner runs: calibration; the one-step correction beside it.
         if let (Some(c), Some(one)) =
-            (head_against(report, set, P::AnalyticCalibrated), head_against(report, set, P::AnalyticFeedback))
+            (head_against(report, set, P::of(Role::Calibrated)), head_against(report, set, P::of(Role::OneStep)))
         {
             let c = c.comparison;
             let mm = |v: &[f64]| v.iter().map(|e| format!("{:.1}", e * 1e3)).collect::<Vec<_>>().join(", ");

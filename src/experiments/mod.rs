@@ -9,6 +9,8 @@
 //!   DLS, the MDN-seeded hybrid and the exact sampler.
 //! - [`degradation`](mod@degradation): the gap to reality: every solver under each perturbation
 //!   channel, honest vs silent failures, the exercise protocol beside the closed-loop plant.
+//! - [`feedback_chain`](mod@feedback_chain): the feedback head and the calibrating baseline on a
+//!   redundant chain (rail3, 3r, the SO-101), in the randomization experiment.
 //! - [`per_move`](mod@per_move): two per-move error series judged move by move, with the
 //!   crossovers named ("the head is lower on moves 2-3, calibration from move 4").
 //! - [`randomization`](mod@randomization): domain randomization trained and tested on plants
@@ -22,6 +24,7 @@ pub mod bishop;
 pub mod chain;
 pub mod degradation;
 pub mod feedback;
+pub mod feedback_chain;
 pub mod per_move;
 pub mod plants;
 pub mod randomization;

@@ -5,10 +5,11 @@
 //! ([`super::feedback`]).
 
 use crate::analytic::solve_branches;
+use crate::arm::Arm;
 use crate::kinematics::{ElbowMode, Mismatch, Point2, Pose, RealArm, TwoLinkArm};
 use crate::plant::channel::{Channel, Randomized, RangeError, check_range};
 use crate::plant::dynamics::Servo;
-use crate::plant::{Camera, Plant, PlantConfig};
+use crate::plant::{Camera, Plant, PlantConfig, RealChain};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -98,9 +99,6 @@ impl Ranges {
 
     /// One plant drawn from these ranges (the camera as given, the seed from `rng`).
     pub fn draw(&self, arm: &TwoLinkArm, camera: Camera, rng: &mut ChaCha8Rng) -> PlantConfig {
-        fn pick(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {
-            if hi > lo { rng.random_range(lo..=hi) } else { lo }
-        }
         let d = Mismatch::DEFAULT;
         let mut part = |v: f64| v * pick(rng, self.mismatch) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
         let mismatch = Mismatch {
@@ -118,6 +116,62 @@ impl Ranges {
             seed: rng.random(),
             ..ideal
         }
+    }
+
+    /// One plant of the chain `arm` drawn from these ranges (the camera as given, the seed from
+    /// `rng`), as [`Ranges::draw`] draws the two-link arm's: every revolute link `k` gets its own
+    /// length error and joint offset, each a random sign times a size drawn from the mismatch
+    /// range times [`Mismatch::DEFAULT`]'s first part (the upper arm's, for `k = 0`) or its second
+    /// (the forearm's, for every later link); the lengths' first, base first, then the offsets;
+    /// then flex, friction, backlash and the seed. A rail is left as modelled. The arm's body is
+    /// [`Arm::real`]'s, in a vertical plane when [`Arm::vertical`]; a mismatch that makes no
+    /// valid chain leaves the arm as modelled.
+    pub fn draw_chain(&self, arm: &Arm, camera: Camera, rng: &mut ChaCha8Rng) -> ChainPlant {
+        let d = Mismatch::DEFAULT;
+        let links = arm.chain.links().len();
+        let mut part = |v: f64| v * pick(rng, self.mismatch) * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+        let lengths: Vec<f64> = (0..links).map(|k| part(d.length_error[k.min(1)])).collect();
+        let offsets: Vec<f64> =
+            (0..links).map(|k| part(if k == 0 { d.joint_offsets.shoulder } else { d.joint_offsets.elbow })).collect();
+        let model = arm.real();
+        let real = model.mismatched(|k| lengths[k], |k| offsets[k]).unwrap_or(model);
+        let ideal = PlantConfig::ideal(TwoLinkArm::default());
+        let cfg = PlantConfig {
+            gravity: arm.vertical(),
+            flex: pick(rng, self.flex),
+            servo: Servo { frictionloss: pick(rng, self.friction), ..ideal.servo },
+            backlash: pick(rng, self.backlash),
+            camera,
+            seed: rng.random(),
+            ..ideal
+        };
+        ChainPlant { real, cfg }
+    }
+}
+
+/// A uniform draw from `[lo, hi]` (`lo` when the range is a point).
+fn pick(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {
+    if hi > lo { rng.random_range(lo..=hi) } else { lo }
+}
+
+/// A chain's plant: the arm as it truly is and the channels it moves under (the configuration's
+/// two-link fields, `real` and `link_mass`, unused).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainPlant {
+    /// The real chain: its mismatched lengths, joint offsets and bodies.
+    pub real: RealChain,
+    /// Servo (friction), backlash, flex, gravity, camera and seed.
+    pub cfg: PlantConfig,
+}
+
+impl ChainPlant {
+    /// Where the tip comes to rest when `command` is sent from rest at `start` (the arm's
+    /// coordinates): the chains' [`landing`].
+    pub fn landing(&self, start: &[f64], command: &[f64]) -> Plant {
+        let mut plant = Plant::new(self.real.clone(), self.cfg, start);
+        plant.command(command);
+        plant.settle();
+        plant
     }
 }
 

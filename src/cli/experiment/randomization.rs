@@ -1,12 +1,18 @@
 //! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
 //! prints as a table with the claims' verdicts, or as JSON, and `--plot` draws it ([`plot`]).
+//! With `--arm rail3|so101|3r` the arguments become a [`ChainFeedbackConfig`] instead: the
+//! feedback head against DLS, its one-step correction and calibration on that chain; the flags
+//! of the open-loop heads (`--heads`, `--targets`, `--data-size`) and `--plot` are refused there,
+//! naming the arm.
 
 mod plot;
 
 use super::channel_flags::RangeArgs;
 use crate::cli::{Failure, Range, count, print_json, real};
 use clap::Args;
-use elbow::experiments::feedback::{FeedbackConfig, FeedbackPipeline};
+use elbow::arm::ArmKind;
+use elbow::experiments::feedback::{FeedbackConfig, FeedbackReport, Pipeline};
+use elbow::experiments::feedback_chain::{ChainFeedbackConfig, ChainFeedbackReport, feedback_chain};
 use elbow::experiments::randomization::{PlantSet, RandomizationConfig, RandomizationReport, randomization};
 use elbow::learned::{HeadKind, MAX_STEPS};
 
@@ -35,9 +41,15 @@ impl std::fmt::Display for Heads {
 /// Arguments of `elbow experiment randomization`.
 #[derive(Debug, Args)]
 pub(crate) struct RandomizationArgs {
-    /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual.
-    #[arg(long, default_value_t = Heads(defaults().heads))]
-    heads: Heads,
+    /// The arm: `2r` (the two-link arm, the default: open-loop heads and the feedback head) or a
+    /// chain, `rail3`, `so101` or `3r` (the feedback head against DLS, its one-step correction
+    /// and calibration).
+    #[arg(long)]
+    arm: Option<ArmKind>,
+    /// Heads trained twice (nominal, randomized), comma-separated: mse, mdn, mode, residual
+    /// [default: mdn,residual] (the two-link arm only).
+    #[arg(long)]
+    heads: Option<Heads>,
     /// The randomized training ranges and those of the outside test plants (`--mismatch`,
     /// `--outside-mismatch`, ...), from the channel table.
     #[command(flatten)]
@@ -45,17 +57,18 @@ pub(crate) struct RandomizationArgs {
     /// Test plants drawn inside and outside the ranges (each), 1 to 10000.
     #[arg(long, default_value_t = defaults().plants, value_parser = count::<1, 10_000>, allow_hyphen_values = true)]
     plants: usize,
-    /// Held-out targets per test plant, 1 to 100000.
-    #[arg(long, default_value_t = defaults().targets, value_parser = count::<1, 100_000>, allow_hyphen_values = true)]
-    targets: usize,
+    /// Held-out targets per test plant, 1 to 100000 [default: 100] (the two-link arm's open-loop
+    /// heads only).
+    #[arg(long, value_parser = count::<1, 100_000>, allow_hyphen_values = true)]
+    targets: Option<usize>,
     /// Training steps per head and training, 1 to 10000000.
     #[arg(long, default_value_t = defaults().train.steps, value_parser = count::<1, MAX_STEPS>,
           allow_hyphen_values = true)]
     steps: usize,
-    /// Training targets per run, 16 to 1000000.
-    #[arg(long, default_value_t = defaults().train.data_size, value_parser = count::<16, 1_000_000>,
-          allow_hyphen_values = true)]
-    data_size: usize,
+    /// Training targets per run, 16 to 1000000 [default: 10000] (the two-link arm's open-loop
+    /// heads only).
+    #[arg(long, value_parser = count::<16, 1_000_000>, allow_hyphen_values = true)]
+    data_size: Option<usize>,
     /// A move landing further than this from its target failed, metres, in (0, 2] (the arm's
     /// reach).
     #[arg(long, default_value_t = defaults().tolerance, allow_hyphen_values = true,
@@ -81,7 +94,7 @@ pub(crate) struct RandomizationArgs {
     #[arg(long)]
     quiet: bool,
     /// Also draw mean tip error, success rate and the checks' catches, per plant set, solver and
-    /// training, into FILE (`.svg` or `.png`).
+    /// training, into FILE (`.svg` or `.png`) (the two-link arm only).
     #[arg(long, value_name = "FILE")]
     plot: Option<std::path::PathBuf>,
 }
@@ -90,27 +103,56 @@ impl RandomizationArgs {
     fn config(&self) -> RandomizationConfig {
         let d = defaults();
         RandomizationConfig {
-            heads: self.heads.0.clone(),
+            heads: self.heads.as_ref().map_or(d.heads.clone(), |h| h.0.clone()),
             train: elbow::learned::TrainConfig {
                 steps: self.steps,
-                data_size: self.data_size,
+                data_size: self.data_size.unwrap_or(d.train.data_size),
                 seed: self.seed,
                 ..d.train
             },
             randomized: self.ranges.training,
             outside: self.ranges.outside,
             plants: self.plants,
-            targets: self.targets,
+            targets: self.targets.unwrap_or(d.targets),
             tolerance: self.tolerance,
             seed: self.seed,
             feedback: FeedbackConfig { moves: self.moves, history: self.history, episodes: self.episodes },
             ..d
         }
     }
+
+    /// The chain run these arguments describe on `kind`; the two-link arm's flags refused,
+    /// naming the arm.
+    fn chain_config(&self, kind: ArmKind) -> Result<ChainFeedbackConfig, String> {
+        let two_link_only = [
+            ("--heads", self.heads.is_some()),
+            ("--targets", self.targets.is_some()),
+            ("--data-size", self.data_size.is_some()),
+            ("--plot", self.plot.is_some()),
+        ];
+        if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "{flag} is for the two-link arm's open-loop heads; on {} the randomization experiment runs the feedback head against DLS, its one-step correction and calibration",
+                kind.key()
+            ));
+        }
+        let mut cfg = ChainFeedbackConfig::new(kind.arm());
+        cfg.randomized = self.ranges.training;
+        cfg.outside = self.ranges.outside;
+        cfg.plants = self.plants;
+        cfg.tolerance = self.tolerance;
+        cfg.seed = self.seed;
+        cfg.feedback = FeedbackConfig { moves: self.moves, history: self.history, episodes: self.episodes };
+        cfg.net.steps = self.steps;
+        Ok(cfg)
+    }
 }
 
 /// Runs `elbow experiment randomization`; the plot path is checked before any work.
 pub(crate) fn run(a: &RandomizationArgs) -> Result<(), Failure> {
+    if let Some(kind) = a.arm.filter(|&k| k != ArmKind::TwoR) {
+        return run_chain(a, kind);
+    }
     let cfg = a.config();
     let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
     let show = !a.json && !a.quiet;
@@ -187,11 +229,64 @@ fn print_claims(claims: &[elbow::experiments::degradation::verdict::Claim]) -> R
     Ok(())
 }
 
+/// Runs the chain's feedback comparison on `kind`: every setting checked before any work.
+fn run_chain(a: &RandomizationArgs, kind: ArmKind) -> Result<(), Failure> {
+    let cfg = a.chain_config(kind)?;
+    cfg.validate().map_err(|e| e.to_string())?;
+    let show = !a.json && !a.quiet;
+    let report = crate::cli::with_progress(show, "stages", "randomization", |update| {
+        feedback_chain(&cfg, |done, total| update("", done, total))
+    })?;
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_chain_report(&report)?;
+    }
+    Ok(())
+}
+
+fn print_chain_report(r: &ChainFeedbackReport) -> Result<(), Failure> {
+    let c = &r.config;
+    outln!(
+        "Domain randomization on {}: the feedback head against DLS, its one-step correction and calibration; {} test plants per set, tolerance {} m",
+        r.arm,
+        c.plants,
+        c.tolerance
+    );
+    outln!("targets: {}", r.targets);
+    outln!("the randomized head's training: {} of {} moves reached on their plants", r.feedback.samples, r.attempted);
+    outln!(
+        "divergence roll-backs in training: {}",
+        elbow::learned::train::NetRollbacks::in_words(&r.feedback.rollbacks)
+    );
+    let [calibrated, dls] = elbow::experiments::feedback_chain::cost_per_move(&c.arm, c.feedback.moves - 1, 201);
+    let cost = format!(
+        "cost per move on this CPU (median of 201): calibration from {} views and DLS on the calibrated chain {:.1} us, DLS alone {:.1} us",
+        c.feedback.moves - 1,
+        calibrated * 1e6,
+        dls * 1e6
+    );
+    print_feedback_report(&r.feedback, &cost)
+}
+
 /// The feedback comparison: error per move index of an episode, per pipeline and plant set,
 /// where the head's curve crosses calibration's and the one-step correction's, and its four
 /// claims.
 fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
     let f = &r.feedback;
+    let [calibrated, closed] =
+        elbow::experiments::feedback::cost_per_move(&r.config.train.arm, f.config.moves - 1, 2001);
+    let cost = format!(
+        "cost per move on this CPU (median of 2001): calibration from {} views and its closed form {:.1} us, the closed form alone {:.2} us",
+        f.config.moves - 1,
+        calibrated * 1e6,
+        closed * 1e6
+    );
+    print_feedback_report(f, &cost)
+}
+
+/// One arm's feedback comparison as a table (`cost` is the line on what a move costs).
+fn print_feedback_report<P: Pipeline>(f: &FeedbackReport<P>, cost: &str) -> Result<(), Failure> {
     outln!(
         "\nA learned head that sees its own feedback: {} moves per episode on one plant, the last {} of them seen, {} training moves on randomized plants ({} episodes)",
         f.config.moves,
@@ -205,12 +300,12 @@ fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
     let header: String = (1..=f.config.moves).map(|m| format!("{:>8}", format!("move {m}"))).collect();
     outln!("{:<26} {:<8}{header} {:>8} {:>9}", "pipeline", "plants", "later", "success");
     for set in [PlantSet::Nominal, PlantSet::Inside, PlantSet::Outside] {
-        for p in FeedbackPipeline::ALL {
+        for p in P::EVERY {
             let Some(row) = f.row(p, set) else { continue };
             let cells: String = row.per_move.iter().map(|v| format!("{:>8.1}", v * 1e3)).collect();
             outln!(
                 "{:<26} {:<8}{cells} {:>8.1} {:>8.1}%",
-                p.key(),
+                p.name(),
                 format!("{set:?}").to_lowercase(),
                 row.after_first * 1e3,
                 row.success_rate * 100.0
@@ -234,14 +329,7 @@ fn print_feedback(r: &RandomizationReport) -> Result<(), Failure> {
             c.comparison.crossover
         );
     }
-    let [calibrated, closed] =
-        elbow::experiments::feedback::cost_per_move(&r.config.train.arm, f.config.moves - 1, 2001);
-    outln!(
-        "cost per move on this CPU (median of 2001): calibration from {} views and its closed form {:.1} us, the closed form alone {:.2} us",
-        f.config.moves - 1,
-        calibrated * 1e6,
-        closed * 1e6
-    );
+    outln!("{cost}");
     outln!("\nThe feedback head's claims:");
     print_claims(&f.claims)
 }
