@@ -645,7 +645,20 @@ fn command(which: usize) -> (Vec<&'static str>, &'static [&'static str]) {
             ],
         ),
         5 => (
-            vec!["experiment", "randomization", "--steps", "5", "--data-size", "64", "--plants", "1", "--targets", "2"],
+            vec![
+                "experiment",
+                "randomization",
+                "--steps",
+                "5",
+                "--data-size",
+                "64",
+                "--plants",
+                "1",
+                "--targets",
+                "2",
+                "--episodes",
+                "10",
+            ],
             &[
                 "--heads",
                 "--mismatch",
