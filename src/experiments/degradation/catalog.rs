@@ -3,7 +3,7 @@
 //! one record headlessly and says whether it reproduces bit for bit.
 //!
 //! Only the plant protocol is catalogued, on every arm: a chain's records carry its
-//! configuration with the chain in it, and replay it through [`super::chain::replay_move`]
+//! configuration with the chain in it, and replay it through the chain's plant protocol
 //! (a replay trace of sub-steps is the two-link arm's only). A record carries everything a replay needs: the run's
 //! [`DegradationConfig`] (arm, levels, seed, tolerance, ticks, envelope...), the pipeline, the
 //! setting and its seed, the split and the target's index in its set. The plant carries its
