@@ -30,7 +30,9 @@ pub(crate) enum ExperimentCommand {
     Degradation(Box<DegradationArgs>),
     /// Domain randomization put to the test: the MDN and the residual hybrid trained on the
     /// nominal plant and with randomized mismatch, flex, friction and backlash, then tested on
-    /// plants inside and outside the randomized ranges, with encoder and camera checks.
+    /// plants inside and outside the randomized ranges, with encoder and camera checks, and a
+    /// feedback head against calibration; with `--arm rail3|so101|3r`, the feedback head against
+    /// DLS and calibration on that chain.
     Randomization(Box<RandomizationArgs>),
     /// Tracking a moving target: every solver drives the physical plant after a figure eight at
     /// set speeds and control latencies, on the two-link arm or a chain (`--arm rail3|3r|so101`);

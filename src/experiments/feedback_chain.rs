@@ -6,19 +6,20 @@
 //! ([`Arm::prior_center`]; for the SO-101, which hangs under gravity, Menagerie zero), so a move's
 //! landing depends on its command alone. Plants are drawn from the same [`Ranges`] as the
 //! two-link arm's ([`Ranges::draw_chain`]): each revolute link its own length error and joint
-//! offset (a random sign and a size from the mismatch range times [`crate::kinematics::Mismatch::DEFAULT`]'s first
-//! part for the first link, its second for every later one), flex, friction and backlash; a rail
-//! is left as modelled. An episode is `moves` targets on one drawn plant.
+//! offset (a random sign and a size from the mismatch range times
+//! [`crate::kinematics::Mismatch::DEFAULT`]'s first part for the first link, its second for every
+//! later one), flex, friction and backlash; a rail is left as modelled. An episode is `moves`
+//! targets on one drawn plant.
 //!
 //! **The targets.** Tips of draws from the arm's prior, kept by a rule fixed in advance
 //! ([`Nominal::keeps`]): the target lies clear of the workspace's rims by 15 % of the reach (its
 //! distance from the nearest point the base can take, the rail's travel or the origin, within
 //! `[inner + m, reach - m]`, `m = 0.15 reach`, `inner` the hole a longest link leaves), and the
 //! nominal answer reaches it with every bounded coordinate at least 10 % of its range inside its
-//! limits. The length errors shrink the reach by at most 13.5 % of it on every arm here at 3 times
-//! the default gap (the outside ranges' top) and the offsets (at most 0.15 rad) are under the
-//! limit margin, so every drawn plant reaches every target: a miss is the pipeline's, not the
-//! geometry's.
+//! limits. At 3 times the default gap (the outside ranges' top) the length errors shrink the
+//! reach by at most 14.5 % of it (3r; 13.5 % on rail3, 13.7 % on the SO-101) and the offsets (at
+//! most 0.15 rad) stay under the limit margin, so every drawn plant reaches every target: a miss
+//! is the pipeline's, not the geometry's.
 //!
 //! **The nominal answer** is DLS on the nominal chain from the start ([`ChainSolver`] with
 //! [`SolverId::Iterative`], 64 iterations to 1e-6 m): deterministic for a target. **The
@@ -32,11 +33,11 @@
 //! Jacobian pseudo-inverse at the command that produced it, and taken off the nominal answer);
 //! DLS plus calibration ([`calibrate`]: Gauss-Newton on every revolute link's length and joint
 //! offset with the two-link calibration's prior spreads, 20 % of a length and 0.3 rad, on every
-//! camera view of the episode so far; the command is DLS on the calibrated chain from the start,
-//! less the offsets, [`calibrated_command`]); and the feedback head ([`ChainFeedbackHead`])
-//! trained on the nominal plant, trained with randomization, and the randomized one with its
-//! history blanked (the ablation). Every command is clamped into the chain's ranges before it is
-//! sent.
+//! camera view of the episode so far; the command is DLS on the calibrated chain warm-started
+//! from the nominal answer, less the offsets, [`calibrated_command`]); and the feedback head
+//! ([`ChainFeedbackHead`]) trained on the nominal plant, trained with randomization, and the
+//! randomized one with its history blanked (the ablation). Every command is clamped into the
+//! chain's ranges before it is sent.
 //!
 //! **The head** is an [`Mlp`] under squared error: in, the target and `history` slots (a presence
 //! flag, the command, the camera's offset from the nominal tip, and that offset through the
@@ -50,10 +51,11 @@
 //! failures (it cannot); it beats calibration, judged move by move from move 2 with the crossover
 //! named ([`super::per_move`]).
 //!
-//! **Speed.** The default run ([`ChainFeedbackConfig::new`]: 600 training episodes of 6 moves per
-//! head, 40 test plants per set) simulates up to about 60,000 landings, most of them the Newton
-//! steps of the training labels; on two cores of an AMD EPYC it takes about a minute on rail3 and
-//! on the SO-101 (the README gives the measured times).
+//! **Speed.** The default run ([`ChainFeedbackConfig::new`], the two-link arm's settings: 2000
+//! training episodes of 6 moves per head, 40 test plants per set) simulates up to 316,320
+//! landings (3.2e6 s of plant time at the settle timeout), almost all of them the Newton steps of
+//! the training labels. On the 2-core AMD EPYC, shared with other jobs, it took 87 s wall on
+//! rail3, 22 s on the SO-101 and 79 s on 3r.
 
 use super::ExperimentError;
 use super::feedback::{FeedbackConfig, FeedbackReport, Pipeline, Recent, Role, claims, fit_mse, move_by_move, row_of};
@@ -242,11 +244,11 @@ impl Nominal {
         (target - Point2::new(0.0, y)).norm()
     }
 
-    /// The target rule, fixed in advance: `target` is kept when its distance from the base
-    /// (the rail's travel at `x = 0`, or the origin) lies within `[inner + m, reach - m]` (`m` 15 % of the reach,
-    /// `inner` the hole the longest link leaves when it outreaches the others, often 0) and the
-    /// nominal answer reaches it with every bounded coordinate at least 10 % of its range inside
-    /// its limits. Returns the nominal answer when kept.
+    /// The target rule, fixed in advance: `target` is kept when its distance from the base (the
+    /// rail's travel at `x = 0`, or the origin) lies within `[inner + m, reach - m]` (`m` 15 % of
+    /// the reach, `inner` the hole the longest link leaves when it outreaches the others, often
+    /// 0) and the nominal answer reaches it with every bounded coordinate at least 10 % of its
+    /// range inside its limits. Returns the nominal answer when kept.
     pub fn keeps(&self, target: Point2) -> Option<Coords> {
         let chain = &self.arm.chain;
         let reach = chain.reach();
