@@ -929,11 +929,15 @@ mod tests {
         }
         // On a rail chain: the rail keeps its travel and offset, the first link takes the upper
         // arm's error, every later one the forearm's.
-        let rail = crate::arm::ArmKind::Rail3.arm().real().with_mismatch(&m).unwrap();
+        use crate::chain::arm::{Link, Travel};
+        let links =
+            [0.5, 0.5, 1.0].map(|length| Link { length, limits: crate::kinematics::JointLimits::FULL }).to_vec();
+        let travel = Some(Travel::new(-1.0, 1.0).unwrap());
+        let rail = RealChain::rods(Chain::new(travel, links).unwrap()).with_mismatch(&m).unwrap();
         let lengths: Vec<f64> = rail.chain.links().iter().map(|l| l.length).collect();
         assert_eq!(lengths, [0.5 * 1.06, 0.5 * 0.96, 1.0 * 0.96]);
         assert_eq!(rail.offsets, [0.0, 0.03, -0.05, -0.05]);
-        assert_eq!(rail.chain.rail(), crate::arm::ArmKind::Rail3.arm().chain.rail());
+        assert_eq!(rail.chain.rail(), travel);
         let broken = Mismatch { length_error: [-1.5, 0.0], ..m };
         assert!(RealChain::rods(Chain::from_lengths(&[1.0, 1.0, 1.0]).unwrap()).with_mismatch(&broken).is_err());
     }

@@ -732,7 +732,7 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
     let cfg = &record.config;
     let arm = cfg.arm;
     let sets = match &cfg.chain {
-        Some(chain) => super::chain::target_sets(chain, cfg),
+        Some(chain) => super::chain::target_sets(chain, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed),
         None => channels::target_sets(&arm, cfg.region, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed),
     };
     let (setting, set) = job_of(record, sets.len())?;
@@ -746,7 +746,7 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         )));
     }
     if let Some(chain) = &cfg.chain {
-        let (sensed, happened) = super::chain::replay_move(record, chain, &setting, targets)?;
+        let (sensed, happened) = super::chain_replay_move(record, chain, &setting, targets)?;
         let (outcome, _) = rederive(record, *split, setting, targets[n], sensed, happened)?;
         return Ok((outcome, PlantTrace::new(keep)));
     }

@@ -371,7 +371,7 @@ impl DegradationConfig {
         // The real arm of a mismatch level: the two-link arm's, or the chain's.
         let real = |s: f64| -> Result<(), String> {
             match &self.chain {
-                Some(arm) => super::chain::real_at(self, arm, s).map(|_| ()).map_err(|e| e.to_string()),
+                Some(arm) => super::chain::real_at(arm, self.mismatch, s).map(|_| ()).map_err(|e| e.to_string()),
                 None => RealArm::with_mismatch(&self.arm, Perturbation::scaled(self.mismatch, s))
                     .map(|_| ())
                     .map_err(|e| e.to_string()),

@@ -13,6 +13,8 @@
 
 pub mod catalog;
 pub mod chain;
+#[cfg(test)]
+mod chain_tests;
 pub mod channels;
 pub mod claims;
 pub mod config;
@@ -199,7 +201,7 @@ pub fn degradation_catalogued(
                 cfg.protocol
             )));
         }
-        return chain::run(cfg, arm, progress, catalog);
+        return chain_run(cfg, arm, progress, catalog);
     }
     if catalog.is_some() && !models.is_empty() {
         return Err(ExperimentError::Invalid(
@@ -283,8 +285,21 @@ pub fn degradation_catalogued(
         progress(Progress::Evaluating { done: n, total });
         Ok((cells, found))
     };
-    // Without a catalog every job runs at once; with one, a window at a time.
-    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { total.max(1) };
+    let cells = run_jobs(cfg, &jobs, &mut catalog, run_job)?;
+    let loaded = HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect();
+    Ok(report_of(cfg, &sets, cells, loaded, train_seconds, rollbacks, t1.elapsed().as_secs_f64()))
+}
+
+/// The cells of `jobs`, job `j` run by `run_job(j, job)`: every job at once, or, with a catalog,
+/// in ordered windows of a few per thread, each window's records handed to the sink in order
+/// (so only a window's failures are held at a time).
+fn run_jobs(
+    cfg: &DegradationConfig,
+    jobs: &[(Protocol, Setting, usize)],
+    catalog: &mut Option<CatalogSink<'_>>,
+    run_job: impl Fn(usize, (Protocol, Setting, usize)) -> Result<(Vec<Cell>, catalog::Found), ExperimentError> + Sync,
+) -> Result<Vec<Cell>, ExperimentError> {
+    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { jobs.len().max(1) };
     let mut cells = Vec::new();
     for (w, chunk) in jobs.chunks(window).enumerate() {
         let per_job: Vec<(Vec<Cell>, catalog::Found)> = chunk
@@ -299,9 +314,21 @@ pub fn degradation_catalogued(
             }
         }
     }
-    let eval_seconds = t1.elapsed().as_secs_f64();
-    // The configuration echoes the OOD sets that ran; the requested ones that came out empty
-    // for this arm, region and OOD budget are named apart, never passed off as used.
+    Ok(cells)
+}
+
+/// The report of a run of `cfg` on the target `sets` that gave `cells`, its claims computed. The
+/// configuration echoes the OOD sets that ran; the requested ones that came out empty for this
+/// arm, region and OOD budget are named apart, never passed off as used.
+fn report_of(
+    cfg: &DegradationConfig,
+    sets: &[(Split, Vec<Point2>)],
+    cells: Vec<Cell>,
+    loaded: Vec<HeadKind>,
+    train_seconds: f64,
+    rollbacks: Vec<NetRollbacks>,
+    eval_seconds: f64,
+) -> DegradationReport {
     let ran: Vec<OodKind> =
         sets.iter().filter_map(|(s, _)| if let Split::Ood(k) = s { Some(*k) } else { None }).collect();
     let mut ood_empty: Vec<OodKind> = Vec::new();
@@ -315,12 +342,118 @@ pub fn degradation_catalogued(
         ood_empty,
         cells,
         claims: Vec::new(),
-        loaded: HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect(),
+        loaded,
         train_seconds,
         rollbacks,
         eval_seconds,
         targets: sets.iter().map(|(s, t)| (*s, t.len())).collect(),
     };
     report.claims = claims::claims(&report);
-    Ok(report)
+    report
+}
+
+/// The degradation run of `cfg` on the chain `arm` (validated by the caller), with its failure
+/// catalog when `catalog` is given.
+fn chain_run(
+    cfg: &DegradationConfig,
+    arm: &crate::arm::Arm,
+    progress: &(dyn Fn(Progress) + Sync),
+    mut catalog: Option<CatalogSink<'_>>,
+) -> Result<DegradationReport, ExperimentError> {
+    let t0 = std::time::Instant::now();
+    progress(Progress::Training);
+    let (trained, rollbacks) = chain::train(arm, cfg.train_steps, cfg.seed)?;
+    let train_seconds = t0.elapsed().as_secs_f64();
+    let line = chain::line(arm, trained.nets(), cfg.envelope);
+    let sets = chain::target_sets(arm, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
+    let jobs = jobs(cfg, sets.len());
+    let pipes = chain::pipelines();
+    let checks = chain_checks(cfg);
+    let t1 = std::time::Instant::now();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = jobs.len();
+    progress(Progress::Evaluating { done: 0, total });
+    let cap = catalog.as_ref().map(|c| c.cap);
+    let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
+        let (split, targets) = &sets[set];
+        let seed = crate::rng::subseed(cfg.seed, crate::rng::Stream::Setting, j as u64);
+        let real =
+            chain::real_at(arm, cfg.mismatch, setting.perturbation[Channel::Mismatch]).expect("validated mismatch");
+        let plant = chain::plant_config(&cfg.body, arm, &setting, seed);
+        let seen = chain::seen(targets, &setting, seed);
+        let mut found = catalog::Found::new(setting, *split, seed);
+        let cells = pipes
+            .iter()
+            .map(|&pipe| {
+                let outcome = match protocol {
+                    Protocol::Exercise => chain::exercise_run(&line, pipe, &setting, targets, seed),
+                    _ => chain::plant_run(&line, pipe, &real, plant, &setting, targets, &seen, checks, seed),
+                };
+                if let Some(d) = outcome.diverged {
+                    return Err(diverged(pipe, &setting, *split, d));
+                }
+                if let (Some(cap), Protocol::Plant) = (cap, protocol) {
+                    found.collect(cfg.tolerance, (targets, &seen), pipe, &outcome, cap);
+                }
+                Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(Progress::Evaluating { done: n, total });
+        Ok((cells, found))
+    };
+    let cells = run_jobs(cfg, &jobs, &mut catalog, run_job)?;
+    Ok(report_of(cfg, &sets, cells, Vec::new(), train_seconds, rollbacks, t1.elapsed().as_secs_f64()))
+}
+
+/// What a chain's plant run of `cfg` does after each move.
+fn chain_checks(cfg: &DegradationConfig) -> chain::Checks {
+    chain::Checks { tolerance: cfg.tolerance, corrections: cfg.corrections, post_move_check: cfg.post_move_check }
+}
+
+/// Re-runs the move of `record` (a plant-protocol record of a run on the chain `arm`, in
+/// `setting`, on `targets`): trains the net its pipeline needs from the configuration as the run
+/// did (each net trains alone, so one net is the run's net bit for bit), drives the plant through
+/// the set up to the record's index, and returns the sensed target and what happened.
+pub(crate) fn chain_replay_move(
+    record: &FailureRecord,
+    arm: &crate::arm::Arm,
+    setting: &Setting,
+    targets: &[Point2],
+) -> Result<(Point2, catalog::Happened), ExperimentError> {
+    let cfg = &record.config;
+    let mut recipe = chain::recipe(arm, cfg.train_steps, cfg.seed);
+    let settings = crate::chain::SolveSettings::default();
+    recipe.methods = chain::NETS.iter().copied().filter(|&m| m == record.pipeline.solver).collect();
+    if record.pipeline.solver == SolverId::Hybrid {
+        recipe.methods = vec![settings.seeds.solver()];
+    }
+    let trained = if recipe.methods.is_empty() {
+        crate::experiments::chain::TrainedNets::default()
+    } else {
+        crate::experiments::chain::train_nets(&recipe, &|_| true)?
+    };
+    let line = chain::line(arm, trained.nets(), cfg.envelope);
+    let n = record.index;
+    let real = chain::real_at(arm, cfg.mismatch, setting.perturbation[Channel::Mismatch])
+        .map_err(|e| ExperimentError::Invalid(format!("the record's real arm cannot be built: {e}")))?;
+    let seen = chain::seen(targets, setting, record.seed);
+    let plant = chain::plant_config(&cfg.body, arm, setting, record.seed);
+    let o = chain::plant_run(
+        &line,
+        record.pipeline,
+        &real,
+        plant,
+        setting,
+        &targets[..=n],
+        &seen[..=n],
+        chain_checks(cfg),
+        record.seed,
+    );
+    if let Some(d) = o.diverged {
+        return Err(diverged(record.pipeline, setting, record.split, d));
+    }
+    let happened =
+        catalog::Happened { error: o.errors[n], reported: o.reported[n], camera_reported: o.camera_reported[n] };
+    Ok((seen[n], happened))
 }

@@ -82,14 +82,16 @@ pub fn checks_after_move(pipeline: Pipeline) -> bool {
 }
 
 /// Gaussian draws with standard deviation `std` (none at 0).
-struct Jitter(Option<Normal<f64>>);
+pub(super) struct Jitter(Option<Normal<f64>>);
 
 impl Jitter {
-    fn new(std: f64) -> Self {
+    /// Draws of standard deviation `std` (none at 0; `std` is a validated finite level).
+    pub(super) fn new(std: f64) -> Self {
         Jitter((std > 0.0).then(|| Normal::new(0.0, std).expect("validated finite std")))
     }
 
-    fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
+    /// One draw.
+    pub(super) fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
         self.0.as_ref().map_or(0.0, |n| n.sample(rng))
     }
 
