@@ -256,12 +256,26 @@ fn a_chain_runs_on_the_command_line_and_its_inapplicable_flags_are_refused() {
     assert!(table.contains("Domain randomization on rail3") && table.contains("dls+calibration"), "{table}");
     assert!(table.contains("inside, the head against calibration: ") && table.contains("move 3"), "{table}");
     // Flags of the open-loop heads do not apply on a chain: refused before any work, naming it.
-    for (flag, value) in [("--heads", "mdn"), ("--targets", "5"), ("--data-size", "100"), ("--plot", "r.svg")] {
+    for (flag, value) in [("--heads", "mdn"), ("--targets", "5"), ("--data-size", "100")] {
         let run = common::elbow(&[&small[..], &[flag, value]].concat());
         assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
         assert!(run.stderr.contains(flag) && run.stderr.contains("rail3"), "{flag}: {}", run.stderr);
         assert!(run.stdout.is_empty() && run.stderr.trim().lines().count() == 1, "{flag}: {}", run.stderr);
     }
+    // `--plot` draws the chain's error by move, after the numbers; a bad path fails before any
+    // work.
+    let dir = std::env::temp_dir().join(format!("elbow-randomization-chain-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("chain.svg");
+    let run = common::elbow(&[&small[..], &["--plot", svg.to_str().unwrap()]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("Domain randomization on rail3"), "the numbers print too");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.contains("<svg") && drawn.contains("on rail3") && drawn.contains("dls+calibration"), "{drawn:.300}");
+    let run = common::elbow(&[&small[..], &["--plot", dir.join("chain.txt").to_str().unwrap()]].concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.is_empty() && run.stderr.contains("--plot"), "{}", run.stderr);
+    std::fs::remove_dir_all(&dir).ok();
     // The tolerance is bounded by the arm's own extent (the SO-101 reaches 0.41 m).
     let run = common::elbow(&["experiment", "randomization", "--arm", "so101", "--tolerance", "0.5"]);
     assert_eq!(run.code, 2, "{}", run.stderr);

@@ -1,9 +1,9 @@
 //! `elbow experiment randomization`: arguments become a [`RandomizationConfig`]; the report
 //! prints as a table with the claims' verdicts, or as JSON, and `--plot` draws it ([`plot`]).
 //! With `--arm rail3|so101|3r` the arguments become a [`ChainFeedbackConfig`] instead: the
-//! feedback head against DLS, its one-step correction and calibration on that chain; the flags
-//! of the open-loop heads (`--heads`, `--targets`, `--data-size`) and `--plot` are refused there,
-//! naming the arm.
+//! feedback head against DLS, its one-step correction and calibration on that chain (`--plot`
+//! draws its error by move); the flags of the open-loop heads (`--heads`, `--targets`,
+//! `--data-size`) are refused there, naming the arm.
 
 mod plot;
 
@@ -128,7 +128,6 @@ impl RandomizationArgs {
             ("--heads", self.heads.is_some()),
             ("--targets", self.targets.is_some()),
             ("--data-size", self.data_size.is_some()),
-            ("--plot", self.plot.is_some()),
         ];
         if let Some((flag, _)) = two_link_only.iter().find(|(_, given)| *given) {
             return Err(format!(
@@ -233,14 +232,20 @@ fn print_claims(claims: &[elbow::experiments::degradation::verdict::Claim]) -> R
 fn run_chain(a: &RandomizationArgs, kind: ArmKind) -> Result<(), Failure> {
     let cfg = a.chain_config(kind)?;
     cfg.validate().map_err(|e| e.to_string())?;
+    let plot = a.plot.as_deref().map(plot::check_path).transpose()?;
     let show = !a.json && !a.quiet;
     let report = crate::cli::with_progress(show, "stages", "randomization", |update| {
         feedback_chain(&cfg, |done, total| update("", done, total))
     })?;
+    // The numbers first: a figure that cannot be drawn or written does not lose them.
     if a.json {
         print_json(&report)?;
     } else {
         print_chain_report(&report)?;
+    }
+    if let Some(out) = &plot {
+        crate::cli::flush_stdout()?;
+        plot::draw_chain(&report, out)?;
     }
     Ok(())
 }

@@ -9,7 +9,8 @@
 //! The file format, the font and the atomic write come from [`crate::cli::figure`].
 
 use crate::cli::figure::{Canvas, FONT, Output};
-use elbow::experiments::feedback::FeedbackPipeline;
+use elbow::experiments::feedback::{FeedbackReport, Pipeline, Role};
+use elbow::experiments::feedback_chain::ChainFeedbackReport;
 use elbow::experiments::randomization::{PlantSet, RandomizationReport, Row, Training};
 use elbow::lineup::SolverId;
 use plotters::coord::Shift;
@@ -40,6 +41,38 @@ pub(crate) fn draw(r: &RandomizationReport, out: &Output) -> Result<(), String> 
         Canvas::Svg(root) => paint(r, root).map_err(|e| fail(&e)),
         Canvas::Bitmap(root) => paint(r, root).map_err(|e| fail(&e)),
     })
+}
+
+/// Draws a chain's feedback comparison `r` into `out`: the two panels of error against move,
+/// inside the ranges and outside them, one line per pipeline.
+pub(crate) fn draw_chain(r: &ChainFeedbackReport, out: &Output) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| format!("--plot {}: {e}", out.path.display());
+    out.render((WIDTH, HEADER + PANEL), |canvas| match canvas {
+        Canvas::Svg(root) => paint_chain(r, root).map_err(|e| fail(&e)),
+        Canvas::Bitmap(root) => paint_chain(r, root).map_err(|e| fail(&e)),
+    })
+}
+
+fn paint_chain<DB: DrawingBackend>(r: &ChainFeedbackReport, root: &Area<DB>) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let (head, body) = root.split_vertically(HEADER);
+    let title = format!(
+        "Domain randomization on {}: the feedback head against DLS, its one-step correction and calibration; {} test plants per set",
+        r.arm, r.config.plants
+    );
+    head.draw(&Text::new(title, (10, 8), (FONT, 18)))?;
+    paint_feedback_panels(&r.feedback, &body)
+}
+
+/// The feedback comparison's two panels, inside the ranges and outside them.
+fn paint_feedback_panels<P: Pipeline, DB: DrawingBackend>(f: &FeedbackReport<P>, area: &Area<DB>) -> DrawResult<DB> {
+    for (area, (set, name)) in area.split_evenly((1, 2)).iter().zip([
+        (PlantSet::Inside, "feedback: mean tip error (mm) by move in an episode, inside the ranges"),
+        (PlantSet::Outside, "feedback: mean tip error (mm) by move in an episode, outside the ranges"),
+    ]) {
+        paint_feedback(f, set, name, area)?;
+    }
+    Ok(())
 }
 
 /// The bars of each group, in the report's row order: every (solver, training) that has a row.
@@ -156,36 +189,31 @@ fn paint<DB: DrawingBackend>(r: &RandomizationReport, root: &Area<DB>) -> DrawRe
             }
         }
     }
-    for (area, (set, name)) in feedback_area.split_evenly((1, 2)).iter().zip([
-        (PlantSet::Inside, "feedback: mean tip error (mm) by move in an episode, inside the ranges"),
-        (PlantSet::Outside, "feedback: mean tip error (mm) by move in an episode, outside the ranges"),
-    ]) {
-        paint_feedback(r, set, name, area)?;
-    }
+    paint_feedback_panels(&r.feedback, &feedback_area)?;
     Ok(())
 }
 
-/// Colour of a feedback pipeline's line.
-fn feedback_colour(p: FeedbackPipeline) -> RGBColor {
-    match p {
-        FeedbackPipeline::Analytic => RGBColor(90, 90, 90),
-        FeedbackPipeline::AnalyticFeedback => RGBColor(31, 119, 180),
-        FeedbackPipeline::AnalyticCalibrated => RGBColor(44, 160, 44),
-        FeedbackPipeline::HeadNominal => RGBColor(240, 170, 120),
-        FeedbackPipeline::HeadRandomized => RGBColor(214, 39, 40),
-        FeedbackPipeline::HeadNoHistory => RGBColor(148, 103, 189),
+/// Colour of a feedback pipeline's line, by what it does (the same on every arm).
+fn feedback_colour(role: Role) -> RGBColor {
+    match role {
+        Role::OpenLoop => RGBColor(90, 90, 90),
+        Role::OneStep => RGBColor(31, 119, 180),
+        Role::Calibrated => RGBColor(44, 160, 44),
+        Role::HeadNominal => RGBColor(240, 170, 120),
+        Role::HeadRandomized => RGBColor(214, 39, 40),
+        Role::HeadNoHistory => RGBColor(148, 103, 189),
     }
 }
 
 /// One panel of the feedback comparison: error against move index, a line per pipeline.
-fn paint_feedback<DB: DrawingBackend>(
-    r: &RandomizationReport,
+fn paint_feedback<P: Pipeline, DB: DrawingBackend>(
+    f: &FeedbackReport<P>,
     set: PlantSet,
     name: &str,
     area: &Area<DB>,
 ) -> DrawResult<DB> {
-    let rows: Vec<_> = r.feedback.rows.iter().filter(|row| row.plants == set).collect();
-    let moves = r.feedback.config.moves;
+    let rows: Vec<_> = f.rows.iter().filter(|row| row.plants == set).collect();
+    let moves = f.config.moves;
     let highest =
         rows.iter().flat_map(|row| row.per_move.iter()).filter(|v| v.is_finite()).fold(0.0, |a, &b| f64::max(a, b));
     let top = (highest * 1e3 * 1.15).clamp(1e-3, 1e12);
@@ -205,7 +233,7 @@ fn paint_feedback<DB: DrawingBackend>(
         .label_style((FONT, 13))
         .draw()?;
     for row in rows {
-        let colour = feedback_colour(row.pipeline);
+        let colour = feedback_colour(row.pipeline.role());
         let points: Vec<(f64, f64)> = row
             .per_move
             .iter()
@@ -215,7 +243,7 @@ fn paint_feedback<DB: DrawingBackend>(
             .collect();
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
-            .label(row.pipeline.key())
+            .label(row.pipeline.name())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2)));
     }
     chart
