@@ -77,26 +77,30 @@ fn a_symmetric_mismatch_is_not_learnable_on_average() {
     assert!(later(blind) > 0.8 * blind[0], "without: {blind:?}");
 }
 
+/// A small two-link run of the command: few steps, samples, plants, targets and feedback
+/// episodes.
+const SMALL: [&str; 12] = [
+    "experiment",
+    "randomization",
+    "--steps",
+    "50",
+    "--data-size",
+    "200",
+    "--plants",
+    "2",
+    "--targets",
+    "10",
+    "--episodes",
+    "20",
+];
+
 #[test]
 fn the_command_line_runs_it_and_refuses_bad_ranges() {
     let run = |args: &[&str]| {
         let run = common::elbow(args);
         (run.code, run.stdout, run.stderr)
     };
-    let small = [
-        "experiment",
-        "randomization",
-        "--steps",
-        "50",
-        "--data-size",
-        "200",
-        "--plants",
-        "2",
-        "--targets",
-        "10",
-        "--episodes",
-        "20",
-    ];
+    let small = SMALL;
     let (code, out, _) = run(&[&small[..], &["--json"]].concat());
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -162,20 +166,7 @@ fn the_command_line_runs_it_and_refuses_bad_ranges() {
 fn the_plot_is_written_after_the_numbers_and_bad_paths_fail_before_any_work() {
     let dir = std::env::temp_dir().join(format!("elbow-randomization-plot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let small = [
-        "experiment",
-        "randomization",
-        "--steps",
-        "50",
-        "--data-size",
-        "200",
-        "--plants",
-        "2",
-        "--targets",
-        "10",
-        "--episodes",
-        "20",
-    ];
+    let small = SMALL;
     for name in ["r.svg", "r.png"] {
         let path = dir.join(name);
         let run = common::elbow(&[&small[..], &["--json", "--plot", path.to_str().unwrap()]].concat());

@@ -236,9 +236,6 @@ pub fn degradation_catalogued(
     let t1 = std::time::Instant::now();
     // The heads' answers for the true targets serve every setting without target noise.
     let shared: Vec<Proposals> = sets.par_iter().map(|(_, t)| Proposals::new(&lineup, t)).collect();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let total = jobs.len();
-    progress(Progress::Evaluating { done: 0, total });
     let cap = catalog.as_ref().map(|c| c.cap);
     let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
         let (split, targets): &(Split, Vec<Point2>) = &sets[set];
@@ -281,31 +278,37 @@ pub fn degradation_catalogued(
                 Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        progress(Progress::Evaluating { done: n, total });
         Ok((cells, found))
     };
-    let cells = run_jobs(cfg, &jobs, &mut catalog, run_job)?;
+    let cells = run_jobs(cfg, &jobs, &mut catalog, progress, run_job)?;
     let loaded = HeadKind::ALL.into_iter().filter(|&h| loaded[h].is_some()).collect();
     Ok(report_of(cfg, &sets, cells, loaded, train_seconds, rollbacks, t1.elapsed().as_secs_f64()))
 }
 
-/// The cells of `jobs`, job `j` run by `run_job(j, job)`: every job at once, or, with a catalog,
-/// in ordered windows of a few per thread, each window's records handed to the sink in order
-/// (so only a window's failures are held at a time).
+/// The cells of `jobs`, job `j` run by `run_job(j, job)`, telling `progress` how many are done:
+/// every job at once, or, with a catalog, in ordered windows of a few per thread, each window's
+/// records handed to the sink in order (so only a window's failures are held at a time).
 fn run_jobs(
     cfg: &DegradationConfig,
     jobs: &[(Protocol, Setting, usize)],
     catalog: &mut Option<CatalogSink<'_>>,
+    progress: &(dyn Fn(Progress) + Sync),
     run_job: impl Fn(usize, (Protocol, Setting, usize)) -> Result<(Vec<Cell>, catalog::Found), ExperimentError> + Sync,
 ) -> Result<Vec<Cell>, ExperimentError> {
-    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { jobs.len().max(1) };
+    let (done, total) = (std::sync::atomic::AtomicUsize::new(0), jobs.len());
+    progress(Progress::Evaluating { done: 0, total });
+    let window = if catalog.is_some() { 4 * rayon::current_num_threads().max(1) } else { total.max(1) };
     let mut cells = Vec::new();
     for (w, chunk) in jobs.chunks(window).enumerate() {
         let per_job: Vec<(Vec<Cell>, catalog::Found)> = chunk
             .par_iter()
             .enumerate()
-            .map(|(k, &job)| run_job(w * window + k, job))
+            .map(|(k, &job)| {
+                let out = run_job(w * window + k, job)?;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(Progress::Evaluating { done: n, total });
+                Ok(out)
+            })
             .collect::<Result<_, ExperimentError>>()?;
         for (c, found) in per_job {
             cells.extend(c);
@@ -370,9 +373,6 @@ fn chain_run(
     let pipes = chain::pipelines();
     let checks = chain_checks(cfg);
     let t1 = std::time::Instant::now();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let total = jobs.len();
-    progress(Progress::Evaluating { done: 0, total });
     let cap = catalog.as_ref().map(|c| c.cap);
     let run_job = |j: usize, (protocol, setting, set): (Protocol, Setting, usize)| {
         let (split, targets) = &sets[set];
@@ -398,11 +398,9 @@ fn chain_run(
                 Ok(Cell::of(protocol, pipe, &setting, *split, &outcome, cfg.tolerance))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        progress(Progress::Evaluating { done: n, total });
         Ok((cells, found))
     };
-    let cells = run_jobs(cfg, &jobs, &mut catalog, run_job)?;
+    let cells = run_jobs(cfg, &jobs, &mut catalog, progress, run_job)?;
     Ok(report_of(cfg, &sets, cells, Vec::new(), train_seconds, rollbacks, t1.elapsed().as_secs_f64()))
 }
 
