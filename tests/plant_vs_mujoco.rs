@@ -447,15 +447,21 @@ fn write_ours(file: &str, trace: &Trace) {
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// Sub-steps per sample of `sample` seconds.
-fn stride(sample: f64) -> usize {
-    let s = (sample / SUBSTEP).round() as usize;
-    assert!(s >= 1 && (s as f64 * SUBSTEP - sample).abs() < 1e-12, "the sub-step divides the sample period");
-    s
+/// The replays' tick for samples every `sample` seconds: the sample period in equal parts no
+/// longer than the plant's sub-step (the sub-step itself when it divides the period, as it
+/// divides 5 ms).
+fn tick(sample: f64) -> f64 {
+    sample / (sample / SUBSTEP - 1e-9).ceil()
 }
 
-fn ticks(duration: f64) -> usize {
-    (duration / SUBSTEP).round() as usize
+/// Ticks per sample of `sample` seconds.
+fn stride(sample: f64) -> usize {
+    (sample / tick(sample)).round() as usize
+}
+
+/// Ticks of `dt` seconds in `duration`.
+fn ticks(duration: f64, dt: f64) -> usize {
+    (duration / dt).round() as usize
 }
 
 /// The 2r arm on `servo` (gravity off, no play).
@@ -472,7 +478,7 @@ fn fk_2r(q: &[f64]) -> [f64; 2] {
 }
 
 /// Runs our plant `cfg` from rest at `start` for `duration` s sampled every `sample` s;
-/// `goal_at(n)` is the goal sent just before sub-step `n` (which starts at `n · SUBSTEP`), if any.
+/// `goal_at(n)` is the goal sent just before tick `n` (which starts at `n · tick(sample)`), if any.
 fn run_plant(
     cfg: PlantConfig,
     start: Pose,
@@ -480,14 +486,15 @@ fn run_plant(
     mut goal_at: impl FnMut(usize) -> Option<Pose>,
 ) -> Trace {
     let mut p = Plant::new(cfg.two_link_real(), cfg, &start.coords());
-    let (n_end, stride) = (ticks(duration), stride(sample));
+    let dt = tick(sample);
+    let (n_end, stride) = (ticks(duration, dt), stride(sample));
     let mut trace = Trace { saturated: vec![0.0; 2], sample, ..Trace::default() };
     for n in 0..=n_end {
         let play = Pose::of(&p.actual()) - Pose::of(&p.link());
         trace.widest_play = trace.widest_play.max(play.max_abs());
         if n % stride == 0 {
             let q = Pose::of(&p.link());
-            trace.t.push(n as f64 * SUBSTEP);
+            trace.t.push(n as f64 * dt);
             trace.q.push(vec![q.shoulder, q.elbow]);
             trace.tip.push(xy(p.tip()));
             trace.play.push([play.shoulder, play.elbow]);
@@ -499,7 +506,7 @@ fn run_plant(
             p.command(&goal.coords());
         }
         let (q, v) = (Pose::of(&p.link()), Pose::of(&p.speeds()));
-        p.step(SUBSTEP);
+        p.step(dt);
         // The goal this sub-step drove toward (delivered at its start), and the servo's torque
         // before the clamp, as the dynamics compute it from the state at the sub-step's start.
         let (goal, servo) = (Pose::of(&p.commanded()), p.config().servo);
@@ -507,7 +514,7 @@ fn run_plant(
             [(goal.shoulder, q.shoulder, v.shoulder), (goal.elbow, q.elbow, v.elbow)].into_iter().enumerate()
         {
             if (servo.kp * (goal - q) - servo.kv * v).abs() > servo.torque_limit {
-                trace.saturated[k] += SUBSTEP;
+                trace.saturated[k] += dt;
             }
         }
     }
@@ -531,14 +538,15 @@ fn so101_tip(model: &Multibody, q: &[f64]) -> [f64; 2] {
 /// goal `goal` and `duration` s sampled every `sample` s (t = 0 at the settled state).
 fn run_so101(model: &Multibody, q0: [f64; 3], settle: f64, goal: [f64; 3], (duration, sample): (f64, f64)) -> Trace {
     let mut state = State::at_rest(&q0);
-    for _ in 0..ticks(settle) {
-        model.step(&mut state, &q0, SUBSTEP);
+    let dt = tick(sample);
+    for _ in 0..ticks(settle, dt) {
+        model.step(&mut state, &q0, dt);
     }
-    let (n_end, stride) = (ticks(duration), stride(sample));
+    let (n_end, stride) = (ticks(duration, dt), stride(sample));
     let mut trace = Trace { saturated: vec![0.0; 3], sample, ..Trace::default() };
     for n in 0..=n_end {
         if n % stride == 0 {
-            trace.t.push(n as f64 * SUBSTEP);
+            trace.t.push(n as f64 * dt);
             trace.q.push(state.q[..3].to_vec());
             trace.tip.push(so101_tip(model, &state.q[..3]));
         }
@@ -546,10 +554,10 @@ fn run_so101(model: &Multibody, q0: [f64; 3], settle: f64, goal: [f64; 3], (dura
             for (k, sat) in trace.saturated.iter_mut().enumerate() {
                 let (kp, kv, limit) = model.dofs()[k].actuator.expect("a servo hinge");
                 if (kp * (goal[k] - state.q[k]) - kv * state.v[k]).abs() > limit {
-                    *sat += SUBSTEP;
+                    *sat += dt;
                 }
             }
-            model.step(&mut state, &goal, SUBSTEP);
+            model.step(&mut state, &goal, dt);
         }
     }
     trace
@@ -648,10 +656,11 @@ fn tracking_checks(file: &str, latency_ms: f64, cfg: PlantConfig) -> (Vec<Check>
     assert_eq!(num(&exp["latency_s"]), latency_ms * 1e-3, "{file}");
     assert_eq!(num(&exp["controller_hz"]), 30.0, "{file}");
     let duration = csv.duration();
-    let mut schedule = vec![None; ticks(duration) + 1];
+    let dt = tick(csv.sample());
+    let mut schedule = vec![None; ticks(duration, dt) + 1];
     for k in 0..=(duration * 30.0) as usize {
         let t_k = k as f64 / 30.0;
-        let n = (t_k / SUBSTEP - 1e-6).ceil() as usize;
+        let n = (t_k / dt - 1e-6).ceil() as usize;
         if n < schedule.len() {
             schedule[n] = Some(ik_2r(fig8(t_k)));
         }
@@ -980,16 +989,17 @@ fn rail3_plant(rail: Servo, gravity: bool, x0: &[f64]) -> Plant {
 /// Our trace of the rail3 plant from rest at `x0` (goal there), the goal `goal` from t = 0.
 fn run_rail3(mut plant: Plant, goal: &[f64], duration: f64) -> Trace {
     plant.command(goal);
-    let (n_end, stride) = (ticks(duration), stride(SAMPLE));
+    let dt = tick(SAMPLE);
+    let (n_end, stride) = (ticks(duration, dt), stride(SAMPLE));
     let mut trace = Trace { sample: SAMPLE, ..Trace::default() };
     for n in 0..=n_end {
         if n % stride == 0 {
-            trace.t.push(n as f64 * SUBSTEP);
+            trace.t.push(n as f64 * dt);
             trace.q.push(plant.link()[..4].to_vec());
             trace.tip.push(xy(plant.tip()));
         }
         if n < n_end {
-            plant.step(SUBSTEP);
+            plant.step(dt);
         }
     }
     trace

@@ -38,12 +38,19 @@ pub const MAX_DOF: usize = 2 * crate::kinematics::serial::MAX_COORDS;
 /// on [`MAX_DOF`]-sized arrays padded with inert rows.
 const EXACT_DOF: usize = 8;
 
+/// The plant's sub-step, seconds: the longest step the STS3215 servo takes unsplit
+/// ([`STABLE`]), and within the tolerances of MuJoCo's traces at 0.2 ms
+/// (`tests/plant_vs_mujoco.rs`, where every metric stays within 70 % of its tolerance; 5 ms
+/// misses the stiff servo's tracking). Goals arriving within a sub-step arrive at their own time
+/// (the plant's `step`).
+pub const SUBSTEP: f64 = 2.5e-3;
+
 /// Standard gravity, m/s².
 pub const GRAVITY: f64 = 9.81;
 
 /// The most a joint may turn in one sub-step, radians (a rail: move, metres): the velocity-dependent forces (Coriolis,
 /// centrifugal) act explicitly, and stay accurate while the links turn little per step. The
-/// SO-101's servos turn at most 4.9 rad/s, 0.005 rad per 1 ms step.
+/// SO-101's servos turn at most 4.9 rad/s, 0.012 rad per 2.5 ms step.
 pub const MAX_TURN: f64 = 0.1;
 
 /// Projected Gauss-Seidel sweeps per step for the friction and stop impulses.
@@ -106,7 +113,7 @@ impl Servo {
     /// alone (the least inertia it can drive, whatever the links): its natural frequency
     /// `sqrt(kp / armature)` at most [`MAX_NATURAL_FREQUENCY`] and `kv / armature` at most
     /// [`MAX_VELOCITY_RATE`], so that [`Multibody::step`] stays stable within [`MAX_SPLIT`]
-    /// sub-steps of the plant's 1 ms step.
+    /// sub-steps of the plant's step ([`SUBSTEP`]).
     pub fn validate(&self) -> Result<(), PlantError> {
         let bounded = [
             (Quantity::Kp, self.kp, MIN_GAIN, MAX_GAIN, "N m/rad"),
@@ -174,12 +181,12 @@ pub const MAX_ARMATURE: f64 = 1e3;
 
 /// The fastest natural frequency of a servo on its armature alone accepted, `sqrt(kp /
 /// armature)`, rad/s (16 kHz; the STS3215's is 189 rad/s, an industrial drive's a few thousand):
-/// the 1 ms step splits into at most 116 sub-steps for it.
+/// the plant's 2.5 ms step splits into at most 289 sub-steps for it.
 pub const MAX_NATURAL_FREQUENCY: f64 = 1e5;
 
 /// The largest `kv / armature` accepted, 1/s (a velocity loop of 20 µs; the STS3215's is
-/// 98 1/s): the 1 ms step splits into at most 134 sub-steps for it, 200 with the natural
-/// frequency at its limit too (within [`MAX_SPLIT`]).
+/// 98 1/s): the plant's 2.5 ms step splits into at most 334 sub-steps for it, 500 with the
+/// natural frequency at its limit too (within [`MAX_SPLIT`]).
 pub const MAX_VELOCITY_RATE: f64 = 5e4;
 
 /// The largest top acceleration of a servo on its armature alone accepted
@@ -247,13 +254,14 @@ pub struct Multibody {
 /// value. Chosen by measurement against MuJoCo (`tests/plant_vs_mujoco.rs`, the stiff servos of
 /// `reference/mujoco_stiff.py`): at 0.75 every stiff trace is within tolerance (the farthest,
 /// the backlash step's overshoot, 2 % off against 10 % allowed; 7 % at 1, outside at 1.5; at 4,
-/// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.23 and the rail's
-/// servo at 0.64 at 1 ms: unsplit.
+/// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.71 at the plant's
+/// 2.5 ms step ([`SUBSTEP`]): unsplit; the rail's servo, at 1.75 on its armature
+/// alone, splits it in two with the links' mass.
 pub const STABLE: f64 = 0.75;
 
 /// The most sub-steps one step of [`Multibody::step`] is split into. A validated servo
-/// ([`Servo::validate`]) never needs more at the plant's 1 ms step.
-pub const MAX_SPLIT: usize = 256;
+/// ([`Servo::validate`]) never needs more at the plant's 2.5 ms step (500 at most).
+pub const MAX_SPLIT: usize = 512;
 
 /// Positions and velocities of every hinge.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -319,7 +327,7 @@ impl Multibody {
 
     /// How many equal sub-steps a step of `dt` seconds from `s` takes: one while the servos'
     /// gains over their armatures alone keep `dt² kp / armature + 2 dt kv / armature` within
-    /// [`STABLE`] (the SO-101's STS3215 at 1 ms: 0.23) and no hinge turns more than [`MAX_TURN`]
+    /// [`STABLE`] (the SO-101's STS3215 at 2.5 ms: 0.71) and no hinge turns more than [`MAX_TURN`]
     /// in it (at its present speed plus what the strongest servo's torque limit over its
     /// armature adds in `dt`); else enough that the bound of [`STABLE`], now taken from the mass
     /// matrix at `s` (links included), holds for each, and no hinge turns more than [`MAX_TURN`]
@@ -598,6 +606,9 @@ impl Multibody {
     /// equal to the model's size.
     fn step_n<const N: usize>(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
         let n = self.dofs.len();
+        // Friction that stops a hinge moving into the step may only have caught it at the turn
+        // of a swing; the arm is at rest only when friction also holds it from standstill.
+        let from_standstill = s.v[..n].iter().all(|&v| v == 0.0);
         let (servo, kv_eff, saturated) = self.servo_torques_n::<N>(s, goals);
         let pose = self.pose::<N>(&s.q);
         let bias = self.bias_at(&pose, &s.v);
@@ -676,7 +687,7 @@ impl Multibody {
         for (q, v) in s.q.iter_mut().zip(&v) {
             *q += dt * v;
         }
-        StepInfo { at_rest: stuck && !saturated }
+        StepInfo { at_rest: stuck && !saturated && from_standstill }
     }
 
     /// Total mechanical energy (kinetic plus gravitational), J; for tests.
@@ -905,35 +916,36 @@ mod tests {
 
     #[test]
     fn the_so101_servo_takes_one_step_and_a_stiff_one_splits_it() {
-        // The STS3215 at 1 ms, on its armature alone: 0.23, under a third of STABLE.
-        let s = Servo::STS3215;
-        let x = 1e-6 * s.kp / s.armature + 2e-3 * s.kv / s.armature;
-        assert!((x - 0.231).abs() < 1e-3 && x < STABLE / 3.0, "{x}");
+        // The STS3215 at the plant's step, on its armature alone: 0.71, within STABLE.
+        let (s, h) = (Servo::STS3215, SUBSTEP);
+        let x = h * h * s.kp / s.armature + 2.0 * h * s.kv / s.armature;
+        assert!((x - 0.710).abs() < 1e-3 && x < STABLE, "{x}");
         let mb = two_link(GRAVITY, Some(s));
         let mut state = State::at_rest(&[0.3, 1.0]);
         state.v[..2].copy_from_slice(&[4.9, -4.9]);
-        assert_eq!(mb.splits(&state, 1e-3), 1, "at its no-load speed too");
-        // Issue 48's servo is six times stiffer than 1 ms resolves: its steps split, the more
-        // the lighter the arm and the faster it turns, within MAX_SPLIT.
+        assert_eq!(mb.splits(&state, h), 1, "at its no-load speed too");
+        // Issue 48's servo is fifteen times stiffer than the step resolves: its steps split, the
+        // more the lighter the arm and the faster it turns, within MAX_SPLIT.
         let mb = two_link(0.0, Some(stiff(Servo::STS3215.kv)));
-        let splits = mb.splits(&State::at_rest(&[0.0, 1.5]), 1e-3);
-        assert!((5..=20).contains(&splits), "{splits}");
+        let splits = mb.splits(&State::at_rest(&[0.0, 1.5]), h);
+        assert!((12..=50).contains(&splits), "{splits}");
         state.v[..2].copy_from_slice(&[500.0, 0.0]);
-        assert!(mb.splits(&state, 1e-3) >= 5, "0.5 rad in a millisecond");
+        assert!(mb.splits(&state, h) >= 13, "1.25 rad in a step");
         assert_eq!(mb.splits(&State::at_rest(&[0.0, 1.5]), 1e-5), 1, "10 µs resolve it");
     }
 
     #[test]
-    fn a_stiff_servo_at_1_ms_moves_as_at_10_microseconds() {
+    fn a_stiff_servo_at_the_plants_step_moves_as_at_10_microseconds() {
         // A stiff industrial drive (kv 400) stepping 0.5 rad: saturated for 13 ms, over in 15.
         let mb = two_link(0.0, Some(stiff(400.0)));
         let (mut coarse, mut fine) = (State::at_rest(&[0.0, 1.5]), State::at_rest(&[0.0, 1.5]));
         let goal = [0.5, 1.5];
+        let fine_steps = (SUBSTEP / 1e-5).round() as usize;
         let mut worst: f64 = 0.0;
-        for _ in 0..100 {
-            mb.step(&mut coarse, &goal, 1e-3);
-            for _ in 0..100 {
-                mb.step(&mut fine, &goal, 1e-5);
+        for _ in 0..40 {
+            mb.step(&mut coarse, &goal, SUBSTEP);
+            for _ in 0..fine_steps {
+                mb.step(&mut fine, &goal, SUBSTEP / fine_steps as f64);
             }
             worst = worst.max((coarse.q[0] - fine.q[0]).abs()).max((coarse.q[1] - fine.q[1]).abs());
         }

@@ -20,9 +20,10 @@
 //! beyond it, nor flex, nor the mismatch. An external [`Camera`] sees the tip itself, with pixel
 //! noise, a calibration offset and a frame rate. Every random draw comes from the plant's own
 //! seeded generators (one per sensor, so adding a camera leaves the encoder noise stream
-//! unchanged), and time advances in fixed sub-steps of [`SUBSTEP`] seconds whatever the caller's
-//! step (the dynamics split one further for a servo too stiff for it): the same goals at the
-//! same times give the same arm, bit for bit. Every quantity a user sets has a physical range
+//! unchanged). Time advances exactly as the caller asks, in sub-steps of at most [`SUBSTEP`]
+//! seconds (the dynamics split one further for a servo too stiff for it), and a goal reaches the
+//! servos at its own time within a sub-step, so a latency in milliseconds is exact whatever the
+//! sub-step: the same goals at the same times give the same arm, bit for bit. Every quantity a user sets has a physical range
 //! ([`PlantConfig::validate`]), within which the plant stays finite.
 
 pub mod channel;
@@ -42,8 +43,11 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
-/// The fixed sub-step of the dynamics, seconds.
-pub const SUBSTEP: f64 = 1e-3;
+pub use dynamics::SUBSTEP;
+
+/// Two plant times this close count as one, seconds: a goal due within it of now arrives now
+/// (sums of sub-steps and latencies round differently).
+const ON_TIME: f64 = 1e-9;
 
 /// The largest latency accepted, milliseconds (ten seconds).
 pub const MAX_LATENCY_MS: f64 = 10_000.0;
@@ -502,10 +506,8 @@ pub struct Plant {
     camera_rng: ChaCha8Rng,
     /// Goals sent but not yet at the servos, oldest first, with the plant time each arrives.
     pending: VecDeque<(f64, Coords)>,
-    /// Sub-steps taken so far (plant time is `ticks · SUBSTEP`).
-    ticks: u64,
-    /// Time asked of [`Plant::step`] not yet simulated (less than one sub-step).
-    carry: f64,
+    /// Plant time, seconds.
+    time: f64,
     /// How long every servo has turned slower than [`SETTLE_SPEED`], seconds.
     quiet: f64,
     /// True when the last sub-step left the arm held still by friction (nothing changes until a
@@ -553,8 +555,7 @@ impl Plant {
             rng: rng(cfg.seed, Stream::Plant, 0),
             camera_rng: rng(cfg.seed, Stream::Camera, 0),
             pending: VecDeque::new(),
-            ticks: 0,
-            carry: 0.0,
+            time: 0.0,
             quiet: 0.0,
             resting: false,
             next_frame: 0.0,
@@ -671,7 +672,7 @@ impl Plant {
     fn deliver_due(&mut self) {
         let now = self.time();
         while let Some(&(due, x)) = self.pending.front() {
-            if due > now + 0.5 * SUBSTEP {
+            if due > now + ON_TIME {
                 break;
             }
             self.pending.pop_front();
@@ -684,39 +685,47 @@ impl Plant {
         }
     }
 
-    /// One sub-step of [`SUBSTEP`] seconds.
-    fn substep(&mut self) {
-        self.deliver_due();
-        // At rest under friction the step would change nothing, bit for bit: skip the dynamics.
-        if !self.resting {
-            let info = self.model.step(&mut self.state, &self.goals, SUBSTEP);
-            self.resting = info.at_rest;
+    /// One sub-step of `h` seconds (at most [`SUBSTEP`]). A goal due within it reaches the
+    /// servos at its own time: the dynamics step to it, take the goal and go on.
+    fn substep(&mut self, h: f64) {
+        let mut left = h;
+        loop {
+            self.deliver_due();
+            let now = self.time;
+            let due = self.pending.front().map(|&(due, _)| due - now).filter(|&part| part < left - ON_TIME);
+            let part = due.unwrap_or(left);
+            // At rest under friction the step would change nothing, bit for bit: skip the dynamics.
+            if !self.resting && part > 0.0 {
+                let info = self.model.step(&mut self.state, &self.goals, part);
+                self.resting = info.at_rest;
+            }
+            self.time += part;
+            left -= part;
+            if due.is_none() {
+                break;
+            }
         }
-        self.ticks += 1;
         let fastest = self.servos.iter().map(|&k| self.state.v[k].abs()).fold(0.0, f64::max);
-        self.quiet = if fastest < SETTLE_SPEED { self.quiet + SUBSTEP } else { 0.0 };
+        self.quiet = if fastest < SETTLE_SPEED { self.quiet + h } else { 0.0 };
         self.capture_due_frame();
     }
 
-    /// Advances the plant by `dt` seconds (negative or non-finite: not at all; at most
-    /// [`SETTLE_TIMEOUT`] in one call) in sub-steps of [`SUBSTEP`]; a remainder shorter than a
-    /// sub-step waits for the next call.
+    /// Advances the plant by exactly `dt` seconds (negative or non-finite: not at all; at most
+    /// [`SETTLE_TIMEOUT`] in one call), in equal sub-steps of at most [`SUBSTEP`].
     pub fn step(&mut self, dt: f64) {
         let dt = if dt.is_finite() { dt.clamp(0.0, SETTLE_TIMEOUT) } else { 0.0 };
-        self.carry += dt;
-        // The tolerance keeps `step(0.001)` a whole sub-step despite rounding in the carry.
-        while self.carry >= SUBSTEP * (1.0 - 1e-9) {
-            self.substep();
-            self.carry -= SUBSTEP;
+        // The tolerance keeps `step(SUBSTEP)` one sub-step despite rounding.
+        let n = (dt / SUBSTEP - 1e-9).ceil().max(0.0);
+        for _ in 0..n as u64 {
+            self.substep(dt / n);
         }
-        self.carry = self.carry.max(0.0);
         self.pay_frame();
     }
 
     /// True when every servo has turned slower than [`SETTLE_SPEED`] for [`SETTLE_WINDOW`], or
     /// friction holds the arm still.
     pub fn is_settled(&self) -> bool {
-        self.resting || self.quiet >= SETTLE_WINDOW - 0.5 * SUBSTEP
+        self.resting || self.quiet >= SETTLE_WINDOW - ON_TIME
     }
 
     /// Runs until every goal in flight has arrived and the arm has settled
@@ -728,24 +737,23 @@ impl Plant {
 
     /// [`Plant::settle`], calling `watch` with the plant after every sub-step (a replay's trace).
     pub fn settle_watched(&mut self, mut watch: impl FnMut(&Plant)) -> f64 {
-        let start = self.ticks;
-        let most = (SETTLE_TIMEOUT / SUBSTEP) as u64;
-        loop {
-            self.substep();
+        let start = self.time;
+        let most = (SETTLE_TIMEOUT / SUBSTEP).round() as u64;
+        for _ in 0..most {
+            self.substep(SUBSTEP);
             watch(self);
-            if (self.pending.is_empty() && self.is_settled()) || self.ticks - start >= most {
+            if self.pending.is_empty() && self.is_settled() {
                 break;
             }
         }
-        self.carry = 0.0;
         self.pay_frame();
-        (self.ticks - start) as f64 * SUBSTEP
+        self.time - start
     }
 
     fn capture_due_frame(&mut self) {
         let cam = self.cfg.camera;
         let now = self.time();
-        if !cam.is_on() || now < self.next_frame {
+        if !cam.is_on() || now < self.next_frame - ON_TIME {
             return;
         }
         if cam.fps * SUBSTEP >= 1.0 {
@@ -808,7 +816,7 @@ impl Plant {
 
     /// Plant time, seconds.
     pub fn time(&self) -> f64 {
-        self.ticks as f64 * SUBSTEP
+        self.time
     }
 
     /// The real links' coordinates in the real chain's terms: the servos', the free play, the
@@ -1048,6 +1056,52 @@ mod tests {
     }
 
     #[test]
+    fn a_goal_arrives_at_its_own_time_within_a_sub_step() {
+        // 3.7 ms of latency on a 2.5 ms sub-step: the goal arrives 1.2 ms into the second
+        // sub-step, exactly as one sent then without latency (the same pieces, bit for bit), and
+        // not as one arriving on the sub-steps' grid.
+        let ideal = PlantConfig::ideal(TwoLinkArm::default());
+        let goal = Pose::new(0.4, 0.0).coords();
+        let mut late = plant(PlantConfig { latency_ms: 3.7, ..ideal }, Pose::default());
+        late.command(&goal);
+        late.step(2.0 * SUBSTEP);
+        late.step(0.05);
+        let mut sent = plant(ideal, Pose::default());
+        sent.step(SUBSTEP);
+        sent.step(3.7e-3 - SUBSTEP);
+        sent.command(&goal);
+        sent.step(2.0 * SUBSTEP - 3.7e-3);
+        sent.step(0.05);
+        assert_eq!((late.link(), late.speeds()), (sent.link(), sent.speeds()));
+        assert!((late.time() - sent.time()).abs() < 1e-15, "{} s, {} s", late.time(), sent.time());
+        let mut grid = plant(PlantConfig { latency_ms: 2.0 * SUBSTEP * 1e3, ..ideal }, Pose::default());
+        grid.command(&goal);
+        grid.step(2.0 * SUBSTEP + 0.05);
+        assert_ne!(grid.link(), late.link());
+    }
+
+    #[test]
+    fn a_swing_caught_by_friction_at_its_turn_goes_on() {
+        // Friction (ten times the STS3215's) can stop a hinge at the turn of its swing, in the
+        // one step where its speed crosses zero, while the servo still pulls harder than
+        // friction holds: the arm must not count as at rest there (nor freeze), but swing on to
+        // within the stick band of its goal.
+        let servo = Servo { frictionloss: 0.52, ..Servo::STS3215 };
+        let cfg = PlantConfig { servo, ..PlantConfig::ideal(TwoLinkArm::default()) };
+        let band = servo.frictionloss / servo.kp;
+        let mut caught = 0;
+        for k in 0..200 {
+            let mut p = plant(cfg, Pose::default());
+            p.command(&Pose::new(0.05 + 1e-3 * k as f64, 0.0).coords());
+            p.settle();
+            let off = (Pose::of(&p.link()).shoulder - Pose::of(&p.commanded()).shoulder).abs();
+            assert!(off <= 1.01 * band, "goal {k}: stopped {off} rad short, past the stick band {band}");
+            caught += usize::from(p.resting);
+        }
+        assert!(caught > 0, "friction held none of the moves");
+    }
+
+    #[test]
     fn a_far_goal_is_a_swing_no_faster_than_the_servos_no_load_speed() {
         let cfg = PlantConfig::ideal(TwoLinkArm::default());
         let limit = cfg.servo.no_load_speed();
@@ -1117,7 +1171,7 @@ mod tests {
             (servo(|s| s.armature = 0.0), "armature must be a number from 1e-6 to 1e3 kg m^2"),
             (servo(|s| s.armature = 1e300), "armature"),
             (servo(|s| s.damping = 1e300), "damping must be a number from 0 to 1e6 N m s/rad"),
-            // Combinations beyond what the 1 ms step resolves in MAX_SPLIT sub-steps.
+            // Combinations beyond what the plant's step resolves in MAX_SPLIT sub-steps.
             (servo(|s| (s.kp, s.armature) = (1e6, 1e-5)), "sqrt(kp / armature), is 3.162e5 rad/s, above the 1e5 rad/s"),
             (servo(|s| s.kv = 1e4), "kv / armature, is 3.571e5 1/s, above the 5e4 1/s"),
             (servo(|s| (s.kp, s.torque_limit) = (1e6, 1e6)), "is 3.571e7 rad/s^2, above the 1e6 rad/s^2"),
@@ -1241,7 +1295,7 @@ mod tests {
     fn the_stiffest_servos_accepted_stay_finite() {
         // Issue 48's servo, the same at the top acceleration on the STS3215's armature, and a
         // stiff industrial drive: each crosses its 0.01 rad linear band at hundreds of rad/s.
-        // The unsplit 1 ms step left the finite range on the first within 2.4 s.
+        // The unsplit 1 ms step (before splitting) left the finite range on the first within 2.4 s.
         let issue = Servo { kp: dynamics::MAX_GAIN, torque_limit: 1e4, frictionloss: 0.0, ..Servo::STS3215 };
         let top = Servo { torque_limit: dynamics::MAX_ACCELERATION * issue.armature * (1.0 - 1e-9), ..issue };
         for servo in [issue, top, Servo { kv: 400.0, ..issue }, Servo { kv: 400.0, ..top }] {
