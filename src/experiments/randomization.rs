@@ -24,7 +24,7 @@
 
 use super::degradation::verdict::{Claim, claim};
 use crate::analytic::solve_branches;
-use crate::kinematics::{ElbowMode, Point2, RealArm};
+use crate::kinematics::{ElbowMode, Point2, Pose, RealArm};
 use crate::learned::data::{Dataset, Sample};
 use crate::learned::train::{NetRollbacks, Rollback};
 use crate::learned::{HeadKind, LearnedModel, TrainConfig, Trainer, held_out_targets};
@@ -202,38 +202,61 @@ impl RandomizationReport {
 /// commands (or, for the residual hybrid, the corrections to the nominal closed form) that
 /// reach it on its own drawn plant, one per elbow branch.
 pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Dataset {
+    dataset_of(cfg, &reaching_commands(cfg, ranges, camera))
+}
+
+/// The targets `cfg` draws (its seed, arm, data size, sampling and region; not its head) that
+/// the commands reach on their own plant drawn from `ranges`, with those commands, elbow-up
+/// first: the simulated part of [`randomized_dataset`], the same for every head.
+fn reaching_commands(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Vec<(Point2, [Pose; 2])> {
     let mut rng = rng(cfg.seed, Stream::RandomizedData, 0);
     let targets = cfg.arm.sample_targets(&mut rng, cfg.data_size, cfg.sampling, cfg.region);
-    let corrections = cfg.head.fits_real_arm();
     // The plants are drawn in order (one random stream), then every target is reached on its
     // own plant in parallel: each is a few simulated moves of the plant's dynamics.
     let plants: Vec<PlantConfig> = targets.iter().map(|_| ranges.draw(&cfg.arm, camera, &mut rng)).collect();
-    let samples = targets
+    targets
         .into_par_iter()
         .zip(plants)
         .filter_map(|(target, plant)| {
+            let reach = |mode: ElbowMode| command_reaching(&cfg.arm, &plant, target, mode);
+            Some((target, [reach(ElbowMode::Up)?, reach(ElbowMode::Down)?]))
+        })
+        .collect()
+}
+
+/// `cfg.head`'s samples of the reaching `commands`: the commands, or for a head that fits the
+/// real arm (the residual hybrid) their corrections to the nominal closed form.
+fn dataset_of(cfg: &TrainConfig, commands: &[(Point2, [Pose; 2])]) -> Dataset {
+    let corrections = cfg.head.fits_real_arm();
+    let samples = commands
+        .iter()
+        .map(|&(target, commands)| {
             let branches = solve_branches(&cfg.arm, target);
-            let answer = |mode: ElbowMode| {
-                let command = command_reaching(&cfg.arm, &plant, target, mode)?;
-                Some(if corrections { command.wrapped_difference(branches.pose(mode)) } else { command })
+            let answer = |mode: ElbowMode, command: Pose| {
+                if corrections { command.wrapped_difference(branches.pose(mode)) } else { command }
             };
-            Some(Sample { target, answers: [answer(ElbowMode::Up)?, answer(ElbowMode::Down)?] })
+            Sample { target, answers: [answer(ElbowMode::Up, commands[0]), answer(ElbowMode::Down, commands[1])] }
         })
         .collect();
     Dataset { samples }
 }
 
-/// The training settings and data of `head` on the nominal plant or with randomization;
-/// refused when the drawn plants leave too few targets to train on.
+/// The training settings and data of `head` on the nominal plant or with randomization, from
+/// the commands reaching the targets in `reached` (one per training, simulated once for every
+/// head: [`reaching_commands`]); refused when the drawn plants leave too few targets to train
+/// on.
 fn collect(
     cfg: &RandomizationConfig,
     head: HeadKind,
     training: Training,
+    reached: &mut [Option<Vec<(Point2, [Pose; 2])>>; 2],
 ) -> Result<(TrainConfig, Dataset), ExperimentError> {
     let arm = cfg.train.arm;
     let tc = TrainConfig { head, real: RealArm::ideal(arm), ..cfg.train };
     let ranges = if training == Training::Randomized { cfg.randomized } else { Ranges::NOMINAL };
-    let data = randomized_dataset(&tc, &ranges, cfg.camera);
+    let commands = reached[usize::from(training == Training::Randomized)]
+        .get_or_insert_with(|| reaching_commands(&tc, &ranges, cfg.camera));
+    let data = dataset_of(&tc, commands);
     let n = data.len();
     if n < tc.batch.min(16) {
         return Err(ExperimentError::Invalid(format!(
@@ -363,9 +386,10 @@ pub fn randomization(
     let mut randomized_samples = 0;
     // Every run's data first: ranges too wide to collect data from are refused before training.
     let mut runs = Vec::new();
+    let mut reached = [None, None];
     for &head in &cfg.heads {
         for (slot, training) in [Training::Nominal, Training::Randomized].into_iter().enumerate() {
-            let (tc, data) = collect(cfg, head, training)?;
+            let (tc, data) = collect(cfg, head, training, &mut reached)?;
             if training == Training::Randomized {
                 randomized_samples = data.len();
             }

@@ -53,8 +53,13 @@ pub const GRAVITY: f64 = 9.81;
 /// SO-101's servos turn at most 4.9 rad/s, 0.012 rad per 2.5 ms step.
 pub const MAX_TURN: f64 = 0.1;
 
-/// Projected Gauss-Seidel sweeps per step for the friction and stop impulses.
+/// Projected Gauss-Seidel sweeps per step for the friction and stop impulses, at most.
 const PGS_SWEEPS: usize = 12;
+
+/// A sweep of the projected Gauss-Seidel that changes no hinge's speed by more than this, rad/s
+/// (m/s on a rail), has converged: a thousandth of the speed that counts as stuck, nine orders
+/// below the plant's settling speed.
+const PGS_CONVERGED: f64 = 1e-12;
 
 /// The mass properties of one body, in its own frame (`x` along the link).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -650,23 +655,27 @@ impl Multibody {
         let mut stuck = any;
         if any {
             let w = chol_inverse(&chol);
+            let mut inv_w = [0.0; N];
+            for k in 0..n {
+                inv_w[k] = 1.0 / w[k][k];
+            }
             for _ in 0..PGS_SWEEPS {
-                let mut moved = false;
+                let mut largest: f64 = 0.0;
                 for k in 0..n {
                     let Some((lo_imp, hi_imp, target)) = rows[k] else { continue };
                     let old = impulse[k];
-                    let new = (old + (target - v[k]) / w[k][k]).clamp(lo_imp, hi_imp);
+                    let new = (old + (target - v[k]) * inv_w[k]).clamp(lo_imp, hi_imp);
                     let delta = new - old;
                     if delta != 0.0 {
-                        moved = true;
                         impulse[k] = new;
                         for i in 0..n {
                             v[i] += w[i][k] * delta;
                         }
+                        largest = largest.max((w[k][k] * delta).abs());
                     }
                 }
-                // A sweep that changed nothing has converged: the next would not either.
-                if !moved {
+                // A sweep that changed no speed by more than rounding has converged.
+                if largest <= PGS_CONVERGED {
                     break;
                 }
             }
