@@ -205,10 +205,13 @@ pub fn randomized_dataset(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) ->
     dataset_of(cfg, &reaching_commands(cfg, ranges, camera))
 }
 
+/// Targets reached, each with the commands that reach it on its own plant, elbow-up first.
+type Reached = Vec<(Point2, [Pose; 2])>;
+
 /// The targets `cfg` draws (its seed, arm, data size, sampling and region; not its head) that
 /// the commands reach on their own plant drawn from `ranges`, with those commands, elbow-up
 /// first: the simulated part of [`randomized_dataset`], the same for every head.
-fn reaching_commands(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Vec<(Point2, [Pose; 2])> {
+fn reaching_commands(cfg: &TrainConfig, ranges: &Ranges, camera: Camera) -> Reached {
     let mut rng = rng(cfg.seed, Stream::RandomizedData, 0);
     let targets = cfg.arm.sample_targets(&mut rng, cfg.data_size, cfg.sampling, cfg.region);
     // The plants are drawn in order (one random stream), then every target is reached on its
@@ -249,7 +252,7 @@ fn collect(
     cfg: &RandomizationConfig,
     head: HeadKind,
     training: Training,
-    reached: &mut [Option<Vec<(Point2, [Pose; 2])>>; 2],
+    reached: &mut [Option<Reached>; 2],
 ) -> Result<(TrainConfig, Dataset), ExperimentError> {
     let arm = cfg.train.arm;
     let tc = TrainConfig { head, real: RealArm::ideal(arm), ..cfg.train };
