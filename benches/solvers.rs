@@ -236,7 +236,7 @@ fn batched(c: &mut Criterion) {
 
 /// The chains' hot paths on `rail3` with the chain experiment's defaults: 2,000 flow samples of
 /// one target, the flow's forward and backward pass on a batch of 512, 500 exact posterior
-/// samples at an effective sample size of 10,000, and a 1 ms plant sub-step.
+/// samples at an effective sample size of 10,000, and a plant sub-step (two-link, rail3, so101).
 fn chains(c: &mut Criterion) {
     use elbow::arm::ArmKind;
     use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
@@ -276,16 +276,19 @@ fn chains(c: &mut Criterion) {
     g.finish();
     let mut g = c.benchmark_group("plant");
     g.throughput(Throughput::Elements(1));
-    for (name, chain) in [("substep_two_link", None), ("substep_rail3", Some(&arm))] {
+    let so101 = elbow::arm::ArmKind::So101.arm();
+    for (name, chain) in [("substep_two_link", None), ("substep_rail3", Some(&arm)), ("substep_so101", Some(&so101))] {
         let mut plant = elbow::bench::timed_plant(chain);
         let goals: Vec<Vec<f64>> =
             (0..64).map(|_| (0..plant.dim()).map(|_| rng.random_range(-0.8..0.8)).collect()).collect();
         let mut tick = 0usize;
-        // A new goal every 20 sub-steps: the plant never rests (where a sub-step does nothing).
+        // A new goal every 20 ms of plant time: the plant never rests (where a sub-step does
+        // nothing).
+        let every = (0.02 / elbow::plant::SUBSTEP).round() as usize;
         g.bench_function(name, |b| {
             b.iter(|| {
-                if tick.is_multiple_of(20) {
-                    plant.command(&goals[(tick / 20) % 64]);
+                if tick.is_multiple_of(every) {
+                    plant.command(&goals[(tick / every) % 64]);
                 }
                 tick += 1;
                 plant.step(elbow::plant::SUBSTEP);

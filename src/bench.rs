@@ -132,12 +132,16 @@ pub struct ChainBench {
     /// 10,000, median over eight targets drawn from the prior, ms.
     #[serde(serialize_with = "crate::stats::json_numbers")]
     pub exact_sample_ms: f64,
-    /// One 1 ms sub-step of the two-link plant (STS3215 servos, gravity, always moving), µs.
+    /// One sub-step ([`crate::plant::SUBSTEP`]) of the two-link plant (STS3215 servos with their
+    /// friction, gravity, always moving), µs.
     #[serde(serialize_with = "crate::stats::json_numbers")]
     pub plant_step_two_link_us: f64,
-    /// One 1 ms sub-step of the `rail3` plant (a rail and three joints, always moving), µs.
+    /// One sub-step of the `rail3` plant (a rail and three joints, always moving), µs.
     #[serde(serialize_with = "crate::stats::json_numbers")]
     pub plant_step_rail3_us: f64,
+    /// One sub-step of the `so101` plant (its three pitch joints, always moving), µs.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub plant_step_so101_us: f64,
 }
 
 /// Median wall time of `runs` calls of `f`, milliseconds.
@@ -443,6 +447,7 @@ pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
         exact_sample_ms,
         plant_step_two_link_us: plant_step_us(None),
         plant_step_rail3_us: plant_step_us(Some(&arm)),
+        plant_step_so101_us: plant_step_us(Some(&crate::arm::ArmKind::So101.arm())),
     })
 }
 
@@ -458,14 +463,14 @@ pub fn timed_plant(chain: Option<&crate::arm::Arm>) -> crate::plant::Plant {
     }
 }
 
-/// Microseconds per 1 ms sub-step of a plant that keeps moving: the two-link plant on the
-/// SO-101's servos under gravity, or `chain`'s plant, commanded to a new pose every 20 ms (so it
-/// never comes to rest, where a sub-step skips the dynamics).
+/// Microseconds per sub-step of a plant that keeps moving: the two-link plant on the SO-101's
+/// servos under gravity, or `chain`'s plant, commanded to a new pose every 20 ms of plant time
+/// (so it never comes to rest, where a sub-step skips the dynamics).
 fn plant_step_us(chain: Option<&crate::arm::Arm>) -> f64 {
     let mut plant = timed_plant(chain);
     let dim = plant.dim();
     let mut draw = rng(2, Stream::Bench, 2);
-    let (moves, substeps) = (500, 20);
+    let (moves, substeps) = (2000, (0.02 / crate::plant::SUBSTEP).round() as usize);
     let t = Instant::now();
     for _ in 0..moves {
         let goal: Vec<f64> = (0..dim).map(|_| draw.random_range(-0.8..0.8)).collect();

@@ -106,9 +106,11 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         c.exact_sample_ms
     );
     outln!(
-        "plant sub-step (1 ms)    {:>10.2} µs     (two-link, moving; rail3: {:.2} µs)",
+        "plant sub-step ({} ms)  {:>10.2} µs     (two-link, moving; rail3: {:.2} µs; so101: {:.2} µs)",
+        elbow::plant::SUBSTEP * 1e3,
         c.plant_step_two_link_us,
-        c.plant_step_rail3_us
+        c.plant_step_rail3_us,
+        c.plant_step_so101_us
     );
     Ok(())
 }
