@@ -24,9 +24,9 @@
 //! comparison then fails: each tolerance is tight enough to see that parameter.
 //!
 //! Stiff servos (issue 48): `reference/mujoco_stiff.py` writes the same arms on a servo six times
-//! stiffer than our 1 ms step resolves unsplit (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
+//! stiffer than a 1 ms step resolves unsplit (fifteen times our 2.5 ms sub-step) (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
 //! (the same with kv 400), in MuJoCo at 1e-5 s, with `stiff_summary.json`; the replays here
-//! judge them within the same tolerances (steps sampled every 1 ms), and broken plants (kv
+//! judge them within the same tolerances (steps sampled every 1 ms, replayed in 1 ms steps), and broken plants (kv
 //! 2.731) fail them. Seen failing with the step's splitting switched off.
 //!
 //! One known difference is compared around, not through: MuJoCo's friction loss is a soft
@@ -65,7 +65,7 @@ const SETTLING_FLOOR: f64 = SAMPLE;
 /// 1 mrad, which no scenario has).
 const OVERSHOOT_FLOOR: f64 = 1e-4;
 /// The absolute floor of the saturated-time tolerance, seconds: one sample period (our sub-step
-/// is 1 ms, MuJoCo's 0.2 ms, so a few sub-steps at the limit, as a servo that MuJoCo never
+/// is 2.5 ms, MuJoCo's 0.2 ms, so a sub-step or two at the limit, as a servo that MuJoCo never
 /// saturates may show, stay within it; 1 ms for the stiff servos' steps).
 const SATURATION_FLOOR: f64 = SAMPLE;
 /// Final tip error and gravity sag at the tip: within 0.5 mm of MuJoCo's.
@@ -1120,7 +1120,8 @@ fn two_link_steps_on_a_stiff_servo_match_mujoco() {
 
 /// The time at the torque limit is printed, not judged: each 30 Hz goal jump saturates the
 /// industrial servo for about 0.16 ms (MuJoCo: 0.039 s over 240 jumps), and ours is counted per
-/// 1 ms step from the state at its start (the replay sees no finer), so it reads 1 ms a jump.
+/// replay tick (the plant's sub-step) from the state at its start (the replay sees no finer), so
+/// it reads a whole tick a jump.
 /// The largest tip error is judged instead, within 10 % (MuJoCo's own moves under 0.01 % between
 /// timesteps): at 133 ms the latency dominates the mean error, not the servo.
 #[test]
