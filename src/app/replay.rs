@@ -272,7 +272,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
     }
     let last = view.ticks.len().saturating_sub(1);
     let mut at = view.at;
-    ui.add(egui::Slider::new(&mut at, 0..=last).text("sub-step (1 ms each)")).on_hover_text(
+    ui.add(egui::Slider::new(&mut at, 0..=last).text(format!("sub-step ({} ms each)", SUBSTEP * 1e3))).on_hover_text(
         "Scrub the plant's sub-steps over the last moves up to the record's; it opens at the end of the failing move.",
     );
     if at != view.at {

@@ -1001,7 +1001,7 @@ mod tests {
 
     #[test]
     fn issue_48s_stiff_servo_tracks_with_finite_numbers() {
-        // `--kp 1e6 --torque-limit 1e4`: the explicit 1 ms step made this NaN; split, it rings
+        // `--kp 1e6 --torque-limit 1e4`: the explicit unsplit 1 ms step made this NaN; split, it rings
         // (a relay oscillator, as in MuJoCo) but every number is finite.
         let body = Body { servo: Servo { kp: 1e6, torque_limit: 1e4, ..Body::default().servo }, ..Body::default() };
         let cfg = TrackingConfig {
