@@ -14,7 +14,7 @@ const SMALL: [&str; 6] = ["--targets", "8", "--samples", "30", "--steps", "150"]
 #[test]
 fn json_has_one_row_per_method_with_the_issues_fields() {
     for arm in ["rail3", "3r"] {
-        let mut args = vec!["experiment", "chain", "--arm", arm, "--json", "--ess-factor", "400"];
+        let mut args = vec!["experiment", "chain", "--arm", arm, "--json", "--ess-factor", "200"];
         args.extend(SMALL);
         let (code, out, err) = elbow(&args);
         assert_eq!(code, 0, "{err}");
@@ -30,11 +30,11 @@ fn json_has_one_row_per_method_with_the_issues_fields() {
         }
         let exact = &rows[5];
         // The sampler's guarantee: every reference pool reaches an effective sample size of the
-        // ESS factor times the samples drawn (400 x 30), on every target. The factor is large
-        // so that the target lies several proposal rounds out (one round alone gives an ESS of
-        // about 2,600 on rail3): the bound is the sampler's stopping rule, not one round's
-        // overshoot.
-        assert!(exact["ess_min"].as_f64().unwrap() >= 400.0 * 30.0, "{exact}");
+        // ESS factor times the samples drawn (200 x 30), on every target. The factor is large
+        // so that the target lies rounds out (stopped after one proposal round, the smallest
+        // ESS here is about 3,100 on rail3): the bound is the sampler's stopping rule, not one
+        // round's overshoot. (400 x 30 tested the same rule and took a second longer.)
+        assert!(exact["ess_min"].as_f64().unwrap() >= 200.0 * 30.0, "{exact}");
         assert!(exact["mmd_floor"].as_f64().is_some() && rows[0].get("ess_min").is_none());
         assert_eq!(exact["success_rate"].as_f64(), Some(1.0));
     }

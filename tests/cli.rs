@@ -160,8 +160,9 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
     let (code, _, err) =
         elbow(&["train", "--head", "mdn", "--steps", "30", "--quiet", "--out", model.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    // Ten targets per setting: the plot and the JSON are whole, each run under a second.
     let small =
-        ["experiment", "degradation", "--targets", "40", "--train-steps", "20", "--model", model.to_str().unwrap()];
+        ["experiment", "degradation", "--targets", "10", "--train-steps", "20", "--model", model.to_str().unwrap()];
     for name in ["gap.svg", "gap.png"] {
         let path = dir.join(name);
         let mut args = small.to_vec();
@@ -196,7 +197,7 @@ fn degradation_plots_loads_models_and_refuses_bad_paths_before_working() {
         let base: Vec<&str> = small
             .iter()
             .copied()
-            .filter(|a| !(extra.contains(&"--targets") && (*a == "--targets" || *a == "40")))
+            .filter(|a| !(extra.contains(&"--targets") && (*a == "--targets" || *a == "10")))
             .collect();
         let (code, _, err) = elbow(&[&base[..], &extra[..]].concat());
         assert_eq!(code, 2, "{extra:?}: {err}");

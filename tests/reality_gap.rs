@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 const IN: Split = Split::In;
 const BEYOND: Split = Split::Ood(OodKind::Beyond);
 
+/// Held-out targets per setting of the shared run: enough for every direction below to show
+/// (the plant's simulation of every pipeline at every level is what the run's time goes on).
+const TARGETS: usize = 100;
+
 fn args() -> DegradationConfig {
     DegradationConfig {
         levels: [
@@ -28,7 +32,7 @@ fn args() -> DegradationConfig {
         ]
         .into_iter()
         .fold(ChannelLevels::default(), |l, (c, v)| l.with(c, v)),
-        targets: 400,
+        targets: TARGETS,
         ood_fraction: 0.3,
         train_steps: 3000,
         seed: 7,
@@ -139,8 +143,12 @@ fn learned_heads_fail_silently_more_often_than_analytic() {
         let analytic = plant(r, "analytic", Channel::Encoder, noise, IN).silent;
         for learned in ["mse", "mdn", "mode"] {
             let c = plant(r, learned, Channel::Encoder, noise, IN);
-            // Strictly more, by two points at least: equal rates (say, nobody silent) fail.
-            assert!(c.silent > analytic + 0.02, "{learned} at noise {noise}: {} vs analytic {analytic}", c.silent);
+            // Strictly more, by two targets at least: equal rates (say, nobody silent) fail.
+            assert!(
+                c.silent - analytic > 1.5 / TARGETS as f64,
+                "{learned} at noise {noise}: {} vs analytic {analytic}",
+                c.silent
+            );
         }
     }
     let mse = plant(r, "mse", Channel::Encoder, 0.0, IN).error.mean;
@@ -160,7 +168,7 @@ fn envelope_turns_silent_failures_into_reported_fallbacks() {
             let (raw, enc) = (plant(r, inner, ch, level, IN), plant(r, &env, ch, level, IN));
             assert!(enc.silent <= raw.silent, "{env} held-out silent {} vs {}", enc.silent, raw.silent);
             let log = enc.envelope.expect("enveloped cells carry their log");
-            assert_eq!(log.accepted + log.interventions(), 400);
+            assert_eq!(log.accepted + log.interventions(), TARGETS as u64);
         }
     }
 }
