@@ -195,8 +195,8 @@ fn collect(mut view: ResMut<ReplayView>, mut job: ResMut<ReplayJob>) {
     }
 }
 
-/// Advances a playing replay by the frame time, one sub-step per millisecond of plant time; it
-/// stops at the end.
+/// Advances a playing replay by the frame time, in real time: the sub-steps of as much plant
+/// time as the frame took ([`SUBSTEP`] each); it stops at the end.
 fn play(time: Res<Time>, mut view: ResMut<ReplayView>) {
     if !view.playing {
         return;

@@ -75,15 +75,17 @@ fn a_replay_opens_paused_on_the_recorded_tip_and_scrubs_and_plays() {
     assert!(!view.playing);
     let moves_kept = view.trace.as_ref().unwrap().moves.iter().filter(|m| !m.ticks.is_empty()).count();
     assert_eq!(moves_kept, KEEP_MOVES.min(record.index + 1));
-    // Back to the start of the move, then play: 16 ms frames advance 16 sub-steps each.
+    // Back to the start of the move, then play: a 16 ms frame advances the sub-steps of 16 ms
+    // of plant time (six of 2.5 ms; the rest waits for the next frame).
     let mut view = app.world_mut().resource_mut::<ReplayView>();
     view.at = view.move_start(false);
     let start = view.at;
     view.playing = true;
     app.update();
-    assert_eq!(app.world().resource::<ReplayView>().at, start + 16);
+    let per_frame = (0.016 / elbow::plant::SUBSTEP).floor() as usize;
+    assert_eq!(app.world().resource::<ReplayView>().at, start + per_frame);
     app.world_mut().resource_mut::<ReplayView>().step(-3);
-    assert_eq!(app.world().resource::<ReplayView>().at, start + 13);
+    assert_eq!(app.world().resource::<ReplayView>().at, start + per_frame - 3);
     // Closed, the live lab draws again.
     app.world_mut().resource_mut::<ReplayView>().close();
     assert!(app.world().resource::<ReplayView>().open.is_none());

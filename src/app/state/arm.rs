@@ -303,8 +303,8 @@ impl PlantSettings {
     }
 }
 
-/// The longest frame a plant catches up on, seconds: real time runs in the plant's fixed 1 ms
-/// sub-steps down to 2 frames a second; a longer stall (a window dragged, a laptop waking) is
+/// The longest frame a plant catches up on, seconds: real time runs in the plant's sub-steps
+/// down to 2 frames a second; a longer stall (a window dragged, a laptop waking) is
 /// not made up.
 pub(crate) const MAX_FRAME_SECS: f64 = 0.5;
 
