@@ -451,6 +451,41 @@ pub fn measure_chain(peak_gflops: f64) -> Result<ChainBench, String> {
     })
 }
 
+/// Wall times of the plant experiments' default runs, as a user runs them (every core).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentTimes {
+    /// `elbow experiment degradation`, default settings, seconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub degradation_s: f64,
+    /// `elbow experiment randomization`, default settings, seconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub randomization_s: f64,
+    /// `elbow experiment tracking`, default settings, seconds.
+    #[serde(serialize_with = "crate::stats::json_numbers")]
+    pub tracking_s: f64,
+    /// The worker threads they ran on.
+    pub threads: usize,
+}
+
+/// Runs the degradation, randomization and tracking experiments at their defaults and times
+/// each (about a minute on two cores); `keep_going` is asked between the randomization's stages.
+pub fn measure_experiments(mut keep_going: impl FnMut() -> bool) -> Result<ExperimentTimes, String> {
+    use crate::experiments::randomization::{RandomizationConfig, randomization};
+    use crate::experiments::{DegradationConfig, TrackingConfig, degradation, tracking};
+    let timed = |run: &mut dyn FnMut() -> Result<(), String>| -> Result<f64, String> {
+        let t = Instant::now();
+        run()?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let degradation_s =
+        timed(&mut || degradation(&DegradationConfig::default()).map(drop).map_err(|e| e.to_string()))?;
+    let randomization_s = timed(&mut || {
+        randomization(&RandomizationConfig::default(), |_, _| keep_going()).map(drop).map_err(|e| e.to_string())
+    })?;
+    let tracking_s = timed(&mut || tracking(&TrackingConfig::default()).map(drop).map_err(|e| e.to_string()))?;
+    Ok(ExperimentTimes { degradation_s, randomization_s, tracking_s, threads: rayon::current_num_threads() })
+}
+
 /// The plant whose sub-step the benches time: the two-link arm on the SO-101's servos (with
 /// their friction) under gravity, or `chain`'s plant on the same servos, at rest near zero.
 pub fn timed_plant(chain: Option<&crate::arm::Arm>) -> crate::plant::Plant {

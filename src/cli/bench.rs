@@ -13,6 +13,19 @@ pub(crate) struct BenchArgs {
     /// Training steps timed for the throughput figure, 10 to 200000.
     #[arg(long, default_value_t = 2000, value_parser = count::<10, 200_000>, allow_hyphen_values = true)]
     train_steps: usize,
+    /// Also time the plant experiments' default runs (degradation, randomization, tracking),
+    /// wall seconds on every core: about a minute more on two cores.
+    #[arg(long)]
+    experiments: bool,
+}
+
+/// What `elbow bench --json` prints: the figures, and the experiments' times when asked for.
+#[derive(serde::Serialize)]
+struct Report {
+    #[serde(flatten)]
+    figures: elbow::bench::BenchReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    experiments: Option<elbow::bench::ExperimentTimes>,
 }
 
 /// `elbow bench`.
@@ -22,8 +35,20 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         super::note(format_args!("measuring (several seconds; Ctrl-C stops)..."));
     }
     let r = measure(args.train_steps)?;
+    let experiments = if args.experiments {
+        if !args.json {
+            super::note(format_args!("timing the plant experiments' default runs (about a minute)..."));
+        }
+        let t = elbow::bench::measure_experiments(|| !super::signals::interrupted())?;
+        if super::signals::interrupted() {
+            return Err("interrupted".into());
+        }
+        Some(t)
+    } else {
+        None
+    };
     if args.json {
-        return print_json(&r);
+        return print_json(&Report { figures: r, experiments });
     }
     outln!(
         "analytic solve, nearest  {:>10.1} ns   ({:.1} M solves/s; both branches)",
@@ -112,5 +137,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
         c.plant_step_rail3_us,
         c.plant_step_so101_us
     );
+    if let Some(t) = experiments {
+        outln!(
+            "plant experiments, wall  degradation {:.1} s, randomization {:.1} s, tracking {:.2} s (default runs, {} threads)",
+            t.degradation_s,
+            t.randomization_s,
+            t.tracking_s,
+            t.threads
+        );
+    }
     Ok(())
 }
