@@ -40,7 +40,7 @@ const EXACT_DOF: usize = 8;
 
 /// The plant's sub-step, seconds: the longest step the STS3215 servo takes unsplit
 /// ([`STABLE`]), and within the tolerances of MuJoCo's traces at 0.2 ms
-/// (`tests/plant_vs_mujoco.rs`, where every metric stays within 70 % of its tolerance; 5 ms
+/// (`tests/plant_vs_mujoco.rs`, where every metric stays within 91 % of its tolerance; 5 ms
 /// misses the stiff servo's tracking). Goals arriving within a sub-step arrive at their own time
 /// (the plant's `step`).
 pub const SUBSTEP: f64 = 2.5e-3;
