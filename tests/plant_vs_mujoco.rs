@@ -24,7 +24,7 @@
 //! comparison then fails: each tolerance is tight enough to see that parameter.
 //!
 //! Stiff servos (issue 48): `reference/mujoco_stiff.py` writes the same arms on a servo six times
-//! stiffer than a 1 ms step resolves unsplit (fifteen times our 2.5 ms sub-step) (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
+//! stiffer than a 1 ms step resolves unsplit (twelve times our 2 ms sub-step) (kp 1e6 N m/rad, ±1e4 N m) and an industrial one
 //! (the same with kv 400), in MuJoCo at 1e-5 s, with `stiff_summary.json`; the replays here
 //! judge them within the same tolerances (steps sampled every 1 ms, replayed in 1 ms steps), and broken plants (kv
 //! 2.731) fail them. Seen failing with the step's splitting switched off.
@@ -65,7 +65,7 @@ const SETTLING_FLOOR: f64 = SAMPLE;
 /// 1 mrad, which no scenario has).
 const OVERSHOOT_FLOOR: f64 = 1e-4;
 /// The absolute floor of the saturated-time tolerance, seconds: one sample period (our sub-step
-/// is 2.5 ms, MuJoCo's 0.2 ms, so a sub-step or two at the limit, as a servo that MuJoCo never
+/// is 2 ms, MuJoCo's 0.2 ms, so a sub-step or two at the limit, as a servo that MuJoCo never
 /// saturates may show, stay within it; 1 ms for the stiff servos' steps).
 const SATURATION_FLOOR: f64 = SAMPLE;
 /// Final tip error and gravity sag at the tip: within 0.5 mm of MuJoCo's.

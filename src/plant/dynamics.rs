@@ -38,19 +38,20 @@ pub const MAX_DOF: usize = 2 * crate::kinematics::serial::MAX_COORDS;
 /// on [`MAX_DOF`]-sized arrays padded with inert rows.
 const EXACT_DOF: usize = 8;
 
-/// The plant's sub-step, seconds: the longest step the STS3215 servo takes unsplit
-/// ([`STABLE`]), and within the tolerances of MuJoCo's traces at 0.2 ms
-/// (`tests/plant_vs_mujoco.rs`, where every metric stays within 91 % of its tolerance; 5 ms
-/// misses the stiff servo's tracking). Goals arriving within a sub-step arrive at their own time
-/// (the plant's `step`).
-pub const SUBSTEP: f64 = 2.5e-3;
+/// The plant's sub-step, seconds: the STS3215 servo takes it unsplit ([`STABLE`]: 0.53), it
+/// stays within the tolerances of MuJoCo's traces at 0.2 ms (`tests/plant_vs_mujoco.rs`: every
+/// metric within 85 % of its tolerance; 2.5 ms, the longest unsplit step, within 91 %; 5 ms
+/// misses the stiff servo's tracking), and a plant with free play steps it as two pieces of 1 ms
+/// (the plant's `PLAY_STEP`, which keeps its landings as repeatable as at 1 ms). Goals arriving
+/// within a sub-step arrive at their own time (the plant's `step`).
+pub const SUBSTEP: f64 = 2e-3;
 
 /// Standard gravity, m/s².
 pub const GRAVITY: f64 = 9.81;
 
 /// The most a joint may turn in one sub-step, radians (a rail: move, metres): the velocity-dependent forces (Coriolis,
 /// centrifugal) act explicitly, and stay accurate while the links turn little per step. The
-/// SO-101's servos turn at most 4.9 rad/s, 0.012 rad per 2.5 ms step.
+/// SO-101's servos turn at most 4.9 rad/s, 0.01 rad per 2 ms step.
 pub const MAX_TURN: f64 = 0.1;
 
 /// Projected Gauss-Seidel sweeps per step for the friction and stop impulses, at most.
@@ -186,11 +187,11 @@ pub const MAX_ARMATURE: f64 = 1e3;
 
 /// The fastest natural frequency of a servo on its armature alone accepted, `sqrt(kp /
 /// armature)`, rad/s (16 kHz; the STS3215's is 189 rad/s, an industrial drive's a few thousand):
-/// the plant's 2.5 ms step splits into at most 289 sub-steps for it.
+/// the plant's 2 ms step splits into at most 231 sub-steps for it.
 pub const MAX_NATURAL_FREQUENCY: f64 = 1e5;
 
 /// The largest `kv / armature` accepted, 1/s (a velocity loop of 20 µs; the STS3215's is
-/// 98 1/s): the plant's 2.5 ms step splits into at most 334 sub-steps for it, 500 with the
+/// 98 1/s): the plant's 2 ms step splits into at most 267 sub-steps for it, 400 with the
 /// natural frequency at its limit too (within [`MAX_SPLIT`]).
 pub const MAX_VELOCITY_RATE: f64 = 5e4;
 
@@ -259,13 +260,13 @@ pub struct Multibody {
 /// value. Chosen by measurement against MuJoCo (`tests/plant_vs_mujoco.rs`, the stiff servos of
 /// `reference/mujoco_stiff.py`): at 0.75 every stiff trace is within tolerance (the farthest,
 /// the backlash step's overshoot, 2 % off against 10 % allowed; 7 % at 1, outside at 1.5; at 4,
-/// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.71 at the plant's
-/// 2.5 ms step ([`SUBSTEP`]): unsplit; the rail's servo, at 1.75 on its armature
+/// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.53 at the plant's
+/// 2 ms step ([`SUBSTEP`]): unsplit; the rail's servo, at 1.30 on its armature
 /// alone, splits it in two with the links' mass.
 pub const STABLE: f64 = 0.75;
 
 /// The most sub-steps one step of [`Multibody::step`] is split into. A validated servo
-/// ([`Servo::validate`]) never needs more at the plant's 2.5 ms step (500 at most).
+/// ([`Servo::validate`]) never needs more at the plant's 2 ms step (400 at most).
 pub const MAX_SPLIT: usize = 512;
 
 /// Positions and velocities of every hinge.
@@ -332,7 +333,7 @@ impl Multibody {
 
     /// How many equal sub-steps a step of `dt` seconds from `s` takes: one while the servos'
     /// gains over their armatures alone keep `dt² kp / armature + 2 dt kv / armature` within
-    /// [`STABLE`] (the SO-101's STS3215 at 2.5 ms: 0.71) and no hinge turns more than [`MAX_TURN`]
+    /// [`STABLE`] (the SO-101's STS3215 at 2 ms: 0.53) and no hinge turns more than [`MAX_TURN`]
     /// in it (at its present speed plus what the strongest servo's torque limit over its
     /// armature adds in `dt`); else enough that the bound of [`STABLE`], now taken from the mass
     /// matrix at `s` (links included), holds for each, and no hinge turns more than [`MAX_TURN`]
@@ -925,21 +926,21 @@ mod tests {
 
     #[test]
     fn the_so101_servo_takes_one_step_and_a_stiff_one_splits_it() {
-        // The STS3215 at the plant's step, on its armature alone: 0.71, within STABLE.
+        // The STS3215 at the plant's step, on its armature alone: 0.53, within STABLE.
         let (s, h) = (Servo::STS3215, SUBSTEP);
         let x = h * h * s.kp / s.armature + 2.0 * h * s.kv / s.armature;
-        assert!((x - 0.710).abs() < 1e-3 && x < STABLE, "{x}");
+        assert!((x - 0.533).abs() < 1e-3 && x < STABLE, "{x}");
         let mb = two_link(GRAVITY, Some(s));
         let mut state = State::at_rest(&[0.3, 1.0]);
         state.v[..2].copy_from_slice(&[4.9, -4.9]);
         assert_eq!(mb.splits(&state, h), 1, "at its no-load speed too");
-        // Issue 48's servo is fifteen times stiffer than the step resolves: its steps split, the
+        // Issue 48's servo is twelve times stiffer than the step resolves: its steps split, the
         // more the lighter the arm and the faster it turns, within MAX_SPLIT.
         let mb = two_link(0.0, Some(stiff(Servo::STS3215.kv)));
         let splits = mb.splits(&State::at_rest(&[0.0, 1.5]), h);
         assert!((12..=50).contains(&splits), "{splits}");
         state.v[..2].copy_from_slice(&[500.0, 0.0]);
-        assert!(mb.splits(&state, h) >= 13, "1.25 rad in a step");
+        assert!(mb.splits(&state, h) >= 10, "1 rad in a step");
         assert_eq!(mb.splits(&State::at_rest(&[0.0, 1.5]), 1e-5), 1, "10 µs resolve it");
     }
 

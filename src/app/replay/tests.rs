@@ -76,7 +76,7 @@ fn a_replay_opens_paused_on_the_recorded_tip_and_scrubs_and_plays() {
     let moves_kept = view.trace.as_ref().unwrap().moves.iter().filter(|m| !m.ticks.is_empty()).count();
     assert_eq!(moves_kept, KEEP_MOVES.min(record.index + 1));
     // Back to the start of the move, then play: a 16 ms frame advances the sub-steps of 16 ms
-    // of plant time (six of 2.5 ms; the rest waits for the next frame).
+    // of plant time (eight of 2 ms).
     let mut view = app.world_mut().resource_mut::<ReplayView>();
     view.at = view.move_start(false);
     let start = view.at;
