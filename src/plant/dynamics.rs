@@ -359,6 +359,22 @@ impl Multibody {
     #[cold]
     #[inline(never)]
     fn splits_from_mass_matrix(&self, s: &State, dt: f64) -> usize {
+        // On arrays of the model's own size (a rail's servo asks at every step), as the step.
+        match self.dofs.len() {
+            1 => self.splits_n::<1>(s, dt),
+            2 => self.splits_n::<2>(s, dt),
+            3 => self.splits_n::<3>(s, dt),
+            4 => self.splits_n::<4>(s, dt),
+            5 => self.splits_n::<5>(s, dt),
+            6 => self.splits_n::<6>(s, dt),
+            7 => self.splits_n::<7>(s, dt),
+            EXACT_DOF => self.splits_n::<EXACT_DOF>(s, dt),
+            _ => self.splits_n::<MAX_DOF>(s, dt),
+        }
+    }
+
+    /// [`Multibody::splits_from_mass_matrix`] on arrays of `N >= len()`.
+    fn splits_n<const N: usize>(&self, s: &State, dt: f64) -> usize {
         let n = self.dofs.len();
         if !(dt.is_finite() && dt > 0.0 && s.q[..n].iter().chain(&s.v[..n]).all(|v| v.is_finite())) {
             return 1;
@@ -367,10 +383,10 @@ impl Multibody {
         // The bound from the mass matrix: with W = M⁻¹ and K diagonal, the largest eigenvalue of
         // W K is at most the trace of K^½ W K^½, Σ kp_k W_kk (and the armature bound holds too,
         // since M ≥ diag(armature)). M, not M + h D: its inverse is the larger.
-        let m = self.mass_matrix(&s.q);
+        let m = self.mass_matrix_at::<N>(&self.pose::<N>(&s.q));
         // The lower Cholesky factor of M's n x n block (positive definite: every hinge has
         // armature or carries a body; the floor keeps a degenerate model finite).
-        let mut l = vec![[0.0; MAX_DOF]; n];
+        let mut l = [[0.0; N]; N];
         for i in 0..n {
             for j in 0..=i {
                 let sum = m[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
@@ -381,7 +397,7 @@ impl Multibody {
         for k in 0..n {
             let Some((kp, kv, _)) = self.dofs[k].actuator else { continue };
             // W_kk = |L⁻¹ e_k|², by forward substitution from row k.
-            let mut y = [0.0; MAX_DOF];
+            let mut y = [0.0; N];
             let mut w = 0.0;
             for i in k..n {
                 let sum = if i == k { 1.0 } else { 0.0 } - (k..i).map(|j| l[i][j] * y[j]).sum::<f64>();
