@@ -477,8 +477,7 @@ pub fn measure_experiments(mut keep_going: impl FnMut() -> bool) -> Result<Exper
         run()?;
         Ok(t.elapsed().as_secs_f64())
     };
-    let degradation_s =
-        timed(&mut || degradation(&DegradationConfig::default()).map(drop).map_err(|e| e.to_string()))?;
+    let degradation_s = timed(&mut || degradation(&DegradationConfig::default()).map(drop).map_err(|e| e.to_string()))?;
     let randomization_s = timed(&mut || {
         randomization(&RandomizationConfig::default(), |_, _| keep_going()).map(drop).map_err(|e| e.to_string())
     })?;
