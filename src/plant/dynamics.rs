@@ -261,7 +261,7 @@ pub struct Multibody {
 /// `reference/mujoco_stiff.py`): at 0.75 every stiff trace is within tolerance (the farthest,
 /// the backlash step's overshoot, 2 % off against 10 % allowed; 7 % at 1, outside at 1.5; at 4,
 /// the stability limit, three traces fail). The SO-101's STS3215 sits at 0.53 at the plant's
-/// 2 ms step ([`SUBSTEP`]): unsplit; the rail's servo, at 1.30 on its armature
+/// 2 ms step ([`SUBSTEP`]): unsplit; the rail's servo, at 1.36 on its armature
 /// alone, splits it in two with the links' mass.
 pub const STABLE: f64 = 0.75;
 
