@@ -46,6 +46,52 @@ const EXACT_DOF: usize = 8;
 /// within a sub-step arrive at their own time (the plant's `step`).
 pub const SUBSTEP: f64 = 2e-3;
 
+/// `$body` with the const `$n` set to the model size `$len`: one copy per size up to
+/// [`EXACT_DOF`], so every array is exactly as long as the model; past that, one copy on arrays
+/// padded to [`MAX_DOF`].
+macro_rules! sized {
+    ($len:expr, $n:ident => $body:expr) => {
+        match $len {
+            1 => {
+                const $n: usize = 1;
+                $body
+            }
+            2 => {
+                const $n: usize = 2;
+                $body
+            }
+            3 => {
+                const $n: usize = 3;
+                $body
+            }
+            4 => {
+                const $n: usize = 4;
+                $body
+            }
+            5 => {
+                const $n: usize = 5;
+                $body
+            }
+            6 => {
+                const $n: usize = 6;
+                $body
+            }
+            7 => {
+                const $n: usize = 7;
+                $body
+            }
+            EXACT_DOF => {
+                const $n: usize = EXACT_DOF;
+                $body
+            }
+            _ => {
+                const $n: usize = MAX_DOF;
+                $body
+            }
+        }
+    };
+}
+
 /// Standard gravity, m/s².
 pub const GRAVITY: f64 = 9.81;
 
@@ -360,17 +406,7 @@ impl Multibody {
     #[inline(never)]
     fn splits_from_mass_matrix(&self, s: &State, dt: f64) -> usize {
         // On arrays of the model's own size (a rail's servo asks at every step), as the step.
-        match self.dofs.len() {
-            1 => self.splits_n::<1>(s, dt),
-            2 => self.splits_n::<2>(s, dt),
-            3 => self.splits_n::<3>(s, dt),
-            4 => self.splits_n::<4>(s, dt),
-            5 => self.splits_n::<5>(s, dt),
-            6 => self.splits_n::<6>(s, dt),
-            7 => self.splits_n::<7>(s, dt),
-            EXACT_DOF => self.splits_n::<EXACT_DOF>(s, dt),
-            _ => self.splits_n::<MAX_DOF>(s, dt),
-        }
+        sized!(self.dofs.len(), N => self.splits_n::<N>(s, dt))
     }
 
     /// [`Multibody::splits_from_mass_matrix`] on arrays of `N >= len()`.
@@ -594,20 +630,8 @@ impl Multibody {
 
     /// One step of `dt`, unsplit.
     fn step_whole(&self, s: &mut State, goals: &[f64], dt: f64) -> StepInfo {
-        // One copy of the step per size up to EXACT_DOF, so every array is exactly as long as
-        // the model; past that, one padded copy. (Each is called from here alone, which keeps
-        // it inlined.)
-        match self.dofs.len() {
-            1 => self.step_n::<1>(s, goals, dt),
-            2 => self.step_n::<2>(s, goals, dt),
-            3 => self.step_n::<3>(s, goals, dt),
-            4 => self.step_n::<4>(s, goals, dt),
-            5 => self.step_n::<5>(s, goals, dt),
-            6 => self.step_n::<6>(s, goals, dt),
-            7 => self.step_n::<7>(s, goals, dt),
-            EXACT_DOF => self.step_n::<EXACT_DOF>(s, goals, dt),
-            _ => self.step_n::<MAX_DOF>(s, goals, dt),
-        }
+        // (Each copy is called from here alone, which keeps it inlined.)
+        sized!(self.dofs.len(), N => self.step_n::<N>(s, goals, dt))
     }
 
     /// A step in [`Multibody::splits`] equal sub-steps (off the common path).

@@ -53,6 +53,12 @@ pub use dynamics::SUBSTEP;
 /// sub-step in two pieces of 1 ms (6,231 with 2.5 ms in two of 1.25 ms).
 pub const PLAY_STEP: f64 = 1e-3;
 
+/// How many equal pieces no longer than `longest` cover `span` seconds (the tolerance keeps a
+/// span of exactly `longest` one piece despite rounding).
+fn pieces(span: f64, longest: f64) -> f64 {
+    (span / longest - 1e-9).ceil()
+}
+
 /// Two plant times this close count as one, seconds: a goal due within it of now arrives now
 /// (sums of sub-steps and latencies round differently).
 const ON_TIME: f64 = 1e-9;
@@ -706,7 +712,7 @@ impl Plant {
             if !self.resting && part > 0.0 {
                 // A plant with free play steps its dynamics in pieces of at most PLAY_STEP.
                 let play = self.model.len() > self.servos.len();
-                let pieces = if play { (part / PLAY_STEP - 1e-9).ceil().max(1.0) } else { 1.0 };
+                let pieces = if play { pieces(part, PLAY_STEP).max(1.0) } else { 1.0 };
                 for _ in 0..pieces as usize {
                     let info = self.model.step(&mut self.state, &self.goals, part / pieces);
                     self.resting = info.at_rest;
@@ -730,8 +736,7 @@ impl Plant {
     /// [`SETTLE_TIMEOUT`] in one call), in equal sub-steps of at most [`SUBSTEP`].
     pub fn step(&mut self, dt: f64) {
         let dt = if dt.is_finite() { dt.clamp(0.0, SETTLE_TIMEOUT) } else { 0.0 };
-        // The tolerance keeps `step(SUBSTEP)` one sub-step despite rounding.
-        let n = (dt / SUBSTEP - 1e-9).ceil().max(0.0);
+        let n = pieces(dt, SUBSTEP).max(0.0);
         for _ in 0..n as u64 {
             self.substep(dt / n);
         }
