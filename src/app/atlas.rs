@@ -6,7 +6,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, two_link_lab};
+use super::state::arm::{Nominal, PlantSettings, closed_form};
 use super::state::solve::Driver;
 use super::state::train::Models;
 use bevy::prelude::*;
@@ -20,7 +20,7 @@ use std::time::Instant;
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<AtlasView>()
         .init_resource::<AtlasJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(closed_form));
 }
 
 /// The workspace atlas: what to map, how, and the latest map.

@@ -9,7 +9,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, two_link_lab};
+use super::state::arm::{Nominal, PlantSettings, closed_form};
 use super::state::train::Models;
 use super::sweep::{MODEL_REFRESH_SECS, SweepChannel};
 use bevy::prelude::*;
@@ -27,7 +27,7 @@ pub(crate) const BOARD_TARGETS: usize = 100;
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ClaimsBoard>()
         .init_resource::<ClaimsJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(closed_form));
 }
 
 /// The latest verdicts and what they are of.

@@ -5,7 +5,7 @@
 
 use super::AppSet;
 use super::format::{BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
-use super::state::arm::{Nominal, Sim, two_link_lab};
+use super::state::arm::{Nominal, Sim, closed_form};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, EnvelopeStats, FLASH_SECS, Shown, Solutions};
 use super::state::view::{CameraView, Target};
 use bevy::prelude::*;
@@ -22,7 +22,7 @@ pub(crate) fn plugin(app: &mut App) {
         .insert_gizmo_config(GhostGizmos, config(4.0, GizmoLineStyle::Solid))
         .insert_gizmo_config(DashedGizmos, config(3.0, GizmoLineStyle::Dashed { gap_scale: 2.5, line_scale: 4.0 }))
         .insert_gizmo_config(WorkspaceGizmos, config(1.5, GizmoLineStyle::Solid))
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(two_link_lab).run_if(super::replay::not_replaying));
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(closed_form).run_if(super::replay::not_replaying));
 }
 
 /// Thick lines of the plant.

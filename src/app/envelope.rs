@@ -3,8 +3,8 @@
 //! proposal or the classical fallback, and every decision is counted by reason and flashed.
 
 use super::AppSet;
-use super::state::arm::{Nominal, Sim, two_link_lab};
-use super::state::solve::{Driver, EnvelopeStats, FLASH_SECS, Solutions};
+use super::state::arm::{Nominal, Sim, closed_form};
+use super::state::solve::{Command, Driver, EnvelopeStats, FLASH_SECS, Solutions};
 use super::state::train::Models;
 use super::state::view::Target;
 use bevy::prelude::*;
@@ -12,7 +12,7 @@ use elbow::{Lineup, Table};
 
 /// Registers the decision and the flash.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, (decide, fade_flash).chain().in_set(AppSet::Envelope).run_if(two_link_lab));
+    app.add_systems(Update, (decide, fade_flash).chain().in_set(AppSet::Envelope).run_if(closed_form));
 }
 
 /// Turns this frame's proposal into the command, through the envelope when the driver has one.
@@ -24,6 +24,7 @@ pub(crate) fn decide(
     models: Res<Models>,
     mut solutions: ResMut<Solutions>,
     mut stats: ResMut<EnvelopeStats>,
+    mut command: ResMut<Command>,
 ) {
     // With the models, so the residual's trust region is the region it was trained on.
     let lineup = Lineup::new(nominal.0, Table::from_fn(|h| models.get(h)));
@@ -40,6 +41,7 @@ pub(crate) fn decide(
     solutions.intervention = verdict.flatten();
     solutions.command = solution.map(|s| s.pose).filter(|p| p.is_finite());
     solutions.driver_status = solution.map(|s| s.status);
+    *command = Command::pose(solutions.command);
 }
 
 /// Lets the intervention flash fade out.

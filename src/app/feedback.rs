@@ -14,8 +14,8 @@ use super::AppSet;
 use super::export::{self, YScale};
 use super::format::metres;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, Sim, two_link_lab};
-use super::state::solve::Solutions;
+use super::state::arm::{Nominal, PlantSettings, Sim, closed_form};
+use super::state::solve::{Command, Solutions};
 use super::state::view::Target;
 use crate::cli::figure::Series;
 use bevy::prelude::*;
@@ -40,14 +40,14 @@ pub(crate) fn plugin(app: &mut App) {
         .add_message::<TrainFeedback>()
         .add_systems(
             Update,
-            (train, command).chain().in_set(AppSet::Envelope).after(super::envelope::decide).run_if(two_link_lab),
+            (train, command).chain().in_set(AppSet::Envelope).after(super::envelope::decide).run_if(closed_form),
         )
-        .add_systems(Update, observe.in_set(AppSet::Plant).after(super::plant::drive).run_if(two_link_lab));
+        .add_systems(Update, observe.in_set(AppSet::Plant).after(super::plant::drive).run_if(closed_form));
 }
 
 /// Registers the drawing of the history window.
 pub(crate) fn draw_plugin(app: &mut App) {
-    app.add_systems(Update, draw.in_set(AppSet::Draw).run_if(two_link_lab).run_if(super::replay::not_replaying));
+    app.add_systems(Update, draw.in_set(AppSet::Draw).run_if(closed_form).run_if(super::replay::not_replaying));
 }
 
 /// Asks for the feedback head to be trained afresh (the panel's button).
@@ -159,7 +159,13 @@ fn train(
 /// The head's command (when it drives), which the plant takes in place of the driver's: one per
 /// target, from the target and the history as it stood when the target was set, so a move is one
 /// target; and the calibrating baseline's for the ghost.
-fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackLab>, mut solutions: ResMut<Solutions>) {
+fn command(
+    target: Res<Target>,
+    nominal: Res<Nominal>,
+    mut lab: ResMut<FeedbackLab>,
+    mut solutions: ResMut<Solutions>,
+    mut sent: ResMut<Command>,
+) {
     let lab = &mut *lab;
     let Some(head) = lab.head.as_ref().filter(|_| lab.drives) else {
         (lab.command, lab.calibrated, lab.pending) = (None, None, None);
@@ -180,6 +186,7 @@ fn command(target: Res<Target>, nominal: Res<Nominal>, mut lab: ResMut<FeedbackL
         lab.calibrated_for = Some(asked);
     }
     solutions.command = lab.command;
+    *sent = Command::pose(lab.command);
 }
 
 /// Ends a move once the plant has settled on the head's command with a camera frame after it:

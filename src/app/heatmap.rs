@@ -109,7 +109,7 @@ fn repaint(
     // map with samples arrives, rather than painting every cell as "never silent".
     let silent_pending = |a: &elbow::atlas::Atlas| view.layer == elbow::atlas::Layer::Silent && a.samples == 0;
     // A replay takes the canvas: its scene is drawn on the dark ground.
-    let shown = view.on && *lab == Lab::TwoLink && replay.open.is_none();
+    let shown = view.on && lab.closed_form().is_some() && replay.open.is_none();
     let map = view.latest.as_ref().filter(|a| shown && a.missing.is_none());
     if map.is_some_and(|a| silent_pending(a)) {
         return;

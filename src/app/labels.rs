@@ -4,7 +4,7 @@
 
 use super::camera::WorldCamera;
 use super::format::{BRANCH_COLOR, LESSON_COLOR, TARGET_COLOR, color32, metres, solver_color};
-use super::state::arm::{Nominal, Sim, two_link_lab};
+use super::state::arm::{Nominal, Sim, closed_form};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
@@ -14,7 +14,7 @@ use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(EguiPrimaryContextPass, labels.run_if(two_link_lab).run_if(super::replay::not_replaying));
+    app.add_systems(EguiPrimaryContextPass, labels.run_if(closed_form).run_if(super::replay::not_replaying));
 }
 
 /// Where a label of `rect` goes: inside `clip` (moved in from any edge it crosses), and clear of

@@ -18,6 +18,7 @@ use super::state::view::{CameraView, Target};
 use super::sweep::{LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
+use elbow::arm::Arm;
 use elbow::lessons::{Lesson, Scene, SceneArm};
 use elbow::{Pipeline, TrainConfig, TwoLinkArm};
 
@@ -69,8 +70,8 @@ fn open(
     let Some(lesson) = *pending else { return };
     let scene = lesson.scene();
     let wanted = match scene.arm {
-        SceneArm::TwoLink { .. } => Lab::TwoLink,
-        SceneArm::Chain { arm, .. } => Lab::Chain(arm.arm()),
+        SceneArm::TwoLink { arm, .. } => Lab(Arm::two_link(arm.unwrap_or(home))),
+        SceneArm::Chain { arm, .. } => Lab(arm.arm()),
     };
     if *state.lab != wanted {
         *state.lab = wanted;
@@ -98,7 +99,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
             *s.plant = PlantSettings::IDEAL.with_levels(&scene.plant);
             *s.target = Target::at(scene.target * s.nominal.0.reach());
             if let Some(start) = scene.start {
-                *s.sim = Sim::new(s.plant.config(&arm), start);
+                *s.sim = Sim::new(&Arm::two_link(arm), &s.plant, &start.coords());
                 s.branches.last_command = Some(start);
             }
             s.atlas.on = true;

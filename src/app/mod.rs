@@ -111,7 +111,7 @@ pub(crate) fn run(
     app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
         .add_plugins(plugin);
-    if app.world().resource::<state::arm::Lab>() == &state::arm::Lab::TwoLink {
+    if app.world().resource::<state::arm::Lab>().closed_form().is_some() {
         for path in models {
             app.world_mut().write_message(state::train::LoadModel(path));
         }
@@ -207,7 +207,7 @@ pub(crate) fn on_lab(app: &mut App, lab: AppArm) {
     match lab {
         AppArm::TwoLink(arm) => on_arm(app, arm),
         AppArm::Chain(arm) => {
-            app.insert_resource(state::arm::Lab::Chain(arm));
+            app.insert_resource(state::arm::Lab(arm));
         }
     }
 }
@@ -215,7 +215,7 @@ pub(crate) fn on_lab(app: &mut App, lab: AppArm) {
 /// Makes `arm` the nominal arm; called before the plugins, so everything built for the arm at
 /// start (the plant, the target, the camera's span) is built for this one.
 pub(crate) fn on_arm(app: &mut App, arm: TwoLinkArm) {
-    app.insert_resource(state::arm::Nominal(arm));
+    app.insert_resource(state::arm::Nominal(arm)).insert_resource(state::arm::Lab(elbow::arm::Arm::two_link(arm)));
 }
 
 /// Why no window can open, when that can be told before bevy tries (and panics).

@@ -375,12 +375,12 @@ fn contents(
             guide.replay.close();
         }
     }
-    arm_selector(ui, open.reborrow());
+    arm_selector(ui, open.reborrow(), lab.nominal.0);
     // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
     let lit = guide.active.0.and_then(lesson_knob);
     let opened = guide.active.is_changed() && lit.is_some();
     let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
-    if let LabChoice::Chain(arm) = &*open {
+    if let Some(arm) = open.chain().cloned() {
         ui.separator();
         // The same plant and channels as the two-link arm's, on this chain.
         let settings = lab.plant.reborrow();
@@ -400,7 +400,7 @@ fn contents(
                 .default_open(false)
                 .show(ui, |ui| plant_section(ui, settings.reborrow(), true));
         };
-        contents_chain(ui, arm, lab.target.pos, lab.hover.0, chain, plant);
+        contents_chain(ui, &arm, lab.target.pos, lab.hover.0, chain, plant);
         return;
     }
     ui.separator();

@@ -1,57 +1,65 @@
-//! The simulated real arm: it takes this frame's command, steps by the frame time, and is
-//! measured through noisy encoders; the rolling tip-error history is kept for the plot.
+//! The simulated real arm, one for every arm in force: it takes this frame's command, steps by
+//! the frame time, and is measured through noisy encoders; the rolling tip-error history is kept
+//! for the plot. On an arm with a closed form, a command that changes elbow branch is logged.
 
 use super::AppSet;
-use super::state::arm::{HISTORY_SECS, MAX_FRAME_SECS, Nominal, PlantSettings, Sim, TipHistory, two_link_lab};
-use super::state::solve::{BranchEvent, BranchLog, Solutions};
+use super::state::arm::{HISTORY_SECS, Lab, MAX_FRAME_SECS, PlantSettings, Sim, TipHistory};
+use super::state::solve::{BranchEvent, BranchLog, Command, Solutions};
 use super::state::view::Target;
 use bevy::prelude::*;
+use elbow::Pose;
 use elbow::learned::branch::is_branch_change;
 
 /// Registers the systems that apply settings and drive the plant.
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(
         Update,
-        (apply_settings.run_if(resource_changed::<PlantSettings>), drive)
-            .chain()
-            .in_set(AppSet::Plant)
-            .run_if(two_link_lab),
+        (apply_settings.run_if(resource_changed::<PlantSettings>), drive).chain().in_set(AppSet::Plant),
     );
 }
 
 /// Pushes changed settings into the plant: its channels, and the real arm they describe (the
 /// mismatch and link masses).
-fn apply_settings(nominal: Res<Nominal>, settings: Res<PlantSettings>, mut sim: ResMut<Sim>) {
-    let cfg = settings.config(&nominal.0);
+fn apply_settings(lab: Res<Lab>, settings: Res<PlantSettings>, mut sim: ResMut<Sim>) {
+    let (real, cfg) = settings.plant(lab.arm());
     sim.plant.set_config(cfg);
-    sim.plant.set_real(cfg.two_link_real());
+    sim.plant.set_real(real);
 }
 
-/// Commands the driving answer, steps the plant by the frame time, reads the encoders and
+/// Commands this frame's command, steps the plant by the frame time, reads the encoders and
 /// records the tip error.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
     time: Res<Time>,
+    lab: Res<Lab>,
     target: Res<Target>,
+    command: Res<Command>,
     solutions: Res<Solutions>,
     mut sim: ResMut<Sim>,
     mut history: ResMut<TipHistory>,
     mut branches: ResMut<BranchLog>,
 ) {
-    if let Some(command) = solutions.command {
-        if branches.last_command.is_some_and(|last| is_branch_change(last, command)) {
-            let why = solutions
-                .branch_change
-                .map_or_else(|| "the driver's answer moved to the other elbow branch".to_string(), |c| c.describe());
-            branches.count += 1;
-            branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
+    if let Some(x) = command.0.as_deref().filter(|x| x.len() == sim.plant.dim()) {
+        if lab.closed_form().is_some() {
+            let pose = Pose::of(x);
+            if branches.last_command.is_some_and(|last| is_branch_change(last, pose)) {
+                let why = solutions.branch_change.map_or_else(
+                    || "the driver's answer moved to the other elbow branch".to_string(),
+                    |c| c.describe(),
+                );
+                branches.count += 1;
+                branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
+            }
+            branches.last_command = Some(pose);
         }
-        branches.last_command = Some(command);
-        sim.plant.command(&command.coords());
+        sim.plant.command(x);
     }
     let dt = time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS);
     sim.plant.step(dt);
-    let measured = elbow::Pose::of(&sim.plant.measure());
-    sim.measured = if measured.is_finite() { measured } else { elbow::Pose::of(&sim.plant.link()) };
+    let read = sim.plant.measure();
+    let d = sim.plant.dim();
+    let read = if read[..d].iter().all(|v| v.is_finite()) { read } else { sim.plant.link() };
+    sim.read_encoders(&read);
     let now = time.elapsed_secs_f64();
     let error = (sim.plant.tip() - target.pos).norm();
     if error.is_finite() {

@@ -4,7 +4,7 @@
 
 use super::AppSet;
 use super::format::finite;
-use super::state::arm::{Nominal, Sim, two_link_lab};
+use super::state::arm::{Nominal, Sim, closed_form};
 use super::state::solve::{Driver, Readout, Solutions};
 use super::state::train::Models;
 use super::state::view::Target;
@@ -14,7 +14,7 @@ use elbow::{HeadKind, LearnedIk, Lineup, Point2, RealArm, Solution, SolverId, Ta
 
 /// Registers the system that fills [`Solutions`].
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, solve_all.in_set(AppSet::Solve).run_if(two_link_lab));
+    app.add_systems(Update, solve_all.in_set(AppSet::Solve).run_if(closed_form));
 }
 
 /// The readout of a solution for `target`, judged on `arm`.

@@ -14,7 +14,7 @@
 
 use super::AppSet;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, two_link_lab};
+use super::state::arm::{Nominal, PlantSettings, closed_form};
 use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::experiments::degradation::{
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<LiveSweep>()
         .init_resource::<SweepJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(two_link_lab));
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(closed_form));
 }
 
 /// Levels between zero and the slider's end.

@@ -488,7 +488,7 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
         input.release(key);
         input.clear();
     };
-    let table = shortcuts(&super::state::arm::Lab::TwoLink);
+    let table = shortcuts(&super::state::arm::Lab::default());
     for (i, head) in HeadKind::ALL.into_iter().enumerate() {
         let (key, label, _) = *table.iter().find(|s| s.2 == super::keys::Shortcut::Head(head)).unwrap();
         assert_eq!(label, (i + 1).to_string(), "the n-th head of the registry has key n");
@@ -511,7 +511,7 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
     use super::chain::state::ChainView;
     use elbow::arm::ArmKind;
     let rail3 = ArmKind::Rail3.arm();
-    let lab = super::state::arm::Lab::Chain(rail3.clone());
+    let lab = super::state::arm::Lab(rail3.clone());
     let table = shortcuts(&lab);
     assert!(table.iter().all(|s| s.2 != super::keys::Shortcut::Envelope), "no envelope on a chain");
     *app.world_mut().resource_mut::<super::state::arm::Lab>() = lab;
@@ -699,7 +699,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
         let scene = lesson.scene();
         match scene.arm {
             SceneArm::TwoLink { driver, envelope, arm } => {
-                assert_eq!(*world.resource::<Lab>(), Lab::TwoLink, "{lesson}");
+                assert_eq!(world.resource::<Lab>().closed_form(), Some(arm.unwrap_or(home)), "{lesson}");
                 assert_eq!(world.resource::<Nominal>().0, arm.unwrap_or(home), "{lesson}");
                 let nets = world.resource::<TrainingParams>().config;
                 assert_eq!(nets, TrainConfig { steps: 30, ..scene.training.unwrap_or_default() }, "{lesson}");

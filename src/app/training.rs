@@ -5,7 +5,7 @@
 //! Workers are joined on reset and on exit (the app's `AppExit` message, or the world dropped).
 
 use super::AppSet;
-use super::state::arm::{Nominal, PlantSettings, two_link_lab};
+use super::state::arm::{Nominal, PlantSettings, closed_form};
 use super::state::train::{LoadModel, ModelFile, Models, Run, RunState, TrainCommand, Training, TrainingParams};
 use super::worker::{Control, Report, Session, TrainRun, Worker};
 use bevy::prelude::*;
@@ -15,7 +15,7 @@ use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 /// starts training at startup when [`TrainingParams::autostart`] is set.
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Workers>()
-        .add_systems(Startup, autostart.run_if(two_link_lab))
+        .add_systems(Startup, autostart.run_if(closed_form))
         .add_systems(Update, (handle_commands, load_models, collect_reports).chain().in_set(AppSet::Train))
         .add_systems(Last, join_on_exit);
 }

@@ -2,14 +2,14 @@
 //! and hybrid answers (timed, so the panel compares the hybrid with DLS from prior starts), the
 //! driver's answer walked along the manifold by the self-motion slider, and the exact
 //! posterior's fan, which is computed off the frame (a background [`Job`]) with the learned
-//! fans' posterior mismatch against it. Then the chain's plant (the core's, as on the two-link
-//! arm, under the same reality-gap settings) takes the command.
+//! fans' posterior mismatch against it. The command goes to the plant, the same as every arm's.
 
 use super::super::AppSet;
 use super::super::job::Job;
-use super::super::state::arm::{Lab, MAX_FRAME_SECS, PlantSettings, chain_lab};
+use super::super::state::arm::{Lab, MAX_FRAME_SECS, Sim, manifold};
+use super::super::state::solve::Command;
 use super::super::state::view::Target;
-use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainView, ExactFan, MMD_HISTORY_SECS};
+use super::state::{ChainAnswers, ChainNets, ChainView, ExactFan, MMD_HISTORY_SECS};
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;
@@ -24,11 +24,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
 
-/// Registers the exact-fan job, the per-frame answers and the chain's motion.
+/// Registers the exact-fan job and the per-frame answers.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<ExactJob>()
-        .add_systems(Update, answer.in_set(AppSet::Solve).run_if(chain_lab))
-        .add_systems(Update, drive.in_set(AppSet::Plant).run_if(chain_lab));
+    app.init_resource::<ExactJob>().add_systems(Update, answer.in_set(AppSet::Solve).run_if(manifold));
 }
 
 /// Success radius on a chain, metres (the chain experiment's).
@@ -178,8 +176,9 @@ fn answer(
     target: Res<Target>,
     view: Res<ChainView>,
     nets: Res<ChainNets>,
-    plant: Res<ChainPlant>,
+    sim: Res<Sim>,
     mut answers: ResMut<ChainAnswers>,
+    mut sent: ResMut<Command>,
     mut job: ResMut<ExactJob>,
     mut frame: Local<u64>,
 ) {
@@ -221,7 +220,7 @@ fn answer(
     // the walk (the anchor), so a held slider walks a fixed distance from it rather than a bit
     // further every frame.
     let pose =
-        [&answers.anchor, &plant.x].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
+        [&answers.anchor, &sim.read].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
     let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
     answers.anchor = command.clone().filter(|x| x.iter().all(|v| v.is_finite())).unwrap_or_default();
     answers.walk = None;
@@ -238,6 +237,7 @@ fn answer(
         answers.walk = Some(manifold::walk(&arm.chain, x, target, distance));
     }
     answers.command = command.filter(|x| x.iter().all(|v| v.is_finite()));
+    sent.0.clone_from(&answers.command);
 
     // The exact fan: off the frame, for the current target, with the nets' latest snapshot.
     let key = ExactKey { target: [target.x.to_bits(), target.y.to_bits()], fan: view.fan(), arm: arm.name.clone() };
@@ -266,35 +266,4 @@ fn answer(
         job.0.start(key, move || exact_fan(&arm, mdn.as_ref(), flow.as_ref(), target, n));
     }
     answers.exact_busy = job.0.busy();
-}
-
-/// Sends the command to the chain's plant (rebuilt when the arm or the settings change),
-/// steps it by the frame time and reads its encoders: the same plant, channels and clock as the
-/// two-link arm's.
-fn drive(
-    time: Res<Time>,
-    lab: Res<Lab>,
-    settings: Res<PlantSettings>,
-    answers: Res<ChainAnswers>,
-    mut plant: ResMut<ChainPlant>,
-) {
-    let Some(arm) = lab.chain() else { return };
-    let d = arm.coords();
-    if plant.plant.as_ref().is_none_or(|p| p.dim() != d) {
-        *plant = ChainPlant::new(arm, &settings, &arm.prior_center());
-    }
-    let ChainPlant { plant: Some(p), x } = &mut *plant else { return };
-    if settings.is_changed() {
-        let (real, cfg) = settings.chain_plant(arm);
-        p.set_config(cfg);
-        p.set_real(real);
-    }
-    if let Some(command) = answers.command.as_ref() {
-        p.command(command);
-    }
-    p.step(time.delta_secs_f64().clamp(0.0, MAX_FRAME_SECS));
-    let read = p.measure();
-    let read = if read[..d].iter().all(|v| v.is_finite()) { read } else { p.link() };
-    x.clear();
-    x.extend_from_slice(&read[..d]);
 }

@@ -5,7 +5,7 @@
 
 use super::super::AppSet;
 use super::super::job::Job;
-use super::super::state::arm::{Lab, chain_lab};
+use super::super::state::arm::{Lab, manifold};
 use super::state::ChainNets;
 use bevy::prelude::*;
 use elbow::atlas::chain::{ChainAtlas, ChainLayer};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ChainAtlasView>()
         .init_resource::<ChainAtlasJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(chain_lab));
+        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(manifold));
 }
 
 /// Least time between two maps that differ only by newer snapshots of the nets.

@@ -5,9 +5,10 @@
 
 use super::super::AppSet;
 use super::super::format::{PLANT_COLOR, TARGET_COLOR, solver_color};
-use super::super::state::arm::{Lab, chain_lab};
+use super::super::state::arm::Sim;
+use super::super::state::arm::{Lab, manifold};
 use super::super::state::view::Target;
-use super::state::{ChainAnswers, ChainPlant, ChainView};
+use super::state::{ChainAnswers, ChainView};
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;
@@ -26,7 +27,7 @@ pub(crate) fn plugin(app: &mut App) {
     app.insert_gizmo_config(ChainPlantGizmos, config(12.0))
         .insert_gizmo_config(FanGizmos, config(1.5))
         .insert_gizmo_config(ArmGizmos, config(4.0))
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(chain_lab));
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(manifold));
 }
 
 /// The simulated chain.
@@ -163,7 +164,7 @@ fn draw(
     target: Res<Target>,
     view: Res<ChainView>,
     answers: Res<ChainAnswers>,
-    plant: Res<ChainPlant>,
+    sim: Res<Sim>,
     mut outlined: Local<Option<(String, Vec<[Vec2; 2]>)>>,
 ) {
     let Some(arm) = lab.chain() else { return };
@@ -228,7 +229,8 @@ fn draw(
     if let Some(x) = answers.command.as_ref() {
         polyline(&mut pens.arm, chain, x, PLANT_COLOR.with_alpha(0.9), 0.0);
     }
-    let real: Vec<Vec2> = plant.points().into_iter().filter(|p| p.x.is_finite() && p.y.is_finite()).map(v).collect();
+    let real: Vec<Vec2> =
+        sim.plant.points().into_iter().filter(|p| p.x.is_finite() && p.y.is_finite()).map(v).collect();
     pens.plant.linestrip_2d(real.iter().copied(), PLANT_COLOR.with_alpha(0.7));
     if let Some(&base) = real.first() {
         pens.plant.circle_2d(base, 0.05, PLANT_COLOR.with_alpha(0.6));

@@ -3,10 +3,11 @@
 //! kept, so switching back does not train again; an arm without nets starts training. Back on
 //! the two-link arm, its heads start training if they never did.
 
-use super::super::state::arm::{Lab, Nominal, PlantSettings, default_target};
+use super::super::state::arm::{Lab, PlantSettings, Sim, default_target, rest_pose};
+use super::super::state::solve::Command;
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
-use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView};
+use super::state::{ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView};
 use super::train::NetWorkers;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -68,7 +69,8 @@ struct ChainState<'w> {
     nets: ResMut<'w, ChainNets>,
     training: ResMut<'w, ChainTraining>,
     workers: ResMut<'w, NetWorkers>,
-    plant: ResMut<'w, ChainPlant>,
+    sim: ResMut<'w, Sim>,
+    command: ResMut<'w, Command>,
     answers: ResMut<'w, ChainAnswers>,
     view: ResMut<'w, ChainView>,
     settings: Res<'w, PlantSettings>,
@@ -78,7 +80,6 @@ struct ChainState<'w> {
 #[allow(clippy::too_many_arguments)]
 fn switch(
     lab: Res<Lab>,
-    nominal: Res<Nominal>,
     mut last: Local<Option<String>>,
     mut started: Local<bool>,
     mut kept: ResMut<KeptNets>,
@@ -87,7 +88,7 @@ fn switch(
     mut commands: (MessageWriter<ChainTrainCommand>, MessageWriter<TrainCommand>),
     two_link: (Res<Training>, Res<TrainingParams>),
 ) {
-    let ChainState { nets, training, workers, plant, answers, view, settings } = &mut chain;
+    let ChainState { nets, training, workers, sim, command, answers, view, settings } = &mut chain;
     let name = lab.chain().map(|a| a.name.clone());
     if *last == name && last.is_some() {
         return;
@@ -106,6 +107,7 @@ fn switch(
         kept.0.insert(old, (std::mem::take(&mut **nets), runs));
     }
     *last = name;
+    command.0 = None;
     match lab.chain() {
         Some(arm) => {
             let autostart = training.autostart;
@@ -125,13 +127,17 @@ fn switch(
             }
             let demo = arm.demo_target();
             *target = Target::at(demo);
-            **plant = ChainPlant::new(arm, settings, &start_pose(arm, demo));
+            **sim = Sim::new(arm, settings, &start_pose(arm, demo));
             **answers = ChainAnswers::default();
             view.self_motion = 0.0;
         }
         None => {
+            // The first frame keeps the plant and the target the app opened with.
             if !opening {
-                *target = Target::at(default_target(&nominal.0));
+                let arm = lab.arm();
+                let two = arm.closed_form().unwrap_or_default();
+                *target = Target::at(default_target(&two));
+                **sim = Sim::new(arm, settings, &rest_pose(arm));
             }
             let (runs, params) = &two_link;
             if params.autostart && runs.0.iter().all(|(_, r)| r.state == RunState::Idle) {

@@ -10,7 +10,7 @@
 //! One plugin per concern: [`state`] (resources), [`lab`] (switching arms), [`train`]
 //! (background training), [`answers`] (each frame's answers and the chain's motion), [`draw`]
 //! (gizmos), [`atlas`] (the workspace map, off the frame) and [`panel`] (the side panel's chain sections, called by the app's panel). Its
-//! systems run only while a chain lab is open ([`super::state::arm::chain_lab`]); the two-link
+//! systems run only while a chain lab is open ([`super::state::arm::manifold`]); the two-link
 //! systems only while it is not.
 
 pub(crate) mod answers;

@@ -11,19 +11,19 @@ use super::super::state::train::Run;
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
 use super::state::{
-    ChainAnswers, ChainNets, ChainPlant, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
+    ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
     SELF_MOTION_SPAN, drives, method_label,
 };
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
-use elbow::Point2;
 use elbow::arm::{Arm, ArmKind};
 use elbow::atlas::chain::ChainLayer;
 use elbow::atlas::paint;
 use elbow::chain::nets::NetKind;
 use elbow::learned::HeadKind;
 use elbow::lineup::SolverId;
+use elbow::{Point2, TwoLinkArm};
 
 /// What the chain sections read and edit.
 #[derive(SystemParam)]
@@ -31,31 +31,28 @@ pub(crate) struct ChainSections<'w> {
     view: ResMut<'w, ChainView>,
     answers: Res<'w, ChainAnswers>,
     nets: Res<'w, ChainNets>,
-    plant: Res<'w, ChainPlant>,
+    sim: Res<'w, super::super::state::arm::Sim>,
     training: ResMut<'w, ChainTraining>,
     why: ResMut<'w, ChainWhy>,
     atlas: ResMut<'w, ChainAtlasView>,
     commands: MessageWriter<'w, ChainTrainCommand>,
 }
 
-/// The arm buttons: the two-link lab and every named chain; a click switches labs live.
-pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>) {
-    let current = match &*lab {
-        Lab::TwoLink => Some(ArmKind::TwoR),
-        Lab::Chain(a) => a.kind,
-    };
+/// The arm buttons: the lab's two-link arm (`home`) and every named chain; a click switches the
+/// arm in force live.
+pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>, home: TwoLinkArm) {
+    let current = if lab.closed_form().is_some() { Some(ArmKind::TwoR) } else { lab.arm().kind };
     ui.horizontal(|ui| {
         ui.label("arm");
         for kind in ArmKind::ALL {
             let label = ui.selectable_label(current == Some(kind), kind.key()).on_hover_text(kind.spec().about);
             if label.clicked() && current != Some(kind) {
-                *lab = if kind.arm().closed_form().is_some() { Lab::TwoLink } else { Lab::Chain(kind.arm()) };
+                let arm = if kind.arm().closed_form().is_some() { Arm::two_link(home) } else { kind.arm() };
+                *lab = Lab(arm);
             }
         }
-        if let Lab::Chain(a) = &*lab
-            && a.kind.is_none()
-        {
-            ui.strong(&a.name);
+        if current.is_none() || (current == Some(ArmKind::TwoR) && lab.arm().kind.is_none()) {
+            ui.strong(&lab.arm().name);
         }
     });
 }
@@ -88,7 +85,7 @@ pub(crate) fn contents(
         .show(ui, |ui| training_section(ui, s));
     egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
         egui::Grid::new("chain-shortcuts").num_columns(2).show(ui, |ui| {
-            for (_, key, shortcut) in super::super::keys::shortcuts(&Lab::Chain(arm.clone())) {
+            for (_, key, shortcut) in super::super::keys::shortcuts(&Lab(arm.clone())) {
                 ui.strong(key);
                 ui.label(shortcut.describe());
                 ui.end_row();
@@ -149,7 +146,7 @@ fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut ChainSections) {
             s.view.self_motion = 0.0;
         }
     });
-    let plant_miss = s.plant.tip().map(|tip| (tip - target).norm());
+    let plant_miss = Some((s.sim.tip() - target).norm());
     match s.answers.walk {
         Some(w) => ui.small(format!(
             "walked {} rad along the solution manifold{}: the answer's tip is {} off the target; the real arm's tip {}",

@@ -1,19 +1,16 @@
 //! The chain lab's resources: what the user chose ([`ChainView`]), the trained nets
-//! ([`ChainNets`]), this frame's answers ([`ChainAnswers`]), the simulated chain
-//! ([`ChainPlant`]) and the training runs ([`ChainTraining`]). Per-method data is keyed by the
+//! ([`ChainNets`]), this frame's answers ([`ChainAnswers`]) and the training runs
+//! ([`ChainTraining`]). Per-method data is keyed by the
 //! core's [`Method`], so a method added to the registry gets its row, colour and toggle here.
 
-use super::super::state::arm::PlantSettings;
 use super::super::state::train::Run;
 use bevy::prelude::*;
 use elbow::Point2;
-use elbow::arm::Arm;
 use elbow::chain::manifold::Walk;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{NetSet, Nets};
 use elbow::learned::HeadKind;
 use elbow::lineup::SolverId;
-use elbow::plant::Plant;
 use std::collections::VecDeque;
 
 /// Registers the chain lab's resources and its training message.
@@ -21,7 +18,6 @@ pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ChainView>()
         .init_resource::<ChainNets>()
         .init_resource::<ChainAnswers>()
-        .init_resource::<ChainPlant>()
         .init_resource::<ChainTraining>()
         .init_resource::<ChainWhy>()
         .add_message::<ChainTrainCommand>();
@@ -233,35 +229,6 @@ pub(crate) struct ChainAnswers {
     pub(crate) mmd_history: VecDeque<[f64; 2]>,
     /// The same for the flow's fan.
     pub(crate) flow_mmd_history: VecDeque<[f64; 2]>,
-}
-
-/// The simulated chain: the core's plant (the same as the two-link arm's) for the arm in
-/// force under the panel's plant settings, and what its encoders read.
-#[derive(Resource, Debug, Clone, Default)]
-pub(crate) struct ChainPlant {
-    /// The plant, once a chain lab has opened.
-    pub(crate) plant: Option<Plant>,
-    /// What the encoders read at the end of the last frame: where every answer starts from.
-    pub(crate) x: Vec<f64>,
-}
-
-impl ChainPlant {
-    /// The plant of `arm` under `settings`, at rest at `x`.
-    pub(crate) fn new(arm: &Arm, settings: &PlantSettings, x: &[f64]) -> Self {
-        let (real, cfg) = settings.chain_plant(arm);
-        let plant = Plant::new(real, cfg, x);
-        Self { x: plant.link()[..arm.coords()].to_vec(), plant: Some(plant) }
-    }
-
-    /// Where the real tip is.
-    pub(crate) fn tip(&self) -> Option<Point2> {
-        self.plant.as_ref().map(Plant::tip)
-    }
-
-    /// The real arm's base (on its rail), joints and tip.
-    pub(crate) fn points(&self) -> Vec<Point2> {
-        self.plant.as_ref().map(Plant::points).unwrap_or_default()
-    }
 }
 
 /// Every net's training run and the settings of the next run.

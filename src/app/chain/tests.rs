@@ -2,8 +2,9 @@
 //! Nets are trained synchronously with small configurations and put in place after the first
 //! frame (the frame that opens a lab resets its nets).
 
+use super::super::state::arm::Sim;
 use super::answers::PER_FRAME;
-use super::state::{ChainAnswers, ChainNets, ChainPlant, ChainTraining, ChainView};
+use super::state::{ChainAnswers, ChainNets, ChainTraining, ChainView};
 use crate::app::logic_plugin;
 use crate::app::state::arm::{Lab, PlantSettings};
 use crate::app::state::solve::Solutions;
@@ -65,13 +66,13 @@ fn frames_until(app: &mut App, what: &str, done: impl Fn(&World) -> bool) -> usi
 
 /// The real chain's tip miss of the target now, metres.
 fn plant_miss(app: &App) -> f64 {
-    let tip = app.world().resource::<ChainPlant>().tip().expect("a chain plant");
+    let tip = app.world().resource::<Sim>().tip();
     (tip - app.world().resource::<Target>().pos).norm()
 }
 
 #[test]
 fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
-    let mut app = app(Lab::TwoLink);
+    let mut app = app(Lab::default());
     app.update();
     let two_link_frame = |app: &App| app.world().resource::<Solutions>().frame;
     let before = two_link_frame(&app);
@@ -79,10 +80,10 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     assert_eq!(two_link_frame(&app), before + 1, "the two-link solvers run on the two-link arm");
 
     let rail3 = ArmKind::Rail3.arm();
-    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3.clone());
+    *app.world_mut().resource_mut::<Lab>() = Lab(rail3.clone());
     app.update();
     assert_eq!(app.world().resource::<Target>().pos, rail3.demo_target());
-    assert_eq!(app.world().resource::<ChainPlant>().x.len(), 4);
+    assert_eq!(app.world().resource::<Sim>().read.len(), 4);
     assert_eq!(app.world().resource::<ChainAnswers>().dls.len(), 4 * PER_FRAME, "the chain's DLS answers");
     let frozen = two_link_frame(&app);
     app.update();
@@ -91,18 +92,18 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
     // Nets learnt on rail3 come back after a visit to 3r, which has none of its own.
     give_nets(&mut app, &rail3, 20, false);
     let generation = app.world().resource::<ChainNets>().generation;
-    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(ArmKind::ThreeR.arm());
+    *app.world_mut().resource_mut::<Lab>() = Lab(ArmKind::ThreeR.arm());
     app.update();
     assert!(app.world().resource::<ChainNets>().get(NetKind::Mdn).is_none(), "3r has no nets yet");
-    assert_eq!(app.world().resource::<ChainPlant>().x.len(), 3);
+    assert_eq!(app.world().resource::<Sim>().read.len(), 3);
     assert!(app.world().resource::<ChainAnswers>().mdn.is_empty());
-    *app.world_mut().resource_mut::<Lab>() = Lab::Chain(rail3.clone());
+    *app.world_mut().resource_mut::<Lab>() = Lab(rail3.clone());
     app.update();
     let nets = app.world().resource::<ChainNets>();
     assert!(NetKind::ALL.iter().all(|&k| nets.get(k).is_some()), "rail3's nets are back");
     assert_eq!(nets.generation, generation);
 
-    *app.world_mut().resource_mut::<Lab>() = Lab::TwoLink;
+    *app.world_mut().resource_mut::<Lab>() = Lab::default();
     app.update();
     app.update();
     assert!(two_link_frame(&app) > frozen, "back on the two-link arm its solvers run again");
@@ -112,7 +113,7 @@ fn the_lab_switches_arms_live_and_keeps_what_each_arm_learnt() {
 #[test]
 fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
     let arm = ArmKind::Rail3.arm();
-    let mut app = app(Lab::Chain(arm.clone()));
+    let mut app = app(Lab(arm.clone()));
     app.update();
     give_nets(&mut app, &arm, 200, false);
     app.world_mut().resource_mut::<ChainView>().fan = 37;
@@ -146,7 +147,7 @@ fn the_fans_hold_the_slider_count_and_the_exact_fan_is_drawn_off_the_frame() {
 fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() {
     for kind in [ArmKind::Rail3, ArmKind::ThreeR] {
         let arm = kind.arm();
-        let mut app = app(Lab::Chain(arm.clone()));
+        let mut app = app(Lab(arm.clone()));
         app.world_mut().resource_mut::<ChainView>().driver = SolverId::Iterative;
         let target = Point2::new(1.2, 0.4);
         app.update();
@@ -158,7 +159,7 @@ fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() 
         };
         settle(&mut app);
         assert!(plant_miss(&app) < 1e-3, "{kind}: DLS puts the tip on the target");
-        let rest = app.world().resource::<ChainPlant>().x.clone();
+        let rest = app.world().resource::<Sim>().read.clone();
         for distance in [0.6, -0.6] {
             app.world_mut().resource_mut::<ChainView>().self_motion = distance;
             // The command jumps along the manifold at once; the servos follow it joint by joint,
@@ -173,7 +174,7 @@ fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() 
             assert!(plant_miss(&app) < 1e-3, "{kind} at {distance}: settled {}", plant_miss(&app));
             let walk = app.world().resource::<ChainAnswers>().walk.expect("a walk");
             assert!(walk.tip_error < 1e-6 && (walk.travelled - distance).abs() < 1e-9, "{kind}: {walk:?}");
-            let x = &app.world().resource::<ChainPlant>().x;
+            let x = &app.world().resource::<Sim>().read;
             let moved: f64 = x.iter().zip(&rest).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
             assert!(moved > 0.3, "{kind} at {distance}: the shape moved only {moved}");
             app.world_mut().resource_mut::<ChainView>().self_motion = 0.0;
@@ -185,7 +186,7 @@ fn self_motion_changes_the_shape_and_the_tip_settles_back_within_a_millimetre() 
 #[test]
 fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     let arm = ArmKind::ThreeR.arm();
-    let mut app = app(Lab::Chain(arm.clone()));
+    let mut app = app(Lab(arm.clone()));
     app.update();
     give_nets(&mut app, &arm, 300, false);
     for _ in 0..120 {
@@ -234,7 +235,7 @@ fn chain_frame_time() {
             })
             .collect()
     };
-    let mut two_link = app(Lab::TwoLink);
+    let mut two_link = app(Lab::default());
     two_link.update();
     // Every head of the default shape, briefly trained: the two-link frame with all its rows.
     let mut models = Models::default();
@@ -256,7 +257,7 @@ fn chain_frame_time() {
     drop(two_link);
     for kind in [ArmKind::Rail3, ArmKind::ThreeR, ArmKind::So101] {
         let arm = kind.arm();
-        let mut app = app(Lab::Chain(arm.clone()));
+        let mut app = app(Lab(arm.clone()));
         // The plant's dynamics with its heaviest step: free play behind every joint (twice the
         // joints), friction, flex, latency, noise and the camera.
         app.insert_resource(PlantSettings {
@@ -304,15 +305,15 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
         let arm = kind.arm();
         let d = arm.coords();
         for (name, set) in channels {
-            let mut app = app(Lab::Chain(arm.clone()));
+            let mut app = app(Lab(arm.clone()));
             app.world_mut().resource_mut::<ChainView>().driver = SolverId::Iterative;
             app.update();
             set(&mut app.world_mut().resource_mut::<PlantSettings>());
             app.update();
             // The app's plant is the core's for these settings...
             let settings = *app.world().resource::<PlantSettings>();
-            let (real, cfg) = settings.chain_plant(&arm);
-            let mut core = app.world().resource::<ChainPlant>().plant.clone().expect("a chain plant");
+            let (real, cfg) = settings.plant(&arm);
+            let mut core = app.world().resource::<Sim>().plant.clone();
             assert_eq!(
                 (core.config(), core.real()),
                 (&cfg.sanitized(), &real),
@@ -322,7 +323,7 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
             // ...and moves as the core's does, bit for bit, under the same commands and clock;
             // the same commands on the ideal plant show the slider acting.
             let mut ideal = core.clone();
-            let (real0, cfg0) = PlantSettings::IDEAL.chain_plant(&arm);
+            let (real0, cfg0) = PlantSettings::IDEAL.plant(&arm);
             ideal.set_config(cfg0);
             ideal.set_real(real0);
             let reach = arm.chain.reach();
@@ -338,10 +339,10 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
                     plant.step(0.016);
                 }
                 let (tip, reading, camera) = seen(&mut core, d);
-                let ours = app.world().resource::<ChainPlant>();
-                assert_eq!(ours.tip(), Some(tip), "{kind} {name}, frame {frame}: the tip");
-                assert_eq!(ours.x, reading, "{kind} {name}, frame {frame}: the encoders");
-                assert_eq!(ours.plant.as_ref().and_then(|p| p.camera()).map(|f| f.tip), camera, "{kind} {name}");
+                let ours = app.world().resource::<Sim>();
+                assert_eq!(ours.tip(), tip, "{kind} {name}, frame {frame}: the tip");
+                assert_eq!(ours.read, reading, "{kind} {name}, frame {frame}: the encoders");
+                assert_eq!(ours.plant.camera().map(|f| f.tip), camera, "{kind} {name}");
                 acted |= seen(&mut ideal, d) != (tip, reading, camera);
             }
             assert!(acted, "{kind} {name}: the slider changed nothing the world sees");
@@ -351,7 +352,7 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
 
 #[test]
 fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
-    let mut app = app(Lab::TwoLink);
+    let mut app = app(Lab::default());
     app.update();
     let set = PlantSettings {
         flex: 0.03,
@@ -364,16 +365,16 @@ fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
     app.update();
     for kind in [ArmKind::Rail3, ArmKind::ThreeR, ArmKind::So101] {
         let arm = kind.arm();
-        *app.world_mut().resource_mut::<Lab>() = Lab::Chain(arm.clone());
+        *app.world_mut().resource_mut::<Lab>() = Lab(arm.clone());
         app.update();
         app.update();
         assert_eq!(*app.world().resource::<PlantSettings>(), set, "{kind}: the sliders are as the user left them");
-        let plant = app.world().resource::<ChainPlant>().plant.clone().expect("a chain plant");
-        let (real, cfg) = set.chain_plant(&arm);
+        let plant = app.world().resource::<Sim>().plant.clone();
+        let (real, cfg) = set.plant(&arm);
         assert_eq!((plant.config(), plant.real()), (&cfg.sanitized(), &real), "{kind}: and act on its plant");
         assert_eq!((plant.config().flex, plant.config().latency_ms), (0.03, 120.0));
     }
-    *app.world_mut().resource_mut::<Lab>() = Lab::TwoLink;
+    *app.world_mut().resource_mut::<Lab>() = Lab::default();
     app.update();
     assert_eq!(*app.world().resource::<PlantSettings>(), set, "and back on the two-link arm");
     let nominal = app.world().resource::<crate::app::state::arm::Nominal>().0;
@@ -383,7 +384,7 @@ fn switching_arms_keeps_the_plant_settings_and_each_chain_gets_them() {
 #[test]
 fn the_exact_fan_and_its_mismatch_arrive_while_the_nets_keep_changing() {
     let arm = ArmKind::Rail3.arm();
-    let mut app = app(Lab::Chain(arm.clone()));
+    let mut app = app(Lab(arm.clone()));
     app.update();
     give_nets(&mut app, &arm, 100, false);
     // A new snapshot every frame, as training sends them: the fan's run must not be dropped as

@@ -17,40 +17,52 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<TipHistory>();
 }
 
-/// Which lab is open: the two-link arm (with its closed form, the plant's reality-gap channels
-/// and the envelope) or a redundant chain (fans of answers, the exact posterior, self-motion).
-/// The panel switches it live.
-#[derive(Resource, Debug, Clone, Default, PartialEq)]
-pub(crate) enum Lab {
-    /// The two-link lab (the default).
-    #[default]
-    TwoLink,
-    /// The chain lab on this arm.
-    Chain(Arm),
-}
+/// The arm in force: one value for every arm of the lab ([`Arm`]). What applies to it is data
+/// the arm answers: the two-link arm is a chain whose closed form ([`Arm::closed_form`]) carries
+/// the analytic solver, its ghost branches and the heads built on it; a redundant chain
+/// ([`Arm::methods`]) carries fans of answers, the exact posterior and self-motion. The plant,
+/// the target, the reality-gap channels, training and the plots serve every arm alike. The
+/// panel's arm buttons switch it live.
+#[derive(Resource, Debug, Clone, PartialEq)]
+pub(crate) struct Lab(pub(crate) Arm);
 
-impl Lab {
-    /// The chain, when the chain lab is open.
-    pub(crate) fn chain(&self) -> Option<&Arm> {
-        match self {
-            Lab::Chain(arm) => Some(arm),
-            Lab::TwoLink => None,
-        }
+impl Default for Lab {
+    /// The default two-link arm.
+    fn default() -> Self {
+        Self(Arm::two_link(TwoLinkArm::default()))
     }
 }
 
-/// Run condition: the two-link lab is open.
-pub(crate) fn two_link_lab(lab: Res<Lab>) -> bool {
-    matches!(*lab, Lab::TwoLink)
+impl Lab {
+    /// The arm.
+    pub(crate) fn arm(&self) -> &Arm {
+        &self.0
+    }
+
+    /// The arm's closed form, when it has one (the two-link arm).
+    pub(crate) fn closed_form(&self) -> Option<TwoLinkArm> {
+        self.0.closed_form()
+    }
+
+    /// The arm, when its answers for a target form a manifold (a redundant chain).
+    pub(crate) fn chain(&self) -> Option<&Arm> {
+        (!self.0.methods().is_empty()).then_some(&self.0)
+    }
 }
 
-/// Run condition: the chain lab is open.
-pub(crate) fn chain_lab(lab: Res<Lab>) -> bool {
-    matches!(*lab, Lab::Chain(_))
+/// Run condition: the arm in force has a closed form (its solvers are [`elbow::SolverId::TWO_LINK`]).
+pub(crate) fn closed_form(lab: Res<Lab>) -> bool {
+    lab.closed_form().is_some()
 }
 
-/// The nominal arm model every solver plans on (the plant's real arm differs from it); `elbow
-/// --lengths` sets it.
+/// Run condition: the arm in force is a redundant chain (its solvers are [`elbow::SolverId::CHAIN`]).
+pub(crate) fn manifold(lab: Res<Lab>) -> bool {
+    lab.chain().is_some()
+}
+
+/// The two-link arm of the lab (`elbow --lengths` sets it): the nominal model the closed form's
+/// solvers plan on while it is in force (the plant's real arm differs from it), and the arm the
+/// two-link button returns to.
 #[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Nominal(pub(crate) TwoLinkArm);
 
@@ -291,14 +303,20 @@ impl PlantSettings {
 }
 
 impl PlantSettings {
-    /// The plant these settings describe for the chain `arm`: its real arm with the mismatch
-    /// spread over its links ([`RealChain::with_mismatch`]; an arm the sliders cannot make stays
-    /// as modelled), and the channels, with
-    /// gravity on for an arm in a vertical plane.
-    pub(crate) fn chain_plant(&self, arm: &Arm) -> (RealChain, PlantConfig) {
-        let model = arm.real();
-        let real = model.with_mismatch(&self.mismatch()).unwrap_or(model);
-        let cfg = PlantConfig { gravity: arm.vertical(), ..self.config(&TwoLinkArm::default()) };
+    /// The plant these settings describe for `arm`: its real body (the closed form's arm under
+    /// the mismatch with [`PlantConfig::link_mass`] links; a chain's own body with the mismatch
+    /// spread over its links, [`RealChain::with_mismatch`], an arm the sliders cannot make
+    /// staying as modelled) and the channels, with gravity on for an arm in a vertical plane.
+    pub(crate) fn plant(&self, arm: &Arm) -> (RealChain, PlantConfig) {
+        let two_link = arm.closed_form();
+        let cfg = PlantConfig { gravity: arm.vertical(), ..self.config(&two_link.unwrap_or_default()) };
+        let real = match two_link {
+            Some(_) => cfg.two_link_real(),
+            None => {
+                let model = arm.real();
+                model.with_mismatch(&self.mismatch()).unwrap_or(model)
+            }
+        };
         (real, cfg)
     }
 }
@@ -308,30 +326,60 @@ impl PlantSettings {
 /// not made up.
 pub(crate) const MAX_FRAME_SECS: f64 = 0.5;
 
-/// The plant and its latest encoder reading (the seed of every solver).
+/// The simulated arm in force (the core's one plant, for every arm) and its latest encoder
+/// reading (where every solver starts from).
 #[derive(Resource, Debug, Clone)]
 pub(crate) struct Sim {
     /// The simulated arm.
     pub(crate) plant: Plant,
-    /// What the encoders read at the end of the last frame.
+    /// What the encoders read at the end of the last frame, coordinate by coordinate.
+    pub(crate) read: Vec<f64>,
+    /// The same reading as a two-link pose (the closed form's solvers start from it).
     pub(crate) measured: Pose,
 }
 
 impl Sim {
-    /// A plant at rest in `pose`.
-    pub(crate) fn new(cfg: PlantConfig, pose: Pose) -> Self {
-        let plant = Plant::new(cfg.two_link_real(), cfg, &pose.coords());
-        Self { measured: Pose::of(&plant.link()), plant }
+    /// The plant of `arm` under `settings`, at rest at `x`.
+    pub(crate) fn new(arm: &Arm, settings: &PlantSettings, x: &[f64]) -> Self {
+        let (real, cfg) = settings.plant(arm);
+        let plant = Plant::new(real, cfg, x);
+        let mut sim = Self { read: Vec::new(), measured: Pose::default(), plant };
+        sim.read_encoders(&sim.plant.link());
+        sim
+    }
+
+    /// Takes `reading` (the plant's coordinates) as what the encoders read.
+    pub(crate) fn read_encoders(&mut self, reading: &[f64]) {
+        let d = self.plant.dim();
+        self.read.clear();
+        self.read.extend_from_slice(&reading[..d]);
+        if d == 2 {
+            self.measured = Pose::of(reading);
+        }
+    }
+
+    /// Where the real tip is.
+    pub(crate) fn tip(&self) -> Point2 {
+        self.plant.tip()
     }
 }
 
 impl FromWorld for Sim {
-    /// The plant for the world's nominal arm and settings, resting on the elbow-down answer for
-    /// the arm's default target.
+    /// The plant for the world's arm and settings: on the two-link arm resting on the elbow-down
+    /// answer for its default target, on a chain at the centre of its prior.
     fn from_world(world: &mut World) -> Self {
-        let nominal = world.get_resource::<Nominal>().copied().unwrap_or_default().0;
+        let lab = world.get_resource::<Lab>().cloned().unwrap_or_default();
         let settings = world.get_resource::<PlantSettings>().copied().unwrap_or_default();
-        Sim::new(settings.config(&nominal), solve_branches(&nominal, default_target(&nominal)).down)
+        Sim::new(&lab.0, &settings, &rest_pose(&lab.0))
+    }
+}
+
+/// Where the plant of `arm` rests when the lab opens on it: the closed form's elbow-down answer
+/// for its default target, or the centre of a chain's prior.
+pub(crate) fn rest_pose(arm: &Arm) -> Vec<f64> {
+    match arm.closed_form() {
+        Some(two) => solve_branches(&two, default_target(&two)).down.coords().to_vec(),
+        None => arm.prior_center(),
     }
 }
 

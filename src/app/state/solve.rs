@@ -14,7 +14,8 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<Shown>()
         .init_resource::<Solutions>()
         .init_resource::<EnvelopeStats>()
-        .init_resource::<BranchLog>();
+        .init_resource::<BranchLog>()
+        .init_resource::<Command>();
 }
 
 /// Which pipeline's answer is sent to the plant: a solver, inside the envelope or not.
@@ -80,6 +81,19 @@ impl Solutions {
     /// The readout of `id`.
     pub(crate) fn row(&self, id: SolverId) -> &Readout {
         &self.rows[id]
+    }
+}
+
+/// What goes to the plant this frame, coordinate by coordinate, on any arm (`None`: the driver
+/// has no answer yet, and the plant holds): the envelope's decision on an arm with a closed
+/// form (or the feedback head's command while it drives), the driver's walked answer on a chain.
+#[derive(Resource, Debug, Clone, Default, PartialEq)]
+pub(crate) struct Command(pub(crate) Option<Vec<f64>>);
+
+impl Command {
+    /// A two-link pose as the command.
+    pub(crate) fn pose(pose: Option<Pose>) -> Self {
+        Self(pose.map(|p| p.coords().to_vec()))
     }
 }
 
