@@ -16,6 +16,7 @@ pub(crate) fn plugin(app: &mut App) {
 }
 
 /// Turns this frame's proposal into the command, through the envelope when the driver has one.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     nominal: Res<Nominal>,
     target: Res<Target>,
