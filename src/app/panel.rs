@@ -14,7 +14,9 @@
 //! [`SolverId::TWO_LINK`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
 use super::atlas::AtlasView;
-use super::chain::panel::{ChainSections, arm_selector, contents as contents_chain};
+use super::chain::atlas::ChainAtlasView;
+use super::chain::panel::arm_selector;
+use super::chain::state::{ChainTraining, ChainView};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export::{self, YScale};
 use super::feedback::{self, FeedbackLab, TrainFeedback};
@@ -27,15 +29,16 @@ use super::lessons::{ActiveLesson, OpenLesson};
 use super::replay::{self, OpenReplay, ReplayView};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
-use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, default_target, range};
+use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use crate::cli::figure::Series;
+use bevy::ecs::system::InMut;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
-use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use bevy_egui::{EguiContext, EguiPrimaryContextPass, PrimaryEguiContext, egui};
 use egui_plot::VLine;
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
@@ -45,33 +48,415 @@ use elbow::learned::Output;
 use elbow::lineup::Family;
 use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
 
-/// Registers the panel system in egui's pass.
+/// Registers the panel in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(EguiPrimaryContextPass, panel);
 }
 
-/// The resources the panel's sections share out: [`contents`] hands each section its part.
-#[derive(SystemParam)]
-struct Sections<'w> {
-    target: ResMut<'w, Target>,
-    driver: ResMut<'w, Driver>,
-    shown: ResMut<'w, Shown>,
-    plant: ResMut<'w, PlantSettings>,
-    stats: ResMut<'w, EnvelopeStats>,
-    training: Res<'w, Training>,
-    models: Res<'w, Models>,
-    solutions: Res<'w, Solutions>,
-    history: Res<'w, TipHistory>,
-    sim: Res<'w, Sim>,
-    nominal: Res<'w, Nominal>,
-    time: Res<'w, Time>,
-    atlas: ResMut<'w, AtlasView>,
-    hover: Res<'w, Hover>,
-    sweep: ResMut<'w, LiveSweep>,
-    claims: Res<'w, ClaimsBoard>,
-    camera_view: ResMut<'w, CameraView>,
-    branches: Res<'w, BranchLog>,
-    controls: TrainingControls<'w>,
+/// A section of the panel: a system that draws into the panel's [`egui::Ui`], reaching only the
+/// resources it shows or edits.
+type Section = InMut<'static, egui::Ui>;
+
+/// Runs the section `system` into `ui` (a cached system: its `Local`s persist).
+fn section<M>(world: &mut World, ui: &mut egui::Ui, system: impl IntoSystem<Section, (), M> + 'static) {
+    if let Err(e) = world.run_system_cached_with(system, ui) {
+        warn!("a panel section failed: {e}");
+    }
+}
+
+/// A collapsible section titled `title`, open at first when `open`, running `system` inside.
+fn collapsing<M>(
+    world: &mut World,
+    ui: &mut egui::Ui,
+    title: &str,
+    open: bool,
+    system: impl IntoSystem<Section, (), M> + 'static,
+) {
+    egui::CollapsingHeader::new(title).default_open(open).show(ui, |ui| section(world, ui, system));
+}
+
+/// Shows the panel, section by section, and records its width for the world viewport. Every
+/// section runs on every arm: it shows what applies to the arm in force and says in one line
+/// what does not.
+fn panel(world: &mut World) -> Result {
+    let mut contexts = world.query_filtered::<&mut EguiContext, With<PrimaryEguiContext>>();
+    let ctx = contexts.single_mut(world)?.get_mut().clone();
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        egui::Id::new("elbow-root"),
+        egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
+    );
+    let shown = egui::Panel::left("elbow-panel")
+        .resizable(true)
+        .default_size(430.0)
+        .size_range(320.0..=720.0)
+        .show(&mut root, |ui| egui::ScrollArea::vertical().show(ui, |ui| contents(world, ui)));
+    world.resource_mut::<PanelWidth>().set_if_neq(PanelWidth(shown.response.rect.width()));
+    let mut help = *world.resource::<Help>();
+    help_overlay(&ctx, world.resource::<LabChoice>(), &mut help);
+    world.resource_mut::<Help>().set_if_neq(help);
+    Ok(())
+}
+
+/// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
+/// backlash, atlas), so they fit without scrolling at 1280x720; the rest in collapsible
+/// sections.
+fn contents(world: &mut World, ui: &mut egui::Ui) {
+    section(world, ui, header);
+    section(world, ui, lessons);
+    section(world, ui, replay_view);
+    section(world, ui, arms);
+    ui.separator();
+    section(world, ui, driver);
+    section(world, ui, training_pill);
+    section(world, ui, branches);
+    collapsing(world, ui, "Feedback head: a learner that sees its own feedback", false, feedback_head);
+    section(world, ui, perturbations);
+    collapsing(world, ui, "Reality gap: friction, flex, latency, camera", false, reality_gap);
+    ui.separator();
+    section(world, ui, atlas);
+    collapsing(world, ui, "Why did it do that? An answer here, taken apart", false, why);
+    collapsing(world, ui, "Save or restore this view", false, view_file);
+    ui.separator();
+    collapsing(world, ui, "Claims board: the lab's claims, judged for this scene", false, claims);
+    collapsing(world, ui, "Live degradation: every solver vs the perturbation", true, sweep);
+    collapsing(world, ui, "Solvers", true, solvers);
+    collapsing(world, ui, "Plots: training loss, plant tip error", false, plots);
+    collapsing(world, ui, "Safety envelope", false, envelope);
+    collapsing(world, ui, "Target", false, target);
+    collapsing(world, ui, "Plant: model mismatch", false, mismatch);
+    collapsing(world, ui, "Training", false, training);
+    collapsing(world, ui, "Keyboard shortcuts", false, keyboard);
+}
+
+/// The title, the help button and the hint line with the keys and the frame time.
+fn header(
+    InMut(ui): InMut<egui::Ui>,
+    time: Res<Time>,
+    lab: Res<LabChoice>,
+    mut help: ResMut<Help>,
+    mut frame_secs: Local<f32>,
+) {
+    // Smoothed frame time.
+    let dt = time.delta_secs();
+    *frame_secs = if *frame_secs > 0.0 { 0.95 * *frame_secs + 0.05 * dt } else { dt };
+    ui.horizontal(|ui| {
+        ui.heading("Elbow — learned IK lab");
+        if ui.button(" ? ").on_hover_text("every key and mouse action (? or F1)").clicked() {
+            help.0 = !help.0;
+        }
+    });
+    let ms = f64::from(*frame_secs) * 1e3;
+    let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
+    let keys: Vec<&str> = shortcuts(&lab).into_iter().map(|(_, key, _)| key).collect();
+    ui.small(format!(
+        "Drag or click in the view to move the target.  Keys: {} ?.  frame {} ms ({} fps)",
+        keys.join(" "),
+        number(Some(ms), 1),
+        number(fps, 0)
+    ));
+}
+
+/// The lessons menu and the open lesson's caption.
+fn lessons(
+    InMut(ui): InMut<egui::Ui>,
+    active: ResMut<ActiveLesson>,
+    mut open: MessageWriter<OpenLesson>,
+    models: Res<Models>,
+) {
+    lesson_section(ui, active.into(), &mut open, &models);
+}
+
+/// The open replay, when one is open.
+fn replay_view(InMut(ui): InMut<egui::Ui>, mut replay: ResMut<ReplayView>) {
+    if replay.open.is_some() {
+        let keep = ui.group(|ui| replay::section(ui, replay.reborrow())).inner;
+        if !keep {
+            replay.close();
+        }
+    }
+}
+
+/// The arm buttons.
+fn arms(InMut(ui): InMut<egui::Ui>, lab: ResMut<LabChoice>, nominal: Res<Nominal>) {
+    arm_selector(ui, lab.into(), nominal.0);
+}
+
+/// Which solver drives the plant: the closed form's line-up on an arm with one, the chain's
+/// methods (with the fans and the self-motion slider) on a chain.
+fn driver(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    driver: ResMut<Driver>,
+    target: Res<Target>,
+    mut chain: super::chain::panel::DriverRows,
+) {
+    match lab.chain() {
+        None => driver_section(ui, driver.into()),
+        Some(arm) => chain.show(ui, arm, target.pos),
+    }
+}
+
+/// Training at a glance: the progress pill of the arm's learners.
+fn training_pill(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    training: Res<Training>,
+    mut train: MessageWriter<TrainCommand>,
+    chain: Res<ChainTraining>,
+) {
+    match lab.chain() {
+        None => training_bar(ui, &mut train, &training),
+        Some(_) => super::chain::panel::training_bar(ui, &chain),
+    }
+}
+
+/// The latest elbow-branch change of what went to the plant, on an arm with two branches; and
+/// who drives while the feedback head does.
+fn branches(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    log: Res<BranchLog>,
+    time: Res<Time>,
+    sim: Res<Sim>,
+    feedback: Res<FeedbackLab>,
+) {
+    if lab.closed_form().is_none() {
+        return;
+    }
+    branch_line(ui, &log, time.elapsed_secs_f64(), &sim);
+    if feedback.drives {
+        ui.colored_label(
+            egui::Color32::from_rgb(115, 217, 255),
+            egui::RichText::new("The feedback head drives the plant (the driver above is set aside).").small(),
+        );
+    }
+}
+
+/// The feedback head (on an arm with a closed form; a chain's runs headlessly).
+fn feedback_head(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    feedback: ResMut<FeedbackLab>,
+    mut train: MessageWriter<TrainFeedback>,
+    plant: Res<PlantSettings>,
+) {
+    match lab.chain() {
+        None => feedback::section(ui, feedback.into(), &mut train, plant.camera().is_on()),
+        Some(arm) => {
+            ui.small(format!(
+                "In the app the feedback head learns the two-link arm. On {} it runs headlessly: `elbow experiment randomization --arm {}`.",
+                arm.name,
+                arm.kind.map_or("rail3", |k| k.key())
+            ));
+        }
+    }
+}
+
+/// The knob the open lesson sets, if any.
+fn lit(active: &ActiveLesson) -> Option<Channel> {
+    active.0.and_then(lesson_knob)
+}
+
+/// The mismatch line and the two sliders users come for (every arm).
+fn perturbations(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    plant: ResMut<PlantSettings>,
+    active: Res<ActiveLesson>,
+) {
+    if let Some(line) = mismatch_line(&plant, lab.chain().is_some()) {
+        ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
+    }
+    perturbation_section(ui, plant.into(), lit(&active));
+}
+
+/// Friction, flex, latency and the camera (every arm), opened with a lesson about one of them.
+fn reality_gap(
+    InMut(ui): InMut<egui::Ui>,
+    plant: ResMut<PlantSettings>,
+    camera_view: ResMut<CameraView>,
+    sim: Res<Sim>,
+    active: Res<ActiveLesson>,
+) {
+    gap_section(ui, plant.into(), Some((camera_view.into(), &sim)), lit(&active));
+}
+
+/// The workspace atlas of the arm in force.
+fn atlas(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    view: ResMut<AtlasView>,
+    chain: ResMut<ChainAtlasView>,
+    driver: Res<Driver>,
+    hover: Res<Hover>,
+) {
+    match lab.chain() {
+        None => atlas_section(ui, view.into(), driver.0, hover.0),
+        Some(_) => super::chain::panel::atlas_rows(ui, chain.into(), hover.0),
+    }
+}
+
+/// "Why did it do that?" for the heads, or for a chain's driving net.
+#[allow(clippy::too_many_arguments)]
+fn why(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    models: Res<Models>,
+    params: Res<TrainingParams>,
+    target: Res<Target>,
+    sim: Res<Sim>,
+    driver: Res<Driver>,
+    mut pin: ResMut<WhyPin>,
+    mut explained: Local<Option<Explanation>>,
+    mut chain: super::chain::panel::WhyRows,
+) {
+    let Some(arm) = lab.chain() else {
+        let Some(two) = lab.closed_form() else { return };
+        let mut p = *pin;
+        let asked = WhyAsked { arm: two, models: &models, params: &params, target: target.pos, from: sim.measured };
+        why_section(ui, &asked, &mut explained, &mut p, driver.0);
+        pin.set_if_neq(p);
+        return;
+    };
+    chain.show(ui, arm, target.pos);
+}
+
+/// Save or restore the scene, and open a catalog record.
+fn view_file(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, mut guide: Guides) {
+    if let Some(arm) = lab.chain() {
+        ui.small(format!(
+            "A view file holds the two-link lab's scene; {}'s is not saved yet. A catalog record of any arm replays here:",
+            arm.name
+        ));
+    }
+    view_file_section(ui, &mut guide);
+}
+
+/// The claims board (on an arm with a closed form; a chain's claims are judged headlessly).
+fn claims(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, board: Res<ClaimsBoard>) {
+    match lab.chain() {
+        None => claims_section(ui, &board),
+        Some(arm) => headless_line(ui, arm, "judges the claims on"),
+    }
+}
+
+/// Says that the app runs this section on the two-link arm and how to run it on `arm`.
+fn headless_line(ui: &mut egui::Ui, arm: &elbow::arm::Arm, what: &str) {
+    ui.small(format!(
+        "In the app this section {what} the two-link arm. On {} run `elbow experiment degradation --arm {}` (the same experiment and verdicts).",
+        arm.name,
+        arm.kind.map_or("rail3", |k| k.key())
+    ));
+}
+
+/// The live degradation sweep (on an arm with a closed form).
+fn sweep(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, sweep: ResMut<LiveSweep>, plant: Res<PlantSettings>) {
+    match lab.chain() {
+        None => sweep_section(ui, sweep.into(), &plant),
+        Some(arm) => headless_line(ui, arm, "sweeps"),
+    }
+}
+
+/// Every solver of the arm with its colour, status and live figures.
+#[allow(clippy::too_many_arguments)]
+fn solvers(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    shown: ResMut<Shown>,
+    solutions: Res<Solutions>,
+    models: Res<Models>,
+    training: Res<Training>,
+    sim: Res<Sim>,
+    target: Res<Target>,
+    chain: super::chain::panel::Readouts,
+) {
+    match lab.chain() {
+        None => {
+            let plant_miss = (sim.tip() - target.pos).norm();
+            legend_section(ui, shown.into(), &solutions, &models, &training, plant_miss, target.pos);
+        }
+        Some(arm) => chain.show(ui, arm, target.pos),
+    }
+}
+
+/// The training losses and the plant's tip error.
+fn plots(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    training: Res<Training>,
+    solutions: Res<Solutions>,
+    chain: Res<ChainView>,
+    history: Res<TipHistory>,
+    time: Res<Time>,
+) {
+    let now = time.elapsed_secs_f64();
+    match lab.closed_form() {
+        Some(two) => {
+            loss_plots(ui, &training);
+            let tolerance = elbow::EnvelopeConfig::for_arm(&two).max_fk_miss;
+            tip_plot(ui, &solutions.driver_name, &history, now, (tolerance, "envelope tolerance"));
+        }
+        None => {
+            ui.small("The nets' losses are plotted under Training.");
+            let driver = super::chain::state::method_label(chain.driver);
+            tip_plot(ui, driver, &history, now, (super::chain::answers::TOLERANCE, "success radius"));
+        }
+    }
+}
+
+/// The envelope's tally (on an arm with a closed form).
+fn envelope(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    stats: ResMut<EnvelopeStats>,
+    driver: Res<Driver>,
+    models: Res<Models>,
+) {
+    match lab.closed_form() {
+        Some(two) => {
+            let lineup = Lineup::new(two, Table::from_fn(|h| models.get(h)));
+            envelope_section(ui, stats.into(), driver.0, &lineup);
+        }
+        None => {
+            ui.small("In the app the envelope wraps the two-link heads. A chain's envelope (FK, ranges, joint steps, DLS fallback) is measured by `elbow experiment degradation --arm …` (its `+env` pipelines).");
+        }
+    }
+}
+
+/// The figure-eight sweep and the home target (every arm).
+fn target(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, target: ResMut<Target>) {
+    target_section(ui, target.into(), home_target(lab.arm()));
+}
+
+/// The model mismatch and its presets (every arm).
+fn mismatch(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, plant: ResMut<PlantSettings>) {
+    plant_section(ui, plant.into(), lab.chain().is_some());
+}
+
+/// Training controls: the heads' hyper-parameters and model files, or the chain's nets.
+fn training(
+    InMut(ui): InMut<egui::Ui>,
+    lab: Res<LabChoice>,
+    mut controls: TrainingControls,
+    training: Res<Training>,
+    mut chain: super::chain::panel::TrainingRows,
+) {
+    match lab.chain() {
+        None => training_section(ui, &mut controls, &training),
+        Some(_) => chain.show(ui),
+    }
+}
+
+/// Every shortcut of the arm in force.
+fn keyboard(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>) {
+    egui::Grid::new("shortcuts").num_columns(2).show(ui, |ui| {
+        for (_, key, shortcut) in shortcuts(&lab) {
+            ui.strong(key);
+            ui.label(shortcut.describe());
+            ui.end_row();
+        }
+    });
 }
 
 /// What only the training section edits and sends.
@@ -81,54 +466,12 @@ struct TrainingControls<'w> {
     model_file: ResMut<'w, ModelFile>,
     train: MessageWriter<'w, TrainCommand>,
     load: MessageWriter<'w, LoadModel>,
-    feedback: ResMut<'w, FeedbackLab>,
-    train_feedback: MessageWriter<'w, TrainFeedback>,
 }
 
-/// Shows the panel and records its width for the world viewport.
-fn panel(
-    mut contexts: EguiContexts,
-    mut width: ResMut<PanelWidth>,
-    mut frame_secs: Local<f32>,
-    mut lab: Sections,
-    mut open: ResMut<LabChoice>,
-    mut chain: ChainSections,
-    mut guide: Guides,
-) -> Result {
-    // Smoothed frame time for the header.
-    let dt = lab.time.delta_secs();
-    *frame_secs = if *frame_secs > 0.0 { 0.95 * *frame_secs + 0.05 * dt } else { dt };
-    let frame_secs = *frame_secs;
-    let ctx = contexts.ctx_mut()?.clone();
-    let mut root = egui::Ui::new(
-        ctx.clone(),
-        egui::Id::new("elbow-root"),
-        egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
-    );
-    let shown = egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0).show(
-        &mut root,
-        |ui| {
-            egui::ScrollArea::vertical()
-                .show(ui, |ui| contents(ui, &mut lab, open.reborrow(), &mut chain, &mut guide, frame_secs));
-        },
-    );
-    width.set_if_neq(PanelWidth(shown.response.rect.width()));
-    let mut help = *guide.help;
-    help_overlay(&ctx, &open, &mut help);
-    guide.help.set_if_neq(help);
-    Ok(())
-}
-
-/// What the guiding sections (lessons, why, view files) edit and send.
+/// What the view-file section edits and sends.
 #[derive(SystemParam)]
 struct Guides<'w, 's> {
-    active: ResMut<'w, ActiveLesson>,
-    open: MessageWriter<'w, OpenLesson>,
-    /// The why section's latest explanation.
-    why: Local<'s, Option<Explanation>>,
     view_field: ResMut<'w, ViewFileField>,
-    help: ResMut<'w, Help>,
-    pin: ResMut<'w, WhyPin>,
     save: MessageWriter<'w, SaveView>,
     load: MessageWriter<'w, LoadView>,
     replay: ResMut<'w, ReplayView>,
@@ -231,10 +574,20 @@ fn lesson_section(
     });
 }
 
+/// What a head's explanation is asked of: the arm and its heads, the training data's
+/// configuration, the target and the pose the arm is in.
+struct WhyAsked<'a> {
+    arm: elbow::TwoLinkArm,
+    models: &'a Models,
+    params: &'a TrainingParams,
+    target: Point2,
+    from: elbow::Pose,
+}
+
 /// "Why did it do that?": a button per head explains its answer for the current target from the
 /// arm's current pose ([`elbow::explain::explain_head`], as `elbow explain` does): the sentences, then
 /// each candidate with its weight, the branch it is near and its tip's miss.
-fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>, pin: &mut WhyPin, driver: Pipeline) {
+fn why_section(ui: &mut egui::Ui, lab: &WhyAsked, why: &mut Option<Explanation>, pin: &mut WhyPin, driver: Pipeline) {
     ui.horizontal_wrapped(|ui| {
         ui.label("explain:");
         for head in HeadKind::ALL {
@@ -244,13 +597,13 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
             if ui.add_enabled(model.is_some(), egui::Button::new(label)).clicked()
                 && let Some(model) = model
             {
-                let arm = lab.nominal.0;
-                let data = elbow::TrainConfig { arm, ..lab.controls.params.config }.data_config().targets();
+                let arm = lab.arm;
+                let data = elbow::TrainConfig { arm, ..lab.params.config }.data_config().targets();
                 let envelope = Lineup::new(arm, Table::from_fn(|h| lab.models.get(h))).envelope;
-                let from = lab.sim.measured;
+                let from = lab.from;
                 let mode = elbow::ElbowMode::of(from);
-                *why = Some(elbow::explain::explain_head(model, lab.target.pos, from, mode, &data, &envelope));
-                pin.0 = Some(lab.target.pos);
+                *why = Some(elbow::explain::explain_head(model, lab.target, from, mode, &data, &envelope));
+                pin.0 = Some(lab.target);
             }
         }
     });
@@ -259,7 +612,7 @@ fn why_section(ui: &mut egui::Ui, lab: &Sections, why: &mut Option<Explanation>,
         return;
     };
     ui.small(format!("{} head at ({:.2}, {:.2}) m:", e.head, e.target[0], e.target[1]));
-    let moved = (Point2::new(e.target[0], e.target[1]) - lab.target.pos).norm();
+    let moved = (Point2::new(e.target[0], e.target[1]) - lab.target).norm();
     if moved > 0.005 {
         ui.colored_label(
             color32(LESSON_COLOR),
@@ -340,142 +693,6 @@ fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
             ui.end_row();
         }
     });
-}
-
-/// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
-/// backlash, atlas), so they fit without scrolling at 1280x720; the rest in collapsible
-/// sections.
-fn contents(
-    ui: &mut egui::Ui,
-    lab: &mut Sections,
-    mut open: Mut<LabChoice>,
-    chain: &mut ChainSections,
-    guide: &mut Guides,
-    frame_secs: f32,
-) {
-    ui.horizontal(|ui| {
-        ui.heading("Elbow — learned IK lab");
-        if ui.button(" ? ").on_hover_text("every key and mouse action (? or F1)").clicked() {
-            guide.help.0 = !guide.help.0;
-        }
-    });
-    let ms = f64::from(frame_secs) * 1e3;
-    let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
-    let keys: Vec<&str> = shortcuts(&open).into_iter().map(|(_, key, _)| key).collect();
-    ui.small(format!(
-        "Drag or click in the view to move the target.  Keys: {} ?.  frame {} ms ({} fps)",
-        keys.join(" "),
-        number(Some(ms), 1),
-        number(fps, 0)
-    ));
-    lesson_section(ui, guide.active.reborrow(), &mut guide.open, &lab.models);
-    if guide.replay.open.is_some() {
-        let keep = ui.group(|ui| replay::section(ui, guide.replay.reborrow())).inner;
-        if !keep {
-            guide.replay.close();
-        }
-    }
-    arm_selector(ui, open.reborrow(), lab.nominal.0);
-    // The knob the open lesson sets is framed, and the section holding it opens with the lesson.
-    let lit = guide.active.0.and_then(lesson_knob);
-    let opened = guide.active.is_changed() && lit.is_some();
-    let in_gap = matches!(lit, Some(Channel::Friction | Channel::Flex | Channel::Latency));
-    if let Some(arm) = open.chain().cloned() {
-        ui.separator();
-        // The same plant and channels as the two-link arm's, on this chain.
-        let settings = lab.plant.reborrow();
-        let plant = |ui: &mut egui::Ui| {
-            let mut settings = settings;
-            if let Some(line) = mismatch_line(&settings, true) {
-                ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
-            }
-            perturbation_section(ui, settings.reborrow(), lit);
-            egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
-                .id_salt("chain-gap")
-                .default_open(false)
-                .open((opened && in_gap).then_some(true))
-                .show(ui, |ui| gap_section(ui, settings.reborrow(), None, lit));
-            egui::CollapsingHeader::new("Plant: model mismatch")
-                .id_salt("chain-mismatch")
-                .default_open(false)
-                .show(ui, |ui| plant_section(ui, settings.reborrow(), true));
-        };
-        contents_chain(ui, &arm, lab.target.pos, lab.hover.0, chain, plant);
-        return;
-    }
-    ui.separator();
-    driver_section(ui, lab.driver.reborrow());
-    training_bar(ui, &mut lab.controls, &lab.training);
-    branch_line(ui, &lab.branches, lab.time.elapsed_secs_f64(), &lab.sim);
-    let drives = lab.controls.feedback.drives;
-    if drives {
-        ui.colored_label(
-            egui::Color32::from_rgb(115, 217, 255),
-            egui::RichText::new("The feedback head drives the plant (the driver above is set aside).").small(),
-        );
-    }
-    let camera_on = lab.plant.camera().is_on();
-    egui::CollapsingHeader::new("Feedback head: a learner that sees its own feedback").default_open(false).show(
-        ui,
-        |ui| {
-            let TrainingControls { feedback, train_feedback, .. } = &mut lab.controls;
-            feedback::section(ui, feedback.reborrow(), train_feedback, camera_on)
-        },
-    );
-    if let Some(line) = mismatch_line(&lab.plant, false) {
-        ui.colored_label(color32(PLANT_COLOR), egui::RichText::new(line).small());
-    }
-    let driver = lab.driver.0;
-    perturbation_section(ui, lab.plant.reborrow(), lit);
-    let camera = Some((lab.camera_view.reborrow(), &*lab.sim));
-    egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
-        .default_open(false)
-        .open((opened && in_gap).then_some(true))
-        .show(ui, |ui| gap_section(ui, lab.plant.reborrow(), camera, lit));
-    ui.separator();
-    atlas_section(ui, lab.atlas.reborrow(), driver, lab.hover.0);
-    egui::CollapsingHeader::new("Why did it do that? A head's answer here, taken apart").default_open(false).show(
-        ui,
-        |ui| {
-            let mut pin = *guide.pin;
-            why_section(ui, lab, &mut guide.why, &mut pin, driver);
-            guide.pin.set_if_neq(pin);
-        },
-    );
-    egui::CollapsingHeader::new("Save or restore this view")
-        .default_open(false)
-        .show(ui, |ui| view_file_section(ui, guide));
-    ui.separator();
-    egui::CollapsingHeader::new("Claims board: the lab's claims, judged for this scene")
-        .default_open(false)
-        .show(ui, |ui| claims_section(ui, &lab.claims));
-    egui::CollapsingHeader::new("Live degradation: every solver vs the perturbation")
-        .default_open(true)
-        .show(ui, |ui| sweep_section(ui, lab.sweep.reborrow(), &lab.plant));
-    let target = lab.target.pos;
-    egui::CollapsingHeader::new("Solvers").default_open(true).show(ui, |ui| {
-        let plant_miss = (lab.sim.plant.tip() - target).norm();
-        legend_section(ui, lab.shown.reborrow(), &lab.solutions, &lab.models, &lab.training, plant_miss, target)
-    });
-    egui::CollapsingHeader::new("Plots: training loss, plant tip error").default_open(false).show(ui, |ui| {
-        let tolerance = elbow::EnvelopeConfig::for_arm(&lab.nominal.0).max_fk_miss;
-        let now = lab.time.elapsed_secs_f64();
-        plots_section(ui, &lab.training, &lab.solutions.driver_name, &lab.history, now, tolerance)
-    });
-    egui::CollapsingHeader::new("Safety envelope").default_open(false).show(ui, |ui| {
-        let lineup = Lineup::new(lab.nominal.0, Table::from_fn(|h| lab.models.get(h)));
-        envelope_section(ui, lab.stats.reborrow(), driver, &lineup)
-    });
-    let home = default_target(&lab.nominal.0);
-    egui::CollapsingHeader::new("Target")
-        .default_open(false)
-        .show(ui, |ui| target_section(ui, lab.target.reborrow(), home));
-    egui::CollapsingHeader::new("Plant: model mismatch")
-        .default_open(false)
-        .show(ui, |ui| plant_section(ui, lab.plant.reborrow(), false));
-    egui::CollapsingHeader::new("Training")
-        .default_open(false)
-        .show(ui, |ui| training_section(ui, &mut lab.controls, &lab.training));
 }
 
 /// The help overlay: every key and mouse action of the open lab.
@@ -776,7 +993,7 @@ fn lesson_knob(lesson: elbow::lessons::Lesson) -> Option<Channel> {
 
 /// One line of training: every head's progress in one bar, and start, pause and reset (the
 /// details are in the Training section).
-fn training_bar(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &Training) {
+fn training_bar(ui: &mut egui::Ui, train: &mut MessageWriter<TrainCommand>, training: &Training) {
     let (done, total) = HeadKind::ALL
         .iter()
         .map(|&h| training.head(h))
@@ -792,14 +1009,14 @@ fn training_bar(ui: &mut egui::Ui, controls: &mut TrainingControls, training: &T
         };
         ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
         if ui.small_button("▶").on_hover_text("start or resume training (Space)").clicked() {
-            controls.train.write(TrainCommand::Start);
+            train.write(TrainCommand::Start);
         }
         if ui.small_button("⏸").on_hover_text("pause training (Space)").clicked() {
-            controls.train.write(TrainCommand::Pause);
+            train.write(TrainCommand::Pause);
         }
         if ui.small_button("⟲").on_hover_text("reset: forget every head's model and train again from scratch").clicked()
         {
-            controls.train.write(TrainCommand::Reset);
+            train.write(TrainCommand::Reset);
         }
     });
 }
@@ -904,16 +1121,9 @@ fn legend_section(
     shown_now.set_if_neq(shown);
 }
 
-/// Plots: training losses (log10; the MDN's negative log-likelihood apart, clamped) and the
-/// plant's rolling tip error up to `now` (seconds), with the envelope's `tolerance` (metres).
-fn plots_section(
-    ui: &mut egui::Ui,
-    training: &Training,
-    driver_name: &str,
-    history: &TipHistory,
-    now: f64,
-    tolerance: f64,
-) {
+/// The two-link heads' training losses (log10; the MDN's negative log-likelihood apart,
+/// clamped).
+fn loss_plots(ui: &mut egui::Ui, training: &Training) {
     let losses = |mixture: bool, value: &dyn Fn(f64) -> Option<f64>| -> Vec<Series> {
         HeadKind::ALL
             .into_iter()
@@ -936,18 +1146,19 @@ fn plots_section(
         let title = "mixture negative log-likelihood";
         export::buttons(&mut cols[1], "nll", title, ("step", "NLL"), YScale::Linear, &[], &nll);
     });
+}
+
+/// The plant's tip error over the last [`HISTORY_SECS`] against `tolerance` (named `what`), on
+/// any arm.
+fn tip_plot(ui: &mut egui::Ui, driver_name: &str, history: &TipHistory, now: f64, tolerance: (f64, &str)) {
+    let (tolerance, what) = tolerance;
     let title = format!("plant tip error vs target (log₁₀ m, last 15 s) — driver: {driver_name}");
     ui.small(&title);
     let points: Vec<[f64; 2]> =
         history.0.iter().map(|p| [p[0] - now, p[1].max(1e-9).log10().clamp(-6.0, 1.0)]).collect();
     let tip = vec![
         export::series("plant", PLANT_COLOR, points, false),
-        export::series(
-            "envelope tolerance",
-            FLASH_COLOR,
-            vec![[-HISTORY_SECS, tolerance.log10()], [0.0, tolerance.log10()]],
-            true,
-        ),
+        export::series(what, FLASH_COLOR, vec![[-HISTORY_SECS, tolerance.log10()], [0.0, tolerance.log10()]], true),
     ];
     let include = [tolerance.log10() - 0.5, tolerance.log10() + 0.5];
     export::show(ui, "tip", YScale::LogMetres, &include, &tip, |_| {});

@@ -5,10 +5,11 @@
 //! camera plugin from the mouse and by tests directly, so this module never touches a window.
 
 use super::AppSet;
-use super::state::arm::Nominal;
+use super::state::arm::Lab;
 use super::state::view::{PointerDrag, Target};
 use bevy::prelude::*;
-use elbow::{Point2, TwoLinkArm};
+use elbow::Point2;
+use elbow::arm::Arm;
 use std::f64::consts::TAU;
 
 /// Registers the systems that move the target.
@@ -19,15 +20,20 @@ pub(crate) fn plugin(app: &mut App) {
 /// Targets are kept within this many reaches of the base, so drawing stays sane.
 const MAX_TARGET_REACHES: f64 = 10.0;
 
-/// A figure-eight (1:2 Lissajous curve) through the upper workspace, crossing over the base so
-/// both sides and the near-singular regions are visited.
-pub(crate) fn figure_eight(arm: &TwoLinkArm, t: f64) -> Point2 {
-    let r = arm.reach();
-    Point2::new(0.65 * r * t.sin(), 0.4 * r + 0.3 * r * (2.0 * t).sin())
+/// A figure-eight (1:2 Lissajous curve) through the arm's workspace. On an arm with a closed
+/// form it runs through the upper workspace, crossing over the base so both sides and the
+/// near-singular regions are visited; on a chain it circles the arm's demo target, a quarter of
+/// the reach either way and a seventh up and down, inside the region its ranges reach.
+pub(crate) fn figure_eight(arm: &Arm, t: f64) -> Point2 {
+    let r = arm.chain.reach();
+    match arm.closed_form() {
+        Some(_) => Point2::new(0.65 * r * t.sin(), 0.4 * r + 0.3 * r * (2.0 * t).sin()),
+        None => arm.demo_target() + Point2::new(0.25 * r * t.sin(), 0.15 * r * (2.0 * t).sin()),
+    }
 }
 
 /// Advances the sweep.
-fn sweep(time: Res<Time>, nominal: Res<Nominal>, mut target: ResMut<Target>) {
+fn sweep(time: Res<Time>, lab: Res<Lab>, mut target: ResMut<Target>) {
     if !target.sweep {
         return;
     }
@@ -36,12 +42,12 @@ fn sweep(time: Res<Time>, nominal: Res<Nominal>, mut target: ResMut<Target>) {
     if !target.phase.is_finite() {
         target.phase = 0.0;
     }
-    target.pos = figure_eight(&nominal.0, target.phase);
+    target.pos = figure_eight(lab.arm(), target.phase);
 }
 
 /// Moves the target to the last finite pointer position of the frame; a drag stops the sweep.
-fn follow_pointer(mut drags: MessageReader<PointerDrag>, nominal: Res<Nominal>, mut target: ResMut<Target>) {
-    let limit = MAX_TARGET_REACHES * nominal.0.reach();
+fn follow_pointer(mut drags: MessageReader<PointerDrag>, lab: Res<Lab>, mut target: ResMut<Target>) {
+    let limit = MAX_TARGET_REACHES * lab.arm().extent();
     if let Some(PointerDrag(p)) = drags.read().filter(|d| d.0.x.is_finite() && d.0.y.is_finite()).last() {
         // Scale by the largest coordinate first so the norm of a huge point cannot overflow.
         let direction = if p.amax() > 0.0 { p / p.amax() } else { *p };

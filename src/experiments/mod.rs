@@ -33,7 +33,9 @@ pub mod tracking;
 pub use averaging::{AveragingConfig, AveragingReport, GivenNets, averaging, averaging_with};
 pub use bishop::{BishopConfig, BishopReport, bishop1994};
 pub use chain::{ChainConfig, ChainReport, chain};
-pub use degradation::{DegradationConfig, DegradationReport, Split, degradation, degradation_with};
+pub use degradation::{
+    DegradationConfig, DegradationReport, Split, degradation, degradation_with, degradation_with_nets,
+};
 pub use tracking::{TrackingConfig, TrackingReport, tracking};
 
 /// The simulated plant time a run asks for, worked out before any work starts: the one measure

@@ -3,7 +3,7 @@
 //! kept, so switching back does not train again; an arm without nets starts training. Back on
 //! the two-link arm, its heads start training if they never did.
 
-use super::super::state::arm::{Lab, PlantSettings, Sim, default_target, rest_pose};
+use super::super::state::arm::{Lab, PlantSettings, Sim, home_target, rest_pose};
 use super::super::state::solve::Command;
 use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
 use super::super::state::view::Target;
@@ -135,8 +135,7 @@ fn switch(
             // The first frame keeps the plant and the target the app opened with.
             if !opening {
                 let arm = lab.arm();
-                let two = arm.closed_form().unwrap_or_default();
-                *target = Target::at(default_target(&two));
+                *target = Target::at(home_target(arm));
                 **sim = Sim::new(arm, settings, &rest_pose(arm));
             }
             let (runs, params) = &two_link;

@@ -6,8 +6,8 @@
 
 use super::super::export::{self, YScale};
 use super::super::format::{key_bar, metres, number, solver_color, swatch};
-use super::super::state::arm::Lab;
-use super::super::state::train::Run;
+use super::super::state::arm::{Lab, Sim};
+use super::super::state::train::{Run, RunState};
 use super::answers::{PER_FRAME, TOLERANCE};
 use super::atlas::ChainAtlasView;
 use super::state::{
@@ -25,17 +25,82 @@ use elbow::learned::HeadKind;
 use elbow::lineup::SolverId;
 use elbow::{Point2, TwoLinkArm};
 
-/// What the chain sections read and edit.
+/// The driver row, the fans and the self-motion slider: what they read and edit.
 #[derive(SystemParam)]
-pub(crate) struct ChainSections<'w> {
+pub(crate) struct DriverRows<'w> {
     view: ResMut<'w, ChainView>,
     answers: Res<'w, ChainAnswers>,
+    sim: Res<'w, Sim>,
+}
+
+impl DriverRows<'_> {
+    /// Which method drives `arm`, the fans shown, and the self-motion slider for `target`.
+    pub(crate) fn show(&mut self, ui: &mut egui::Ui, arm: &Arm, target: Point2) {
+        let methods: Vec<SolverId> = arm.methods().to_vec();
+        driver_row(ui, &methods, self.view.reborrow());
+        fan_rows(ui, &methods, self.view.reborrow());
+        self_motion_row(ui, target, self);
+    }
+}
+
+/// The per-method readouts: what they read.
+#[derive(SystemParam)]
+pub(crate) struct Readouts<'w> {
+    answers: Res<'w, ChainAnswers>,
     nets: Res<'w, ChainNets>,
-    sim: Res<'w, super::super::state::arm::Sim>,
-    training: ResMut<'w, ChainTraining>,
+}
+
+impl Readouts<'_> {
+    /// One row per method of `arm` with its live figures for `target`.
+    pub(crate) fn show(&self, ui: &mut egui::Ui, arm: &Arm, target: Point2) {
+        readouts(ui, arm, target, self);
+    }
+}
+
+/// The driving net's explanation: what it reads and keeps.
+#[derive(SystemParam)]
+pub(crate) struct WhyRows<'w> {
+    view: Res<'w, ChainView>,
+    answers: Res<'w, ChainAnswers>,
+    nets: Res<'w, ChainNets>,
     why: ResMut<'w, ChainWhy>,
-    atlas: ResMut<'w, ChainAtlasView>,
+}
+
+impl WhyRows<'_> {
+    /// The driver's net on `arm` at `target`, taken apart.
+    pub(crate) fn show(&mut self, ui: &mut egui::Ui, arm: &Arm, target: Point2) {
+        why_section(ui, arm, target, self);
+    }
+}
+
+/// The nets' training controls: what they read and send.
+#[derive(SystemParam)]
+pub(crate) struct TrainingRows<'w> {
+    training: ResMut<'w, ChainTraining>,
     commands: MessageWriter<'w, ChainTrainCommand>,
+}
+
+impl TrainingRows<'_> {
+    /// Progress, hyper-parameters, loss curves, training again.
+    pub(crate) fn show(&mut self, ui: &mut egui::Ui) {
+        training_section(ui, self);
+    }
+}
+
+/// The nets' progress pill: steps done of all the nets' steps.
+pub(crate) fn training_bar(ui: &mut egui::Ui, training: &ChainTraining) {
+    let (done, total) = training.runs.iter().fold((0, 0), |(d, t), r| (d + r.steps_done, t + r.total));
+    let running = training.runs.iter().any(|r| r.state == RunState::Running);
+    ui.horizontal(|ui| {
+        ui.label("training");
+        let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
+        let text = if running {
+            format!("{:.0} % (the nets, off the frame)", 100.0 * fraction)
+        } else {
+            format!("{:.0} %, stopped or done", 100.0 * fraction)
+        };
+        ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
+    });
 }
 
 /// The arm buttons: the lab's two-link arm (`home`) and every named chain; a click switches the
@@ -54,43 +119,6 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>, home: TwoLinkAr
         if current.is_none() || (current == Some(ArmKind::TwoR) && lab.arm().kind.is_none()) {
             ui.strong(&lab.arm().name);
         }
-    });
-}
-
-/// The chain lab's sections, top to bottom; `plant` draws the plant's sections (the app's,
-/// shared with the two-link lab) between the answers and the training.
-pub(crate) fn contents(
-    ui: &mut egui::Ui,
-    arm: &Arm,
-    target: Point2,
-    hover: Option<Point2>,
-    s: &mut ChainSections,
-    plant: impl FnOnce(&mut egui::Ui),
-) {
-    let methods: Vec<SolverId> = arm.methods().to_vec();
-    driver_row(ui, &methods, s.view.reborrow());
-    fan_rows(ui, &methods, s.view.reborrow());
-    self_motion_row(ui, target, s);
-    ui.separator();
-    plant(ui);
-    ui.separator();
-    atlas_rows(ui, s.atlas.reborrow(), hover);
-    ui.separator();
-    readouts(ui, arm, target, s);
-    egui::CollapsingHeader::new("Why did it do that? The driver's net here, taken apart")
-        .default_open(false)
-        .show(ui, |ui| why_section(ui, arm, target, s));
-    egui::CollapsingHeader::new("Training the nets (off the frame)")
-        .default_open(true)
-        .show(ui, |ui| training_section(ui, s));
-    egui::CollapsingHeader::new("Keyboard shortcuts").default_open(false).show(ui, |ui| {
-        egui::Grid::new("chain-shortcuts").num_columns(2).show(ui, |ui| {
-            for (_, key, shortcut) in super::super::keys::shortcuts(&Lab(arm.clone())) {
-                ui.strong(key);
-                ui.label(shortcut.describe());
-                ui.end_row();
-            }
-        });
     });
 }
 
@@ -129,7 +157,7 @@ fn fan_rows(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
 }
 
 /// The self-motion slider and what it does to the tip.
-fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut ChainSections) {
+fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut DriverRows) {
     // A walk a joint limit stopped shows where it stopped, not how far it was asked to go.
     let asked = s.view.self_motion;
     let mut v = match s.answers.walk {
@@ -163,7 +191,7 @@ fn self_motion_row(ui: &mut egui::Ui, target: Point2, s: &mut ChainSections) {
 }
 
 /// The atlas toggle, its layer, the colour key and the hovered cell's value.
-fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<Point2>) {
+pub(crate) fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<Point2>) {
     let (mut on, mut layer) = (atlas.on, atlas.layer);
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut on, "atlas");
@@ -221,7 +249,7 @@ fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hover: Option<P
 }
 
 /// One row per method: its colour, name and live figures.
-fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &ChainSections) {
+fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &Readouts) {
     let a = &*s.answers;
     let iter = |st: &IterStats| {
         format!(
@@ -337,15 +365,37 @@ fn run_line(ui: &mut egui::Ui, name: &str, run: &Run) {
     ));
 }
 
-/// The nets' training: progress, loss curves, and starting again.
-fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
+/// The nets' training: progress, the hyper-parameters of the next run, loss curves, and starting
+/// again.
+fn training_section(ui: &mut egui::Ui, s: &mut TrainingRows) {
     for kind in NetKind::ALL {
         run_line(ui, net_label(kind), s.training.run(kind));
     }
-    let mut steps = s.training.config.steps;
+    let mut c = s.training.config;
+    egui::Grid::new("chain-hyper").num_columns(2).show(ui, |ui| {
+        ui.label("steps");
+        ui.add(egui::DragValue::new(&mut c.steps).range(100..=100_000).speed(100))
+            .on_hover_text("Minibatch updates each net takes when trained again.");
+        ui.end_row();
+        ui.label("learning rate");
+        ui.add(egui::Slider::new(&mut c.lr, 1e-5..=1e-1).logarithmic(true))
+            .on_hover_text("The peak learning rate of the next run (the schedule decays from it).");
+        ui.end_row();
+        ui.label("width");
+        ui.add(egui::Slider::new(&mut c.hidden, 8..=512).logarithmic(true)).on_hover_text("Units per hidden layer.");
+        ui.end_row();
+        ui.label("layers");
+        ui.add(egui::Slider::new(&mut c.depth, 1..=6)).on_hover_text("Hidden layers.");
+        ui.end_row();
+        ui.label("batch");
+        ui.add(egui::Slider::new(&mut c.batch, 16..=2048).logarithmic(true)).on_hover_text("Samples per minibatch.");
+        ui.end_row();
+        ui.label("seed");
+        ui.add(egui::DragValue::new(&mut c.seed)).on_hover_text("Seed of the initialisation and the data.");
+        ui.end_row();
+    });
+    ui.small("Sizes and the seed apply when the nets train again.");
     ui.horizontal(|ui| {
-        ui.add(egui::DragValue::new(&mut steps).range(100..=100_000).speed(100).prefix("steps "))
-            .on_hover_text("Training steps each chain net takes when trained again.");
         if ui.button("train again").clicked() {
             s.commands.write(ChainTrainCommand::Start);
         }
@@ -353,8 +403,8 @@ fn training_section(ui: &mut egui::Ui, s: &mut ChainSections) {
             s.commands.write(ChainTrainCommand::Stop);
         }
     });
-    if steps != s.training.config.steps {
-        s.training.config.steps = steps;
+    if c != s.training.config {
+        s.training.config = c;
     }
     let curve = |run: &Run| -> Vec<[f64; 2]> { run.losses.iter().map(|p| [p[0], p[1]]).collect() };
     if s.training.runs.iter().map(|r| r.losses.len()).sum::<usize>() > 1 {
@@ -381,7 +431,7 @@ fn driver_net(driver: SolverId) -> Option<NetKind> {
 /// "Why did it do that?" on a chain: the driver's net's answer at the target, taken apart
 /// ([`elbow::explain::chain`]): its components or draws, the training data around the target,
 /// and what the classical check (DLS from the answer) makes of it.
-fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut ChainSections) {
+fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut WhyRows) {
     let driver = s.view.driver;
     let Some(kind) = driver_net(driver) else {
         ui.small("DLS is classical: it reports whether it converged (see its row above); there is no net to explain.");

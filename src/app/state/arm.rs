@@ -80,6 +80,12 @@ pub(crate) fn default_target(arm: &TwoLinkArm) -> Point2 {
     DEFAULT_TARGET * (radius / d)
 }
 
+/// Where the target starts on `arm`: [`default_target`] of its closed form, else the arm's demo
+/// target ([`Arm::demo_target`]).
+pub(crate) fn home_target(arm: &Arm) -> Point2 {
+    arm.closed_form().map_or_else(|| arm.demo_target(), |two| default_target(&two))
+}
+
 /// The plant knobs the panel exposes (a view file holds them as they are). Every value is
 /// clamped to its range before use.
 #[derive(Resource, Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! Where the user points: the target every solver aims at, the pointer's drags and hover, and
 //! the width the side panel takes from the world view.
 
-use super::arm::{Nominal, default_target};
+use super::arm::{Lab, home_target};
 use bevy::prelude::*;
 use elbow::Point2;
 
@@ -40,10 +40,10 @@ impl Target {
 }
 
 impl FromWorld for Target {
-    /// At the default target of the world's nominal arm.
+    /// At the home target of the world's arm.
     fn from_world(world: &mut World) -> Self {
-        let nominal = world.get_resource::<Nominal>().copied().unwrap_or_default().0;
-        Target::at(default_target(&nominal))
+        let lab = world.get_resource::<Lab>().cloned().unwrap_or_default();
+        Target::at(home_target(lab.arm()))
     }
 }
 

@@ -148,3 +148,25 @@ fn two_link_settings_that_do_nothing_on_a_chain_are_refused_by_name() {
     let e = DegradationConfig { levels, ..cfg }.validate().unwrap_err().to_string();
     assert!(e.contains("--mismatch-scale 30") && e.contains("largest level is 24.98"), "{e}");
 }
+
+#[test]
+fn a_chain_run_on_given_nets_is_the_run_that_trained_them() {
+    let arm = ArmKind::Rail3.arm();
+    let cfg =
+        DegradationConfig { levels: ChannelLevels::baseline().with(Channel::Encoder, vec![0.0, 0.01]), ..small(&arm) };
+    let trained = degradation(&cfg).unwrap();
+    let (nets, _) = super::chain::train(&arm, cfg.train_steps, cfg.seed).unwrap();
+    let given = degradation_with_nets(&cfg, &nets.nets).unwrap();
+    let json = |r: &DegradationReport| serde_json::to_string(&(&r.cells, &r.claims)).unwrap();
+    assert!(json(&given) == json(&trained), "the same nets give the same cells and verdicts");
+    let (other, _) = super::chain::train(&arm, cfg.train_steps, cfg.seed + 1).unwrap();
+    let on_other = degradation_with_nets(&cfg, &other.nets).unwrap();
+    assert!(json(&on_other) != json(&trained), "the run is on the nets it is given");
+    // A net missing, or nets for a two-link run, are refused in one sentence.
+    let mut partial = nets.nets.clone();
+    partial.set(crate::chain::nets::NetKind::Flow, None);
+    let e = degradation_with_nets(&cfg, &partial).unwrap_err().to_string();
+    assert!(e.contains("waiting for the flow net"), "{e}");
+    let e = degradation_with_nets(&DegradationConfig::default(), &nets.nets).unwrap_err().to_string();
+    assert!(e.contains("two-link run takes the heads' model files"), "{e}");
+}

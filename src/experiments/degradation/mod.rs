@@ -125,6 +125,24 @@ pub fn degradation_with(
     degradation_observed(cfg, models, &|_| {})
 }
 
+/// Runs the experiment on the configuration's chain with `nets` (a lab's nets, as they stand)
+/// in place of training its own: the squared-error net, the MDN and the flow must all be there.
+pub fn degradation_with_nets(
+    cfg: &DegradationConfig,
+    nets: &crate::chain::NetSet,
+) -> Result<DegradationReport, ExperimentError> {
+    cfg.validate()?;
+    let Some(arm) = &cfg.chain else {
+        return Err(ExperimentError::Invalid(
+            "nets are a chain's learners; a two-link run takes the heads' model files".into(),
+        ));
+    };
+    if let Some(kind) = crate::chain::nets::NetKind::ALL.into_iter().find(|&k| nets.get(k).is_none()) {
+        return Err(ExperimentError::Invalid(format!("waiting for the {kind} net")));
+    }
+    chain_run(cfg, arm, &|_| {}, None, Some(nets))
+}
+
 /// Where a run stands, for a progress display.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -201,7 +219,7 @@ pub fn degradation_catalogued(
                 cfg.protocol
             )));
         }
-        return chain_run(cfg, arm, progress, catalog);
+        return chain_run(cfg, arm, progress, catalog, None);
     }
     if catalog.is_some() && !models.is_empty() {
         return Err(ExperimentError::Invalid(
@@ -356,16 +374,21 @@ fn report_of(
 }
 
 /// The degradation run of `cfg` on the chain `arm` (validated by the caller), with its failure
-/// catalog when `catalog` is given.
+/// catalog when `catalog` is given, on the `given` nets instead of training its own when given.
 fn chain_run(
     cfg: &DegradationConfig,
     arm: &crate::arm::Arm,
     progress: &(dyn Fn(Progress) + Sync),
     mut catalog: Option<CatalogSink<'_>>,
+    given: Option<&crate::chain::NetSet>,
 ) -> Result<DegradationReport, ExperimentError> {
     let t0 = std::time::Instant::now();
     progress(Progress::Training);
-    let (trained, rollbacks) = chain::train(arm, cfg.train_steps, cfg.seed)?;
+    let (trained, rollbacks) = match given {
+        Some(nets) => (crate::experiments::chain::TrainedNets { nets: nets.clone(), ..Default::default() }, Vec::new()),
+        None => chain::train(arm, cfg.train_steps, cfg.seed)?,
+        None => chain::train(arm, cfg.train_steps, cfg.seed)?,
+    };
     let train_seconds = t0.elapsed().as_secs_f64();
     let line = chain::line(arm, trained.nets(), cfg.envelope);
     let sets = chain::target_sets(arm, cfg.targets, cfg.ood_targets(), &cfg.ood, cfg.seed);
