@@ -8,14 +8,15 @@
 //! when a knob moves and, while the heads train, at most every [`MODEL_REFRESH_SECS`].
 
 use super::AppSet;
+use super::chain::state::ChainNets;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, closed_form};
+use super::state::arm::{Lab, PlantSettings};
 use super::state::train::Models;
-use super::sweep::{MODEL_REFRESH_SECS, SweepChannel};
+use super::sweep::{Learners, MODEL_REFRESH_SECS, SweepChannel};
 use bevy::prelude::*;
+use elbow::Mismatch;
+use elbow::arm::Arm;
 use elbow::experiments::degradation::{Channel, ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
-use elbow::experiments::degradation_with;
-use elbow::{Mismatch, TwoLinkArm};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,9 +26,7 @@ pub(crate) const BOARD_TARGETS: usize = 100;
 
 /// Registers the board and its job.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<ClaimsBoard>()
-        .init_resource::<ClaimsJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(closed_form));
+    app.init_resource::<ClaimsBoard>().init_resource::<ClaimsJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
 }
 
 /// The latest verdicts and what they are of.
@@ -43,8 +42,8 @@ pub(crate) struct ClaimsBoard {
     pub(crate) note: Option<String>,
 }
 
-/// What the verdicts are of: the nominal arm and the plant's knobs.
-type Key = (TwoLinkArm, PlantSettings);
+/// What the verdicts are of: the arm and the plant's knobs.
+type Key = (Arm, PlantSettings);
 
 /// A finished run: the claims, the scene in words, the wall time in milliseconds.
 type Judged = (Vec<Claim>, String, f64);
@@ -59,7 +58,7 @@ pub(crate) struct ClaimsJob {
 
 /// The degradation run that judges the claims for the scene `plant` on `arm`, and the scene in
 /// words (the knobs that are on).
-pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConfig, String) {
+pub(crate) fn config(plant: &PlantSettings, arm: &Arm) -> (DegradationConfig, String) {
     let mut levels = ChannelLevels::baseline();
     let mut on = Vec::new();
     for channel in SweepChannel::all() {
@@ -80,14 +79,12 @@ pub(crate) fn config(plant: &PlantSettings, arm: TwoLinkArm) -> (DegradationConf
         levels[Channel::Combined] = vec![0.0, 1.0];
     }
     let cfg = DegradationConfig {
-        arm,
         protocol: Protocol::Plant,
         levels,
         mismatch,
         ood: vec![OodKind::Beyond],
         targets: BOARD_TARGETS,
-        envelope: elbow::EnvelopeConfig::for_arm(&arm),
-        ..DegradationConfig::default()
+        ..DegradationConfig::on(arm)
     };
     let scene = if on.is_empty() { "the perfect arm".to_string() } else { on.join(", ") };
     (cfg, scene)
@@ -103,10 +100,11 @@ fn schedule(
     mut job: ResMut<ClaimsJob>,
     mut board: ResMut<ClaimsBoard>,
     models: Res<Models>,
+    nets: Res<ChainNets>,
     plant: Res<PlantSettings>,
-    nominal: Res<Nominal>,
+    lab: Res<Lab>,
 ) {
-    let key = (nominal.0, plant.sanitized());
+    let key = (lab.arm().clone(), plant.sanitized());
     match job.work.poll(&key) {
         Some(Ok(Ok((claims, scene, ms)))) => {
             board.latest = Some((Arc::new(claims), scene));
@@ -118,16 +116,17 @@ fn schedule(
     }
     job.work.want(&key);
     let ClaimsJob { work, models_stale } = &mut *job;
-    work.refresh_for_models(models_stale, models.is_changed(), Duration::from_secs_f64(MODEL_REFRESH_SECS));
+    let changed = models.is_changed() || nets.is_changed();
+    work.refresh_for_models(models_stale, changed, Duration::from_secs_f64(MODEL_REFRESH_SECS));
     if job.work.due() {
-        match models.every() {
+        match Learners::of(&lab, &models, &nets) {
             Err(why) => board.note = Some(why),
-            Ok(owned) => {
+            Ok(learners) => {
                 job.models_stale = false;
-                let (cfg, scene) = config(&plant, nominal.0);
+                let (cfg, scene) = config(&plant, lab.arm());
                 job.work.start(key, move || {
                     let t = Instant::now();
-                    let report = degradation_with(&cfg, owned).map_err(|e| e.to_string())?;
+                    let report = learners.run(&cfg)?;
                     Ok((report.claims, scene, t.elapsed().as_secs_f64() * 1e3))
                 });
             }

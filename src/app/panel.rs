@@ -333,29 +333,14 @@ fn view_file(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, mut guide: Guides)
     view_file_section(ui, &mut guide);
 }
 
-/// The claims board (on an arm with a closed form; a chain's claims are judged headlessly).
-fn claims(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, board: Res<ClaimsBoard>) {
-    match lab.chain() {
-        None => claims_section(ui, &board),
-        Some(arm) => headless_line(ui, arm, "judges the claims on"),
-    }
+/// The claims board for the scene on screen (every arm).
+fn claims(InMut(ui): InMut<egui::Ui>, board: Res<ClaimsBoard>) {
+    claims_section(ui, &board);
 }
 
-/// Says that the app runs this section on the two-link arm and how to run it on `arm`.
-fn headless_line(ui: &mut egui::Ui, arm: &elbow::arm::Arm, what: &str) {
-    ui.small(format!(
-        "In the app this section {what} the two-link arm. On {} run `elbow experiment degradation --arm {}` (the same experiment and verdicts).",
-        arm.name,
-        arm.kind.map_or("rail3", |k| k.key())
-    ));
-}
-
-/// The live degradation sweep (on an arm with a closed form).
-fn sweep(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, sweep: ResMut<LiveSweep>, plant: Res<PlantSettings>) {
-    match lab.chain() {
-        None => sweep_section(ui, sweep.into(), &plant),
-        Some(arm) => headless_line(ui, arm, "sweeps"),
-    }
+/// The live degradation sweep (every arm).
+fn sweep(InMut(ui): InMut<egui::Ui>, sweep: ResMut<LiveSweep>, plant: Res<PlantSettings>) {
+    sweep_section(ui, sweep.into(), &plant);
 }
 
 /// Every solver of the arm with its colour, status and live figures.

@@ -13,22 +13,24 @@
 //! The frame only polls.
 
 use super::AppSet;
+use super::chain::state::ChainNets;
 use super::job::Job;
-use super::state::arm::{Nominal, PlantSettings, closed_form};
+use super::state::arm::{Lab, PlantSettings};
 use super::state::train::Models;
 use bevy::prelude::*;
+use elbow::arm::Arm;
+use elbow::chain::NetSet;
 use elbow::experiments::degradation::{
-    Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with, pipelines,
+    Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with,
+    degradation_with_nets,
 };
-use elbow::{Pipeline, TwoLinkArm};
+use elbow::{LearnedModel, Pipeline};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Registers the sweep's view, the job and the system that starts and collects sweeps.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<LiveSweep>()
-        .init_resource::<SweepJob>()
-        .add_systems(Update, schedule.in_set(AppSet::Solve).run_if(closed_form));
+    app.init_resource::<LiveSweep>().init_resource::<SweepJob>().add_systems(Update, schedule.in_set(AppSet::Solve));
 }
 
 /// Levels between zero and the slider's end.
@@ -115,8 +117,43 @@ pub(crate) struct LiveSweep {
     pub(crate) note: Option<String>,
 }
 
-/// What a sweep's curves are of: the nominal arm and the channel.
-type Key = (TwoLinkArm, SweepChannel);
+/// What a sweep's curves are of: the arm and the channel.
+type Key = (Arm, SweepChannel);
+
+/// The learners a background degradation run uses as they stand: the two-link heads' models,
+/// or a chain's nets.
+pub(crate) enum Learners {
+    /// Every head's model, in [`elbow::HeadKind::ALL`] order.
+    Heads(Vec<LearnedModel>),
+    /// The chain's nets.
+    Nets(NetSet),
+}
+
+impl Learners {
+    /// A copy of the learners of the arm in force, or why a run cannot start yet (a head or a
+    /// net without its first snapshot).
+    pub(crate) fn of(lab: &Lab, models: &Models, nets: &ChainNets) -> Result<Self, String> {
+        match lab.chain() {
+            None => models.every().map(Learners::Heads),
+            Some(_) => {
+                let missing = elbow::chain::nets::NetKind::ALL.into_iter().find(|&k| nets.get(k).is_none());
+                match missing {
+                    Some(kind) => Err(format!("waiting for the {kind} net's first snapshot")),
+                    None => Ok(Learners::Nets(nets.set.clone())),
+                }
+            }
+        }
+    }
+
+    /// The degradation run of `cfg` on these learners.
+    pub(crate) fn run(self, cfg: &DegradationConfig) -> Result<DegradationReport, String> {
+        match self {
+            Learners::Heads(models) => degradation_with(cfg, models),
+            Learners::Nets(nets) => degradation_with_nets(cfg, &nets),
+        }
+        .map_err(|e| e.to_string())
+    }
+}
 
 /// The sweep being computed and what is waiting for the next one.
 #[derive(Resource, Default)]
@@ -128,30 +165,29 @@ pub(crate) struct SweepJob {
     models_stale: bool,
 }
 
-/// The configuration of a live sweep of `channel` for the current settings.
-pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: elbow::TwoLinkArm) -> DegradationConfig {
+/// The configuration of a live sweep of `channel` on `arm` for the current settings: the arm's
+/// default run ([`DegradationConfig::on`]) on the swept levels.
+pub(crate) fn config(channel: SweepChannel, plant: &PlantSettings, arm: &Arm) -> DegradationConfig {
     let end = *channel.range().end();
     let mut levels: Vec<f64> = (0..LEVELS).map(|i| end * i as f64 / (LEVELS - 1) as f64).collect();
     levels.extend(channel.current(plant));
     levels.sort_by(f64::total_cmp);
     levels.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     let swept = ChannelLevels::only(channel.channel(), levels);
-    let defaults = DegradationConfig::default();
     DegradationConfig {
-        arm,
         protocol: Protocol::Plant,
         levels: swept,
         ood: Vec::new(),
         targets: SWEEP_TARGETS,
         ood_fraction: 0.0,
-        envelope: elbow::EnvelopeConfig::for_arm(&arm),
-        ..defaults
+        ..DegradationConfig::on(arm)
     }
 }
 
 /// Every pipeline's held-out curves for the swept channel, baseline (level 0) first.
 pub(crate) fn curves(report: &DegradationReport, channel: SweepChannel) -> Vec<Curve> {
-    pipelines()
+    report
+        .pipelines()
         .into_iter()
         .map(|pipeline| {
             let mut cells: Vec<_> = report
@@ -184,11 +220,12 @@ fn schedule(
     mut job: ResMut<SweepJob>,
     mut sweep: ResMut<LiveSweep>,
     models: Res<Models>,
+    nets: Res<ChainNets>,
     plant: Res<PlantSettings>,
-    nominal: Res<Nominal>,
+    lab: Res<Lab>,
 ) {
     let channel = sweep.channel;
-    let key = (nominal.0, channel);
+    let key = (lab.arm().clone(), channel);
     match job.work.poll(&key) {
         Some(Ok(Ok((curves, ms)))) => {
             sweep.latest = Some((channel, Arc::new(curves)));
@@ -204,17 +241,18 @@ fn schedule(
         job.work.invalidate();
     }
     let SweepJob { work, models_stale, .. } = &mut *job;
-    work.refresh_for_models(models_stale, models.is_changed(), Duration::from_secs_f64(MODEL_REFRESH_SECS));
+    let changed = models.is_changed() || nets.is_changed();
+    work.refresh_for_models(models_stale, changed, Duration::from_secs_f64(MODEL_REFRESH_SECS));
     if job.work.due() {
-        match models.every() {
+        match Learners::of(&lab, &models, &nets) {
             Err(why) => sweep.note = Some(why),
-            Ok(owned) => {
+            Ok(learners) => {
                 job.level = Some(level);
                 job.models_stale = false;
-                let cfg = config(channel, &plant, nominal.0);
+                let cfg = config(channel, &plant, lab.arm());
                 job.work.start(key, move || {
                     let t = Instant::now();
-                    let report = degradation_with(&cfg, owned).map_err(|e| e.to_string())?;
+                    let report = learners.run(&cfg)?;
                     Ok((curves(&report, channel), t.elapsed().as_secs_f64() * 1e3))
                 });
             }

@@ -755,7 +755,10 @@ fn the_claims_board_judges_the_scene_on_screen_off_the_frame() {
     frames_until(&mut app, "claims with encoder noise", |w| {
         w.resource::<ClaimsBoard>().latest.as_ref().is_some_and(|(_, s)| s.contains("encoder"))
     });
-    let (cfg, _) = config(&app.world().resource::<PlantSettings>().clone(), app.world().resource::<Nominal>().0);
+    let (cfg, _) = config(
+        &app.world().resource::<PlantSettings>().clone(),
+        &elbow::arm::Arm::two_link(app.world().resource::<Nominal>().0),
+    );
     assert_eq!(cfg.levels.of(Channel::Encoder), [0.0, 0.03]);
     assert_eq!(cfg.levels.of(Channel::Flex), [0.0, 0.05]);
     assert_eq!(cfg.levels.of(Channel::Combined), [0.0, 1.0]);

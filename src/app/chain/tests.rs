@@ -405,3 +405,28 @@ fn the_exact_fan_and_its_mismatch_arrive_while_the_nets_keep_changing() {
         assert!(Instant::now() < deadline, "no exact fan while the nets change every frame");
     }
 }
+
+#[test]
+fn the_claims_board_and_the_live_sweep_judge_a_chain_on_its_own_nets() {
+    use crate::app::claims::ClaimsBoard;
+    use crate::app::sweep::LiveSweep;
+    let arm = ArmKind::Rail3.arm();
+    let mut app = app(Lab(arm.clone()));
+    app.update();
+    // Without nets, both say what they wait for.
+    app.update();
+    let note = app.world().resource::<LiveSweep>().note.clone().unwrap_or_default();
+    assert!(note.contains("waiting for the mse net"), "{note}");
+    give_nets(&mut app, &arm, 100, false);
+    let t = Instant::now();
+    frames_until(&mut app, "the chain's sweep and board", |w| {
+        w.resource::<LiveSweep>().latest.is_some() && w.resource::<ClaimsBoard>().latest.is_some()
+    });
+    println!("sweep and board on rail3: {:.1} s", t.elapsed().as_secs_f64());
+    let (_, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
+    let pipelines: Vec<_> = curves.iter().map(|c| c.pipeline).collect();
+    assert_eq!(pipelines, elbow::experiments::degradation::chain::pipelines(), "the chain's line-up is swept");
+    let (claims, _) = app.world().resource::<ClaimsBoard>().latest.clone().unwrap();
+    let keys: Vec<&str> = claims.iter().map(|c| c.key).collect();
+    assert!(keys.contains(&"dls-graceful") && keys.contains(&"hybrid-worst-case-classical"), "{keys:?}");
+}

@@ -387,7 +387,6 @@ fn chain_run(
     let (trained, rollbacks) = match given {
         Some(nets) => (crate::experiments::chain::TrainedNets { nets: nets.clone(), ..Default::default() }, Vec::new()),
         None => chain::train(arm, cfg.train_steps, cfg.seed)?,
-        None => chain::train(arm, cfg.train_steps, cfg.seed)?,
     };
     let train_seconds = t0.elapsed().as_secs_f64();
     let line = chain::line(arm, trained.nets(), cfg.envelope);
