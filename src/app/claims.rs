@@ -8,9 +8,9 @@
 //! when a knob moves and, while the heads train, at most every [`MODEL_REFRESH_SECS`].
 
 use super::AppSet;
-use super::chain::state::ChainNets;
 use super::job::Job;
 use super::state::arm::{Lab, PlantSettings};
+use super::state::manifold::ChainNets;
 use super::state::train::Models;
 use super::sweep::{Learners, MODEL_REFRESH_SECS, SweepChannel};
 use bevy::prelude::*;

@@ -5,7 +5,7 @@
 
 use super::AppSet;
 use super::atlas::AtlasView;
-use super::chain::atlas::ChainAtlasView;
+use super::manifold_atlas::ChainAtlasView;
 use super::state::arm::Lab;
 use bevy::asset::RenderAssetUsages;
 use bevy::image::ImageSampler;

@@ -4,9 +4,9 @@
 
 use super::AppSet;
 use super::atlas::AtlasView;
-use super::chain::atlas::ChainAtlasView;
-use super::chain::state::{ChainTrainCommand, ChainTraining, ChainView, drives, method_label};
+use super::manifold_atlas::ChainAtlasView;
 use super::state::arm::Lab;
+use super::state::manifold::{ChainTrainCommand, ChainTraining, ChainView, drives, method_label};
 use super::state::solve::Driver;
 use super::state::train::{RunState, TrainCommand, Training};
 use bevy::prelude::*;

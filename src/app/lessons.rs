@@ -10,8 +10,8 @@
 
 use super::AppSet;
 use super::atlas::AtlasView;
-use super::chain::state::ChainView;
 use super::state::arm::{Lab, Nominal, PlantSettings, Sim};
+use super::state::manifold::ChainView;
 use super::state::solve::{BranchLog, Driver};
 use super::state::train::{TrainCommand, TrainingParams};
 use super::state::view::{CameraView, Target};

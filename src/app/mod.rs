@@ -7,6 +7,14 @@
 //! [`keys`]), where the panel reads it. The atlas and the sweep are both a background [`job`].
 //! The import graph has no cycle (a test checks).
 //!
+//! **One lab for every arm.** The arm in force is one value ([`state::arm::Lab`]); the plant
+//! ([`plant`]), the target ([`target`]), the reality-gap knobs, the claims board ([`claims`]),
+//! the live sweep ([`sweep`]), the plots and every panel section ([`panel`]) serve every arm.
+//! What differs is data the arm answers: an arm with a closed form runs the two-link solvers,
+//! heads and envelope ([`solvers`], [`training`], [`envelope`], [`feedback`]); an arm whose
+//! answers form a manifold runs a chain's fans, nets and self-motion ([`fans`], [`nets`],
+//! [`manifold_atlas`]). Switching arms rebuilds what the arm needs ([`switch`]).
+//!
 //! The plugins split in two halves. The logic half ([`logic_plugin`]: state, target, training,
 //! solvers, envelope, plant) needs no window or renderer, so tests drive it with
 //! [`MinimalPlugins`]. The presentation half (camera and pointer, gizmo drawing, the egui panel
@@ -23,6 +31,7 @@ mod claims;
 mod draw;
 mod envelope;
 mod export;
+mod fans;
 mod feedback;
 mod format;
 mod heatmap;
@@ -30,6 +39,8 @@ mod job;
 mod keys;
 mod labels;
 mod lessons;
+mod manifold_atlas;
+mod nets;
 mod panel;
 mod plant;
 mod replay;
@@ -38,11 +49,14 @@ mod screenshot;
 mod solvers;
 mod state;
 mod sweep;
+mod switch;
 mod target;
 mod training;
 mod window;
 mod worker;
 
+#[cfg(test)]
+mod manifold_tests;
 #[cfg(test)]
 mod tests;
 
@@ -106,7 +120,7 @@ pub(crate) fn run(
     on_lab(&mut app, lab);
     app.insert_resource(window::WindowFit::new(size));
     if let Some((model, path)) = chain {
-        chain::lab::preload(&mut app, model, &path);
+        switch::preload(&mut app, model, &path);
     }
     app.add_plugins(DefaultPlugins.set(WindowPlugin { primary_window: Some(window), ..default() }))
         .add_plugins(EguiPlugin::default())
@@ -260,7 +274,7 @@ pub(crate) fn logic_plugin(app: &mut App) {
         atlas::plugin,
         sweep::plugin,
         keys::plugin,
-        chain::logic_plugin,
+        (switch::plugin, nets::plugin, fans::plugin, manifold_atlas::plugin),
         lessons::plugin,
         claims::plugin,
         scene_file::plugin,

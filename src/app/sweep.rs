@@ -13,9 +13,9 @@
 //! The frame only polls.
 
 use super::AppSet;
-use super::chain::state::ChainNets;
 use super::job::Job;
 use super::state::arm::{Lab, PlantSettings};
+use super::state::manifold::ChainNets;
 use super::state::train::Models;
 use bevy::prelude::*;
 use elbow::arm::Arm;
@@ -126,7 +126,7 @@ pub(crate) enum Learners {
     /// Every head's model, in [`elbow::HeadKind::ALL`] order.
     Heads(Vec<LearnedModel>),
     /// The chain's nets.
-    Nets(NetSet),
+    Nets(Box<NetSet>),
 }
 
 impl Learners {
@@ -139,7 +139,7 @@ impl Learners {
                 let missing = elbow::chain::nets::NetKind::ALL.into_iter().find(|&k| nets.get(k).is_none());
                 match missing {
                     Some(kind) => Err(format!("waiting for the {kind} net's first snapshot")),
-                    None => Ok(Learners::Nets(nets.set.clone())),
+                    None => Ok(Learners::Nets(Box::new(nets.set.clone()))),
                 }
             }
         }

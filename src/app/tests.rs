@@ -507,8 +507,8 @@ fn one_shortcut_table_picks_the_drivers_and_toggles_of_the_lab_in_force() {
 
     // The same table on a chain: the number keys pick its drivers in registry order, A and L
     // act on the chain's atlas, and there is no envelope key.
-    use super::chain::atlas::ChainAtlasView;
-    use super::chain::state::ChainView;
+    use super::manifold_atlas::ChainAtlasView;
+    use super::state::manifold::ChainView;
     use elbow::arm::ArmKind;
     let rail3 = ArmKind::Rail3.arm();
     let lab = super::state::arm::Lab(rail3.clone());
@@ -667,9 +667,9 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
 
 #[test]
 fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
-    use super::chain::state::ChainView;
     use super::lessons::{ActiveLesson, OpenLesson};
     use super::state::arm::Lab;
+    use super::state::manifold::ChainView;
     use super::state::view::CameraView;
     use super::sweep::LiveSweep;
     use elbow::lessons::{Lesson, SceneArm};

@@ -10,6 +10,7 @@
 //! touching these files.
 
 pub(crate) mod arm;
+pub(crate) mod manifold;
 pub(crate) mod solve;
 pub(crate) mod train;
 pub(crate) mod view;
@@ -19,5 +20,5 @@ use bevy::prelude::*;
 /// Registers every shared resource with its default, and the shared messages (the arm first:
 /// the plant and the target are built for the nominal arm).
 pub(crate) fn plugin(app: &mut App) {
-    app.add_plugins((arm::plugin, view::plugin, solve::plugin, train::plugin));
+    app.add_plugins((arm::plugin, view::plugin, solve::plugin, train::plugin, manifold::plugin));
 }

@@ -4,12 +4,12 @@
 //! posterior's fan, which is computed off the frame (a background [`Job`]) with the learned
 //! fans' posterior mismatch against it. The command goes to the plant, the same as every arm's.
 
-use super::super::AppSet;
-use super::super::job::Job;
-use super::super::state::arm::{Lab, MAX_FRAME_SECS, Sim, manifold};
-use super::super::state::solve::Command;
-use super::super::state::view::Target;
-use super::state::{ChainAnswers, ChainNets, ChainView, ExactFan, MMD_HISTORY_SECS};
+use super::AppSet;
+use super::job::Job;
+use super::state::arm::{Lab, MAX_FRAME_SECS, Sim, manifold};
+use super::state::manifold::{ChainAnswers, ChainNets, ChainView, ExactFan, MMD_HISTORY_SECS};
+use super::state::solve::Command;
+use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;

@@ -13,10 +13,9 @@
 //! Every solver list here (the driver buttons, the legend, the training table) iterates
 //! [`SolverId::TWO_LINK`] or [`HeadKind::ALL`], so a new head appears everywhere by itself.
 
+mod manifold;
+
 use super::atlas::AtlasView;
-use super::chain::atlas::ChainAtlasView;
-use super::chain::panel::arm_selector;
-use super::chain::state::{ChainTraining, ChainView};
 use super::claims::{BOARD_TARGETS, ClaimsBoard};
 use super::export::{self, YScale};
 use super::feedback::{self, FeedbackLab, TrainFeedback};
@@ -26,10 +25,12 @@ use super::format::{
 };
 use super::keys::{HELP_KEYS, Help, shortcuts};
 use super::lessons::{ActiveLesson, OpenLesson};
+use super::manifold_atlas::ChainAtlasView;
 use super::replay::{self, OpenReplay, ReplayView};
 use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
+use super::state::manifold::{ChainTraining, ChainView};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
@@ -47,6 +48,7 @@ use elbow::explain::Explanation;
 use elbow::learned::Output;
 use elbow::lineup::Family;
 use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
+use manifold::arm_selector;
 
 /// Registers the panel in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -189,7 +191,7 @@ fn driver(
     lab: Res<LabChoice>,
     driver: ResMut<Driver>,
     target: Res<Target>,
-    mut chain: super::chain::panel::DriverRows,
+    mut chain: manifold::DriverRows,
 ) {
     match lab.chain() {
         None => driver_section(ui, driver.into()),
@@ -207,7 +209,7 @@ fn training_pill(
 ) {
     match lab.chain() {
         None => training_bar(ui, &mut train, &training),
-        Some(_) => super::chain::panel::training_bar(ui, &chain),
+        Some(_) => manifold::training_bar(ui, &chain),
     }
 }
 
@@ -293,7 +295,7 @@ fn atlas(
 ) {
     match lab.chain() {
         None => atlas_section(ui, view.into(), driver.0, hover.0),
-        Some(_) => super::chain::panel::atlas_rows(ui, chain.into(), hover.0),
+        Some(_) => manifold::atlas_rows(ui, chain.into(), hover.0),
     }
 }
 
@@ -309,7 +311,7 @@ fn why(
     driver: Res<Driver>,
     mut pin: ResMut<WhyPin>,
     mut explained: Local<Option<Explanation>>,
-    mut chain: super::chain::panel::WhyRows,
+    mut chain: manifold::WhyRows,
 ) {
     let Some(arm) = lab.chain() else {
         let Some(two) = lab.closed_form() else { return };
@@ -354,7 +356,7 @@ fn solvers(
     training: Res<Training>,
     sim: Res<Sim>,
     target: Res<Target>,
-    chain: super::chain::panel::Readouts,
+    chain: manifold::Readouts,
 ) {
     match lab.chain() {
         None => {
@@ -384,8 +386,8 @@ fn plots(
         }
         None => {
             ui.small("The nets' losses are plotted under Training.");
-            let driver = super::chain::state::method_label(chain.driver);
-            tip_plot(ui, driver, &history, now, (super::chain::answers::TOLERANCE, "success radius"));
+            let driver = super::state::manifold::method_label(chain.driver);
+            tip_plot(ui, driver, &history, now, (super::fans::TOLERANCE, "success radius"));
         }
     }
 }
@@ -425,7 +427,7 @@ fn training(
     lab: Res<LabChoice>,
     mut controls: TrainingControls,
     training: Res<Training>,
-    mut chain: super::chain::panel::TrainingRows,
+    mut chain: manifold::TrainingRows,
 ) {
     match lab.chain() {
         None => training_section(ui, &mut controls, &training),

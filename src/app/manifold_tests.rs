@@ -1,10 +1,11 @@
-//! Headless tests of the chain lab: [`MinimalPlugins`] plus the app's logic plugins, no window.
+//! Headless tests of the lab on redundant chains: [`MinimalPlugins`] plus the app's logic
+//! plugins, no window.
 //! Nets are trained synchronously with small configurations and put in place after the first
 //! frame (the frame that opens a lab resets its nets).
 
-use super::super::state::arm::Sim;
-use super::answers::PER_FRAME;
-use super::state::{ChainAnswers, ChainNets, ChainTraining, ChainView};
+use super::fans::PER_FRAME;
+use super::state::arm::Sim;
+use super::state::manifold::{ChainAnswers, ChainNets, ChainTraining, ChainView};
 use crate::app::logic_plugin;
 use crate::app::state::arm::{Lab, PlantSettings};
 use crate::app::state::solve::Solutions;
@@ -418,11 +419,9 @@ fn the_claims_board_and_the_live_sweep_judge_a_chain_on_its_own_nets() {
     let note = app.world().resource::<LiveSweep>().note.clone().unwrap_or_default();
     assert!(note.contains("waiting for the mse net"), "{note}");
     give_nets(&mut app, &arm, 100, false);
-    let t = Instant::now();
     frames_until(&mut app, "the chain's sweep and board", |w| {
         w.resource::<LiveSweep>().latest.is_some() && w.resource::<ClaimsBoard>().latest.is_some()
     });
-    println!("sweep and board on rail3: {:.1} s", t.elapsed().as_secs_f64());
     let (_, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
     let pipelines: Vec<_> = curves.iter().map(|c| c.pipeline).collect();
     assert_eq!(pipelines, elbow::experiments::degradation::chain::pipelines(), "the chain's line-up is swept");

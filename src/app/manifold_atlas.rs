@@ -3,10 +3,10 @@
 //! the exact posterior's spread, the hybrid's success). While the nets train, the map follows
 //! their snapshots at most every few seconds, so it never takes both cores from training.
 
-use super::super::AppSet;
-use super::super::job::Job;
-use super::super::state::arm::{Lab, manifold};
-use super::state::ChainNets;
+use super::AppSet;
+use super::job::Job;
+use super::state::arm::{Lab, manifold};
+use super::state::manifold::ChainNets;
 use bevy::prelude::*;
 use elbow::atlas::chain::{ChainAtlas, ChainLayer};
 use elbow::atlas::{AtlasConfig, Map, Trained, compute};

@@ -1,14 +1,15 @@
-//! Switching labs live: when the open lab changes (the panel's arm buttons, or `elbow --arm` at
-//! start), the chain lab's state is rebuilt for the new arm. The nets trained for an arm are
-//! kept, so switching back does not train again; an arm without nets starts training. Back on
-//! the two-link arm, its heads start training if they never did.
+//! Switching arms live: when the arm in force changes (the panel's arm buttons, a lesson, or
+//! `elbow --arm` at start), the one plant is rebuilt for the new arm at rest, the target goes
+//! to the arm's home, and a chain's nets are put in place. The nets trained for an arm are kept,
+//! so switching back does not train again; an arm without nets starts training. Back on the
+//! two-link arm, its heads start training if they never did.
 
-use super::super::state::arm::{Lab, PlantSettings, Sim, home_target, rest_pose};
-use super::super::state::solve::Command;
-use super::super::state::train::{RunState, TrainCommand, Training, TrainingParams};
-use super::super::state::view::Target;
-use super::state::{ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView};
-use super::train::NetWorkers;
+use super::nets::NetWorkers;
+use super::state::arm::{Lab, PlantSettings, Sim, home_target, rest_pose};
+use super::state::manifold::{ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView};
+use super::state::solve::Command;
+use super::state::train::{RunState, TrainCommand, Training, TrainingParams};
+use super::state::view::Target;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use elbow::arm::Arm;
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 /// Registers the nets kept per arm and the switch, which runs before the target moves.
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<KeptNets>()
-        .add_systems(Update, switch.run_if(resource_changed::<Lab>).before(super::super::AppSet::Target));
+        .add_systems(Update, switch.run_if(resource_changed::<Lab>).before(super::AppSet::Target));
 }
 
 /// The nets and training runs of every chain opened before, by arm name.

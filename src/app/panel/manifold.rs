@@ -1,19 +1,20 @@
-//! The side panel's chain sections: the arm buttons (shared with the two-link lab), the driver,
+//! The panel's rows for an arm whose answers form a manifold, which the panel's sections show on
+//! a chain: the arm buttons (every arm's), the driver,
 //! the fans and their toggles, the self-motion slider, each method's live figures (the MDN
 //! fan's posterior mismatch against the exact fan, the hybrid against DLS from prior starts),
 //! and the training of the nets. Every method list iterates [`SolverId::CHAIN`] through the arm's
 //! registry ([`elbow::arm::Arm::methods`]), so a new method appears here by itself.
 
 use super::super::export::{self, YScale};
+use super::super::fans::{PER_FRAME, TOLERANCE};
 use super::super::format::{key_bar, metres, number, solver_color, swatch};
+use super::super::manifold_atlas::ChainAtlasView;
 use super::super::state::arm::{Lab, Sim};
-use super::super::state::train::{Run, RunState};
-use super::answers::{PER_FRAME, TOLERANCE};
-use super::atlas::ChainAtlasView;
-use super::state::{
+use super::super::state::manifold::{
     ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
     SELF_MOTION_SPAN, drives, method_label,
 };
+use super::super::state::train::{Run, RunState};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
@@ -146,7 +147,7 @@ fn fan_rows(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
     ui.horizontal_wrapped(|ui| {
         ui.label("show");
         for &m in methods {
-            let slot = super::state::slot(m);
+            let slot = super::super::state::manifold::slot(m);
             swatch(ui, solver_color(m));
             ui.checkbox(&mut v.shown[slot], m.key()).on_hover_text(method_label(m));
         }

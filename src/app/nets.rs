@@ -1,13 +1,13 @@
-//! Training the chain's nets off the frame: one [`Worker`] per net (the app's one training
+//! Training a chain's nets off the frame (the two-link heads' training is [`super::training`]'s): one [`Worker`] per net (the app's one training
 //! worker, as the two-link heads use it) running [`ChainNet::train_watched`], so the fans sharpen
 //! while it trains. A run stops when its worker is dropped (a new run, another arm, the app's
 //! exit): the loop sees it at its next step and the thread is joined.
 
-use super::super::AppSet;
-use super::super::state::arm::Lab;
-use super::super::state::train::RunState;
-use super::super::worker::{Report, Session, TrainRun, Worker};
-use super::state::{ChainNets, ChainTrainCommand, ChainTraining};
+use super::AppSet;
+use super::state::arm::Lab;
+use super::state::manifold::{ChainNets, ChainTrainCommand, ChainTraining};
+use super::state::train::RunState;
+use super::worker::{Report, Session, TrainRun, Worker};
 use bevy::prelude::*;
 use elbow::arm::Arm;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};

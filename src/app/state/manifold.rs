@@ -1,9 +1,11 @@
-//! The chain lab's resources: what the user chose ([`ChainView`]), the trained nets
-//! ([`ChainNets`]), this frame's answers ([`ChainAnswers`]) and the training runs
-//! ([`ChainTraining`]). Per-method data is keyed by the
-//! core's [`Method`], so a method added to the registry gets its row, colour and toggle here.
+//! The resources of the solvers of an arm whose answers form a manifold (a redundant chain,
+//! [`elbow::arm::Arm::methods`]): what the user chose ([`ChainView`]), the trained nets
+//! ([`ChainNets`]), this frame's answers ([`ChainAnswers`]) and the nets' training runs
+//! ([`ChainTraining`]). Per-method data is keyed by the core's [`SolverId`], so a method added to
+//! the registry gets its row, colour and toggle here. The plant, the target, the reality-gap
+//! knobs, the sweep and the claims are every arm's, in the other state modules.
 
-use super::super::state::train::Run;
+use super::train::Run;
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::chain::manifold::Walk;
