@@ -12,7 +12,7 @@ use elbow::{Lineup, Table};
 
 /// Registers the decision and the flash.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Update, (decide, fade_flash).chain().in_set(AppSet::Envelope).run_if(closed_form));
+    app.add_systems(Update, (decide.run_if(closed_form), fade_flash).chain().in_set(AppSet::Envelope));
 }
 
 /// Turns this frame's proposal into the command, through the envelope when the driver has one.

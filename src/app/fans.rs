@@ -7,8 +7,8 @@
 use super::AppSet;
 use super::job::Job;
 use super::state::arm::{Lab, MAX_FRAME_SECS, Sim, manifold};
-use super::state::manifold::{ChainAnswers, ChainNets, ChainView, ExactFan, MMD_HISTORY_SECS};
-use super::state::solve::Command;
+use super::state::manifold::{ChainAnswers, ChainNets, ChainView, ExactFan, MMD_HISTORY_SECS, enveloped};
+use super::state::solve::{Command, EnvelopeStats, FLASH_SECS};
 use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::Point2;
@@ -18,6 +18,8 @@ use elbow::chain::nets::{ChainNet, NetKind};
 use elbow::chain::sampler::spread;
 use elbow::chain::solve::{self, SolveSettings, hybrid_from};
 use elbow::chain::{ChainDls, ExactSampler, Nets, manifold};
+use elbow::envelope::ChainEnvelope;
+use elbow::experiments::degradation::DegradationConfig;
 use elbow::learned::HeadKind;
 use elbow::lineup::SolverId;
 use rand::SeedableRng;
@@ -179,6 +181,7 @@ fn answer(
     sim: Res<Sim>,
     mut answers: ResMut<ChainAnswers>,
     mut sent: ResMut<Command>,
+    mut stats: ResMut<EnvelopeStats>,
     mut job: ResMut<ExactJob>,
     mut frame: Local<u64>,
 ) {
@@ -222,6 +225,22 @@ fn answer(
     let pose =
         [&answers.anchor, &sim.read].into_iter().find(|x| x.len() == d).cloned().unwrap_or_else(|| arm.prior_center());
     let mut command = drive_answer(arm, view.driver, target, &pose, answers, &mut rng);
+    if view.envelope
+        && enveloped(view.driver)
+        && let Some(x) = command.as_ref()
+        && sim.read.len() == d
+    {
+        // The learned part proposes, the classical part disposes: as the degradation run's
+        // enveloped pipelines do, from where the arm is.
+        let envelope = ChainEnvelope { arm, config: DegradationConfig::on(arm).envelope };
+        let (reason, _) = envelope.verdict(x, target, &sim.read);
+        stats.log.record(reason);
+        if let Some(r) = reason {
+            stats.flash = FLASH_SECS;
+            stats.last = Some(r);
+            command = drive_answer(arm, SolverId::Iterative, target, &sim.read, answers, &mut rng);
+        }
+    }
     answers.anchor = command.clone().filter(|x| x.iter().all(|v| v.is_finite())).unwrap_or_default();
     answers.walk = None;
     // The walk moves towards the slider's distance at a bounded speed, so the servos keep the

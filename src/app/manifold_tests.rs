@@ -429,3 +429,27 @@ fn the_claims_board_and_the_live_sweep_judge_a_chain_on_its_own_nets() {
     let keys: Vec<&str> = claims.iter().map(|c| c.key).collect();
     assert!(keys.contains(&"dls-graceful") && keys.contains(&"hybrid-worst-case-classical"), "{keys:?}");
 }
+
+#[test]
+fn the_envelope_around_a_chains_net_falls_back_to_dls_and_counts_it() {
+    use crate::app::state::solve::{Command, EnvelopeStats};
+    let arm = ArmKind::Rail3.arm();
+    let mut app = app(Lab(arm.clone()));
+    app.update();
+    // A barely trained squared-error net: its one answer misses the target by far.
+    give_nets(&mut app, &arm, 30, false);
+    app.world_mut().resource_mut::<ChainView>().driver = SolverId::Learned(HeadKind::Mse);
+    let miss = |app: &App| {
+        let x = app.world().resource::<Command>().0.clone().expect("a command");
+        (arm.chain.tip(&x) - app.world().resource::<Target>().pos).norm()
+    };
+    app.update();
+    assert!(miss(&app) > 0.05, "without the envelope the net's miss goes to the plant: {}", miss(&app));
+    assert_eq!(app.world().resource::<EnvelopeStats>().log.interventions(), 0);
+    app.world_mut().resource_mut::<ChainView>().envelope = true;
+    app.update();
+    assert!(miss(&app) < 1e-3, "the envelope sends DLS's answer instead: {}", miss(&app));
+    let stats = app.world().resource::<EnvelopeStats>();
+    assert_eq!(stats.log.interventions(), 1, "one decision a frame, counted");
+    assert!(stats.last.is_some());
+}

@@ -12,7 +12,7 @@ use super::super::manifold_atlas::ChainAtlasView;
 use super::super::state::arm::{Lab, Sim};
 use super::super::state::manifold::{
     ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
-    SELF_MOTION_SPAN, drives, method_label,
+    SELF_MOTION_SPAN, drives, enveloped, method_label,
 };
 use super::super::state::train::{Run, RunState};
 use bevy::ecs::system::SystemParam;
@@ -125,7 +125,7 @@ pub(crate) fn arm_selector(ui: &mut egui::Ui, mut lab: Mut<Lab>, home: TwoLinkAr
 
 /// Which method the chain follows.
 fn driver_row(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>) {
-    let mut driver = view.driver;
+    let (mut driver, mut envelope) = (view.driver, view.envelope);
     ui.horizontal_wrapped(|ui| {
         ui.label("driver");
         for &m in methods.iter().filter(|&&m| drives(m)) {
@@ -133,8 +133,12 @@ fn driver_row(ui: &mut egui::Ui, methods: &[SolverId], mut view: Mut<ChainView>)
             ui.selectable_value(&mut driver, m, m.key()).on_hover_text(method_label(m));
         }
     });
-    if driver != view.driver {
+    ui.add_enabled(enveloped(driver), egui::Checkbox::new(&mut envelope, "safety envelope around the driver"))
+        .on_hover_text("Checks a net's answer (finite, in range, a bounded joint step, FK within tolerance); a rejected one falls back to DLS from where the arm is.")
+        .on_disabled_hover_text("DLS and the hybrid check their own answers: the envelope wraps the nets.");
+    if (driver, envelope) != (view.driver, view.envelope) {
         view.driver = driver;
+        view.envelope = envelope;
     }
 }
 

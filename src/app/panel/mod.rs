@@ -43,7 +43,7 @@ use bevy_egui::{EguiContext, EguiPrimaryContextPass, PrimaryEguiContext, egui};
 use egui_plot::VLine;
 use elbow::atlas::{Atlas, Layer, paint};
 use elbow::envelope::Reason;
-use elbow::experiments::degradation::Channel;
+use elbow::experiments::degradation::{Channel, DegradationConfig};
 use elbow::explain::Explanation;
 use elbow::learned::Output;
 use elbow::lineup::Family;
@@ -399,14 +399,21 @@ fn envelope(
     stats: ResMut<EnvelopeStats>,
     driver: Res<Driver>,
     models: Res<Models>,
+    chain: Res<ChainView>,
 ) {
+    // Only the checks that can fire for this driver on this arm get a counter.
     match lab.closed_form() {
         Some(two) => {
             let lineup = Lineup::new(two, Table::from_fn(|h| models.get(h)));
-            envelope_section(ui, stats.into(), driver.0, &lineup);
+            let checks = lineup.envelope.active_checks(lineup.fit(driver.0.solver));
+            envelope_section(ui, stats.into(), driver.0.envelope, checks);
         }
         None => {
-            ui.small("In the app the envelope wraps the two-link heads. A chain's envelope (FK, ranges, joint steps, DLS fallback) is measured by `elbow experiment degradation --arm …` (its `+env` pipelines).");
+            let arm = lab.arm();
+            let envelope = elbow::envelope::ChainEnvelope { arm, config: DegradationConfig::on(arm).envelope };
+            let on = chain.envelope && super::state::manifold::enveloped(chain.driver);
+            envelope_section(ui, stats.into(), on, envelope.active_checks());
+            ui.small("A rejected answer falls back to DLS from where the arm is (a chain has no closed form).");
         }
     }
 }
@@ -1154,8 +1161,8 @@ fn tip_plot(ui: &mut egui::Ui, driver_name: &str, history: &TipHistory, now: f64
 
 /// Intervention counts per reason (the checks that can fire for `driver` in `lineup`), and the
 /// flash.
-fn envelope_section(ui: &mut egui::Ui, mut stats: Mut<EnvelopeStats>, driver: Pipeline, lineup: &Lineup) {
-    if !driver.envelope {
+fn envelope_section(ui: &mut egui::Ui, mut stats: Mut<EnvelopeStats>, on: bool, checks: Vec<Reason>) {
+    if !on {
         ui.label("Off: the driver's proposals go to the plant unchecked.");
     }
     if stats.flash > 0.0 {
@@ -1163,8 +1170,6 @@ fn envelope_section(ui: &mut egui::Ui, mut stats: Mut<EnvelopeStats>, driver: Pi
         ui.colored_label(color32(FLASH_COLOR), format!("INTERVENING: {why}"));
     }
     let log = stats.log;
-    // Only the checks that can fire for this driver on this arm get a counter.
-    let checks = lineup.envelope.active_checks(lineup.fit(driver.solver));
     egui::Grid::new("interventions").num_columns(2).show(ui, |ui| {
         ui.label("accepted");
         ui.label(log.accepted.to_string());

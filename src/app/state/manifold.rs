@@ -63,6 +63,14 @@ pub(crate) struct ChainView {
     /// Self-motion: how far along the solution manifold the chain is walked from the driver's
     /// answer, in coordinate units, within ±[`SELF_MOTION_SPAN`].
     pub(crate) self_motion: f64,
+    /// The safety envelope around a learned driver: a proposal whose FK misses, that leaves the
+    /// ranges or turns a joint too far falls back to DLS from where the arm is.
+    pub(crate) envelope: bool,
+}
+
+/// Whether the envelope applies to `driver`: the nets (the classical methods check themselves).
+pub(crate) fn enveloped(driver: SolverId) -> bool {
+    driver.family() == elbow::lineup::Family::Learned
 }
 
 impl Default for ChainView {
@@ -73,7 +81,7 @@ impl Default for ChainView {
                 SolverId::Learned(HeadKind::Mse) | SolverId::Learned(HeadKind::Mdn) | SolverId::Flow | SolverId::Exact
             )
         });
-        Self { driver: SolverId::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0 }
+        Self { driver: SolverId::Hybrid, fan: DEFAULT_FAN, shown, self_motion: 0.0, envelope: false }
     }
 }
 
