@@ -453,3 +453,43 @@ fn the_envelope_around_a_chains_net_falls_back_to_dls_and_counts_it() {
     assert_eq!(stats.log.interventions(), 1, "one decision a frame, counted");
     assert!(stats.last.is_some());
 }
+
+#[test]
+fn a_view_of_a_chain_switches_back_to_it_and_restores_its_knobs() {
+    use crate::app::scene_file::{LoadView, SaveView, ViewFile, ViewFileField};
+    let dir = std::env::temp_dir().join(format!("elbow-chain-view-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("rail3.json");
+    let arm = ArmKind::Rail3.arm();
+    let mut app = app(Lab(arm.clone()));
+    app.update();
+    let knobs = ChainView {
+        driver: SolverId::Learned(HeadKind::Mdn),
+        envelope: true,
+        fan: 321,
+        self_motion: 0.4,
+        ..ChainView::default()
+    };
+    *app.world_mut().resource_mut::<ChainView>() = knobs.clone();
+    *app.world_mut().resource_mut::<Target>() = Target::at(Point2::new(1.2, 0.3));
+    app.world_mut().resource_mut::<PlantSettings>().backlash = 0.01;
+    app.world_mut().write_message(SaveView(path.clone()));
+    app.update();
+    let outcome = app.world().resource::<ViewFileField>().outcome.clone();
+    assert!(matches!(outcome, Some(Ok(_))), "{outcome:?}");
+    assert_eq!(ViewFile::read(&path).unwrap().lab(), Lab(arm.clone()), "the file names its chain");
+    // On the two-link arm, with everything else changed, the view brings rail3 back as it was.
+    *app.world_mut().resource_mut::<Lab>() = Lab::default();
+    *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings::IDEAL;
+    app.update();
+    app.update();
+    app.world_mut().write_message(LoadView(path.clone()));
+    app.update();
+    let world = app.world();
+    assert_eq!(*world.resource::<Lab>(), Lab(arm.clone()));
+    assert_eq!(*world.resource::<ChainView>(), knobs);
+    assert_eq!(world.resource::<Target>().pos, Point2::new(1.2, 0.3), "the view's target, not the arm's home");
+    assert_eq!(world.resource::<PlantSettings>().backlash, 0.01);
+    assert_eq!(world.resource::<Sim>().read.len(), 4, "the plant is rail3's");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -146,10 +146,26 @@ pub(crate) fn run(
     }
 }
 
-/// The lab a view file opens on: its own two-link arm. With `--arm` or `--lengths` given
-/// (`explicit`), they must name that arm; `Err` is one sentence.
+/// The lab a view file opens on: its own arm (a chain's, or its two-link arm). With `--arm` or
+/// `--lengths` given (`explicit`), they must name that arm; `Err` is one sentence.
 pub(crate) fn lab_of_view(path: &std::path::Path, lab: AppArm, explicit: bool) -> Result<AppArm, String> {
     let view = scene_file::ViewFile::read(path)?;
+    if let Some(chain) = &view.chain {
+        return match lab {
+            AppArm::Chain(arm) if explicit && arm != chain.arm => Err(format!(
+                "{} is a view of the chain `{}`, not of the `{}` that --arm or --lengths name; leave them out",
+                path.display(),
+                chain.arm.name,
+                arm.name
+            )),
+            AppArm::TwoLink(_) if explicit => Err(format!(
+                "{} is a view of the chain `{}`; leave out --arm and --lengths",
+                path.display(),
+                chain.arm.name
+            )),
+            _ => Ok(AppArm::Chain(chain.arm.clone())),
+        };
+    }
     match lab {
         AppArm::TwoLink(arm) if explicit && arm != view.arm => Err(format!(
             "{} is a view of the arm `{}`, not of the `{arm}` that --arm or --lengths name; leave them out",

@@ -1,13 +1,15 @@
-//! View files: the whole two-link scene (arm, target, driver, the plant's knobs, the atlas and
-//! sweep, the ghosts shown, the model files loaded) saved as JSON from the panel and restored
-//! from the panel or with `elbow --view FILE`.
+//! View files: the whole scene (arm, target, driver, the plant's knobs, the atlas and sweep, the
+//! ghosts shown, the model files loaded; on a chain its driver, envelope, fans and self-motion)
+//! saved as JSON from the panel and restored from the panel or with `elbow --view FILE`. A view
+//! of another arm than the one in force switches to it first, then restores the scene.
 //!
 //! A file is written atomically (a failed write leaves the old file whole). One of another format
 //! version, or of another arm than the one open, is refused with one sentence and changes
 //! nothing; `elbow --view FILE` opens the app on the file's arm.
 
 use super::atlas::AtlasView;
-use super::state::arm::{Nominal, PlantSettings};
+use super::state::arm::{Lab, Nominal, PlantSettings};
+use super::state::manifold::{ChainView, drives, enveloped};
 use super::state::solve::{Driver, Shown};
 use super::state::train::{LoadModel, RunState, Training};
 use super::state::view::{CameraView, Target};
@@ -31,7 +33,9 @@ pub(crate) fn plugin(app: &mut App) {
     app.add_message::<SaveView>()
         .add_message::<LoadView>()
         .init_resource::<ViewFileField>()
-        .add_systems(Update, (save, load).chain().in_set(super::AppSet::Input));
+        .init_resource::<PendingView>()
+        .add_systems(Update, (save, load).chain().in_set(super::AppSet::Input))
+        .add_systems(Update, apply_pending.in_set(super::AppSet::Target));
 }
 
 /// Save the scene to this file.
@@ -61,6 +65,19 @@ struct AtlasKnobs {
     resolution: usize,
 }
 
+/// What a chain's scene adds: the chain and its own knobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChainKnobs {
+    /// The chain in force.
+    pub(crate) arm: elbow::arm::Arm,
+    driver: SolverId,
+    envelope: bool,
+    fan: usize,
+    shown: Vec<SolverId>,
+    self_motion: f64,
+}
+
 /// The whole scene, as a view file holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +96,10 @@ pub(crate) struct ViewFile {
     shown: Vec<SolverId>,
     /// Model files loaded in place of their heads' training.
     models: Vec<PathBuf>,
+    /// The chain in force and its knobs, when the scene is on a chain (`arm` is then the lab's
+    /// two-link arm, which the two-link button returns to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) chain: Option<ChainKnobs>,
 }
 
 impl ViewFile {
@@ -111,12 +132,31 @@ impl ViewFile {
         if !SweepChannel::all().any(|c| c.channel().key() == view.sweep) {
             return Err(format!("{shown}: `{}` is no channel the live sweep has", view.sweep));
         }
+        if let Some(c) = &view.chain {
+            c.arm.chain.validate().map_err(|e| format!("{shown}: its chain is not a valid arm: {e}"))?;
+            let methods = c.arm.methods();
+            if methods.is_empty() {
+                return Err(format!("{shown}: `{}` is no redundant chain", c.arm.name));
+            }
+            if !(methods.contains(&c.driver) && drives(c.driver)) {
+                return Err(format!("{shown}: `{}` cannot drive {}", c.driver.key(), c.arm.name));
+            }
+            if !c.self_motion.is_finite() {
+                return Err(format!("{shown}: the self-motion is not a finite number"));
+            }
+        }
         Ok(view)
     }
 
-    /// Why this view cannot open on `arm`, if it cannot: one sentence.
+    /// The arm the scene is on.
+    pub(crate) fn lab(&self) -> Lab {
+        Lab(self.chain.as_ref().map_or_else(|| elbow::arm::Arm::two_link(self.arm), |c| c.arm.clone()))
+    }
+
+    /// Why this view cannot open in a lab whose two-link arm is `arm`, if it cannot: one
+    /// sentence (a chain's view opens on its chain).
     pub(crate) fn check_arm(&self, arm: &TwoLinkArm, path: &Path) -> Result<(), String> {
-        if self.arm != *arm {
+        if self.chain.is_none() && self.arm != *arm {
             return Err(format!(
                 "{} is a view of the arm `{}`, and the app is open on `{arm}`; open it with `elbow --view {}`",
                 path.display(),
@@ -140,6 +180,8 @@ struct Scene<'w> {
     camera_view: ResMut<'w, CameraView>,
     shown: ResMut<'w, Shown>,
     training: Res<'w, Training>,
+    lab: ResMut<'w, Lab>,
+    chain: ResMut<'w, ChainView>,
 }
 
 impl Scene<'_> {
@@ -171,6 +213,14 @@ impl Scene<'_> {
             camera_view: self.camera_view.0,
             shown: SolverId::TWO_LINK.into_iter().filter(|&id| self.shown.0[id]).collect(),
             models,
+            chain: self.lab.chain().map(|arm| ChainKnobs {
+                arm: arm.clone(),
+                driver: self.chain.driver,
+                envelope: self.chain.envelope,
+                fan: self.chain.fan(),
+                shown: SolverId::CHAIN.into_iter().filter(|&m| self.chain.shows(m)).collect(),
+                self_motion: self.chain.self_motion(),
+            }),
         }
     }
 
@@ -192,6 +242,13 @@ impl Scene<'_> {
         for id in SolverId::TWO_LINK {
             self.shown.0[id] = view.shown.contains(&id);
         }
+        if let Some(c) = &view.chain {
+            self.chain.driver = c.driver;
+            self.chain.envelope = c.envelope && enveloped(c.driver);
+            self.chain.fan = c.fan;
+            self.chain.shown = SolverId::CHAIN.map(|m| c.shown.contains(&m));
+            self.chain.self_motion = c.self_motion;
+        }
     }
 }
 
@@ -208,22 +265,54 @@ fn save(mut requests: MessageReader<SaveView>, scene: Scene, mut field: ResMut<V
     }
 }
 
-/// Restores the scene from each requested file; a file that fails its checks changes nothing.
+/// A view read and checked whose arm is being switched to: it is applied once the switch is done
+/// (the switch puts the plant and the target at the arm's home).
+#[derive(Resource, Default)]
+struct PendingView(Option<(ViewFile, PathBuf)>);
+
+/// Restores the scene from each requested file (switching to its arm first when it is another);
+/// a file that fails its checks changes nothing.
 fn load(
     mut requests: MessageReader<LoadView>,
     mut scene: Scene,
     mut field: ResMut<ViewFileField>,
+    mut pending: ResMut<PendingView>,
     mut models: MessageWriter<LoadModel>,
 ) {
     for LoadView(path) in requests.read() {
         let outcome = ViewFile::read(path).and_then(|view| {
             view.check_arm(&scene.nominal.0, path)?;
-            scene.apply(&view);
-            for model in &view.models {
-                models.write(LoadModel(model.clone()));
+            let lab = view.lab();
+            // Another arm, or one just put in force (the app opening on the view's arm): the
+            // switch first puts the plant and target at its home, then the view is applied.
+            if *scene.lab != lab || scene.lab.is_changed() {
+                scene.lab.set_if_neq(lab);
+                pending.0 = Some((view, path.clone()));
+                return Ok(format!("opening the view of {}…", scene.lab.arm().name));
             }
+            restore(&mut scene, &view, &mut models);
             Ok(format!("view restored from {}", path.display()))
         });
         field.outcome = Some(outcome);
     }
+}
+
+/// Sets every resource `view` holds and loads its model files.
+fn restore(scene: &mut Scene, view: &ViewFile, models: &mut MessageWriter<LoadModel>) {
+    scene.apply(view);
+    for model in &view.models {
+        models.write(LoadModel(model.clone()));
+    }
+}
+
+/// Restores a view whose arm was switched to, once the switch has run.
+fn apply_pending(
+    mut pending: ResMut<PendingView>,
+    mut scene: Scene,
+    mut field: ResMut<ViewFileField>,
+    mut models: MessageWriter<LoadModel>,
+) {
+    let Some((view, path)) = pending.0.take() else { return };
+    restore(&mut scene, &view, &mut models);
+    field.outcome = Some(Ok(format!("view restored from {}", path.display())));
 }

@@ -22,8 +22,10 @@ use std::collections::HashMap;
 
 /// Registers the nets kept per arm and the switch, which runs before the target moves.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<KeptNets>()
-        .add_systems(Update, switch.run_if(resource_changed::<Lab>).before(super::AppSet::Target));
+    app.init_resource::<KeptNets>().add_systems(
+        Update,
+        switch.run_if(resource_changed::<Lab>).after(super::AppSet::Input).before(super::AppSet::Target),
+    );
 }
 
 /// The nets and training runs of every chain opened before, by arm name.

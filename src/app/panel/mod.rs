@@ -324,14 +324,8 @@ fn why(
     chain.show(ui, arm, target.pos);
 }
 
-/// Save or restore the scene, and open a catalog record.
-fn view_file(InMut(ui): InMut<egui::Ui>, lab: Res<LabChoice>, mut guide: Guides) {
-    if let Some(arm) = lab.chain() {
-        ui.small(format!(
-            "A view file holds the two-link lab's scene; {}'s is not saved yet. A catalog record of any arm replays here:",
-            arm.name
-        ));
-    }
+/// Save or restore the scene (every arm), and open a catalog record.
+fn view_file(InMut(ui): InMut<egui::Ui>, mut guide: Guides) {
     view_file_section(ui, &mut guide);
 }
 
@@ -491,7 +485,7 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
             guide.load.write(LoadView(path.into()));
         }
     });
-    ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files; `elbow --view FILE` opens one.");
+    ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files (on a chain its fans, envelope and self-motion); `elbow --view FILE` opens one.");
     ui.horizontal(|ui| {
         let (path, index, problem) = &mut *guide.replay_field;
         ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
