@@ -493,3 +493,40 @@ fn a_view_of_a_chain_switches_back_to_it_and_restores_its_knobs() {
     assert_eq!(world.resource::<Sim>().read.len(), 4, "the plant is rail3's");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_chain_model_file_loads_from_the_panel_in_place_of_training() {
+    use crate::app::state::train::{LoadModel, ModelFile, RunState};
+    use elbow::chain::NetSet;
+    use elbow::chain::model::ChainModel;
+    let dir = std::env::temp_dir().join(format!("elbow-chain-model-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let arm = ArmKind::Rail3.arm();
+    let cfg = NetConfig { hidden: 32, depth: 2, components: 8, steps: 30, batch: 256, ..NetConfig::default() };
+    let mut set = NetSet::default();
+    set.set(NetKind::Mdn, Some(net(&arm, NetKind::Mdn, 30, false)));
+    let good = dir.join("rail3.json");
+    ChainModel::new(arm.clone(), cfg, set.clone()).save(&good).unwrap();
+    let other = dir.join("3r.json");
+    let three = ArmKind::ThreeR.arm();
+    let mut set3 = NetSet::default();
+    set3.set(NetKind::Mdn, Some(net(&three, NetKind::Mdn, 30, false)));
+    ChainModel::new(three, cfg, set3).save(&other).unwrap();
+    let mut app = app(Lab(arm.clone()));
+    app.update();
+    // Another arm's nets are refused in one sentence and change nothing.
+    app.world_mut().write_message(LoadModel(other.clone()));
+    app.update();
+    let outcome = app.world().resource::<ModelFile>().outcome.clone();
+    assert!(matches!(&outcome, Some(Err(e)) if e.contains("3r")), "{outcome:?}");
+    assert!(app.world().resource::<ChainNets>().get(NetKind::Mdn).is_none());
+    app.world_mut().write_message(LoadModel(good.clone()));
+    app.update();
+    let outcome = app.world().resource::<ModelFile>().outcome.clone();
+    assert!(matches!(&outcome, Some(Ok(_))), "{outcome:?}");
+    assert_eq!(app.world().resource::<ChainNets>().get(NetKind::Mdn), set.get(NetKind::Mdn));
+    let training = app.world().resource::<ChainTraining>();
+    assert!(matches!(training.run(NetKind::Mdn).state, RunState::Loaded(_)));
+    assert_eq!(training.config, cfg);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -4,19 +4,20 @@
 //! exit): the loop sees it at its next step and the thread is joined.
 
 use super::AppSet;
-use super::state::arm::Lab;
+use super::state::arm::{Lab, manifold};
 use super::state::manifold::{ChainNets, ChainTrainCommand, ChainTraining};
-use super::state::train::RunState;
+use super::state::train::{LoadModel, ModelFile, RunState};
 use super::worker::{Report, Session, TrainRun, Worker};
 use bevy::prelude::*;
 use elbow::arm::Arm;
 use elbow::chain::nets::{ChainNet, NetConfig, NetKind};
 use elbow::chain::{Seeds, solve::net_needed};
 
-/// Registers the workers and the systems that start them and collect their reports.
+/// Registers the workers and the systems that start them, load model files and collect their
+/// reports.
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<NetWorkers>()
-        .add_systems(Update, (handle_commands, collect).chain().in_set(AppSet::Train))
+        .add_systems(Update, (handle_commands, load_nets.run_if(manifold), collect).chain().in_set(AppSet::Train))
         .add_systems(Last, join_on_exit);
 }
 
@@ -106,6 +107,45 @@ fn handle_commands(
                 }
             }
         }
+    }
+}
+
+/// Loads model files on a chain: a chain model of the arm in force puts its nets in place and
+/// stops their training; anything else is reported in [`ModelFile`] and changes nothing.
+fn load_nets(
+    mut loads: MessageReader<LoadModel>,
+    lab: Res<Lab>,
+    mut file: ResMut<ModelFile>,
+    mut training: ResMut<ChainTraining>,
+    mut workers: ResMut<NetWorkers>,
+    mut nets: ResMut<ChainNets>,
+) {
+    for LoadModel(path) in loads.read() {
+        let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let loaded = elbow::learned::ModelFile::load(path).map_err(|e| e.to_string()).and_then(|m| match m {
+            elbow::learned::ModelFile::Chain(m) => m.check_fits(lab.arm()).map(|()| m),
+            other => Err(format!("it is {}, and the app is on the chain {}", other.describe(), lab.arm().name)),
+        });
+        file.outcome = Some(match loaded {
+            Err(e) => Err(format!("{}: {e}", path.display())),
+            Ok(model) => {
+                workers.stop_all();
+                training.config = model.net;
+                for kind in NetKind::ALL {
+                    let run = training.run_mut(kind);
+                    *run = Default::default();
+                    if model.net(kind).is_some() {
+                        run.state = RunState::Loaded(shown.clone());
+                        run.loaded_from = Some(path.clone());
+                    }
+                }
+                let set = model.into_nets();
+                for kind in NetKind::ALL {
+                    nets.set(kind, set.get(kind).cloned());
+                }
+                Ok(format!("{}'s nets loaded from {shown}", lab.arm().name))
+            }
+        });
     }
 }
 

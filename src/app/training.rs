@@ -16,7 +16,10 @@ use elbow::{HeadKind, LearnedModel, Table, TrainConfig, Trainer};
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Workers>()
         .add_systems(Startup, autostart.run_if(closed_form))
-        .add_systems(Update, (handle_commands, load_models, collect_reports).chain().in_set(AppSet::Train))
+        .add_systems(
+            Update,
+            (handle_commands, load_models.run_if(closed_form), collect_reports).chain().in_set(AppSet::Train),
+        )
         .add_systems(Last, join_on_exit);
 }
 

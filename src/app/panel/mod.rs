@@ -432,7 +432,13 @@ fn training(
 ) {
     match lab.chain() {
         None => training_section(ui, &mut controls, &training),
-        Some(_) => chain.show(ui),
+        Some(_) => {
+            chain.show(ui);
+            ui.separator();
+            let TrainingControls { model_file, load, .. } = &mut controls;
+            let idle = "A file saved by `elbow train --arm … --out` puts its nets in place of training.";
+            model_file_row(ui, model_file.reborrow(), load, idle);
+        }
     }
 }
 
@@ -1344,20 +1350,37 @@ fn training_section(ui: &mut egui::Ui, controls: &mut TrainingControls, training
     });
     controls.params.set_if_neq(p);
     ui.separator();
+    let TrainingControls { model_file, load, .. } = controls;
+    model_file_row(
+        ui,
+        model_file.reborrow(),
+        load,
+        "A file saved by `elbow train --out` replaces its head's training.",
+    );
+}
+
+/// The model-file field, its load button and what the last load said (`idle`: the line shown
+/// before any load).
+pub(crate) fn model_file_row(
+    ui: &mut egui::Ui,
+    mut file: Mut<ModelFile>,
+    load: &mut MessageWriter<LoadModel>,
+    idle: &str,
+) {
     ui.horizontal(|ui| {
         ui.label("model file");
-        let mut path = controls.model_file.path.clone();
-        ui.add(egui::TextEdit::singleline(&mut path).hint_text("mdn.json").desired_width(180.0));
-        if path != controls.model_file.path {
-            controls.model_file.path = path;
+        let mut path = file.path.clone();
+        ui.add(egui::TextEdit::singleline(&mut path).hint_text("model.json").desired_width(180.0));
+        if path != file.path {
+            file.path = path;
         }
-        if ui.button("load").clicked() && !controls.model_file.path.trim().is_empty() {
-            controls.load.write(LoadModel(controls.model_file.path.trim().into()));
+        if ui.button("load").clicked() && !file.path.trim().is_empty() {
+            load.write(LoadModel(file.path.trim().into()));
         }
     });
-    match &controls.model_file.outcome {
+    match &file.outcome {
         Some(Ok(done)) => ui.small(done),
         Some(Err(why)) => ui.colored_label(color32(FLASH_COLOR), why),
-        None => ui.small("A file saved by `elbow train --out` replaces its head's training."),
+        None => ui.small(idle),
     };
 }
