@@ -438,20 +438,31 @@ fn driver_net(driver: SolverId) -> Option<NetKind> {
 /// and what the classical check (DLS from the answer) makes of it.
 fn why_section(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &mut WhyRows) {
     let driver = s.view.driver;
-    let Some(kind) = driver_net(driver) else {
-        ui.small("DLS is classical: it reports whether it converged (see its row above); there is no net to explain.");
-        return;
-    };
-    let Some(net) = s.nets.get(kind) else {
-        ui.small(format!("The {} has not trained yet.", net_label(kind)));
-        return;
-    };
-    // The driver's own answer for a net that drives (the fan's draw nearest the pose, before
-    // any self-motion); the hybrid is explained through its MDN seeds.
-    let answer =
-        (driver != SolverId::Hybrid && s.answers.anchor.len() == arm.coords()).then(|| s.answers.anchor.clone());
-    if ui.button(format!("explain the {} at the target", net_label(kind))).clicked() {
-        s.why.0 = Some(elbow::explain::chain::explain_net(arm, net, target, TOLERANCE, answer.as_deref()));
+    let driving = driver_net(driver);
+    // A button per net: the driver's own answer for the net that drives (the fan's draw nearest
+    // the pose, before any self-motion; the hybrid is explained through its MDN seeds), the
+    // net's own answers for the others.
+    ui.horizontal_wrapped(|ui| {
+        ui.label("explain:");
+        for kind in NetKind::ALL {
+            let net = s.nets.get(kind);
+            let label = if driving == Some(kind) {
+                format!("{} (driver)", net_label(kind))
+            } else {
+                net_label(kind).to_string()
+            };
+            let button = ui.add_enabled(net.is_some(), egui::Button::new(label));
+            if button.clicked()
+                && let Some(net) = net
+            {
+                let own = driving == Some(kind) && driver != SolverId::Hybrid && s.answers.anchor.len() == arm.coords();
+                let answer = own.then(|| s.answers.anchor.clone());
+                s.why.0 = Some(elbow::explain::chain::explain_net(arm, net, target, TOLERANCE, answer.as_deref()));
+            }
+        }
+    });
+    if driving.is_none() {
+        ui.small("The driver, DLS, is classical: it reports whether it converged (its row under Solvers).");
     }
     let Some(e) = &s.why.0 else {
         ui.small("Takes the net's answer here apart: its posterior, the training data around the target, and the classical check.");
