@@ -29,6 +29,7 @@ pub(crate) fn plugin(app: &mut App) {
     };
     app.insert_gizmo_config(ChainPlantGizmos, config(12.0))
         .insert_gizmo_config(FanGizmos, config(1.5))
+        .insert_gizmo_config(AnswerGizmos, config(2.5))
         .insert_gizmo_config(ArmGizmos, config(4.0))
         .add_systems(Update, draw.in_set(AppSet::Draw).run_if(chain_lab));
 }
@@ -41,7 +42,12 @@ struct ChainPlantGizmos;
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct FanGizmos;
 
-/// Solid answers: the squared-error arm, DLS and hybrid answers, the target.
+/// The DLS and hybrid answers: a little wider than a fan's sketch, so the few of them stand
+/// out of the fans.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct AnswerGizmos;
+
+/// Solid answers: the squared-error arm, the command, the gravity arrow, the target.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct ArmGizmos;
 
@@ -330,9 +336,10 @@ const FAN_SKETCH: usize = 24;
 /// Half-size of a fan's joint marks, logical pixels.
 const FAN_MARK_PX: f32 = 3.5;
 
-/// How opaque one arm of a fan is: faint enough that 200 overlap into a density.
+/// How opaque one arm of a fan's sketch is: faint enough that the sketches overlap into a
+/// density under the joint marks and the few solid answers.
 fn fan_alpha(n: usize) -> f32 {
-    (6.0 / n.max(1) as f32).clamp(0.04, 0.5)
+    (4.0 / n.max(1) as f32).clamp(0.04, 0.5)
 }
 
 /// How each fan marks its joints, so fans that overlap stay apart by shape as well as colour.
@@ -392,6 +399,7 @@ pub(crate) fn plant_gravity(plant: &ChainPlant) -> (bool, Vec2) {
 struct Pens<'w, 's> {
     plant: Gizmos<'w, 's, ChainPlantGizmos>,
     fan: Gizmos<'w, 's, FanGizmos>,
+    answer: Gizmos<'w, 's, AnswerGizmos>,
     arm: Gizmos<'w, 's, ArmGizmos>,
 }
 
@@ -453,7 +461,7 @@ fn draw(
     for (m, set) in [(SolverId::Iterative, &answers.dls), (SolverId::Hybrid, &answers.hybrid)] {
         if view.shows(m) {
             for x in set.chunks_exact(d) {
-                polyline(&mut pens.fan, chain, x, solver_color(m).with_alpha(0.8), px(4.0));
+                polyline(&mut pens.answer, chain, x, solver_color(m).with_alpha(0.85), px(4.0));
             }
         }
     }
@@ -511,9 +519,7 @@ mod tests {
         for kind in [ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101] {
             let arm = kind.arm();
             let reach = arm.chain.reach() as f32;
-            let start = std::time::Instant::now();
             let loops = outline(&arm);
-            let took = start.elapsed();
             assert!(!loops.is_empty(), "{kind}");
             let (mut turns, mut sharp) = (0usize, 0usize);
             for ring in &loops {
@@ -554,7 +560,7 @@ mod tests {
                             .count()
                     })
                     .sum();
-                outside += usize::from(crossings % 2 == 0);
+                outside += usize::from(crossings.is_multiple_of(2));
             }
             assert!(outside <= 10, "{kind}: {outside} of 5000 reachable tips outside the outline");
             if kind == ArmKind::Rail3 {
@@ -566,9 +572,7 @@ mod tests {
                     .map(|p| ((p.x.powi(2) + (p.y.abs() - 1.0).max(0.0).powi(2)).sqrt() - 2.0).abs())
                     .fold(0.0f32, f32::max);
                 assert!(off < 0.03 * reach, "rail3: the outline strays {off} m from the stadium");
-                println!("rail3: off the stadium by {off} m at most");
             }
-            println!("{kind}: {} loops, {turns} points, {sharp} sharp, {outside} outside, {took:?}", loops.len());
         }
     }
 }
