@@ -3,12 +3,17 @@
 //! second camera renders egui over the whole window, and left-button drags inside the world
 //! viewport become world-space [`PointerDrag`] messages. Drags that start over the panel, or
 //! wander onto it, do not move the target.
+//!
+//! The world camera frames the open arm's reach with a margin ([`frame`]), again whenever the
+//! arm changes, and [`ViewScale`] tells the drawing how many metres one logical pixel of the
+//! view is this frame, so every mark (crosses, rings, dots, arrows) is sized in pixels and
+//! reads the same on the SO-101's 41 cm and on rail3's 3 m.
 
 use super::AppSet;
 use super::state::arm::{Lab, Nominal};
 use super::state::view::{Hover, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
-use bevy::camera::{CameraOutputMode, ScalingMode, Viewport};
+use bevy::camera::{CameraOutputMode, CameraProjection, ScalingMode, Viewport};
 use bevy::prelude::*;
 use bevy::render::render_resource::BlendState;
 use bevy::window::PrimaryWindow;
@@ -18,9 +23,9 @@ use elbow::Point2;
 
 /// Registers the cameras and the viewport and pointer systems.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(Startup, spawn_cameras).add_systems(
+    app.init_resource::<ViewScale>().add_systems(Startup, spawn_cameras).add_systems(
         Update,
-        (fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)), fit_viewport, pointer)
+        (fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)), fit_viewport, measure, pointer)
             .chain()
             .in_set(AppSet::Input),
     );
@@ -36,17 +41,61 @@ const HANDLE_MARGIN: f32 = 6.0;
 #[derive(Component)]
 pub(crate) struct WorldCamera;
 
+/// How large one logical pixel of the world view is this frame, metres: marks are sized in
+/// pixels through it ([`ViewScale::px`]), so they keep their size on screen whatever the arm's
+/// scale, the window's size or the panel's width.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ViewScale {
+    /// Metres per logical pixel.
+    pub(crate) metres_per_px: f32,
+}
+
+impl Default for ViewScale {
+    /// The default two-link arm's scale in a 1280 x 720 window, until the first frame measures.
+    fn default() -> Self {
+        Self { metres_per_px: 0.007 }
+    }
+}
+
+impl ViewScale {
+    /// `n` logical pixels in metres.
+    pub(crate) fn px(&self, n: f32) -> f32 {
+        n * self.metres_per_px
+    }
+}
+
+/// Metres per logical pixel of `projection` on a viewport of `viewport` logical pixels, when it
+/// is orthographic and the viewport has room.
+pub(crate) fn metres_per_px(projection: &Projection, viewport: Vec2) -> Option<f32> {
+    let Projection::Orthographic(o) = projection else { return None };
+    if !(viewport.x >= 1.0 && viewport.y >= 1.0) {
+        return None;
+    }
+    let mut o = o.clone();
+    o.update(viewport.x, viewport.y);
+    let m = o.area.width() / viewport.x;
+    (m.is_finite() && m > 0.0).then_some(m)
+}
+
+/// Updates [`ViewScale`] from the world camera's projection and viewport.
+fn measure(camera: Single<(&Camera, &Projection), With<WorldCamera>>, mut scale: ResMut<ViewScale>) {
+    let (camera, projection) = *camera;
+    if let Some(m) = camera.logical_viewport_size().and_then(|size| metres_per_px(projection, size)) {
+        scale.set_if_neq(ViewScale { metres_per_px: m });
+    }
+}
+
 /// Spawns the world camera (metres, the whole workspace in view) and the egui camera on top.
 fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, lab: Res<Lab>, nominal: Res<Nominal>) {
     // The egui context goes on the second camera, which covers the whole window.
     egui.auto_create_primary_context = false;
-    let span = span(&lab, &nominal);
+    let [min_width, min_height] = frame(&lab, &nominal);
     commands.spawn((
         WorldCamera,
         Camera2d,
         Camera { clear_color: ClearColorConfig::Custom(BACKGROUND), ..default() },
         Projection::Orthographic(OrthographicProjection {
-            scaling_mode: ScalingMode::AutoMin { min_width: span, min_height: span },
+            scaling_mode: ScalingMode::AutoMin { min_width, min_height },
             ..OrthographicProjection::default_2d()
         }),
     ));
@@ -67,20 +116,32 @@ fn spawn_cameras(mut commands: Commands, mut egui: ResMut<EguiGlobalSettings>, l
     ));
 }
 
-/// The world span the camera shows for the open lab, metres: the two-link arm's reach, or the
-/// chain's reach plus its rail's travel, with a margin.
-fn span(lab: &Lab, nominal: &Nominal) -> f32 {
+/// Margin around a chain's reach, as a fraction of it on each side.
+const CHAIN_MARGIN: f64 = 0.08;
+/// Margin around the two-link arm's reach, as a fraction of it on each side (its annulus, axes
+/// and labels).
+const TWO_LINK_MARGIN: f64 = 0.15;
+
+/// The world box the camera shows at least for the open lab, centred on the base, metres
+/// (width, height): the two-link arm's reach every way, or the chain's reach across and its
+/// reach plus its rail's travel (along `y`) up and down, each with a margin. The viewport's
+/// longer side shows more.
+fn frame(lab: &Lab, nominal: &Nominal) -> [f32; 2] {
     match lab.chain() {
-        Some(arm) => 2.15 * arm.extent() as f32,
-        None => 2.3 * nominal.0.reach() as f32,
+        Some(arm) => {
+            let across = arm.chain.reach();
+            let along = arm.extent();
+            [across, along].map(|half| (2.0 * (1.0 + CHAIN_MARGIN) * half) as f32)
+        }
+        None => [(2.0 * (1.0 + TWO_LINK_MARGIN) * nominal.0.reach()) as f32; 2],
     }
 }
 
-/// Fits the world camera's span to the open lab's arm.
+/// Fits the world camera's frame to the open lab's arm.
 fn fit_span(lab: Res<Lab>, nominal: Res<Nominal>, mut projection: Single<&mut Projection, With<WorldCamera>>) {
-    let span = span(&lab, &nominal);
+    let [min_width, min_height] = frame(&lab, &nominal);
     if let Projection::Orthographic(o) = &mut **projection {
-        o.scaling_mode = ScalingMode::AutoMin { min_width: span, min_height: span };
+        o.scaling_mode = ScalingMode::AutoMin { min_width, min_height };
     }
 }
 
@@ -149,7 +210,127 @@ fn pointer(
 
 #[cfg(test)]
 mod tests {
-    use super::press;
+    use super::{Lab, Nominal, ViewScale, WorldCamera, fit_span, frame, measure, metres_per_px, press};
+    use bevy::camera::{ComputedCameraValues, RenderTargetInfo, ScalingMode, Viewport};
+    use bevy::prelude::*;
+    use elbow::TwoLinkArm;
+    use elbow::arm::{Arm, ArmKind};
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// An orthographic projection showing at least `w` x `h` metres.
+    fn projection(w: f32, h: f32) -> Projection {
+        Projection::Orthographic(OrthographicProjection {
+            scaling_mode: ScalingMode::AutoMin { min_width: w, min_height: h },
+            ..OrthographicProjection::default_2d()
+        })
+    }
+
+    #[test]
+    fn the_pixel_scale_follows_the_projection_and_the_viewport() {
+        let close = |a: Option<f32>, b: f32| a.is_some_and(|a| (a - b).abs() < 1e-6 * b);
+        // 2 m across a 400 px high viewport (the shorter side): 5 mm a pixel.
+        assert!(close(metres_per_px(&projection(2.0, 2.0), Vec2::new(800.0, 400.0)), 0.005));
+        assert!(close(metres_per_px(&projection(4.0, 4.0), Vec2::new(800.0, 400.0)), 0.01), "twice the span");
+        assert!(close(metres_per_px(&projection(2.0, 2.0), Vec2::new(800.0, 800.0)), 0.0025), "a taller view");
+        // A tall frame in a wide view: the height decides.
+        assert!(close(metres_per_px(&projection(1.0, 6.0), Vec2::new(800.0, 600.0)), 0.01));
+        assert_eq!(metres_per_px(&projection(2.0, 2.0), Vec2::ZERO), None, "no viewport yet");
+        assert_eq!(metres_per_px(&Projection::Perspective(default()), Vec2::splat(100.0)), None);
+
+        // The system reads the camera's logical viewport (a 2x screen: 1600 physical px are 800).
+        let mut app = App::new();
+        app.init_resource::<ViewScale>().add_systems(Update, measure);
+        let mut camera =
+            Camera { viewport: Some(Viewport { physical_size: UVec2::new(1600, 800), ..default() }), ..default() };
+        camera.computed = ComputedCameraValues {
+            target_info: Some(RenderTargetInfo { physical_size: UVec2::new(2000, 800), scale_factor: 2.0 }),
+            ..default()
+        };
+        let id = app.world_mut().spawn((WorldCamera, camera, projection(2.0, 2.0))).id();
+        app.update();
+        assert!((app.world().resource::<ViewScale>().metres_per_px - 0.005).abs() < 1e-8);
+        *app.world_mut().get_mut::<Projection>(id).unwrap() = projection(0.5, 0.5);
+        app.update();
+        let scale = *app.world().resource::<ViewScale>();
+        assert!((scale.metres_per_px - 0.00125).abs() < 1e-8, "{scale:?}");
+        assert!((scale.px(8.0) - 0.01).abs() < 1e-8);
+    }
+
+    /// The lab an arm opens in: the two-link lab for `2r`, else the chain lab.
+    fn lab(kind: ArmKind) -> Lab {
+        Lab(kind.arm())
+    }
+
+    /// The farthest a tip of `arm` gets along `x` and along `y` either way, over poses drawn
+    /// within its ranges, each coordinate now and then at a bound or straight.
+    fn farthest(arm: &Arm) -> [f64; 2] {
+        let chain = &arm.chain;
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut far = [0.0f64; 2];
+        let mut x = vec![0.0; chain.coords()];
+        for _ in 0..100_000 {
+            for (i, v) in x.iter_mut().enumerate() {
+                let (lo, hi) = chain.range(i);
+                *v = match rng.random_range(0..4) {
+                    0 => lo,
+                    1 => hi,
+                    2 => 0.0f64.clamp(lo, hi),
+                    _ => rng.random_range(lo..=hi),
+                };
+            }
+            let tip = chain.tip(&x);
+            far = [far[0].max(tip.x.abs()), far[1].max(tip.y.abs())];
+        }
+        far
+    }
+
+    #[test]
+    fn the_camera_frames_every_named_arm_with_a_margin_and_not_much_more() {
+        for kind in ArmKind::ALL {
+            let arm = kind.arm();
+            let [w, h] = frame(&lab(kind), &Nominal(TwoLinkArm::default()));
+            let far = farthest(&arm);
+            for (axis, (shown, far)) in [(w, far[0]), (h, far[1])].into_iter().enumerate() {
+                let half = f64::from(shown) / 2.0;
+                // In view with room for the marks around the tip, and the arm not lost in it.
+                assert!(
+                    far <= half / 1.05,
+                    "{}: axis {axis}: the tip reaches {far:.3} m, {half:.3} m shown",
+                    kind.key()
+                );
+                assert!(
+                    far >= half / 1.2,
+                    "{}: axis {axis}: {half:.3} m shown for a tip that reaches {far:.3} m",
+                    kind.key()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_camera_refits_when_the_arm_changes_live() {
+        let mut app = App::new();
+        app.insert_resource(lab(ArmKind::So101)).insert_resource(Nominal(TwoLinkArm::default()));
+        app.add_systems(Update, fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)));
+        let id = app.world_mut().spawn((WorldCamera, projection(1.0, 1.0))).id();
+        let shown = |app: &App| match app.world().get::<Projection>(id) {
+            Some(Projection::Orthographic(OrthographicProjection {
+                scaling_mode: ScalingMode::AutoMin { min_width, min_height },
+                ..
+            })) => [*min_width, *min_height],
+            _ => panic!("an orthographic camera"),
+        };
+        for kind in [ArmKind::So101, ArmKind::Rail3, ArmKind::ThreeR, ArmKind::TwoR] {
+            *app.world_mut().resource_mut::<Lab>() = lab(kind);
+            app.update();
+            assert_eq!(shown(&app), frame(&lab(kind), &Nominal(TwoLinkArm::default())), "{}", kind.key());
+        }
+        let long = TwoLinkArm::new(2.0, 1.5).unwrap();
+        app.world_mut().resource_mut::<Nominal>().0 = long;
+        app.update();
+        assert!(shown(&app).iter().all(|s| (s - 2.3 * 3.5).abs() < 1e-5), "a longer two-link arm: {:?}", shown(&app));
+    }
 
     #[test]
     fn a_click_within_one_frame_moves_the_target_and_a_drag_follows_until_release() {

@@ -1,9 +1,12 @@
 //! Gizmo drawing in world units (metres): the reachable annulus, the plant's real arm as a wide
 //! translucent band, the ghost arms of every shown solver (analytic answers dashed, learned
 //! heads solid, the MDN's components faded by weight), and the target. Plant and target flash
-//! red while the safety envelope intervenes.
+//! red while the safety envelope intervenes. Marks (joint dots, the target, the camera's
+//! frames, the branch rings) are sized in logical pixels ([`ViewScale`]), lines in pixels by
+//! their gizmo groups.
 
 use super::AppSet;
+use super::camera::ViewScale;
 use super::format::{BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::arm::{Nominal, Sim, closed_form};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, EnvelopeStats, FLASH_SECS, Shown, Solutions};
@@ -55,16 +58,22 @@ fn v(p: Point2) -> Vec2 {
     Vec2::new(p.x as f32, p.y as f32)
 }
 
-/// Draws an arm through `joints` (base, elbow, tip) with joint and tip markers scaled by `size`.
-fn arm<C: GizmoConfigGroup>(g: &mut Gizmos<C>, joints: [Point2; 3], color: Color, size: f32) {
+/// Radius of an elbow's mark, logical pixels (times the arm's `size`).
+const ELBOW_PX: f32 = 3.5;
+/// Radius of a tip's mark, logical pixels (times the arm's `size`).
+const TIP_PX: f32 = 5.0;
+
+/// Draws an arm through `joints` (base, elbow, tip) with joint and tip markers scaled by `size`
+/// (`px` turns logical pixels into metres).
+fn arm<C: GizmoConfigGroup>(g: &mut Gizmos<C>, joints: [Point2; 3], color: Color, size: f32, px: &ViewScale) {
     let [base, elbow, tip] = joints.map(v);
     if !(elbow.is_finite() && tip.is_finite()) {
         return;
     }
     g.line_2d(base, elbow, color);
     g.line_2d(elbow, tip, color);
-    g.circle_2d(elbow, 0.025 * size, color);
-    g.circle_2d(tip, 0.035 * size, color);
+    g.circle_2d(elbow, px.px(ELBOW_PX * size), color);
+    g.circle_2d(tip, px.px(TIP_PX * size), color);
 }
 
 /// The drawing bundle of gizmo groups.
@@ -89,6 +98,7 @@ fn draw(
     camera_view: Res<CameraView>,
     branches: Res<BranchLog>,
     time: Res<Time>,
+    scale: Res<ViewScale>,
     mut frames: Local<std::collections::VecDeque<(Vec2, f64)>>,
 ) {
     let arm_model = nominal.0;
@@ -109,8 +119,8 @@ fn draw(
     // really is (it flashes red while the envelope intervenes).
     let flash = (stats.flash / FLASH_SECS).clamp(0.0, 1.0);
     let plant_color = PLANT_COLOR.mix(&FLASH_COLOR, flash);
-    arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.3 + 0.4 * flash), 1.6);
-    pens.plant.circle_2d(Vec2::ZERO, 0.05, PLANT_COLOR.with_alpha(0.6));
+    arm(&mut pens.plant, sim.plant.joints(), plant_color.with_alpha(0.3 + 0.4 * flash), 1.6, &scale);
+    pens.plant.circle_2d(Vec2::ZERO, scale.px(7.0), PLANT_COLOR.with_alpha(0.6));
 
     // References and the classical answers are dashed; learned heads are solid, a mixture's
     // components faded by weight. The MSE head goes last, on top of the average it lands on.
@@ -124,22 +134,22 @@ fn draw(
                 if let Some(pose) = solutions.row(id).pose {
                     // Closed-form answers and their average are dashed; the iteration is solid.
                     if id == SolverId::Iterative {
-                        arm(&mut pens.ghost, arm_model.joints(pose), color, 1.0);
+                        arm(&mut pens.ghost, arm_model.joints(pose), color, 1.0, &scale);
                     } else {
-                        arm(&mut pens.dashed, arm_model.joints(pose), color, 1.0);
+                        arm(&mut pens.dashed, arm_model.joints(pose), color, 1.0, &scale);
                     }
                 }
             }
             Some(head) if head.spec().output == Output::Mixture => {
                 for c in solutions.candidates[head].iter().filter(|c| c.pose.is_finite()) {
                     let alpha = 0.15 + 0.85 * c.weight.clamp(0.0, 1.0);
-                    arm(&mut pens.ghost, arm_model.joints(c.pose), color.with_alpha(alpha), 1.0);
+                    arm(&mut pens.ghost, arm_model.joints(c.pose), color.with_alpha(alpha), 1.0, &scale);
                 }
             }
             Some(_) => {
                 if let Some(pose) = solutions.row(id).pose {
                     let joints = arm_model.joints(pose);
-                    arm(&mut pens.ghost, joints, color.with_alpha(if id == mse { 1.0 } else { 0.85 }), 1.0);
+                    arm(&mut pens.ghost, joints, color.with_alpha(if id == mse { 1.0 } else { 0.85 }), 1.0, &scale);
                     if id == mse {
                         // How far the averaged answer misses.
                         pens.workspace.line_2d(v(joints[2]), t, color);
@@ -167,11 +177,11 @@ fn draw(
     }
     if camera_view.0 {
         let believed = arm_model.joints(sim.measured);
-        arm(&mut pens.dashed, believed, ENCODER_COLOR, 1.0);
+        arm(&mut pens.dashed, believed, ENCODER_COLOR, 1.0, &scale);
         // Each frame fades out over CAMERA_FADE_SECS (a label says so).
         for &(p, at) in frames.iter() {
             let alpha = (1.0 - (now - at) / CAMERA_FADE_SECS).clamp(0.1, 1.0) as f32;
-            pens.ghost.rect_2d(p, Vec2::splat(0.07), CAMERA_COLOR.with_alpha(alpha));
+            pens.ghost.rect_2d(p, Vec2::splat(scale.px(10.0)), CAMERA_COLOR.with_alpha(alpha));
         }
         if let Some(&(last, _)) = frames.back() {
             pens.workspace.line_2d(v(believed[2]), last, CAMERA_COLOR);
@@ -184,14 +194,14 @@ fn draw(
         if (0.0..BRANCH_MARK_SECS).contains(&age) {
             let alpha = (1.0 - 0.7 * age / BRANCH_MARK_SECS) as f32;
             let at = v(event.at);
-            pens.ghost.circle_2d(at, 0.12, BRANCH_COLOR.with_alpha(alpha));
-            pens.workspace.circle_2d(at, 0.17, BRANCH_COLOR.with_alpha(alpha));
+            pens.ghost.circle_2d(at, scale.px(17.0), BRANCH_COLOR.with_alpha(alpha));
+            pens.workspace.circle_2d(at, scale.px(24.0), BRANCH_COLOR.with_alpha(alpha));
         }
     }
 
     // The target: a ring and a cross, red and larger while the envelope intervenes.
     let target_color = TARGET_COLOR.mix(&FLASH_COLOR, flash);
-    let r = 0.06 * (1.0 + flash);
+    let r = scale.px(8.5) * (1.0 + flash);
     pens.ghost.circle_2d(t, r, target_color);
     pens.ghost.line_2d(t - Vec2::X * 1.8 * r, t + Vec2::X * 1.8 * r, target_color);
     pens.ghost.line_2d(t - Vec2::Y * 1.8 * r, t + Vec2::Y * 1.8 * r, target_color);

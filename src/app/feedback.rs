@@ -227,7 +227,7 @@ fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, m
 /// The history window on the canvas: for each view, where the model put the tip for the
 /// command (small ring) and where the camera saw it (the arrow's head); and the calibrating
 /// baseline's command as a thin ghost arm.
-fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, mut gizmos: Gizmos) {
+fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, scale: Res<super::camera::ViewScale>, mut gizmos: Gizmos) {
     if !lab.drives {
         return;
     }
@@ -238,7 +238,7 @@ fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, mut gizmos: Gizmos) {
         let fade = 1.0 - 0.35 * k as f32;
         let model = v(arm.tip(o.command));
         let seen = v(arm.tip(o.command) + o.offset);
-        gizmos.circle_2d(model, 0.02, color.with_alpha(fade));
+        gizmos.circle_2d(model, scale.px(3.0), color.with_alpha(fade));
         gizmos.arrow_2d(model, seen, color.with_alpha(fade));
     }
     if let Some(q) = lab.calibrated {

@@ -1,10 +1,12 @@
 //! Text in the world view (bevy has no text here without `bevy_text`, so egui paints it): short
-//! labels at the ghost arms and the MSE head's miss, placed through the world camera and
-//! clipped to the world viewport.
+//! labels at the ghost arms and the MSE head's miss, and on a chain with gravity the "g" at its
+//! arrow, placed through the world camera and clipped to the world viewport. Offsets are in
+//! logical pixels, so labels sit the same on every arm's scale.
 
-use super::camera::WorldCamera;
+use super::camera::{ViewScale, WorldCamera};
+use super::chain::draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::format::{BRANCH_COLOR, LESSON_COLOR, TARGET_COLOR, color32, metres, solver_color};
-use super::state::arm::{Nominal, Sim, closed_form};
+use super::state::arm::{Nominal, Sim, closed_form, manifold};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
@@ -14,7 +16,10 @@ use elbow::{HeadKind, Point2, SolverId};
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_systems(EguiPrimaryContextPass, labels.run_if(closed_form).run_if(super::replay::not_replaying));
+    app.add_systems(
+        EguiPrimaryContextPass,
+        (labels.run_if(closed_form).run_if(super::replay::not_replaying), chain_labels.run_if(manifold)),
+    );
 }
 
 /// Where a label of `rect` goes: inside `clip` (moved in from any edge it crosses), and clear of
@@ -47,9 +52,9 @@ fn labels(
     target: Res<Target>,
     branches: Res<BranchLog>,
     time: Res<Time>,
-    marks: (Res<CameraView>, Res<Sim>, Res<WhyPin>),
+    marks: (Res<CameraView>, Res<Sim>, Res<WhyPin>, Res<ViewScale>),
 ) -> Result {
-    let (camera_view, sim, why) = marks;
+    let (camera_view, sim, why, scale) = marks;
     let now = time.elapsed_secs_f64();
     let ctx = contexts.ctx_mut()?;
     let (camera, transform) = *camera;
@@ -116,13 +121,41 @@ fn labels(
         text(frame.tip, egui::vec2(14.0, -14.0), egui::Align2::LEFT_BOTTOM, label, Color::WHITE);
     }
     if let Some(pin) = why.0
-        && (pin - target.pos).norm() > 0.005
+        && (pin - target.pos).norm() > f64::from(scale.px(4.0))
     {
         text(pin, egui::vec2(0.0, 0.0), egui::Align2::CENTER_CENTER, "✱ why? asked here".into(), LESSON_COLOR);
     }
     if let Some(event) = branches.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) {
         text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
     }
+    Ok(())
+}
+
+/// Paints the chain lab's world text: the "g" beside the gravity arrow, where the plant has
+/// gravity.
+fn chain_labels(
+    mut contexts: EguiContexts,
+    camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
+    sim: Res<Sim>,
+    scale: Res<ViewScale>,
+) -> Result {
+    let (gravity, base) = plant_gravity(&sim);
+    let Some([from, to]) = gravity_arrow(gravity, base, &scale) else { return Ok(()) };
+    let ctx = contexts.ctx_mut()?;
+    let (camera, transform) = *camera;
+    let Some(view) = camera.logical_viewport_rect() else { return Ok(()) };
+    let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y));
+    let mid = (0.5 * (from + to)).extend(0.0);
+    let Some(at) = camera.world_to_viewport(transform, mid).ok().filter(|s| s.is_finite()) else { return Ok(()) };
+    let painter =
+        ctx.layer_painter(egui::LayerId::new(egui::Order::Middle, egui::Id::new("chain-labels"))).with_clip_rect(clip);
+    let job =
+        egui::text::LayoutJob::simple_singleline("g".into(), egui::FontId::proportional(17.0), color32(GRAVITY_COLOR));
+    let mut job = job;
+    job.sections[0].format.italics = true;
+    let galley = painter.layout_job(job);
+    let rect = egui::Align2::RIGHT_CENTER.anchor_size(egui::pos2(at.x - 8.0, at.y), galley.size());
+    painter.galley(rect.min, galley, color32(GRAVITY_COLOR));
     Ok(())
 }
 

@@ -530,3 +530,27 @@ fn a_chain_model_file_loads_from_the_panel_in_place_of_training() {
     assert_eq!(training.config, cfg);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_gravity_arrow_shows_only_where_the_plant_has_gravity_and_points_down() {
+    use super::chain::draw::{gravity_arrow, plant_gravity};
+    use crate::app::camera::ViewScale;
+    for kind in [ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101] {
+        let mut app = app(Lab(kind.arm()));
+        app.update();
+        let (gravity, base) = plant_gravity(app.world().resource::<Sim>());
+        for scale in [ViewScale { metres_per_px: 0.0013 }, ViewScale { metres_per_px: 0.01 }] {
+            let arrow = gravity_arrow(gravity, base, &scale);
+            assert_eq!(arrow.is_some(), kind == ArmKind::So101, "{kind}: an arrow only where gravity acts");
+            if let Some([from, to]) = arrow {
+                let down = to - from;
+                assert!(down.x == 0.0 && down.y < 0.0, "{kind}: gravity pulls along -y: {down:?}");
+                // The same size on screen at every scale, and beside the base.
+                let px = down.length() / scale.metres_per_px;
+                assert!((30.0..80.0).contains(&px), "{kind}: {px} px long");
+                let off = (0.5 * (from + to) - base).length() / scale.metres_per_px;
+                assert!(off < 60.0, "{kind}: {off} px from the base");
+            }
+        }
+    }
+}

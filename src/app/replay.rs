@@ -336,12 +336,18 @@ fn v(p: Point2) -> Vec2 {
 
 /// Draws the scrubbed sub-step: the real arm, the goal on the model, the tip's path through the
 /// move so far, the move's target, the sensed target and the tolerance.
-fn draw(view: Res<ReplayView>, nominal: Res<Nominal>, mut arm: Gizmos<ReplayGizmos>, mut thin: Gizmos) {
+fn draw(
+    view: Res<ReplayView>,
+    nominal: Res<Nominal>,
+    scale: Res<super::camera::ViewScale>,
+    mut arm: Gizmos<ReplayGizmos>,
+    mut thin: Gizmos,
+) {
     let Some((record, _)) = &view.open else { return };
     let tolerance = record.expected.tolerance as f32;
     let Some((mv, tick)) = view.current() else {
         // Before the trace is in: the record's target alone.
-        thin.circle_2d(v(record.target), tolerance.max(0.01), TARGET_COLOR);
+        thin.circle_2d(v(record.target), tolerance.max(scale.px(6.0)), TARGET_COLOR);
         return;
     };
     // The tip's path through this move so far.
@@ -353,17 +359,17 @@ fn draw(view: Res<ReplayView>, nominal: Res<Nominal>, mut arm: Gizmos<ReplayGizm
     let goal = nominal.0.joints(tick.goal);
     thin.linestrip_2d(goal.map(v), PLANT_COLOR);
     let t = v(mv.target);
-    let r = 0.05;
+    let r = scale.px(7.0);
     thin.line_2d(t - Vec2::X * r, t + Vec2::X * r, TARGET_COLOR);
     thin.line_2d(t - Vec2::Y * r, t + Vec2::Y * r, TARGET_COLOR);
-    thin.circle_2d(t, tolerance.max(0.002), TARGET_COLOR.with_alpha(0.7));
-    thin.circle_2d(v(mv.sensed), 0.03, TARGET_COLOR.with_alpha(0.5));
+    thin.circle_2d(t, tolerance.max(scale.px(2.0)), TARGET_COLOR.with_alpha(0.7));
+    thin.circle_2d(v(mv.sensed), scale.px(4.0), TARGET_COLOR.with_alpha(0.5));
     let color = if (tick.joints[2] - mv.target).norm() > record.expected.tolerance {
         Color::srgb(1.0, 0.3, 0.3)
     } else {
         Color::srgb(0.3, 1.0, 0.5)
     };
-    thin.circle_2d(v(tick.joints[2]), 0.025, color);
+    thin.circle_2d(v(tick.joints[2]), scale.px(3.5), color);
 }
 
 #[cfg(test)]
