@@ -4,8 +4,8 @@
 //! logical pixels, so labels sit the same on every arm's scale.
 
 use super::camera::{ViewScale, WorldCamera};
-use super::chain::draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::format::{BRANCH_COLOR, LESSON_COLOR, TARGET_COLOR, color32, metres, solver_color};
+use super::manifold_draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::state::arm::{Nominal, Sim, closed_form, manifold};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};

@@ -533,7 +533,7 @@ fn a_chain_model_file_loads_from_the_panel_in_place_of_training() {
 
 #[test]
 fn the_gravity_arrow_shows_only_where_the_plant_has_gravity_and_points_down() {
-    use super::chain::draw::{gravity_arrow, plant_gravity};
+    use super::manifold_draw::{gravity_arrow, plant_gravity};
     use crate::app::camera::ViewScale;
     for kind in [ArmKind::ThreeR, ArmKind::Rail3, ArmKind::So101] {
         let mut app = app(Lab(kind.arm()));

@@ -26,7 +26,6 @@
 
 mod atlas;
 mod camera;
-mod chain;
 mod claims;
 mod draw;
 mod envelope;
@@ -40,6 +39,7 @@ mod keys;
 mod labels;
 mod lessons;
 mod manifold_atlas;
+mod manifold_draw;
 mod nets;
 mod panel;
 mod plant;
@@ -263,7 +263,7 @@ pub(crate) fn plugin(app: &mut App) {
         camera::plugin,
         heatmap::plugin,
         draw::plugin,
-        chain::draw::plugin,
+        manifold_draw::plugin,
         panel::plugin,
         labels::plugin,
         screenshot::plugin,

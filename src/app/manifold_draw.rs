@@ -1,4 +1,4 @@
-//! Drawing the chain lab: the outline of the reachable region (smooth closed loops, computed
+//! Drawing an arm whose answers form a manifold (a redundant chain): the outline of the reachable region (smooth closed loops, computed
 //! once per arm), the rail, the fans (the exact posterior's, the MDN's and the flow's, faint,
 //! each its own colour and joint mark), the few DLS and hybrid answers of this frame, the
 //! squared-error answer as one solid arm with a line to where its tip lands, the simulated
@@ -6,13 +6,13 @@
 //! Positions are in world units (metres); the marks' sizes are in logical pixels
 //! ([`ViewScale`]), so they read the same on every arm.
 
-use super::super::AppSet;
-use super::super::camera::ViewScale;
-use super::super::format::{PLANT_COLOR, TARGET_COLOR, solver_color};
-use super::super::state::arm::Sim;
-use super::super::state::arm::{Lab, manifold};
-use super::super::state::manifold::{ChainAnswers, ChainView};
-use super::super::state::view::Target;
+use super::AppSet;
+use super::camera::ViewScale;
+use super::format::{PLANT_COLOR, TARGET_COLOR, solver_color};
+use super::state::arm::Sim;
+use super::state::arm::{Lab, manifold};
+use super::state::manifold::{ChainAnswers, ChainView};
+use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::arm::Arm;
