@@ -26,7 +26,7 @@ pub(crate) fn plugin(app: &mut App) {
     app.insert_gizmo_config(ChainPlantGizmos, config(12.0))
         .insert_gizmo_config(FanGizmos, config(1.5))
         .insert_gizmo_config(ArmGizmos, config(4.0))
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(chain_lab));
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(chain_lab).run_if(super::super::replay::not_replaying));
 }
 
 /// The simulated chain.
