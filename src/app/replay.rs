@@ -274,7 +274,8 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
         if view.error.is_none() {
             ui.horizontal(|ui| {
                 ui.spinner();
-                ui.small("re-running the record off the frame (its head trains as the run's did)…");
+                let learned = if record.config.chain.is_some() { "its net" } else { "its head" };
+                ui.small(format!("re-running the record off the frame ({learned} trains as the run's did)…"));
             });
         }
         return !ui.button("close the replay").clicked();
@@ -339,11 +340,8 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
             .collect();
         ui.small(format!("Last moves, error after each: {}", shown.join(", ")));
     }
-    let rail = if record.config.chain.as_ref().is_some_and(|c| c.chain.rail().is_some()) {
-        "; grey: the rail"
-    } else {
-        ""
-    };
+    let rail =
+        if record.config.chain.as_ref().is_some_and(|c| c.chain.rail().is_some()) { "; grey: the rail" } else { "" };
     ui.small(format!("Thick: the real arm; thin: the goal on the model; yellow trail: the tip's path in this move; cross: the target; ring: the target as sensed; circle: the tolerance{rail}."));
     !ui.button("close the replay").clicked()
 }
@@ -381,8 +379,15 @@ fn draw(view: Res<ReplayView>, mut arm: Gizmos<ReplayGizmos>, mut thin: Gizmos) 
         let trace = view.trace.as_ref().map(|tr| &tr.moves[m].ticks[..=t]).unwrap_or_default();
         thin.linestrip_2d(trace.iter().map(|k| v(k.tip())), TARGET_COLOR.with_alpha(0.6));
     }
-    if let Some(t) = record.config.chain.as_ref().and_then(|c| c.chain.rail()) {
-        thin.line_2d(Vec2::new(0.0, t.min as f32), Vec2::new(0.0, t.max as f32), Color::srgb(0.55, 0.57, 0.65));
+    if let Some(chain) = &record.config.chain {
+        // A chain: its rail, and a mark at every joint, so a stretched chain still shows its links.
+        if let Some(t) = chain.chain.rail() {
+            thin.line_2d(Vec2::new(0.0, t.min as f32), Vec2::new(0.0, t.max as f32), Color::srgb(0.55, 0.57, 0.65));
+        }
+        let joint = 0.03 * chain.chain.reach() as f32;
+        for &p in &tick.points[..tick.points.len().saturating_sub(1)] {
+            thin.circle_2d(v(p), joint, PLANT_COLOR);
+        }
     }
     arm.linestrip_2d(tick.points.iter().map(|&p| v(p)), PLANT_COLOR.with_alpha(0.85));
     thin.linestrip_2d(goal_points(record, &tick.goal).into_iter().map(v), PLANT_COLOR);
