@@ -68,14 +68,20 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            let lab = replay.as_ref().map_or(lab, |(record, _)| cli::AppArm::TwoLink(record.arm));
+            let lab = replay.as_ref().map_or(lab, |(record, _)| record_lab(record));
             run_app(lab, cli.model, cli.lesson, cli.view.map(|v| (v, explicit)), cli.size, replay)
         }
     }
 }
 
+/// The lab a catalog record opens the app on: its chain's, or the two-link lab on its arm.
+fn record_lab(record: &elbow::experiments::degradation::FailureRecord) -> cli::AppArm {
+    record.config.chain.clone().map_or(cli::AppArm::TwoLink(record.arm), cli::AppArm::Chain)
+}
+
 /// The record `elbow --replay FILE --index N` opens and its name; with `--arm` or `--lengths`
-/// given (`explicit`), they must name the record's arm. `Err` is one sentence.
+/// given (`explicit`), they must name the record's arm (its chain, for a chain's record). `Err`
+/// is one sentence.
 fn replay_lab(
     file: &std::path::Path,
     index: Option<&str>,
@@ -83,11 +89,11 @@ fn replay_lab(
     explicit: bool,
 ) -> Result<(elbow::experiments::degradation::FailureRecord, String), String> {
     let (at, record) = cli::replay::read_record(file, index.unwrap_or("0"))?;
-    if explicit && *lab != cli::AppArm::TwoLink(record.arm) {
+    if explicit && *lab != record_lab(&record) {
+        let arm = record.config.chain.as_ref().map_or_else(|| record.arm.to_string(), |c| c.name.clone());
         return Err(format!(
-            "record {at} of {} is of the arm `{}`, not of the one --arm or --lengths name; leave them out",
+            "record {at} of {} is of the arm `{arm}`, not of the one --arm or --lengths name; leave them out",
             file.display(),
-            record.arm
         ));
     }
     let name = file.file_name().map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());

@@ -144,7 +144,7 @@ fn a_traced_replay_scrubs_to_the_recorded_tip_bit_for_bit() {
         assert_eq!(last.reported, record.happened.reported);
         // The last sub-step of the record's move is where the real tip ended: the recorded error.
         let end = last.ticks.last().expect("the record's move keeps its sub-steps");
-        assert_eq!((end.joints[2] - record.target).norm().to_bits(), record.happened.error.to_bits());
+        assert_eq!((end.tip() - record.target).norm().to_bits(), record.happened.error.to_bits());
         assert!(last.ticks.windows(2).all(|w| w[1].time > w[0].time), "sub-steps in time order");
         let kept = trace.moves.iter().filter(|m| !m.ticks.is_empty()).count();
         assert_eq!(kept, 2.min(record.index + 1), "only the last two moves keep their sub-steps");

@@ -277,6 +277,21 @@ fn degradation_runs_on_a_chain_scaled_to_it_and_refuses_what_does_not_apply_ther
     let (code, out, err) = elbow(&["replay", catalog, "--index", "0"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(" on so101 (plant)") && out.contains("identical"), "{out}");
+    // The app opens on the record's own chain: `--arm so101` names it (the app then needs a
+    // display, which the test has none of); another arm is refused by the chain's name.
+    let app = |args: &[&str]| {
+        let mut app = common::command(args);
+        app.env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY").env_remove("WAYLAND_SOCKET");
+        common::wait_limited(app.spawn().expect("runs"), "elbow (the app)", common::limit())
+    };
+    for arm in [&[][..], &["--arm", "so101"]] {
+        let run = app(&[arm, &["--replay", catalog, "--index", "0"]].concat());
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(run.stderr.contains("desktop app") && !run.stderr.contains("is of the arm"), "{arm:?}: {}", run.stderr);
+    }
+    let run = app(&["--arm", "3r", "--replay", catalog, "--index", "0"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("is of the arm `so101`, not of the one --arm"), "{}", run.stderr);
     // Two-link settings that would do nothing on a chain are refused in one sentence.
     let other = dir.join("d.jsonl");
     for (extra, needle) in [

@@ -32,7 +32,7 @@ pub(crate) fn plugin(app: &mut App) {
         .insert_gizmo_config(FanGizmos, config(1.5))
         .insert_gizmo_config(AnswerGizmos, config(2.5))
         .insert_gizmo_config(ArmGizmos, config(4.0))
-        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(manifold));
+        .add_systems(Update, draw.in_set(AppSet::Draw).run_if(manifold).run_if(super::replay::not_replaying));
 }
 
 /// The simulated chain.

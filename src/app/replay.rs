@@ -4,6 +4,10 @@
 //! over the plant's sub-steps of the last moves, step and play controls, the failure named
 //! (silent miss, reported, false alarm) and whether the re-run reproduced the record bit for bit.
 //!
+//! A record of a chain (`rail3`, `3r`, `so101`, an arm from lengths) opens in the chain lab on
+//! its own arm, a two-link record in the two-link lab: opening one switches the lab to the
+//! record's first ([`lab_of`]). A switch of the lab by the user closes the replay.
+//!
 //! While a replay is open its scene takes the canvas: the live arms are not drawn (the live lab
 //! runs on underneath and returns when the replay closes).
 
@@ -129,39 +133,51 @@ pub(crate) fn not_replaying(view: Res<ReplayView>) -> bool {
     view.open.is_none()
 }
 
-/// Opens a record asked for: refused (said in the panel) when it is of another arm than the
-/// one the app runs; else the target moves to its target and its re-run is started off the
-/// frame ([`collect`]).
+/// The lab a record is replayed in: the chain lab on the record's own chain, or the two-link
+/// lab for a two-link record.
+pub(crate) fn lab_of(record: &FailureRecord) -> Lab {
+    Lab(record.config.chain.clone().unwrap_or_else(|| elbow::arm::Arm::two_link(record.arm)))
+}
+
+/// Opens a record asked for: a two-link record of another arm than the one the two-link lab
+/// runs is refused (said in the panel). Else the lab switches to the record's ([`lab_of`]) when
+/// it is another, and the record opens on the next frame, once the lab's own switch has rebuilt
+/// its state; then the target moves to the record's and its re-run is started off the frame
+/// ([`collect`]).
 fn open(
     mut asked: MessageReader<OpenReplay>,
+    mut pending: Local<Option<OpenReplay>>,
+    mut lab: ResMut<Lab>,
     nominal: Res<Nominal>,
     mut view: ResMut<ReplayView>,
     mut target: ResMut<Target>,
 ) {
-    let Some(OpenReplay { record, name }) = asked.read().last().cloned() else { return };
-    let opened = view.opened + 1;
-    *view = ReplayView { opened, ..ReplayView::default() };
-    if let Some(chain) = &record.config.chain {
-        view.refuse(format!(
-            "{name} is a record of {}, and the app replays two-link records for now: replay it with `elbow replay FILE --index N`",
-            chain.name
-        ));
-        return;
+    if let Some(OpenReplay { record, name }) = asked.read().last().cloned() {
+        view.close();
+        if record.config.chain.is_none() && record.arm != nominal.0 {
+            view.refuse(format!(
+                "{name} is a record of the arm {}, and the app runs the arm {}: open it with `elbow --replay FILE --index N`",
+                record.arm, nominal.0
+            ));
+            return;
+        }
+        *pending = Some(OpenReplay { record, name });
     }
-    if record.arm != nominal.0 {
-        view.refuse(format!(
-            "{name} is a record of the arm {}, and the app runs the arm {}: open it with `elbow --replay FILE --index N`",
-            record.arm, nominal.0
-        ));
+    let Some(OpenReplay { record, name }) = pending.take() else { return };
+    let wanted = lab_of(&record);
+    if *lab != wanted {
+        *lab = wanted;
+        *pending = Some(OpenReplay { record, name });
         return;
     }
     *target = Target::at(record.target);
     view.open = Some((record, name));
 }
 
-/// Closes the replay when the lab changes: a record is of the two-link arm it was opened on.
+/// Closes the replay when the user switches to another lab than the record's (the replay's own
+/// switch comes before it opens).
 fn close_on_other_lab(lab: Res<Lab>, mut view: ResMut<ReplayView>) {
-    if lab.is_changed() && lab.chain().is_some() && view.open.is_some() {
+    if lab.is_changed() && view.open.as_ref().is_some_and(|(record, _)| *lab != lab_of(record)) {
         view.close();
     }
 }
@@ -241,8 +257,9 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
         || "no channel (the baseline)".to_string(),
         |c| format!("{} at {}", c.key(), elbow::stats::fmt_num(record.setting.level)),
     );
+    let arm = record.config.chain.as_ref().map_or_else(|| format!("the arm {}", record.arm), |c| c.name.clone());
     ui.small(format!(
-        "{} on the `{}` targets, {channel}; move {} to ({:.3}, {:.3}) m.",
+        "{} on {arm}, the `{}` targets, {channel}; move {} to ({:.3}, {:.3}) m.",
         record.pipeline,
         record.split.key(),
         record.index,
@@ -257,7 +274,8 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
         if view.error.is_none() {
             ui.horizontal(|ui| {
                 ui.spinner();
-                ui.small("re-running the record off the frame (its head trains as the run's did)…");
+                let learned = if record.config.chain.is_some() { "its net" } else { "its head" };
+                ui.small(format!("re-running the record off the frame ({learned} trains as the run's did)…"));
             });
         }
         return !ui.button("close the replay").clicked();
@@ -301,7 +319,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
         }
     });
     if let Some((mv, tick)) = view.current() {
-        let miss = (tick.joints[2] - mv.target).norm();
+        let miss = (tick.tip() - mv.target).norm();
         let what =
             if tick.correction == 0 { "the answer".to_string() } else { format!("correction {}", tick.correction) };
         ui.small(format!(
@@ -322,7 +340,9 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
             .collect();
         ui.small(format!("Last moves, error after each: {}", shown.join(", ")));
     }
-    ui.small("Thick: the real arm; thin: the goal on the model; yellow trail: the tip's path in this move; cross: the target; ring: the target as sensed; circle: the tolerance.");
+    let rail =
+        if record.config.chain.as_ref().is_some_and(|c| c.chain.rail().is_some()) { "; grey: the rail" } else { "" };
+    ui.small(format!("Thick: the real arm; thin: the goal on the model; yellow trail: the tip's path in this move; cross: the target; ring: the target as sensed; circle: the tolerance{rail}."));
     !ui.button("close the replay").clicked()
 }
 
@@ -334,15 +354,19 @@ fn v(p: Point2) -> Vec2 {
     Vec2::new(p.x as f32, p.y as f32)
 }
 
+/// The goal `goal` (in the plant's coordinates) on the record's nominal arm: its base, every
+/// joint and its tip.
+fn goal_points(record: &FailureRecord, goal: &[f64]) -> Vec<Point2> {
+    match &record.config.chain {
+        Some(arm) if goal.len() == arm.coords() => arm.chain.points(goal),
+        Some(_) => Vec::new(),
+        None => record.arm.joints(elbow::Pose::of(goal)).to_vec(),
+    }
+}
+
 /// Draws the scrubbed sub-step: the real arm, the goal on the model, the tip's path through the
 /// move so far, the move's target, the sensed target and the tolerance.
-fn draw(
-    view: Res<ReplayView>,
-    nominal: Res<Nominal>,
-    scale: Res<super::camera::ViewScale>,
-    mut arm: Gizmos<ReplayGizmos>,
-    mut thin: Gizmos,
-) {
+fn draw(view: Res<ReplayView>, scale: Res<super::camera::ViewScale>, mut arm: Gizmos<ReplayGizmos>, mut thin: Gizmos) {
     let Some((record, _)) = &view.open else { return };
     let tolerance = record.expected.tolerance as f32;
     let Some((mv, tick)) = view.current() else {
@@ -353,23 +377,32 @@ fn draw(
     // The tip's path through this move so far.
     if let Some(&(m, t)) = view.ticks.get(view.at) {
         let trace = view.trace.as_ref().map(|tr| &tr.moves[m].ticks[..=t]).unwrap_or_default();
-        thin.linestrip_2d(trace.iter().map(|k| v(k.joints[2])), TARGET_COLOR.with_alpha(0.6));
+        thin.linestrip_2d(trace.iter().map(|k| v(k.tip())), TARGET_COLOR.with_alpha(0.6));
     }
-    arm.linestrip_2d(tick.joints.map(v), PLANT_COLOR.with_alpha(0.85));
-    let goal = nominal.0.joints(tick.goal);
-    thin.linestrip_2d(goal.map(v), PLANT_COLOR);
+    if let Some(chain) = &record.config.chain {
+        // A chain: its rail, and a mark at every joint, so a stretched chain still shows its links.
+        if let Some(t) = chain.chain.rail() {
+            thin.line_2d(Vec2::new(0.0, t.min as f32), Vec2::new(0.0, t.max as f32), Color::srgb(0.55, 0.57, 0.65));
+        }
+        let joint = 0.03 * chain.chain.reach() as f32;
+        for &p in &tick.points[..tick.points.len().saturating_sub(1)] {
+            thin.circle_2d(v(p), joint, PLANT_COLOR);
+        }
+    }
+    arm.linestrip_2d(tick.points.iter().map(|&p| v(p)), PLANT_COLOR.with_alpha(0.85));
+    thin.linestrip_2d(goal_points(record, &tick.goal).into_iter().map(v), PLANT_COLOR);
     let t = v(mv.target);
     let r = scale.px(7.0);
     thin.line_2d(t - Vec2::X * r, t + Vec2::X * r, TARGET_COLOR);
     thin.line_2d(t - Vec2::Y * r, t + Vec2::Y * r, TARGET_COLOR);
     thin.circle_2d(t, tolerance.max(scale.px(2.0)), TARGET_COLOR.with_alpha(0.7));
     thin.circle_2d(v(mv.sensed), scale.px(4.0), TARGET_COLOR.with_alpha(0.5));
-    let color = if (tick.joints[2] - mv.target).norm() > record.expected.tolerance {
+    let color = if (tick.tip() - mv.target).norm() > record.expected.tolerance {
         Color::srgb(1.0, 0.3, 0.3)
     } else {
         Color::srgb(0.3, 1.0, 0.5)
     };
-    thin.circle_2d(v(tick.joints[2]), scale.px(3.5), color);
+    thin.circle_2d(v(tick.tip()), scale.px(3.5), color);
 }
 
 #[cfg(test)]

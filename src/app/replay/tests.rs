@@ -1,16 +1,21 @@
-//! Headless tests of the replay: a record made by a small catalogued run, opened in the logic
-//! plugins, lands on the recorded tip bit for bit.
+//! Headless tests of the replay: a record made by a small catalogued run (on the two-link arm
+//! or the rail3 chain), opened in the logic plugins, lands on the recorded tip bit for bit, in
+//! the lab of the record's arm.
 
 use super::{KEEP_MOVES, OpenReplay, ReplayView};
 use crate::app::logic_plugin;
-use crate::app::state::arm::PlantSettings;
+use crate::app::state::arm::{Lab, PlantSettings};
+use crate::app::state::manifold::ChainTraining;
 use crate::app::state::train::TrainingParams;
 use crate::app::state::view::Target;
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
+use elbow::arm::ArmKind;
 use elbow::experiments::degradation::{
-    CatalogSink, Channel, ChannelLevels, DegradationConfig, FailureRecord, Finding, Protocol, degradation_catalogued,
+    CatalogSink, Channel, ChannelLevels, DegradationConfig, FailureRecord, Finding, OodKind, Protocol, Split,
+    degradation_catalogued,
 };
+use elbow::lineup::{Pipeline, SolverId};
 use std::time::{Duration, Instant};
 
 /// The records of a small plant-protocol run with encoder noise swept.
@@ -29,10 +34,29 @@ fn records() -> Vec<FailureRecord> {
     out
 }
 
+/// The records of a small plant-protocol run on the rail3 chain: nets trained a few steps, four
+/// held-out targets and two beyond the reach, the baseline setting only.
+fn chain_records() -> Vec<FailureRecord> {
+    let arm = ArmKind::Rail3.arm();
+    let cfg = DegradationConfig {
+        protocol: Protocol::Plant,
+        levels: ChannelLevels::baseline(),
+        targets: 4,
+        ood_fraction: 0.5,
+        train_steps: 20,
+        ..DegradationConfig::on(&arm)
+    };
+    let mut out = Vec::new();
+    let mut push = |r: &FailureRecord| out.push(r.clone());
+    degradation_catalogued(&cfg, Vec::new(), &|_| {}, Some(CatalogSink { cap: 2, sink: &mut push })).expect("runs");
+    out
+}
+
 /// The logic plugins on a fixed 16 ms clock, no training.
 fn app() -> App {
     let mut app = App::new();
     app.insert_resource(TrainingParams { autostart: false, ..TrainingParams::default() });
+    app.insert_resource(ChainTraining { autostart: false, ..ChainTraining::default() });
     app.insert_resource(PlantSettings::IDEAL);
     app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
     app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(16)));
@@ -71,7 +95,7 @@ fn a_replay_opens_paused_on_the_recorded_tip_and_scrubs_and_plays() {
     // Paused at the end of the failing move: the real tip where the record says, bit for bit.
     let (mv, tick) = view.current().expect("a sub-step");
     assert_eq!(mv.index, record.index);
-    assert_eq!((tick.joints[2] - record.target).norm().to_bits(), record.happened.error.to_bits());
+    assert_eq!((tick.tip() - record.target).norm().to_bits(), record.happened.error.to_bits());
     assert!(!view.playing);
     let moves_kept = view.trace.as_ref().unwrap().moves.iter().filter(|m| !m.ticks.is_empty()).count();
     assert_eq!(moves_kept, KEEP_MOVES.min(record.index + 1));
@@ -103,16 +127,62 @@ fn a_record_of_another_arm_is_refused_in_one_sentence() {
     assert!(view.open.is_none());
     let why = view.error.as_deref().expect("said why");
     assert!(why.contains("elbow --replay FILE --index N") && !why.contains('\n'), "{why}");
-    // A chain's record names the two-link arm as its configuration's, and the chain it ran on:
-    // refused, not replayed on the two-link arm.
-    let mut record = records().into_iter().next().expect("a record");
-    record.config.chain = Some(elbow::arm::ArmKind::Rail3.arm());
-    let mut lab = self::app();
-    lab.update();
-    lab.world_mut().write_message(OpenReplay { record: Box::new(record), name: "chain #0".into() });
-    lab.update();
-    let view = lab.world().resource::<ReplayView>();
-    assert!(view.open.is_none());
-    let why = view.error.as_deref().expect("said why");
-    assert!(why.contains("a record of rail3") && why.contains("elbow replay FILE --index N"), "{why}");
+}
+
+#[test]
+fn a_chains_record_opens_on_its_chain_and_scrubs_its_plant_bit_for_bit() {
+    let chain = chain_records();
+    let rail3 = ArmKind::Rail3.arm();
+    // DLS on the second target beyond the reach: it misses and says so, and its replay trains
+    // no net.
+    let record = chain
+        .iter()
+        .find(|r| {
+            r.pipeline == Pipeline::plain(SolverId::Iterative) && r.split == Split::Ood(OodKind::Beyond) && r.index == 1
+        })
+        .expect("a DLS record of the second target beyond the reach");
+    assert_eq!(record.verdict, Finding::Reported);
+    // Opened from the two-link lab: the lab switches to the record's chain, and the replay
+    // stays open through its own switch.
+    let mut app = app();
+    open(&mut app, record);
+    assert_eq!(*app.world().resource::<Lab>(), Lab(rail3.clone()), "the lab is the record's chain");
+    assert_eq!(app.world().resource::<Target>().pos, record.target, "the target is the record's");
+    let view = app.world().resource::<ReplayView>();
+    assert!(view.open.is_some());
+    assert!(view.differences.is_empty(), "the re-run reproduces the record: {:?}", view.differences);
+    // Paused at the end of the failing move: the real chain's tip where the record says, bit for
+    // bit, every joint of it drawn (the base on its rail, three links).
+    let (mv, tick) = view.current().expect("a sub-step");
+    assert_eq!(mv.index, record.index);
+    assert_eq!((tick.tip() - record.target).norm().to_bits(), record.happened.error.to_bits());
+    assert_eq!(tick.points.len(), rail3.chain.points(&rail3.prior_center()).len());
+    assert_eq!((tick.goal.len(), tick.servos.len()), (rail3.coords(), rail3.coords()));
+    let moves_kept = view.trace.as_ref().unwrap().moves.iter().filter(|m| !m.ticks.is_empty()).count();
+    assert_eq!(moves_kept, 2, "both moves keep their sub-steps");
+    // The scrubber moves over the chain's sub-steps: back to the start of the move, the chain is
+    // elsewhere; a frame of play advances 16 ms of plant time.
+    let end = tick.points.clone();
+    let mut view = app.world_mut().resource_mut::<ReplayView>();
+    view.at = view.move_start(false);
+    let start = view.at;
+    assert!(start > 0, "the first move's sub-steps come first");
+    assert_ne!(view.current().unwrap().1.points, end, "the chain moves over the failing move");
+    view.playing = true;
+    app.update();
+    let per_frame = (0.016 / elbow::plant::SUBSTEP).floor() as usize;
+    assert_eq!(app.world().resource::<ReplayView>().at, start + per_frame);
+    // The user's own switch of the lab closes the replay.
+    *app.world_mut().resource_mut::<Lab>() = Lab::default();
+    app.update();
+    assert!(app.world().resource::<ReplayView>().open.is_none(), "closed by the user's switch");
+    // A two-link record opened in the chain lab switches back to the two-link lab.
+    *app.world_mut().resource_mut::<Lab>() = Lab(rail3);
+    app.update();
+    let two_link = records().into_iter().find(|r| r.index > 0).expect("a two-link record");
+    open(&mut app, &two_link);
+    assert_eq!(*app.world().resource::<Lab>(), Lab::default());
+    let view = app.world().resource::<ReplayView>();
+    assert!(view.open.is_some() && view.differences.is_empty(), "{:?}", view.differences);
+    assert_eq!(view.current().unwrap().1.points.len(), 3, "base, elbow and tip");
 }

@@ -746,9 +746,10 @@ pub fn replay_traced(record: &FailureRecord, keep: usize) -> Result<(ReplayOutco
         )));
     }
     if let Some(chain) = &cfg.chain {
-        let (sensed, happened) = super::chain_replay_move(record, chain, &setting, targets)?;
+        let mut trace = PlantTrace::new(keep);
+        let (sensed, happened) = super::chain_replay_move(record, chain, &setting, targets, &mut trace)?;
         let (outcome, _) = rederive(record, *split, setting, targets[n], sensed, happened)?;
-        return Ok((outcome, PlantTrace::new(keep)));
+        return Ok((outcome, trace));
     }
     let real_at = |scale: f64| RealArm::with_mismatch(&arm, Perturbation::scaled(cfg.mismatch, scale));
     let model = match record.pipeline.solver.head() {

@@ -31,7 +31,7 @@
 //! base, so it has no hole, and its nets train on the whole prior, so there is no sector.
 
 use super::channels::{Channel, OodKind, Setting, Split};
-use super::protocol::{Divergence, Jitter, Outcome, camera_confirms};
+use super::protocol::{Divergence, Jitter, MoveTrace, Outcome, PlantTrace, Tick, camera_confirms};
 use crate::arm::Arm;
 use crate::chain::solve::{ChainSolver, Nets};
 use crate::envelope::{ChainEnvelope, EnvelopeConfig, Reason};
@@ -198,7 +198,8 @@ pub struct Checks {
 }
 
 /// The plant protocol for one pipeline over `targets` sensed as `seen`, on the real chain `real`
-/// with the plant configuration `cfg` (as [`super::protocol::plant_run`] on the two-link arm).
+/// with the plant configuration `cfg` (as [`super::protocol::plant_run`] on the two-link arm),
+/// every move and the last moves' sub-steps traced into `trace` when one is given (a replay's).
 #[allow(clippy::too_many_arguments)]
 pub fn plant_run(
     line: &Line<'_>,
@@ -210,6 +211,7 @@ pub fn plant_run(
     seen: &[Point2],
     run: Checks,
     seed: u64,
+    mut trace: Option<&mut PlantTrace>,
 ) -> Outcome {
     let arm = line.arm;
     let d = arm.coords();
@@ -230,6 +232,8 @@ pub fn plant_run(
         let setpoint = answer.solution.pose;
         let moved_at = plant.time();
         let mut goal = setpoint;
+        let mut ticks = Vec::new();
+        let watching = trace.as_ref().is_some_and(|t| t.watches(i, targets.len()));
         for correction in 0..=run.corrections {
             if correction > 0 {
                 let measured = plant.measure();
@@ -240,7 +244,11 @@ pub fn plant_run(
             let mut sent = goal;
             sent[..d].iter_mut().for_each(|v| *v += actuator.draw(&mut rng));
             plant.command(&sent[..d]);
-            plant.settle();
+            if watching {
+                plant.settle_watched(|p| ticks.push(Tick::of(p, &sent, correction)));
+            } else {
+                plant.settle();
+            }
         }
         let after = plant.measure();
         let moved_wrong = check && (arm.chain.tip(&after[..d]) - seen).norm() > run.tolerance;
@@ -254,6 +262,18 @@ pub fn plant_run(
         out.errors.push(error);
         out.reported.push(status || moved_wrong);
         out.camera_reported.push(status || seen_wrong);
+        if let Some(t) = trace.as_deref_mut() {
+            t.moves.push(MoveTrace {
+                index: i,
+                target,
+                sensed: seen,
+                setpoint: setpoint[..d].to_vec(),
+                error,
+                reported: status || moved_wrong,
+                camera_reported: status || seen_wrong,
+                ticks,
+            });
+        }
     }
     out
 }

@@ -84,6 +84,16 @@ fn a_chains_failure_catalog_replays_bit_for_bit() {
         let out = replay(r).unwrap();
         assert!(out.identical(), "{}: {:?}", r.pipeline, out.differences);
     }
+    // The traced replay keeps every move and the last moves' sub-steps, each with every joint of
+    // the real chain: the record's move ends where the real tip ended, bit for bit.
+    let (out, trace) = replay_traced(&chosen[0], 2).unwrap();
+    assert!(out.identical(), "{:?}", out.differences);
+    assert_eq!(trace.moves.len(), chosen[0].index + 1);
+    let last = trace.moves.last().unwrap();
+    let end = last.ticks.last().expect("the record's move keeps its sub-steps");
+    assert_eq!((end.tip() - chosen[0].target).norm().to_bits(), chosen[0].happened.error.to_bits());
+    assert_eq!(end.points.len(), arm.chain.points(&arm.prior_center()).len(), "base, every joint, tip");
+    assert_eq!((end.goal.len(), last.setpoint.len()), (arm.coords(), arm.coords()));
     // A result edited in the record is found, bit for bit.
     let mut edited = chosen[0].clone();
     edited.happened.error = f64::from_bits(edited.happened.error.to_bits() + 1);

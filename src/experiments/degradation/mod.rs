@@ -409,7 +409,7 @@ fn chain_run(
             .map(|&pipe| {
                 let outcome = match protocol {
                     Protocol::Exercise => chain::exercise_run(&line, pipe, &setting, targets, seed),
-                    _ => chain::plant_run(&line, pipe, &real, plant, &setting, targets, &seen, checks, seed),
+                    _ => chain::plant_run(&line, pipe, &real, plant, &setting, targets, &seen, checks, seed, None),
                 };
                 if let Some(d) = outcome.diverged {
                     return Err(diverged(pipe, &setting, *split, d));
@@ -434,12 +434,14 @@ fn chain_checks(cfg: &DegradationConfig) -> chain::Checks {
 /// Re-runs the move of `record` (a plant-protocol record of a run on the chain `arm`, in
 /// `setting`, on `targets`): trains the net its pipeline needs from the configuration as the run
 /// did (each net trains alone, so one net is the run's net bit for bit), drives the plant through
-/// the set up to the record's index, and returns the sensed target and what happened.
+/// the set up to the record's index, and returns the sensed target and what happened; every
+/// move, and the sub-steps of the last ones, go into `trace` ([`protocol::PlantTrace`]).
 pub(crate) fn chain_replay_move(
     record: &FailureRecord,
     arm: &crate::arm::Arm,
     setting: &Setting,
     targets: &[Point2],
+    trace: &mut protocol::PlantTrace,
 ) -> Result<(Point2, catalog::Happened), ExperimentError> {
     let cfg = &record.config;
     let mut recipe = chain::recipe(arm, cfg.train_steps, cfg.seed);
@@ -469,6 +471,7 @@ pub(crate) fn chain_replay_move(
         &seen[..=n],
         chain_checks(cfg),
         record.seed,
+        Some(trace),
     );
     if let Some(d) = o.diverged {
         return Err(diverged(record.pipeline, setting, record.split, d));

@@ -180,7 +180,7 @@ pub fn plant_run(
             let sent = goal + actuator.pose(&mut rng);
             plant.command(&sent.coords());
             if watching {
-                plant.settle_watched(|p| ticks.push(Tick::of(p, sent, correction)));
+                plant.settle_watched(|p| ticks.push(Tick::of(p, &sent.coords(), correction)));
             } else {
                 plant.settle();
             }
@@ -208,7 +208,7 @@ pub fn plant_run(
                 index: i,
                 target,
                 sensed: seen,
-                setpoint,
+                setpoint: setpoint.coords().to_vec(),
                 error,
                 reported: status || moved_wrong,
                 camera_reported: status || seen_wrong,
@@ -219,24 +219,39 @@ pub fn plant_run(
     out
 }
 
-/// The plant at one sub-step of a traced move.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// The plant at one sub-step of a traced move, on the two-link arm or a chain alike: every
+/// coordinate is the plant's own (radians, metres for a rail), one per coordinate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tick {
     /// Plant time, seconds.
     pub time: f64,
-    /// The goal sent (the setpoint, corrected and jittered), radians.
-    pub goal: Pose,
+    /// The goal sent (the setpoint, corrected and jittered), in the plant's coordinates.
+    pub goal: Vec<f64>,
     /// Which send of the move it belongs to: 0 the setpoint, 1.. the corrections.
     pub correction: usize,
-    /// The real arm's base, elbow and tip.
-    pub joints: [Point2; 3],
-    /// The servos' angles (what a perfect encoder reads).
-    pub servos: Pose,
+    /// The real arm's base (on its rail, when it has one), every joint and the tip.
+    pub points: Vec<Point2>,
+    /// The servos' outputs (what a perfect encoder reads), in the plant's coordinates.
+    pub servos: Vec<f64>,
 }
 
 impl Tick {
-    fn of(plant: &Plant, goal: Pose, correction: usize) -> Self {
-        Self { time: plant.time(), goal, correction, joints: plant.joints(), servos: Pose::of(&plant.link()) }
+    /// The plant as it is now, with the goal sent (`goal`'s first coordinates, one per plant
+    /// coordinate) and which send of the move it was.
+    pub(super) fn of(plant: &Plant, goal: &[f64], correction: usize) -> Self {
+        let d = plant.dim();
+        Self {
+            time: plant.time(),
+            goal: goal[..d].to_vec(),
+            correction,
+            points: plant.points(),
+            servos: plant.link()[..d].to_vec(),
+        }
+    }
+
+    /// Where the real tip is.
+    pub fn tip(&self) -> Point2 {
+        self.points.last().copied().unwrap_or_else(Point2::zeros)
     }
 }
 
@@ -250,8 +265,8 @@ pub struct MoveTrace {
     pub target: Point2,
     /// The target as sensed.
     pub sensed: Point2,
-    /// The pipeline's answer, sent as the goal.
-    pub setpoint: Pose,
+    /// The pipeline's answer, sent as the goal, in the plant's coordinates.
+    pub setpoint: Vec<f64>,
     /// How far the real tip ended from the true target, metres.
     pub error: f64,
     /// Whether the pipeline (or its encoder check) reported a failure.
@@ -278,7 +293,7 @@ impl PlantTrace {
     }
 
     /// True when move `i` of `n` keeps its sub-steps.
-    fn watches(&self, i: usize, n: usize) -> bool {
+    pub(crate) fn watches(&self, i: usize, n: usize) -> bool {
         i + self.keep >= n
     }
 }
