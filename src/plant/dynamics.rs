@@ -127,6 +127,27 @@ impl Inertia {
     pub fn rod(mass: f64, length: f64) -> Self {
         Self { mass, com: [length / 2.0, 0.0], inertia: mass * length * length / 12.0 }
     }
+
+    /// This body with a point mass of `mass` kg rigidly at `at` (body frame, metres): the
+    /// masses add, the centre of mass is their mass-weighted mean, and the inertia about the new
+    /// centre of mass is each part's about its own centre plus its mass times its squared
+    /// distance to the new one (the parallel-axis theorem; a point has none about itself). So
+    /// the inertia about the joint (the frame's origin) grows by exactly `mass |at|²`. A mass of
+    /// 0, less, or not finite adds nothing.
+    pub fn with_point_mass(self, mass: f64, at: [f64; 2]) -> Self {
+        if !(mass.is_finite() && mass > 0.0) {
+            return self;
+        }
+        let total = self.mass + mass;
+        let com = [0, 1].map(|i| (self.mass * self.com[i] + mass * at[i]) / total);
+        let d2 = |p: [f64; 2]| (p[0] - com[0]).powi(2) + (p[1] - com[1]).powi(2);
+        Self { mass: total, com, inertia: self.inertia + self.mass * d2(self.com) + mass * d2(at) }
+    }
+
+    /// Rotational inertia about the frame's origin (the joint), kg m².
+    pub fn about_origin(&self) -> f64 {
+        self.inertia + self.mass * (self.com[0].powi(2) + self.com[1].powi(2))
+    }
 }
 
 /// A position servo and the joint it drives, in MuJoCo's units.
