@@ -53,8 +53,8 @@ pub enum Channel {
     CameraOffset,
     /// Camera frame period: seconds between frames (0: a frame at every tick).
     CameraPeriod,
-    /// A payload at the tip: a point mass at the end of the last link, kg. Under gravity the
-    /// servos sag under it (the SO-101's by about a millimetre at full stretch with 250 g).
+    /// A payload at the tip, kg: a small ball centred at the end of the last link. Under gravity
+    /// the servos sag under it (the SO-101's by 1.2 mm at full stretch with 250 g).
     Payload,
     /// Every channel at once, at this fraction of its largest level.
     Combined,
@@ -340,7 +340,7 @@ pub const ROWS: &[Row] = &[
         // was before the payload had a row; `--payload 0,0.25,0.5` sweeps it.
         levels: &[0.0],
         randomized: None,
-        help: "a payload held at the tip, kg: a point mass at the end of the last link, which the servos sag under when the arm hangs in a vertical plane",
+        help: "a payload held at the tip, kg (a ball of water's density centred there), which the servos sag under when the arm hangs in a vertical plane",
         slider: Some(0.5),
         physics: Physics::Plant(|c, v| c.payload = v),
     },

@@ -14,7 +14,7 @@
 //! Beyond the joints, the links flex (the arm droops under gravity by [`PlantConfig::flex`] at
 //! full stretch, a static compliance of the links) and the real arm differs from the nominal model
 //! ([`RealArm`]: other link lengths, joint offsets the encoders cannot see). The tip may hold a
-//! payload ([`PlantConfig::payload`], a point mass on the last link), which the servos sag under
+//! payload ([`PlantConfig::payload`], a small ball on the last link), which the servos sag under
 //! ([`static_sag`]).
 //!
 //! Two sensors watch it. The encoders read each servo's output shaft, with Gaussian noise: they
@@ -76,6 +76,14 @@ pub const MIN_LINK_MASS: f64 = 1e-6;
 
 /// The heaviest payload accepted, kg (as the heaviest link).
 pub const MAX_PAYLOAD: f64 = MAX_LINK_MASS;
+
+/// The density of a payload, kg/m³ (water's): the plant holds it as a solid ball of this
+/// density centred at the tip, 3.9 cm in radius at 250 g. Only its rotational inertia about
+/// its centre depends on it, never the sag (mass and centre of mass alone). A ball rather than a
+/// point: a point mass on links of a few milligrams leaves the stretched arm a motion with no
+/// inertia (the tip still, the joints turning against each other), which no fixed step resolves;
+/// the range test's corners left the finite range within 1.3 s.
+pub const PAYLOAD_DENSITY: f64 = 1000.0;
 
 /// The widest free play accepted, radians (an eighth of a turn).
 pub const MAX_BACKLASH: f64 = std::f64::consts::FRAC_PI_4;
@@ -256,8 +264,9 @@ pub struct PlantConfig {
     /// The external camera ([`Camera::OFF`] for none).
     #[serde(default = "camera_off")]
     pub camera: Camera,
-    /// A payload held at the tip, kg: a point mass at the end of the last link, added to that
-    /// link's body ([`RealChain::with_payload`]) when the plant builds its dynamics.
+    /// A payload held at the tip, kg: a small solid ball centred at the end of the last link,
+    /// added to that link's body ([`RealChain::with_payload`]) when the plant builds its
+    /// dynamics.
     #[serde(default)]
     pub payload: f64,
 }
@@ -427,14 +436,14 @@ impl RealChain {
 }
 
 impl RealChain {
-    /// This arm holding a payload of `kg` at its tip: a point mass at the far end of the last
-    /// revolute link, `(length, 0)` in that link's frame, added to its body
-    /// ([`Inertia::with_point_mass`]: mass, centre of mass and inertia). A payload of 0 (or less,
-    /// or not finite), or a chain without links, is this arm.
+    /// This arm holding a payload of `kg` at its tip: a solid ball of [`PAYLOAD_DENSITY`]
+    /// centred on the far end of the last revolute link, `(length, 0)` in that link's frame,
+    /// added to its body ([`Inertia::ball`], [`Inertia::with_part`]: mass, centre of mass and
+    /// inertia). A payload of 0 (or less, or not finite), or a chain without links, is this arm.
     pub fn with_payload(&self, kg: f64) -> Self {
         let mut out = self.clone();
         if let (Some(link), Some(body)) = (self.chain.links().last(), out.bodies.last_mut()) {
-            *body = body.with_point_mass(kg, [link.length, 0.0]);
+            *body = body.with_part(Inertia::ball(kg, PAYLOAD_DENSITY, [link.length, 0.0]));
         }
         out
     }
@@ -1523,15 +1532,21 @@ mod tests {
     }
 
     #[test]
-    fn a_payload_is_a_point_mass_at_the_tip_in_the_dynamics() {
-        // Two rods of 1.0 and 0.7 m; 0.3 kg at the tip adds the textbook point-mass terms to
-        // the mass matrix and the gravity torques, nothing else.
+    fn a_payload_is_a_ball_at_the_tip_in_the_dynamics() {
+        // Two rods of 1.0 and 0.7 m; 0.3 kg at the tip adds the textbook terms of a point mass
+        // there to the mass matrix and the gravity torques, and the ball's own inertia
+        // (2/5 m r², r = 4.15 cm of water) to the last link's turning; nothing else.
         let (l1, l2, m) = (1.0, 0.7, 0.3);
+        let r = (3.0 * m / (4.0 * std::f64::consts::PI * PAYLOAD_DENSITY)).cbrt();
+        assert!((r - 0.0415).abs() < 1e-4, "{r}");
+        let own = 0.4 * m * r * r;
         let bare = RealChain::rods(Chain::from_lengths(&[l1, l2]).unwrap());
         let loaded = bare.with_payload(m);
         assert_eq!(loaded.bodies[0], bare.bodies[0], "only the last link carries it");
         let (b, l) = (loaded.bodies[1], bare.bodies[1]);
-        assert!((b.about_origin() - l.about_origin() - m * l2 * l2).abs() < 1e-12, "{b:?}");
+        assert!((b.mass - l.mass - m).abs() < 1e-15, "{b:?}");
+        assert!((b.com[0] - (l.mass * l.com[0] + m * l2) / b.mass).abs() < 1e-15, "{b:?}");
+        assert!((b.about_origin() - l.about_origin() - m * l2 * l2 - own).abs() < 1e-12, "{b:?}");
         let model = |r: &RealChain| {
             serial_model(&[l1, l2], &r.bodies, &[0.0, 0.0], &frictionless_sts3215(), 0.0, true).0
         };
@@ -1539,8 +1554,8 @@ mod tests {
         for q in [[0.3f64, 0.0], [0.3, 0.7], [-1.0, 2.0], [2.5, -1.3]] {
             let (c2, a1, a12) = (q[1].cos(), q[0].cos(), (q[0] + q[1]).cos());
             let extra = [
-                [m * (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * c2), m * (l2 * l2 + l1 * l2 * c2)],
-                [m * (l2 * l2 + l1 * l2 * c2), m * l2 * l2],
+                [m * (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * c2) + own, m * (l2 * l2 + l1 * l2 * c2) + own],
+                [m * (l2 * l2 + l1 * l2 * c2) + own, m * l2 * l2 + own],
             ];
             let (mw, mo) = (with.mass_matrix(&q), without.mass_matrix(&q));
             for i in 0..2 {
