@@ -62,8 +62,10 @@ pub enum Lesson {
 /// The gravity lesson's payload at the gripper, kg.
 pub const GRAVITY_PAYLOAD: f64 = 0.25;
 
-/// The gravity lesson's servo gain, N m/rad: a tenth of the STS3215's 998.
-pub const GRAVITY_KP: f64 = 100.0;
+/// The gravity lesson's servo gain, N m/rad: a fortieth of the STS3215's 998, soft enough that
+/// the sag is some centimetres, a few dozen pixels at 1280x720 (at a tenth, 100 N m/rad, it
+/// was 9 mm at the lesson's target: 7 pixels).
+pub const GRAVITY_KP: f64 = 25.0;
 
 crate::keys::keyed!(Lesson, "lesson");
 
@@ -228,7 +230,7 @@ impl Lesson {
             // a test holds them to it.
             Lesson::Gravity => [
                 "Stretched out forward on its own servos (kp 998 N m/rad) the SO-101 sags 0.5 mm under its own weight, 1.2 mm holding 250 g at the gripper: too little to see, which is why gravity alone shows nothing.",
-                "Here its servos are a tenth as stiff (kp 100 N m/rad) and hold 250 g: each joint gives way by its gravity torque over kp, 12 mm at full stretch, and the arm hangs below the target it was sent to.",
+                "Here its servos are a fortieth as stiff (kp 25 N m/rad) and hold 250 g: each joint gives way by its gravity torque over kp, 48 mm at full stretch, and the arm hangs below the target it was sent to.",
             ],
         }
     }
@@ -431,13 +433,13 @@ mod tests {
             format!("(kp {real:.0} N m/rad)"),
             format!("sags {:.1} mm under its own weight", sag(real, 0.0, &stretched)),
             format!("{:.1} mm holding {:.0} g", sag(real, payload, &stretched), payload * 1e3),
-            format!("a tenth as stiff (kp {kp:.0} N m/rad) and hold {:.0} g", payload * 1e3),
+            format!("a fortieth as stiff (kp {kp:.0} N m/rad) and hold {:.0} g", payload * 1e3),
             format!("{:.0} mm at full stretch", sag(kp, payload, &stretched)),
         ];
         for words in said {
             assert!(text.contains(&words), "the caption should say `{words}`: {text}");
         }
-        assert!((real / kp - 10.0).abs() < 0.05, "a tenth: {kp}");
+        assert!((real / kp - 40.0).abs() < 0.5, "a fortieth: {kp}");
         // The real servos' sag is under a millimetre; at the lesson's target, wherever DLS puts
         // the arm from the prior's centre, the lesson's is several.
         assert!(sag(real, 0.0, &stretched) < 1.0);
@@ -446,6 +448,6 @@ mod tests {
         crate::chain::ChainDls::new(&arm.chain).refine(&mut x, target, 500);
         assert!((arm.chain.tip(&x) - target).norm() < 1e-6, "DLS reaches {target:?}: {x:?}");
         let there = sag(kp, payload, &x);
-        assert!(there > 5.0 && there < 50.0, "{there} mm at {x:?}");
+        assert!(there > 20.0 && there < 100.0, "{there} mm at {x:?}");
     }
 }
