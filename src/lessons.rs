@@ -322,7 +322,11 @@ impl Lesson {
                 ..base
             },
             Lesson::Gravity => Scene {
-                arm: SceneArm::Chain { arm: ArmKind::So101, driver: SolverId::Iterative, shown: &[SolverId::Iterative] },
+                arm: SceneArm::Chain {
+                    arm: ArmKind::So101,
+                    driver: SolverId::Iterative,
+                    shown: &[SolverId::Iterative],
+                },
                 // Forward, a little below the shoulder, near full stretch: where the torques
                 // are largest.
                 target: GRAVITY_TARGET,

@@ -1019,7 +1019,9 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, chain: bool) 
     knob(
         ui,
         false,
-        egui::Slider::new(&mut s.servo_kp, range::SERVO_KP).logarithmic(true).text("servo gain kp (N m/rad, STS3215: 998)"),
+        egui::Slider::new(&mut s.servo_kp, range::SERVO_KP)
+            .logarithmic(true)
+            .text("servo gain kp (N m/rad, STS3215: 998)"),
         sag,
     );
     ui.horizontal(|ui| {

@@ -662,15 +662,14 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     let seen = frame.tip - sim.plant.tip();
     assert!((seen - Point2::new(0.02, -0.01)).norm() < 1e-3, "{seen:?}");
     // Hostile values are clamped into the sliders' ranges before they reach the plant.
-    *app.world_mut().resource_mut::<PlantSettings>() =
-        PlantSettings {
-            latency_ms: f64::MAX,
-            camera_fps: f64::INFINITY,
-            flex: f64::NAN,
-            payload: 1e9,
-            servo_kp: f64::NAN,
-            ..settings
-        };
+    *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings {
+        latency_ms: f64::MAX,
+        camera_fps: f64::INFINITY,
+        flex: f64::NAN,
+        payload: 1e9,
+        servo_kp: f64::NAN,
+        ..settings
+    };
     app.update();
     let cfg = *app.world().resource::<Sim>().plant.config();
     assert_eq!((cfg.latency_ms, cfg.flex), (500.0, 0.0));
@@ -727,9 +726,14 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 let plant = world.resource::<PlantSettings>();
                 let p = scene.plant;
                 use elbow::plant::channel::Channel;
-                for c in
-                    [Channel::Encoder, Channel::Backlash, Channel::Friction, Channel::Flex, Channel::Latency, Channel::Payload]
-                {
+                for c in [
+                    Channel::Encoder,
+                    Channel::Backlash,
+                    Channel::Friction,
+                    Channel::Flex,
+                    Channel::Latency,
+                    Channel::Payload,
+                ] {
                     assert_eq!(plant.level(c), Some(p[c]), "{lesson}: {c:?}");
                 }
                 assert_eq!(plant.servo_kp, scene.kp.unwrap_or(elbow::plant::dynamics::Servo::STS3215.kp), "{lesson}");
@@ -758,7 +762,8 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 assert_eq!(plant.servo_kp, kp, "{lesson}");
                 let reach = arm.arm().chain.reach();
                 assert!((world.resource::<Target>().pos - scene.target * reach).norm() < 1e-9, "{lesson}");
-                let sim = world.resource::<super::chain::state::ChainPlant>().plant.as_ref().expect("the chain's plant");
+                let sim =
+                    world.resource::<super::chain::state::ChainPlant>().plant.as_ref().expect("the chain's plant");
                 let cfg = sim.config();
                 assert_eq!((cfg.payload, cfg.servo.kp), (scene.plant[Channel::Payload], kp), "{lesson}");
                 assert_eq!(cfg.gravity, arm.arm().vertical(), "{lesson}");
@@ -959,7 +964,7 @@ fn every_channel_with_a_slider_has_a_knob_and_is_swept() {
     use super::sweep::SweepChannel;
     use elbow::plant::channel::Channel;
     let swept: Vec<Channel> = SweepChannel::all().map(SweepChannel::channel).collect();
-    assert_eq!(swept.len(), 8, "{swept:?}");
+    assert_eq!(swept.len(), 9, "{swept:?}");
     let plant = PlantSettings::default();
     for c in SweepChannel::all() {
         let level = c.current(&plant);

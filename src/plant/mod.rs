@@ -1547,9 +1547,8 @@ mod tests {
         assert!((b.mass - l.mass - m).abs() < 1e-15, "{b:?}");
         assert!((b.com[0] - (l.mass * l.com[0] + m * l2) / b.mass).abs() < 1e-15, "{b:?}");
         assert!((b.about_origin() - l.about_origin() - m * l2 * l2 - own).abs() < 1e-12, "{b:?}");
-        let model = |r: &RealChain| {
-            serial_model(&[l1, l2], &r.bodies, &[0.0, 0.0], &frictionless_sts3215(), 0.0, true).0
-        };
+        let model =
+            |r: &RealChain| serial_model(&[l1, l2], &r.bodies, &[0.0, 0.0], &frictionless_sts3215(), 0.0, true).0;
         let (with, without) = (model(&loaded), model(&bare));
         for q in [[0.3f64, 0.0], [0.3, 0.7], [-1.0, 2.0], [2.5, -1.3]] {
             let (c2, a1, a12) = (q[1].cos(), q[0].cos(), (q[0] + q[1]).cos());
@@ -1566,7 +1565,12 @@ mod tests {
             let gravity = [m * dynamics::GRAVITY * (l1 * a1 + l2 * a12), m * dynamics::GRAVITY * l2 * a12];
             let (gw, go) = (with.bias(&q, &[0.0; 2]), without.bias(&q, &[0.0; 2]));
             for i in 0..2 {
-                assert!((gw[i] - go[i] - gravity[i]).abs() < 1e-12, "{q:?} g[{i}]: {} vs {}", gw[i] - go[i], gravity[i]);
+                assert!(
+                    (gw[i] - go[i] - gravity[i]).abs() < 1e-12,
+                    "{q:?} g[{i}]: {} vs {}",
+                    gw[i] - go[i],
+                    gravity[i]
+                );
             }
         }
         // Nothing, or nonsense, adds nothing.
@@ -1615,7 +1619,9 @@ mod tests {
         let poses = [[0.0, 0.0, 0.0], so101::from_menagerie([0.0; 3]), [0.3, -0.9, 0.2], [1.2, -1.5, -0.8]];
         for x in poses {
             assert!(arm.chain.within_limits(&x), "{x:?}");
-            for (kp, payload, tolerance) in [(Servo::STS3215.kp, 0.0, 0.01), (Servo::STS3215.kp, 0.25, 0.01), (100.0, 0.25, 0.03)] {
+            for (kp, payload, tolerance) in
+                [(Servo::STS3215.kp, 0.0, 0.01), (Servo::STS3215.kp, 0.25, 0.01), (100.0, 0.25, 0.03)]
+            {
                 let cfg = PlantConfig {
                     gravity: true,
                     payload,

@@ -262,7 +262,11 @@ impl PlantSettings {
             camera_fps: clamp(self.camera_fps, &range::CAMERA_FPS),
             payload: clamp(self.payload, &range::PAYLOAD),
             // A gain that is no number is the STS3215's, not the softest servo.
-            servo_kp: if self.servo_kp.is_finite() { clamp(self.servo_kp, &range::SERVO_KP) } else { Servo::STS3215.kp },
+            servo_kp: if self.servo_kp.is_finite() {
+                clamp(self.servo_kp, &range::SERVO_KP)
+            } else {
+                Servo::STS3215.kp
+            },
         }
     }
 
