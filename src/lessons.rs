@@ -22,6 +22,12 @@ pub fn flip_arm() -> TwoLinkArm {
         .unwrap_or_default()
 }
 
+/// The rail3 lessons' target, as a fraction of the reach: the arm's demo target, (1.5, 0) m.
+const RAIL3_DEMO: Point2 = Point2::new(0.75, 0.0);
+
+/// The gravity lesson's target, as a fraction of the SO-101's reach.
+pub const GRAVITY_TARGET: Point2 = Point2::new(0.85, 0.0);
+
 /// One lesson of the lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Lesson {
@@ -49,7 +55,17 @@ pub enum Lesson {
     Manifold,
     /// A redundant chain: learned seeds for DLS against DLS from prior starts.
     Seeds,
+    /// Gravity on the SO-101: a payload on softened servos, so that the sag shows.
+    Gravity,
 }
+
+/// The gravity lesson's payload at the gripper, kg.
+pub const GRAVITY_PAYLOAD: f64 = 0.25;
+
+/// The gravity lesson's servo gain, N m/rad: a fortieth of the STS3215's 998, soft enough that
+/// the sag is some centimetres, a few dozen pixels at 1280x720 (at a tenth, 100 N m/rad, it
+/// was 9 mm at the lesson's target: 7 pixels).
+pub const GRAVITY_KP: f64 = 25.0;
 
 crate::keys::keyed!(Lesson, "lesson");
 
@@ -82,7 +98,7 @@ pub struct Scene {
     /// The arm and its driver.
     pub arm: SceneArm,
     /// Where the target sits, as a fraction of the reach along each axis (so it lands at the same
-    /// place on any link lengths).
+    /// place on any link lengths; a chain's reach is the sum of its links).
     pub target: Point2,
     /// The plant: each reality-gap channel's value in the channel table's units (the mismatch as
     /// a multiple of the default mismatch); every channel left at 0 is at the ideal plant's value.
@@ -98,11 +114,14 @@ pub struct Scene {
     pub training: Option<TrainConfig>,
     /// Where the plant rests when the lesson opens (else where it is).
     pub start: Option<Pose>,
+    /// The servos' position gain, N m/rad, when the lesson softens or stiffens them (else the
+    /// SO-101's STS3215, [`crate::plant::dynamics::Servo::STS3215`]).
+    pub kp: Option<f64>,
 }
 
 impl Lesson {
     /// Every lesson, in the order the menu lists them.
-    pub const ALL: [Lesson; 12] = [
+    pub const ALL: [Lesson; 13] = [
         Lesson::Averaging,
         Lesson::JointsRegion,
         Lesson::Bishop1994,
@@ -115,6 +134,7 @@ impl Lesson {
         Lesson::Hybrid,
         Lesson::Manifold,
         Lesson::Seeds,
+        Lesson::Gravity,
     ];
 
     /// The name on the command line and in the menu.
@@ -132,6 +152,7 @@ impl Lesson {
             Lesson::Hybrid => "hybrid",
             Lesson::Manifold => "manifold",
             Lesson::Seeds => "seeds",
+            Lesson::Gravity => "gravity",
         }
     }
 
@@ -150,6 +171,7 @@ impl Lesson {
             Lesson::Hybrid => "The residual hybrid on a mismatched arm",
             Lesson::Manifold => "A chain: a manifold of answers",
             Lesson::Seeds => "A chain: learned seeds for DLS",
+            Lesson::Gravity => "Gravity: the SO-101's sag, made visible",
         }
     }
 
@@ -204,6 +226,12 @@ impl Lesson {
                 "The hybrid seeds DLS with the MDN's samples; plain DLS starts from the prior. Both are drawn, with their success and iteration counts.",
                 "Drag the target: the learned seeds start near a solution, so DLS converges in fewer iterations, and falls back to the prior when they do not.",
             ],
+            // The numbers are the plant's (`crate::plant::static_sag`, stretched out forward);
+            // a test holds them to it.
+            Lesson::Gravity => [
+                "Stretched out forward on its own servos (kp 998 N m/rad) the SO-101 sags 0.5 mm under its own weight, 1.2 mm holding 250 g at the gripper: too little to see, which is why gravity alone shows nothing.",
+                "Here its servos are a fortieth as stiff (kp 25 N m/rad) and hold 250 g: each joint gives way by its gravity torque over kp, 48 mm at full stretch, and the arm hangs below the target it was sent to.",
+            ],
         }
     }
 
@@ -221,6 +249,7 @@ impl Lesson {
             camera_view: false,
             training: None,
             start: None,
+            kp: None,
         };
         let plant =
             |channel: Channel, level: f64| Scene { plant: Perturbation::default().with(channel, level), ..base };
@@ -280,6 +309,7 @@ impl Lesson {
                     driver: SolverId::Learned(HeadKind::Mdn),
                     shown: &[SolverId::Learned(HeadKind::Mdn), SolverId::Flow, SolverId::Exact],
                 },
+                target: RAIL3_DEMO,
                 ..base
             },
             Lesson::Seeds => Scene {
@@ -288,7 +318,20 @@ impl Lesson {
                     driver: SolverId::Hybrid,
                     shown: &[SolverId::Iterative, SolverId::Hybrid],
                 },
+                target: RAIL3_DEMO,
                 ..base
+            },
+            Lesson::Gravity => Scene {
+                arm: SceneArm::Chain {
+                    arm: ArmKind::So101,
+                    driver: SolverId::Iterative,
+                    shown: &[SolverId::Iterative],
+                },
+                // Forward, a little below the shoulder, near full stretch: where the torques
+                // are largest.
+                target: GRAVITY_TARGET,
+                kp: Some(GRAVITY_KP),
+                ..plant(Channel::Payload, GRAVITY_PAYLOAD)
             },
         }
     }
@@ -370,5 +413,45 @@ mod tests {
         let training = scene.training.expect("the report's nets");
         assert_eq!((training.data_size, training.hidden, training.depth), (1000, 20, 1));
         assert!(Lesson::ALL.iter().filter(|l| l.scene().training.is_some()).count() == 1);
+    }
+
+    #[test]
+    fn the_gravity_lessons_caption_gives_the_plants_own_sags() {
+        use crate::plant::dynamics::Servo;
+        use crate::plant::{PlantConfig, static_sag};
+        let scene = Lesson::Gravity.scene();
+        let SceneArm::Chain { arm: kind, .. } = scene.arm else { panic!("the SO-101's chain") };
+        assert_eq!(kind, ArmKind::So101);
+        let arm = kind.arm();
+        let (payload, kp) = (scene.plant[Channel::Payload], scene.kp.expect("softened servos"));
+        // The sag as the app's plant has it (the STS3215 without friction), in millimetres.
+        let sag = |kp: f64, payload: f64, x: &[f64]| {
+            let ideal = PlantConfig::ideal(TwoLinkArm::default());
+            let cfg = PlantConfig { gravity: arm.vertical(), payload, servo: Servo { kp, ..ideal.servo }, ..ideal };
+            static_sag(arm.real(), cfg, x).norm() * 1e3
+        };
+        let stretched = [0.0; 3];
+        let real = Servo::STS3215.kp;
+        let text = Lesson::Gravity.caption().join(" ");
+        let said = [
+            format!("(kp {real:.0} N m/rad)"),
+            format!("sags {:.1} mm under its own weight", sag(real, 0.0, &stretched)),
+            format!("{:.1} mm holding {:.0} g", sag(real, payload, &stretched), payload * 1e3),
+            format!("a fortieth as stiff (kp {kp:.0} N m/rad) and hold {:.0} g", payload * 1e3),
+            format!("{:.0} mm at full stretch", sag(kp, payload, &stretched)),
+        ];
+        for words in said {
+            assert!(text.contains(&words), "the caption should say `{words}`: {text}");
+        }
+        assert!((real / kp - 40.0).abs() < 0.5, "a fortieth: {kp}");
+        // The real servos' sag is under a millimetre; at the lesson's target, wherever DLS puts
+        // the arm from the prior's centre, the lesson's is several.
+        assert!(sag(real, 0.0, &stretched) < 1.0);
+        let target = scene.target * arm.chain.reach();
+        let mut x = arm.prior_center();
+        crate::chain::ChainDls::new(&arm.chain).refine(&mut x, target, 500);
+        assert!((arm.chain.tip(&x) - target).norm() < 1e-6, "DLS reaches {target:?}: {x:?}");
+        let there = sag(kp, payload, &x);
+        assert!(there > 20.0 && there < 100.0, "{there} mm at {x:?}");
     }
 }

@@ -497,7 +497,9 @@ fn negative_values_parse_and_errors_are_clear() {
 fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
     // Every new degradation channel, with values no channel accepts: refused before any work,
     // naming the flag (clap) or the channel (the core's check), never a panic or a hang.
-    for flag in ["--friction", "--flex", "--latency", "--camera-noise", "--camera-offset", "--camera-period"] {
+    for flag in
+        ["--friction", "--flex", "--latency", "--camera-noise", "--camera-offset", "--camera-period", "--payload"]
+    {
         for bad in ["-1", "nan", "inf", "1e308", "", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"] {
             let err = refused(&["experiment", "degradation", flag, bad, "--targets", "10"], &[]);
             let channel = flag.trim_start_matches("--");
@@ -514,6 +516,7 @@ fn the_reality_gap_channels_refuse_hostile_levels_up_front() {
         ("--camera-offset", "1001", "1000 m"),
         ("--camera-period", "1e-9", "1/10000"),
         ("--camera-period", "4000", "3600 s"),
+        ("--payload", "1001", "1000 kg"),
     ] {
         refused_up_front(&["experiment", "degradation", flag, bad], &[needle]);
     }

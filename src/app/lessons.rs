@@ -6,7 +6,8 @@
 //! the lab's switch has rebuilt its state (which would otherwise reset the target it sets). A
 //! lesson on its own two-link arm (`bishop1994`) or with its own training data and nets makes
 //! that the nominal arm and retrains every head; the others come back to the arm the app opened
-//! on and the core's training defaults.
+//! on and the core's training defaults. A lesson on a chain sets its plant and target too (the
+//! gravity lesson's payload and soft servos).
 
 use super::AppSet;
 use super::atlas::AtlasView;
@@ -82,6 +83,12 @@ fn open(
     active.0 = Some(lesson);
 }
 
+/// The plant knobs `scene` sets: the ideal plant with the scene's channels, on its servos' gain.
+fn plant_of(scene: &Scene) -> PlantSettings {
+    let servo_kp = scene.kp.unwrap_or(elbow::plant::dynamics::Servo::STS3215.kp);
+    PlantSettings { servo_kp, ..PlantSettings::IDEAL.with_levels(&scene.plant) }
+}
+
 /// Sets every resource `scene` names; the lab is already the scene's. A scene on another
 /// two-link arm, or with other training data or nets, retrains every head for it.
 fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
@@ -96,7 +103,7 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
                 s.train.write(TrainCommand::Start);
             }
             s.driver.0 = if envelope { Pipeline::enveloped(driver) } else { Pipeline::plain(driver) };
-            *s.plant = PlantSettings::IDEAL.with_levels(&scene.plant);
+            *s.plant = plant_of(scene);
             *s.target = Target::at(scene.target * s.nominal.0.reach());
             if let Some(start) = scene.start {
                 *s.sim = Sim::new(&Arm::two_link(arm), &s.plant, &start.coords());
@@ -111,6 +118,10 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
             s.camera_view.0 = scene.camera_view;
         }
         SceneArm::Chain { driver, shown, .. } => {
+            *s.plant = plant_of(scene);
+            if let Some(arm) = s.lab.chain() {
+                *s.target = Target::at(scene.target * arm.chain.reach());
+            }
             s.chain_view.driver = driver;
             s.chain_view.shown = elbow::lineup::SolverId::CHAIN.map(|m| shown.contains(&m) || m == driver);
             s.chain_view.self_motion = 0.0;

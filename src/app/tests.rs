@@ -331,6 +331,8 @@ fn ten_thousand_random_frames_never_panic_or_show_nan() {
                     camera_noise: hostile(&mut rng, 50.0),
                     camera_offset: [hostile(&mut rng, 0.1), hostile(&mut rng, 0.1)],
                     camera_fps: hostile(&mut rng, 1e6),
+                    payload: hostile(&mut rng, 1.0),
+                    servo_kp: hostile(&mut rng, 5000.0),
                 };
                 *app.world_mut().resource_mut::<PlantSettings>() = settings;
             }
@@ -641,6 +643,8 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
         camera_noise: 0.0,
         camera_offset: [0.02, -0.01],
         camera_fps: 60.0,
+        payload: 0.3,
+        servo_kp: 200.0,
         ..PlantSettings::IDEAL
     };
     *app.world_mut().resource_mut::<PlantSettings>() = settings;
@@ -651,17 +655,25 @@ fn the_reality_gap_sliders_reach_the_plant_and_the_camera_sees_the_offset() {
     let cfg = sim.plant.config();
     assert_eq!((cfg.servo.frictionloss, cfg.flex, cfg.latency_ms), (0.01, 0.04, 30.0));
     assert_eq!(cfg.camera.fps, 60.0);
+    assert_eq!((cfg.payload, cfg.servo.kp), (0.3, 200.0));
     // The camera reports the tip shifted by its calibration offset (no pixel noise here); the
     // frame may be up to one frame period old, and the arm is at rest by now.
     let frame = sim.plant.camera().expect("the camera takes frames");
     let seen = frame.tip - sim.plant.tip();
     assert!((seen - Point2::new(0.02, -0.01)).norm() < 1e-3, "{seen:?}");
     // Hostile values are clamped into the sliders' ranges before they reach the plant.
-    *app.world_mut().resource_mut::<PlantSettings>() =
-        PlantSettings { latency_ms: f64::MAX, camera_fps: f64::INFINITY, flex: f64::NAN, ..settings };
+    *app.world_mut().resource_mut::<PlantSettings>() = PlantSettings {
+        latency_ms: f64::MAX,
+        camera_fps: f64::INFINITY,
+        flex: f64::NAN,
+        payload: 1e9,
+        servo_kp: f64::NAN,
+        ..settings
+    };
     app.update();
     let cfg = *app.world().resource::<Sim>().plant.config();
     assert_eq!((cfg.latency_ms, cfg.flex), (500.0, 0.0));
+    assert_eq!((cfg.payload, cfg.servo.kp), (0.5, elbow::plant::dynamics::Servo::STS3215.kp));
     assert!(cfg.camera.fps <= 120.0);
 }
 
@@ -686,6 +698,8 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
             backlash: 0.09,
             flex: 0.09,
             frictionloss: 0.029,
+            payload: 0.4,
+            servo_kp: 500.0,
             ..PlantSettings::default()
         };
         app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Iterative);
@@ -712,9 +726,17 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 let plant = world.resource::<PlantSettings>();
                 let p = scene.plant;
                 use elbow::plant::channel::Channel;
-                for c in [Channel::Encoder, Channel::Backlash, Channel::Friction, Channel::Flex, Channel::Latency] {
+                for c in [
+                    Channel::Encoder,
+                    Channel::Backlash,
+                    Channel::Friction,
+                    Channel::Flex,
+                    Channel::Latency,
+                    Channel::Payload,
+                ] {
                     assert_eq!(plant.level(c), Some(p[c]), "{lesson}: {c:?}");
                 }
+                assert_eq!(plant.servo_kp, scene.kp.unwrap_or(elbow::plant::dynamics::Servo::STS3215.kp), "{lesson}");
                 assert_eq!(plant.length_error != [0.0; 2], p[Channel::Mismatch] > 0.0, "{lesson}");
                 assert_eq!(world.resource::<AtlasView>().layer, scene.layer, "{lesson}");
                 assert_eq!(world.resource::<LiveSweep>().channel.channel(), scene.sweep, "{lesson}");
@@ -729,6 +751,22 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 for (i, m) in elbow::lineup::SolverId::CHAIN.into_iter().enumerate() {
                     assert_eq!(view.shown[i], shown.contains(&m) || m == driver, "{lesson}: {m:?}");
                 }
+                // The scene's plant and target, from the ideal plant: the gravity lesson's payload
+                // and soft servos reach the chain's plant itself.
+                use elbow::plant::channel::Channel;
+                let plant = world.resource::<PlantSettings>();
+                assert_eq!(plant.length_error, [0.0; 2], "{lesson}");
+                assert_eq!((plant.noise_std, plant.backlash, plant.flex), (0.0, 0.0, 0.0), "{lesson}");
+                assert_eq!(plant.level(Channel::Payload), Some(scene.plant[Channel::Payload]), "{lesson}");
+                let kp = scene.kp.unwrap_or(elbow::plant::dynamics::Servo::STS3215.kp);
+                assert_eq!(plant.servo_kp, kp, "{lesson}");
+                let reach = arm.arm().chain.reach();
+                assert!((world.resource::<Target>().pos - scene.target * reach).norm() < 1e-9, "{lesson}");
+                let sim =
+                    world.resource::<super::chain::state::ChainPlant>().plant.as_ref().expect("the chain's plant");
+                let cfg = sim.config();
+                assert_eq!((cfg.payload, cfg.servo.kp), (scene.plant[Channel::Payload], kp), "{lesson}");
+                assert_eq!(cfg.gravity, arm.arm().vertical(), "{lesson}");
             }
         }
     }
@@ -929,7 +967,7 @@ fn every_channel_with_a_slider_has_a_knob_and_is_swept() {
     use super::sweep::SweepChannel;
     use elbow::plant::channel::Channel;
     let swept: Vec<Channel> = SweepChannel::all().map(SweepChannel::channel).collect();
-    assert_eq!(swept.len(), 8, "{swept:?}");
+    assert_eq!(swept.len(), 9, "{swept:?}");
     let plant = PlantSettings::default();
     for c in SweepChannel::all() {
         let level = c.current(&plant);

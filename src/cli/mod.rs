@@ -60,7 +60,7 @@ pub(crate) struct Cli {
     pub(crate) lengths: Option<AppLengths>,
     /// Open the app on a lesson: averaging, joints-region, bishop1994, branch-flip, noise,
     /// backlash, friction, flex, envelope, hybrid (the two-link arm), manifold or seeds (the
-    /// rail3 chain).
+    /// rail3 chain), gravity (the SO-101).
     #[arg(long, value_name = "NAME")]
     pub(crate) lesson: Option<elbow::lessons::Lesson>,
     /// Open the app on a saved view (the panel's "save view"): its arm, target, driver, knobs,

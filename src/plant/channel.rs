@@ -17,7 +17,7 @@ use std::ops::{Index, IndexMut};
 
 use super::dynamics::Servo;
 use super::{Camera, MAX_BACKLASH, MAX_CAMERA_OFFSET, MAX_ENCODER_NOISE, MAX_FLEX, MAX_FPS, MAX_LATENCY_MS};
-use super::{MAX_PIXEL_NOISE, PlantConfig};
+use super::{MAX_PAYLOAD, MAX_PIXEL_NOISE, PlantConfig};
 use crate::kinematics::{Mismatch, Point2};
 use serde::de::{Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
@@ -53,6 +53,9 @@ pub enum Channel {
     CameraOffset,
     /// Camera frame period: seconds between frames (0: a frame at every tick).
     CameraPeriod,
+    /// A payload at the tip, kg: a small ball centred at the end of the last link. Under gravity
+    /// the servos sag under it (the SO-101's by 1.2 mm at full stretch with 250 g).
+    Payload,
     /// Every channel at once, at this fraction of its largest level.
     Combined,
 }
@@ -324,6 +327,22 @@ pub const ROWS: &[Row] = &[
         help: "the camera's frame period: seconds between frames (0: a frame at every tick)",
         slider: Some(2.0),
         physics: Physics::Camera(|c, v| c.fps = if v > 0.0 { (1.0 / v).min(MAX_FPS) } else { MAX_FPS }),
+    },
+    Row {
+        channel: Channel::Payload,
+        key: "payload",
+        field: "payload",
+        flag: "payload",
+        aliases: &[],
+        unit: "kg",
+        bound: bound(MAX_PAYLOAD, "1000 kg"),
+        // Only the baseline by default: a default run (and its combined channel) is the run it
+        // was before the payload had a row; `--payload 0,0.25,0.5` sweeps it.
+        levels: &[0.0],
+        randomized: None,
+        help: "a payload held at the tip, kg (a ball of water's density centred there), which the servos sag under when the arm hangs in a vertical plane",
+        slider: Some(0.5),
+        physics: Physics::Plant(|c, v| c.payload = v),
     },
     Row {
         channel: Channel::Combined,
@@ -805,7 +824,7 @@ mod tests {
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(
             json,
-            r#"{"encoder":0.0,"actuator":0.0,"backlash":0.0,"target":0.0,"mismatch":0.0,"friction":0.0,"flex":0.5,"latency":0.0,"camera_noise":0.0,"camera_offset":0.0,"camera_period":0.0}"#
+            r#"{"encoder":0.0,"actuator":0.0,"backlash":0.0,"target":0.0,"mismatch":0.0,"friction":0.0,"flex":0.5,"latency":0.0,"camera_noise":0.0,"camera_offset":0.0,"camera_period":0.0,"payload":0.0}"#
         );
         assert_eq!(serde_json::from_str::<Perturbation>(&json).unwrap(), p);
         let some: Perturbation = serde_json::from_str(r#"{"latency":2.0,"other":[1]}"#).unwrap();
@@ -828,9 +847,11 @@ mod tests {
             .with(Channel::Friction, 0.2)
             .with(Channel::CameraOffset, 0.3)
             .with(Channel::CameraPeriod, 0.5)
-            .with(Channel::Actuator, 9.0);
+            .with(Channel::Actuator, 9.0)
+            .with(Channel::Payload, 0.25);
         p.configure(&mut cfg);
         assert_eq!((cfg.noise_std, cfg.servo.frictionloss, cfg.backlash), (0.1, 0.2, 0.0));
+        assert_eq!(cfg.payload, 0.25);
         assert_eq!(cfg.camera, Camera { offset: Point2::new(0.3, 0.0), fps: 2.0, ..Camera::OFF });
         Perturbation::default().configure(&mut cfg);
         assert_eq!(cfg.camera.fps, MAX_FPS);

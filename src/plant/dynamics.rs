@@ -127,6 +127,38 @@ impl Inertia {
     pub fn rod(mass: f64, length: f64) -> Self {
         Self { mass, com: [length / 2.0, 0.0], inertia: mass * length * length / 12.0 }
     }
+
+    /// A solid ball of `mass` kg and `density` kg/m³ centred at `at` (body frame, metres): its
+    /// radius is `(3 mass / (4 pi density))^(1/3)` and its inertia about its centre
+    /// `2/5 mass radius²`. Nothing (no mass) for a mass or density of 0, less, or not finite.
+    pub fn ball(mass: f64, density: f64, at: [f64; 2]) -> Self {
+        if !(mass.is_finite() && mass > 0.0 && density.is_finite() && density > 0.0) {
+            return Self::NONE;
+        }
+        let radius = (3.0 * mass / (4.0 * std::f64::consts::PI * density)).cbrt();
+        Self { mass, com: at, inertia: 0.4 * mass * radius * radius }
+    }
+
+    /// This body with `part` rigidly attached (both in the same frame): the masses add, the
+    /// centre of mass is their mass-weighted mean, and the inertia about the new centre of mass
+    /// is each part's about its own centre plus its mass times its squared distance to the new
+    /// one (the parallel-axis theorem). So the inertia about the joint (the frame's origin) is
+    /// the sum of the two parts' ([`Inertia::about_origin`]). A part without mass adds nothing.
+    pub fn with_part(self, part: Inertia) -> Self {
+        if !(part.mass.is_finite() && part.mass > 0.0) {
+            return self;
+        }
+        let total = self.mass + part.mass;
+        let com = [0, 1].map(|i| (self.mass * self.com[i] + part.mass * part.com[i]) / total);
+        let d2 = |p: [f64; 2]| (p[0] - com[0]).powi(2) + (p[1] - com[1]).powi(2);
+        let inertia = self.inertia + self.mass * d2(self.com) + part.inertia + part.mass * d2(part.com);
+        Self { mass: total, com, inertia }
+    }
+
+    /// Rotational inertia about the frame's origin (the joint), kg m².
+    pub fn about_origin(&self) -> f64 {
+        self.inertia + self.mass * (self.com[0].powi(2) + self.com[1].powi(2))
+    }
 }
 
 /// A position servo and the joint it drives, in MuJoCo's units.

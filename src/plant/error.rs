@@ -42,6 +42,8 @@ pub enum Quantity {
     Flex,
     /// The control latency.
     Latency,
+    /// The payload held at the tip.
+    Payload,
     /// The camera's pixel noise.
     PixelNoise,
     /// The camera's scale at the arm's plane.
@@ -70,6 +72,7 @@ impl Quantity {
             Quantity::EncoderNoise => "encoder noise".into(),
             Quantity::Flex => "flex".into(),
             Quantity::Latency => "latency".into(),
+            Quantity::Payload => "payload".into(),
             Quantity::PixelNoise => "pixel noise".into(),
             Quantity::MetresPerPixel => "metres per pixel".into(),
             Quantity::CameraOffset => "offset".into(),
@@ -183,7 +186,7 @@ fn out_of_range(quantity: Quantity, unit: &str, [lo, hi]: [f64; 2], got: f64) ->
         Quantity::LinkMass { .. } => {
             format!("{name} must be a number from {lo:e} to {hi:e} {unit}, got {}", fmt_num(got))
         }
-        Quantity::Backlash | Quantity::EncoderNoise | Quantity::Flex | Quantity::Latency => {
+        Quantity::Backlash | Quantity::EncoderNoise | Quantity::Flex | Quantity::Latency | Quantity::Payload => {
             format!("the {name} must be a number from {} to {} {unit}, got {got}", fmt_num(lo), fmt_num(hi))
         }
         Quantity::PixelNoise => {

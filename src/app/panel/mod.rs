@@ -1217,6 +1217,16 @@ fn plant_section(ui: &mut egui::Ui, mut plant: Mut<PlantSettings>, chain: bool) 
     knob(ui, false, egui::Slider::new(&mut s.length_error[1], range::LENGTH_ERROR).text(names[1]), lengths);
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[0], range::OFFSET).text(names[2]), offsets);
     knob(ui, false, egui::Slider::new(&mut s.joint_offset[1], range::OFFSET).text(names[3]), offsets);
+    let sag = "Under gravity (the SO-101 hangs in a vertical plane) each servo gives way by its joint's gravity torque over kp: the payload adds torque, a lower kp gives way more. On a table they change only how the arm swings.";
+    knob(ui, false, egui::Slider::new(&mut s.payload, range::PAYLOAD).text("payload at the tip (kg)"), sag);
+    knob(
+        ui,
+        false,
+        egui::Slider::new(&mut s.servo_kp, range::SERVO_KP)
+            .logarithmic(true)
+            .text("servo gain kp (N m/rad, STS3215: 998)"),
+        sag,
+    );
     ui.horizontal(|ui| {
         if ui.button("ideal plant").clicked() {
             s = PlantSettings::IDEAL;

@@ -4,6 +4,7 @@
 use bevy::prelude::*;
 use elbow::arm::Arm;
 use elbow::plant::channel::{Channel, Perturbation};
+use elbow::plant::dynamics::Servo;
 use elbow::plant::{Camera, RealChain};
 use elbow::{Mismatch, Plant, PlantConfig, Point2, Pose, RealArm, TwoLinkArm, solve_branches};
 use std::collections::VecDeque;
@@ -111,6 +112,10 @@ pub(crate) struct PlantSettings {
     pub(crate) camera_offset: [f64; 2],
     /// The camera's frame rate, frames per second (0: no camera).
     pub(crate) camera_fps: f64,
+    /// A payload held at the tip (the gripper), kg.
+    pub(crate) payload: f64,
+    /// Every servo's position gain, N m/rad (the SO-101's STS3215 has 998.22).
+    pub(crate) servo_kp: f64,
 }
 
 /// Slider ranges of the plant knobs: a reality-gap channel's slider ends where its row of the
@@ -146,6 +151,10 @@ pub(crate) mod range {
     pub(crate) const SLOWEST_FRAME: f64 = end(Channel::CameraPeriod);
     /// Camera frame rate, frames per second.
     pub(crate) const CAMERA_FPS: RangeInclusive<f64> = 0.0..=120.0;
+    /// Payload at the tip, kg.
+    pub(crate) const PAYLOAD: RangeInclusive<f64> = 0.0..=end(Channel::Payload);
+    /// Servo position gain, N m/rad: from a hundredth of the STS3215's 998 to twice it.
+    pub(crate) const SERVO_KP: RangeInclusive<f64> = 10.0..=2000.0;
 }
 
 /// Whether every length error the mismatch sliders allow makes a valid real arm of `nominal`
@@ -181,6 +190,8 @@ impl Default for PlantSettings {
             camera_noise: Camera::default().pixel_noise,
             camera_offset: [0.0; 2],
             camera_fps: Camera::default().fps,
+            payload: 0.0,
+            servo_kp: Servo::STS3215.kp,
         }
     }
 }
@@ -192,7 +203,7 @@ fn clamp(v: f64, range: &std::ops::RangeInclusive<f64>) -> f64 {
 }
 
 impl PlantSettings {
-    /// No noise, backlash, friction, latency or mismatch.
+    /// No noise, backlash, friction, latency, mismatch or payload, on the STS3215's gain.
     pub(crate) const IDEAL: PlantSettings = PlantSettings {
         noise_std: 0.0,
         backlash: 0.0,
@@ -204,6 +215,8 @@ impl PlantSettings {
         camera_noise: 0.0,
         camera_offset: [0.0; 2],
         camera_fps: 30.0,
+        payload: 0.0,
+        servo_kp: Servo::STS3215.kp,
     };
 
     /// The value of `channel`'s knob, in the channel's unit (the camera offset's is the length
@@ -219,6 +232,7 @@ impl PlantSettings {
             Channel::CameraNoise => self.camera_noise,
             Channel::CameraOffset => self.camera_offset[0].hypot(self.camera_offset[1]),
             Channel::CameraPeriod if self.camera_fps > 0.0 => (1.0 / self.camera_fps).min(range::SLOWEST_FRAME),
+            Channel::Payload => self.payload,
             _ => return None,
         })
     }
@@ -239,6 +253,7 @@ impl PlantSettings {
                 Channel::CameraNoise => self.camera_noise = v,
                 Channel::CameraOffset => self.camera_offset = [v, 0.0],
                 Channel::CameraPeriod if v > 0.0 => self.camera_fps = 1.0 / v,
+                Channel::Payload => self.payload = v,
                 Channel::Mismatch => {
                     let m = if v == 0.0 { Mismatch::NONE } else { Perturbation::scaled(Mismatch::DEFAULT, v) };
                     self.length_error = m.length_error;
@@ -263,6 +278,13 @@ impl PlantSettings {
             camera_noise: clamp(self.camera_noise, &range::CAMERA_NOISE),
             camera_offset: self.camera_offset.map(|o| clamp(o, &range::CAMERA_OFFSET)),
             camera_fps: clamp(self.camera_fps, &range::CAMERA_FPS),
+            payload: clamp(self.payload, &range::PAYLOAD),
+            // A gain that is no number is the STS3215's, not the softest servo.
+            servo_kp: if self.servo_kp.is_finite() {
+                clamp(self.servo_kp, &range::SERVO_KP)
+            } else {
+                Servo::STS3215.kp
+            },
         }
     }
 
@@ -298,10 +320,11 @@ impl PlantSettings {
             real: self.real_arm(nominal),
             backlash: s.backlash,
             noise_std: s.noise_std,
-            servo: elbow::plant::dynamics::Servo { frictionloss: s.frictionloss, ..ideal.servo },
+            servo: Servo { frictionloss: s.frictionloss, kp: s.servo_kp, ..ideal.servo },
             flex: s.flex,
             latency_ms: s.latency_ms,
             camera: s.camera(),
+            payload: s.payload,
             seed: 7,
             ..ideal
         }
@@ -312,7 +335,8 @@ impl PlantSettings {
     /// The plant these settings describe for `arm`: its real body (the closed form's arm under
     /// the mismatch with [`PlantConfig::link_mass`] links; a chain's own body with the mismatch
     /// spread over its links, [`RealChain::with_mismatch`], an arm the sliders cannot make
-    /// staying as modelled) and the channels, with gravity on for an arm in a vertical plane.
+    /// staying as modelled) and the channels (the payload and the servos' gain among them, from
+    /// [`PlantSettings::config`]), with gravity on for an arm in a vertical plane.
     pub(crate) fn plant(&self, arm: &Arm) -> (RealChain, PlantConfig) {
         let two_link = arm.closed_form();
         let cfg = PlantConfig { gravity: arm.vertical(), ..self.config(&two_link.unwrap_or_default()) };
