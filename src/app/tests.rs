@@ -762,9 +762,7 @@ fn every_lesson_opens_its_scene_from_a_messy_state_in_a_frame_or_two() {
                 assert_eq!(plant.servo_kp, kp, "{lesson}");
                 let reach = arm.arm().chain.reach();
                 assert!((world.resource::<Target>().pos - scene.target * reach).norm() < 1e-9, "{lesson}");
-                let sim =
-                    world.resource::<super::chain::state::ChainPlant>().plant.as_ref().expect("the chain's plant");
-                let cfg = sim.config();
+                let cfg = world.resource::<Sim>().plant.config();
                 assert_eq!((cfg.payload, cfg.servo.kp), (scene.plant[Channel::Payload], kp), "{lesson}");
                 assert_eq!(cfg.gravity, arm.arm().vertical(), "{lesson}");
             }
