@@ -122,6 +122,7 @@ fn schedule(
         match Learners::of(&lab, &models, &nets) {
             Err(why) => board.note = Some(why),
             Ok(learners) => {
+                board.note = None;
                 job.models_stale = false;
                 let (cfg, scene) = config(&plant, lab.arm());
                 job.work.start(key, move || {

@@ -247,6 +247,7 @@ fn schedule(
         match Learners::of(&lab, &models, &nets) {
             Err(why) => sweep.note = Some(why),
             Ok(learners) => {
+                sweep.note = None;
                 job.level = Some(level);
                 job.models_stale = false;
                 let cfg = config(channel, &plant, lab.arm());

@@ -96,7 +96,7 @@ pub(crate) fn training_bar(ui: &mut egui::Ui, training: &ChainTraining) {
         ui.label("training");
         let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
         let text = if running {
-            format!("{:.0} % (the nets, off the frame)", 100.0 * fraction)
+            format!("{:.0} % (nets)", 100.0 * fraction)
         } else {
             format!("{:.0} %, stopped or done", 100.0 * fraction)
         };

@@ -850,7 +850,7 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
         sweep.channel = channel;
     }
     let Some((swept, curves)) = sweep.latest.clone() else {
-        ui.small("The first sweep starts once every head has a model.");
+        ui.small("The first sweep starts once every learner has a model.");
         return;
     };
     let now = swept.current(plant);
