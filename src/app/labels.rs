@@ -4,9 +4,10 @@
 //! logical pixels, so labels sit the same on every arm's scale.
 
 use super::camera::{ViewScale, WorldCamera};
-use super::format::{BRANCH_COLOR, LESSON_COLOR, TARGET_COLOR, color32, metres, solver_color};
+use super::format::{BRANCH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, metres, solver_color};
 use super::manifold_draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
-use super::state::arm::{Nominal, Sim, closed_form, manifold};
+use super::state::arm::{Lab, Nominal, Sim, closed_form, manifold};
+use super::state::manifold::{ChainAnswers, ChainView};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
@@ -41,6 +42,43 @@ fn place(rect: egui::Rect, clip: egui::Rect, placed: &[egui::Rect]) -> egui::Rec
         .unwrap_or(start)
 }
 
+/// Paints world-anchored text in the view: each label on a dark backing, inside the view and
+/// clear of the labels placed before it ([`place`]).
+struct Labeller<'a> {
+    painter: egui::Painter,
+    clip: egui::Rect,
+    camera: &'a Camera,
+    transform: &'a GlobalTransform,
+    placed: Vec<egui::Rect>,
+}
+
+impl<'a> Labeller<'a> {
+    /// A labeller on its own layer `id` over the view of `camera` (`None` without a viewport).
+    fn new(ctx: &egui::Context, camera: &'a Camera, transform: &'a GlobalTransform, id: &str) -> Option<Self> {
+        let view = camera.logical_viewport_rect()?;
+        let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y));
+        let painter =
+            ctx.layer_painter(egui::LayerId::new(egui::Order::Middle, egui::Id::new(id))).with_clip_rect(clip);
+        Some(Self { painter, clip, camera, transform, placed: Vec::new() })
+    }
+
+    /// Where world point `p` (metres) is on the screen, when it is.
+    fn screen(&self, p: Point2) -> Option<egui::Pos2> {
+        let w = Vec3::new(p.x as f32, p.y as f32, 0.0);
+        self.camera.world_to_viewport(self.transform, w).ok().filter(|s| s.is_finite()).map(|s| egui::pos2(s.x, s.y))
+    }
+
+    /// `label` in `color`, anchored by `anchor` at `offset` pixels from world point `at`.
+    fn text(&mut self, at: Point2, offset: egui::Vec2, anchor: egui::Align2, label: String, color: Color) {
+        let Some(pos) = self.screen(at) else { return };
+        let galley = self.painter.layout_no_wrap(label, egui::FontId::proportional(15.0), color32(color));
+        let rect = place(anchor.anchor_size(pos + offset, galley.size()), self.clip, &self.placed);
+        self.placed.push(rect);
+        self.painter.rect_filled(rect.expand(3.0), 4.0, egui::Color32::from_black_alpha(190));
+        self.painter.galley(rect.min, galley, color32(color));
+    }
+}
+
 /// Paints the labels.
 #[allow(clippy::too_many_arguments)]
 fn labels(
@@ -56,28 +94,8 @@ fn labels(
 ) -> Result {
     let (camera_view, sim, why, scale) = marks;
     let now = time.elapsed_secs_f64();
-    let ctx = contexts.ctx_mut()?;
     let (camera, transform) = *camera;
-    let Some(view) = camera.logical_viewport_rect() else { return Ok(()) };
-    let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y));
-    let painter =
-        ctx.layer_painter(egui::LayerId::new(egui::Order::Middle, egui::Id::new("world-labels"))).with_clip_rect(clip);
-    let screen = |p: Point2| {
-        let w = Vec3::new(p.x as f32, p.y as f32, 0.0);
-        camera.world_to_viewport(transform, w).ok().filter(|s| s.is_finite()).map(|s| egui::pos2(s.x, s.y))
-    };
-    let font = egui::FontId::proportional(15.0);
-    let placed = std::cell::RefCell::new(Vec::<egui::Rect>::new());
-    let text = |at: Point2, offset: egui::Vec2, anchor: egui::Align2, label: String, color: Color| {
-        if let Some(pos) = screen(at) {
-            let galley = painter.layout_no_wrap(label, font.clone(), color32(color));
-            let rect = anchor.anchor_size(pos + offset, galley.size());
-            let rect = place(rect, clip, &placed.borrow());
-            placed.borrow_mut().push(rect);
-            painter.rect_filled(rect.expand(3.0), 4.0, egui::Color32::from_black_alpha(190));
-            painter.galley(rect.min, galley, color32(color));
-        }
-    };
+    let Some(mut l) = Labeller::new(contexts.ctx_mut()?, camera, transform, "world-labels") else { return Ok(()) };
     let arm = nominal.0;
     // Elbow labels go on the side away from the forearm, so the arm does not cross them.
     let beside = |pose: elbow::Pose, dy: f32| {
@@ -91,7 +109,7 @@ fn labels(
     for id in [SolverId::ElbowUp, SolverId::ElbowDown] {
         if let Some(pose) = solutions.row(id).pose.filter(|_| shown.0[id]) {
             let (at, offset, anchor) = beside(pose, 0.0);
-            text(at, offset, anchor, id.short().into(), solver_color(id));
+            l.text(at, offset, anchor, id.short().into(), solver_color(id));
         }
     }
     // Each mixture component at its elbow, below the analytic branch label it usually sits on.
@@ -102,7 +120,7 @@ fn labels(
         }
         for c in solutions.candidates[head].iter().filter(|c| c.pose.is_finite() && c.weight >= 0.05) {
             let (at, offset, anchor) = beside(c.pose, 18.0);
-            text(at, offset, anchor, format!("{} w={:.2}", id.short(), c.weight), solver_color(id));
+            l.text(at, offset, anchor, format!("{} w={:.2}", id.short(), c.weight), solver_color(id));
         }
     }
     let mse = SolverId::Learned(HeadKind::Mse);
@@ -111,67 +129,61 @@ fn labels(
     {
         let tip = arm.tip(pose);
         let label = format!("MSE ≈ average of the branches\nmisses by {}", metres(solutions.row(mse).tip_error));
-        text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
+        l.text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
     }
-    text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
+    l.text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
     if camera_view.0
         && let Some(frame) = sim.plant.camera()
     {
         let label = format!("camera's tip frames (squares, fading over {} s)", super::draw::CAMERA_FADE_SECS);
-        text(frame.tip, egui::vec2(14.0, -14.0), egui::Align2::LEFT_BOTTOM, label, Color::WHITE);
+        l.text(frame.tip, egui::vec2(14.0, -14.0), egui::Align2::LEFT_BOTTOM, label, Color::WHITE);
     }
     if let Some(pin) = why.0
         && (pin - target.pos).norm() > f64::from(scale.px(4.0))
     {
-        text(pin, egui::vec2(0.0, 0.0), egui::Align2::CENTER_CENTER, "✱ why? asked here".into(), LESSON_COLOR);
+        l.text(pin, egui::vec2(0.0, 0.0), egui::Align2::CENTER_CENTER, "✱ why? asked here".into(), LESSON_COLOR);
     }
     if let Some(event) = branches.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) {
-        text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
+        l.text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
     }
     Ok(())
 }
 
-/// Paints the chain lab's world text: the "g" beside the gravity arrow, where the plant has
+/// Paints a chain's world text: the target, the squared-error net's answer with its miss, the
+/// real arm's tip with its miss, and the "g" beside the gravity arrow where the plant has
 /// gravity.
+#[allow(clippy::too_many_arguments)]
 fn chain_labels(
     mut contexts: EguiContexts,
     camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
+    lab: Res<Lab>,
+    target: Res<Target>,
+    view: Res<ChainView>,
+    answers: Res<ChainAnswers>,
     sim: Res<Sim>,
     scale: Res<ViewScale>,
 ) -> Result {
-    let (gravity, base) = plant_gravity(&sim);
-    let Some([from, to]) = gravity_arrow(gravity, base, &scale) else { return Ok(()) };
-    let ctx = contexts.ctx_mut()?;
     let (camera, transform) = *camera;
-    let Some(view) = camera.logical_viewport_rect() else { return Ok(()) };
-    let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y));
-    let mid = (0.5 * (from + to)).extend(0.0);
-    let Some(at) = camera.world_to_viewport(transform, mid).ok().filter(|s| s.is_finite()) else { return Ok(()) };
-    let painter =
-        ctx.layer_painter(egui::LayerId::new(egui::Order::Middle, egui::Id::new("chain-labels"))).with_clip_rect(clip);
-    let job =
-        egui::text::LayoutJob::simple_singleline("g".into(), egui::FontId::proportional(17.0), color32(GRAVITY_COLOR));
-    let mut job = job;
-    job.sections[0].format.italics = true;
-    let galley = painter.layout_job(job);
-    let rect = egui::Align2::RIGHT_CENTER.anchor_size(egui::pos2(at.x - 8.0, at.y), galley.size());
-    painter.galley(rect.min, galley, color32(GRAVITY_COLOR));
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::place;
-    use bevy_egui::egui::{Rect, pos2, vec2};
-
-    #[test]
-    fn labels_stay_inside_the_view_and_clear_of_each_other() {
-        let clip = Rect::from_min_max(pos2(400.0, 0.0), pos2(1200.0, 800.0));
-        let cut = Rect::from_min_size(pos2(350.0, 100.0), vec2(200.0, 20.0));
-        let moved = place(cut, clip, &[]);
-        assert!(clip.contains_rect(moved), "a label over the panel edge comes inside: {moved:?}");
-        let first = place(Rect::from_min_size(pos2(600.0, 300.0), vec2(120.0, 20.0)), clip, &[]);
-        let second = place(Rect::from_min_size(pos2(610.0, 305.0), vec2(120.0, 20.0)), clip, &[first]);
-        assert!(!second.intersects(first), "{first:?} {second:?}");
+    let Some(mut l) = Labeller::new(contexts.ctx_mut()?, camera, transform, "chain-labels") else { return Ok(()) };
+    let Some(arm) = lab.chain() else { return Ok(()) };
+    let t = target.pos;
+    let mse = SolverId::Learned(HeadKind::Mse);
+    if view.shows(mse)
+        && let Some(x) = answers.mse.as_ref()
+    {
+        let tip = arm.chain.tip(x);
+        let label = format!("MSE net: the answers' mean\nmisses by {}", metres(Some((tip - t).norm())));
+        l.text(tip, egui::vec2(14.0, -10.0), egui::Align2::LEFT_BOTTOM, label, solver_color(mse));
     }
+    let real = sim.tip();
+    let label = format!("real arm: {} off", metres(Some((real - t).norm())));
+    l.text(real, egui::vec2(-14.0, 14.0), egui::Align2::RIGHT_TOP, label, PLANT_COLOR);
+    l.text(t, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
+    let (gravity, base) = plant_gravity(&sim);
+    if let Some([from, to]) = gravity_arrow(gravity, base, &scale) {
+        let mid = 0.5 * (from + to);
+        let at = Point2::new(f64::from(mid.x), f64::from(mid.y));
+        l.text(at, egui::vec2(-8.0, 0.0), egui::Align2::RIGHT_CENTER, "g".into(), GRAVITY_COLOR);
+    }
+    Ok(())
 }
