@@ -14,7 +14,7 @@ use super::super::state::manifold::{
     ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
     SELF_MOTION_SPAN, drives, enveloped, method_label,
 };
-use super::super::state::train::{Run, RunState};
+use super::super::state::train::Run;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::egui;
@@ -90,18 +90,7 @@ impl TrainingRows<'_> {
 
 /// The nets' progress pill: steps done of all the nets' steps.
 pub(crate) fn training_bar(ui: &mut egui::Ui, training: &ChainTraining) {
-    let (done, total) = training.runs.iter().fold((0, 0), |(d, t), r| (d + r.steps_done, t + r.total));
-    let running = training.runs.iter().any(|r| r.state == RunState::Running);
-    ui.horizontal(|ui| {
-        ui.label("training");
-        let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
-        let text = if running {
-            format!("{:.0} % (nets)", 100.0 * fraction)
-        } else {
-            format!("{:.0} %, stopped or done", 100.0 * fraction)
-        };
-        ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
-    });
+    ui.horizontal(|ui| super::progress_pill(ui, training.runs.iter(), "nets", "stopped or done"));
 }
 
 /// The arm buttons: the lab's two-link arm (`home`) and every named chain; a click switches the
