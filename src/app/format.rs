@@ -117,3 +117,19 @@ mod tests {
         assert_eq!(metres(Some(0.0123)), "12.3 mm");
     }
 }
+
+/// "training" and a pill of the steps `runs` have done of all their steps, saying `what` trains
+/// while one runs, `idle` otherwise.
+pub(crate) fn progress_pill<'r>(
+    ui: &mut egui::Ui,
+    runs: impl Iterator<Item = &'r super::state::train::Run> + Clone,
+    what: &str,
+    idle: &str,
+) {
+    let (done, total) = runs.clone().fold((0usize, 0usize), |(d, t), r| (d + r.steps_done, t + r.total));
+    let running = runs.into_iter().any(|r| r.state == super::state::train::RunState::Running);
+    ui.label("training");
+    let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
+    let text = format!("{:.0} %{}", 100.0 * fraction, if running { format!(" ({what})") } else { format!(", {idle}") });
+    ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
+}

@@ -32,7 +32,7 @@ use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
 use super::state::manifold::{ChainTraining, ChainView};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
-use super::state::train::{LoadModel, ModelFile, Models, Run, RunState, TrainCommand, Training, TrainingParams};
+use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use crate::cli::figure::Series;
@@ -989,7 +989,12 @@ fn lesson_knob(lesson: elbow::lessons::Lesson) -> Option<Channel> {
 /// details are in the Training section).
 fn training_bar(ui: &mut egui::Ui, train: &mut MessageWriter<TrainCommand>, training: &Training) {
     ui.horizontal(|ui| {
-        progress_pill(ui, HeadKind::ALL.iter().map(|&h| training.head(h)), "all heads", "paused or done");
+        super::format::progress_pill(
+            ui,
+            HeadKind::ALL.iter().map(|&h| training.head(h)),
+            "all heads",
+            "paused or done",
+        );
         if ui.small_button("▶").on_hover_text("start or resume training (Space)").clicked() {
             train.write(TrainCommand::Start);
         }
@@ -1001,22 +1006,6 @@ fn training_bar(ui: &mut egui::Ui, train: &mut MessageWriter<TrainCommand>, trai
             train.write(TrainCommand::Reset);
         }
     });
-}
-
-/// "training" and a pill of the steps `runs` have done of all their steps, saying `what` trains
-/// while one runs, `idle` otherwise.
-pub(crate) fn progress_pill<'r>(
-    ui: &mut egui::Ui,
-    runs: impl Iterator<Item = &'r Run> + Clone,
-    what: &str,
-    idle: &str,
-) {
-    let (done, total) = runs.clone().fold((0usize, 0usize), |(d, t), r| (d + r.steps_done, t + r.total));
-    let running = runs.into_iter().any(|r| r.state == RunState::Running);
-    ui.label("training");
-    let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
-    let text = format!("{:.0} %{}", 100.0 * fraction, if running { format!(" ({what})") } else { format!(", {idle}") });
-    ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
 }
 
 /// The latest change of elbow branch, while its mark is on the canvas: when, and why.
