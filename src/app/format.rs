@@ -95,6 +95,17 @@ pub(crate) fn swatch(ui: &mut egui::Ui, color: Color) {
     ui.painter().rect_filled(rect, 3.0, color32(color));
 }
 
+/// "training" and a pill of `progress` (steps done, steps in all, whether a run is running, as
+/// [`super::state::train::progress`] counts them), saying `what` trains while one runs, `idle`
+/// otherwise.
+pub(crate) fn progress_pill(ui: &mut egui::Ui, progress: (usize, usize, bool), what: &str, idle: &str) {
+    let (done, total, running) = progress;
+    ui.label("training");
+    let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
+    let text = format!("{:.0} %{}", 100.0 * fraction, if running { format!(" ({what})") } else { format!(", {idle}") });
+    ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,20 +127,4 @@ mod tests {
         }
         assert_eq!(metres(Some(0.0123)), "12.3 mm");
     }
-}
-
-/// "training" and a pill of the steps `runs` have done of all their steps, saying `what` trains
-/// while one runs, `idle` otherwise.
-pub(crate) fn progress_pill<'r>(
-    ui: &mut egui::Ui,
-    runs: impl Iterator<Item = &'r super::state::train::Run> + Clone,
-    what: &str,
-    idle: &str,
-) {
-    let (done, total) = runs.clone().fold((0usize, 0usize), |(d, t), r| (d + r.steps_done, t + r.total));
-    let running = runs.into_iter().any(|r| r.state == super::state::train::RunState::Running);
-    ui.label("training");
-    let fraction = if total > 0 { done as f32 / total as f32 } else { 0.0 };
-    let text = format!("{:.0} %{}", 100.0 * fraction, if running { format!(" ({what})") } else { format!(", {idle}") });
-    ui.add(egui::ProgressBar::new(fraction).desired_width(150.0).text(text));
 }

@@ -90,7 +90,14 @@ impl TrainingRows<'_> {
 
 /// The nets' progress pill: steps done of all the nets' steps.
 pub(crate) fn training_bar(ui: &mut egui::Ui, training: &ChainTraining) {
-    ui.horizontal(|ui| super::super::format::progress_pill(ui, training.runs.iter(), "nets", "stopped or done"));
+    ui.horizontal(|ui| {
+        super::super::format::progress_pill(
+            ui,
+            super::super::state::train::progress(training.runs.iter()),
+            "nets",
+            "stopped or done",
+        )
+    });
 }
 
 /// The arm buttons: the lab's two-link arm (`home`) and every named chain; a click switches the

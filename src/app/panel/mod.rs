@@ -991,7 +991,7 @@ fn training_bar(ui: &mut egui::Ui, train: &mut MessageWriter<TrainCommand>, trai
     ui.horizontal(|ui| {
         super::format::progress_pill(
             ui,
-            HeadKind::ALL.iter().map(|&h| training.head(h)),
+            super::state::train::progress(HeadKind::ALL.iter().map(|&h| training.head(h))),
             "all heads",
             "paused or done",
         );

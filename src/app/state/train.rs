@@ -149,6 +149,11 @@ impl Run {
     }
 }
 
+/// Steps done, steps in all, and whether any is running, over `runs`.
+pub(crate) fn progress<'r>(runs: impl Iterator<Item = &'r Run>) -> (usize, usize, bool) {
+    runs.fold((0, 0, false), |(d, t, on), r| (d + r.steps_done, t + r.total, on || r.state == RunState::Running))
+}
+
 /// Every head's training run.
 #[derive(Resource, Debug, Clone, Default)]
 pub(crate) struct Training(pub(crate) Table<HeadKind, Run>);
