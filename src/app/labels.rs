@@ -187,3 +187,20 @@ fn chain_labels(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+    use bevy_egui::egui::{Rect, pos2, vec2};
+
+    #[test]
+    fn labels_stay_inside_the_view_and_clear_of_each_other() {
+        let clip = Rect::from_min_max(pos2(400.0, 0.0), pos2(1200.0, 800.0));
+        let cut = Rect::from_min_size(pos2(350.0, 100.0), vec2(200.0, 20.0));
+        let moved = place(cut, clip, &[]);
+        assert!(clip.contains_rect(moved), "a label over the panel edge comes inside: {moved:?}");
+        let first = place(Rect::from_min_size(pos2(600.0, 300.0), vec2(120.0, 20.0)), clip, &[]);
+        let second = place(Rect::from_min_size(pos2(610.0, 305.0), vec2(120.0, 20.0)), clip, &[first]);
+        assert!(!second.intersects(first), "{first:?} {second:?}");
+    }
+}
