@@ -7,7 +7,7 @@ use super::camera::{ViewScale, WorldCamera};
 use super::format::{BRANCH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, metres, solver_color};
 use super::manifold_draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::state::arm::{Lab, Nominal, Sim, closed_form, manifold};
-use super::state::manifold::{ChainAnswers, ChainView};
+use super::state::manifold::{ChainAnswers, ChainView, method_label};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
@@ -149,8 +149,8 @@ fn labels(
     Ok(())
 }
 
-/// Paints a chain's world text: the target, the squared-error net's answer with its miss, the
-/// real arm's tip with its miss, and the "g" beside the gravity arrow where the plant has
+/// Paints a chain's world text: each fan's name, the target, the squared-error net's answer with
+/// its miss, the real arm's tip with its miss, and the "g" beside the gravity arrow where the plant has
 /// gravity.
 #[allow(clippy::too_many_arguments)]
 fn chain_labels(
@@ -174,6 +174,22 @@ fn chain_labels(
         let tip = arm.chain.tip(x);
         let label = format!("MSE net: the answers' mean\nmisses by {}", metres(Some((tip - t).norm())));
         l.text(tip, egui::vec2(14.0, -10.0), egui::Align2::LEFT_BOTTOM, label, solver_color(mse));
+    }
+    // Each fan named where its arms' middle joints gather (the mean over its draws), so fans that
+    // overlap at the tip are told apart along the arm.
+    let d = arm.coords();
+    for (m, set) in [
+        (SolverId::Exact, &answers.exact.x),
+        (SolverId::Learned(HeadKind::Mdn), &answers.mdn),
+        (SolverId::Flow, &answers.flow),
+    ] {
+        let draws: Vec<Vec<Point2>> =
+            if view.shows(m) { set.chunks_exact(d).map(|x| arm.chain.points(x)).collect() } else { Vec::new() };
+        let Some(k) = draws.first().map(|p| p.len() / 2) else { continue };
+        let mean = draws.iter().map(|p| p[k]).sum::<Point2>() / draws.len() as f64;
+        if mean.x.is_finite() && mean.y.is_finite() {
+            l.text(mean, egui::vec2(0.0, -16.0), egui::Align2::CENTER_BOTTOM, method_label(m).into(), solver_color(m));
+        }
     }
     let real = sim.tip();
     let label = format!("real arm: {} off", metres(Some((real - t).norm())));
