@@ -255,8 +255,7 @@ fn answer(
     {
         answers.walk = Some(manifold::walk(&arm.chain, x, target, distance));
     }
-    answers.command = command.filter(|x| x.iter().all(|v| v.is_finite()));
-    sent.0.clone_from(&answers.command);
+    sent.0 = command.filter(|x| x.iter().all(|v| v.is_finite()));
 
     // The exact fan: off the frame, for the current target, with the nets' latest snapshot.
     let key = ExactKey { target: [target.x.to_bits(), target.y.to_bits()], fan: view.fan(), arm: arm.name.clone() };

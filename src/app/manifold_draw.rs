@@ -12,6 +12,7 @@ use super::format::{PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::arm::Sim;
 use super::state::arm::{Lab, manifold};
 use super::state::manifold::{ChainAnswers, ChainView};
+use super::state::solve::Command;
 use super::state::view::Target;
 use bevy::prelude::*;
 use elbow::Point2;
@@ -413,6 +414,7 @@ fn draw(
     target: Res<Target>,
     view: Res<ChainView>,
     answers: Res<ChainAnswers>,
+    sent: Res<Command>,
     sim: Res<Sim>,
     scale: Res<ViewScale>,
     mut outlined: Local<Option<(Arm, Vec<Vec<Vec2>>)>>,
@@ -476,7 +478,7 @@ fn draw(
     }
     // The command on the model (thin), then the real arm as it is (thick: its droop, play, lag
     // and mismatch included) with its base on the rail: the gap between them is the plant's.
-    if let Some(x) = answers.command.as_ref() {
+    if let Some(x) = sent.0.as_ref() {
         polyline(&mut pens.arm, chain, x, PLANT_COLOR.with_alpha(0.9), 0.0);
     }
     let real: Vec<Vec2> =

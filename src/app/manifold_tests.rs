@@ -8,7 +8,7 @@ use super::state::arm::Sim;
 use super::state::manifold::{ChainAnswers, ChainNets, ChainTraining, ChainView};
 use crate::app::logic_plugin;
 use crate::app::state::arm::{Lab, PlantSettings};
-use crate::app::state::solve::Solutions;
+use crate::app::state::solve::{Command, Solutions};
 use crate::app::state::train::{Models, TrainingParams};
 use crate::app::state::view::Target;
 use bevy::prelude::*;
@@ -210,7 +210,7 @@ fn the_hybrid_drives_the_chain_onto_the_target_where_the_mse_net_misses() {
     app.world_mut().resource_mut::<ChainView>().driver = SolverId::Flow;
     app.update();
     let answers = app.world().resource::<ChainAnswers>();
-    let command = answers.command.as_ref().expect("the flow commands the chain");
+    let command = app.world().resource::<Command>().0.clone().expect("the flow commands the chain");
     assert!(answers.flow.chunks_exact(3).any(|x| x == &command[..]), "the command is one of the flow's draws");
 }
 
@@ -340,7 +340,7 @@ fn every_reality_gap_slider_moves_the_chain_as_the_cores_plant_moves() {
             let mut acted = false;
             for frame in 0..90 {
                 app.update();
-                let command = app.world().resource::<ChainAnswers>().command.clone();
+                let command = app.world().resource::<Command>().0.clone();
                 for plant in [&mut core, &mut ideal] {
                     if let Some(c) = &command {
                         plant.command(c);

@@ -228,8 +228,6 @@ pub(crate) struct ChainAnswers {
     /// The driver's answer this frame before any self-motion: where the next frame's answer
     /// starts from (empty until the first answer).
     pub(crate) anchor: Vec<f64>,
-    /// What the chain is commanded to this frame.
-    pub(crate) command: Option<Vec<f64>>,
     /// The self-motion walk behind the command, when the slider is off zero.
     pub(crate) walk: Option<Walk>,
     /// How far along the manifold the walk is asked to go now: the slider's distance, reached
