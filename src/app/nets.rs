@@ -121,7 +121,7 @@ fn load_nets(
     mut nets: ResMut<ChainNets>,
 ) {
     for LoadModel(path) in loads.read() {
-        let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let shown = super::state::train::file_label(path);
         let loaded = elbow::learned::ModelFile::load(path).map_err(|e| e.to_string()).and_then(|m| match m {
             elbow::learned::ModelFile::Chain(m) => m.check_fits(lab.arm()).map(|()| m),
             other => Err(format!("it is {}, and the app is on the chain {}", other.describe(), lab.arm().name)),

@@ -35,7 +35,7 @@ struct KeptNets(HashMap<String, (ChainNets, ChainTraining)>);
 /// Puts the nets of `model` (read from `path`) in place for its arm before the app starts, so
 /// the chain lab opens with them instead of training (`elbow --arm rail3 --model m.json`).
 pub(crate) fn preload(app: &mut App, model: ChainModel, path: &std::path::Path) {
-    let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let file = super::state::train::file_label(path);
     let mut training = ChainTraining { config: model.net, ..ChainTraining::default() };
     for kind in NetKind::ALL {
         if model.net(kind).is_some() {

@@ -136,7 +136,7 @@ fn load_models(
     mut models: ResMut<Models>,
 ) {
     for LoadModel(path) in loads.read() {
-        let shown = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let shown = super::state::train::file_label(path);
         let loaded = LearnedModel::load(path)
             .map_err(|e| e.to_string())
             .and_then(|m| m.check_fits(&nominal.0, None).map(|()| m));

@@ -94,6 +94,11 @@ pub(crate) struct ModelFile {
     pub(crate) outcome: Option<Result<String, String>>,
 }
 
+/// How a model file is named in the panel: its file name (its whole path when it has none).
+pub(crate) fn file_label(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 /// Where one head's training stands.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) enum RunState {
