@@ -176,7 +176,7 @@ fn draw(
         frames.pop_front();
     }
     if camera_view.0 {
-        let believed = arm_model.joints(sim.measured);
+        let believed = arm_model.joints(sim.measured());
         arm(&mut pens.dashed, believed, ENCODER_COLOR, 1.0, &scale);
         // Each frame fades out over CAMERA_FADE_SECS (a label says so).
         for &(p, at) in frames.iter() {

@@ -29,7 +29,7 @@ pub(crate) fn decide(
 ) {
     // With the models, so the residual's trust region is the region it was trained on.
     let lineup = Lineup::new(nominal.0, Table::from_fn(|h| models.get(h)));
-    let answer = solutions.proposal.map(|p| lineup.vet(driver.0, p, target.pos, sim.measured));
+    let answer = solutions.proposal.map(|p| lineup.vet(driver.0, p, target.pos, sim.measured()));
     let verdict = answer.and_then(|a| a.verdict);
     if let Some(decision) = verdict {
         stats.log.record(decision);

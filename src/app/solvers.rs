@@ -37,7 +37,7 @@ fn solve_all(
     mut out: ResMut<Solutions>,
 ) {
     let arm = nominal.0;
-    let (t, seed) = (target.pos, sim.measured);
+    let (t, seed) = (target.pos, sim.measured());
     // A driver keeps its elbow branch: a head with several answers takes the one nearest the
     // arm's pose unless it must change (see `elbow::learned::branch`).
     let lineup = Lineup { keep_branch: Some(HYSTERESIS), ..Lineup::new(arm, Table::from_fn(|h| models.get(h))) };

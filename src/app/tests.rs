@@ -260,7 +260,7 @@ fn assert_all_finite(app: &App, frame: usize) {
     }
     assert!(s.command.is_none_or(|p| p.is_finite()), "frame {frame}: command");
     let sim = world.resource::<Sim>();
-    assert!(sim.measured.is_finite(), "frame {frame}: measured pose");
+    assert!(sim.measured().is_finite(), "frame {frame}: measured pose");
     if let Some(f) = sim.plant.camera() {
         assert!(f.tip.x.is_finite() && f.tip.y.is_finite() && f.time.is_finite(), "frame {frame}: camera {f:?}");
     }

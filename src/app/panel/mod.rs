@@ -316,7 +316,7 @@ fn why(
     let Some(arm) = lab.chain() else {
         let Some(two) = lab.closed_form() else { return };
         let mut p = *pin;
-        let asked = WhyAsked { arm: two, models: &models, params: &params, target: target.pos, from: sim.measured };
+        let asked = WhyAsked { arm: two, models: &models, params: &params, target: target.pos, from: sim.measured() };
         why_section(ui, &asked, &mut explained, &mut p, driver.0);
         pin.set_if_neq(p);
         return;

@@ -364,8 +364,6 @@ pub(crate) struct Sim {
     pub(crate) plant: Plant,
     /// What the encoders read at the end of the last frame, coordinate by coordinate.
     pub(crate) read: Vec<f64>,
-    /// The same reading as a two-link pose (the closed form's solvers start from it).
-    pub(crate) measured: Pose,
 }
 
 impl Sim {
@@ -373,7 +371,7 @@ impl Sim {
     pub(crate) fn new(arm: &Arm, settings: &PlantSettings, x: &[f64]) -> Self {
         let (real, cfg) = settings.plant(arm);
         let plant = Plant::new(real, cfg, x);
-        let mut sim = Self { read: Vec::new(), measured: Pose::default(), plant };
+        let mut sim = Self { read: Vec::new(), plant };
         sim.read_encoders(&sim.plant.link());
         sim
     }
@@ -383,9 +381,12 @@ impl Sim {
         let d = self.plant.dim();
         self.read.clear();
         self.read.extend_from_slice(&reading[..d]);
-        if d == 2 {
-            self.measured = Pose::of(reading);
-        }
+    }
+
+    /// The reading as a two-link pose, where the closed form's solvers start from (on an arm
+    /// with a closed form: two coordinates).
+    pub(crate) fn measured(&self) -> Pose {
+        Pose::of(&self.read)
     }
 
     /// Where the real tip is.
