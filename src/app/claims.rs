@@ -18,7 +18,7 @@ use elbow::Mismatch;
 use elbow::arm::Arm;
 use elbow::experiments::degradation::{Channel, ChannelLevels, Claim, DegradationConfig, OodKind, Protocol};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Held-out targets per setting of the board's run: every move is a simulated second or two of
 /// the plant's dynamics, so 100 per setting keep the board within seconds (rates to about ±5 %).
@@ -34,8 +34,8 @@ pub(crate) fn plugin(app: &mut App) {
 pub(crate) struct ClaimsBoard {
     /// The claims with their verdicts, and the scene they were computed for.
     pub(crate) latest: Option<(Arc<Vec<Claim>>, String)>,
-    /// Wall time of the latest run, milliseconds.
-    pub(crate) compute_ms: f64,
+    /// Where the run stands in words ([`super::job::Job::status`]).
+    pub(crate) status: String,
     /// A run is in progress.
     pub(crate) busy: bool,
     /// Why no run can start yet (a head without a model), or why the last one failed.
@@ -45,8 +45,8 @@ pub(crate) struct ClaimsBoard {
 /// What the verdicts are of: the arm and the plant's knobs.
 type Key = (Arm, PlantSettings);
 
-/// A finished run: the claims, the scene in words, the wall time in milliseconds.
-type Judged = (Vec<Claim>, String, f64);
+/// A finished run: the claims and the scene in words.
+type Judged = (Vec<Claim>, String);
 
 /// The run in progress.
 #[derive(Resource, Default)]
@@ -106,9 +106,8 @@ fn schedule(
 ) {
     let key = (lab.arm().clone(), plant.sanitized());
     match job.work.poll(&key) {
-        Some(Ok(Ok((claims, scene, ms)))) => {
+        Some(Ok(Ok((claims, scene)))) => {
             board.latest = Some((Arc::new(claims), scene));
-            board.compute_ms = ms;
             board.note = None;
         }
         Some(Ok(Err(why)) | Err(why)) => board.note = Some(why),
@@ -125,16 +124,17 @@ fn schedule(
                 board.note = None;
                 job.models_stale = false;
                 let (cfg, scene) = config(&plant, lab.arm());
-                job.work.start(key, move || {
-                    let t = Instant::now();
-                    let report = learners.run(&cfg)?;
-                    Ok((report.claims, scene, t.elapsed().as_secs_f64() * 1e3))
-                });
+                let meter = job.work.meter();
+                job.work.start(key, move || Ok((learners.run(&cfg, &meter)?.claims, scene)));
             }
         }
     }
     let busy = job.work.busy();
     if board.busy != busy {
         board.busy = busy;
+    }
+    let status = job.work.status();
+    if board.status != status {
+        board.status = status;
     }
 }

@@ -34,7 +34,7 @@ struct PlantGizmos;
 
 /// Lines of the ghost arms.
 #[derive(Default, Reflect, GizmoConfigGroup)]
-struct GhostGizmos;
+pub(crate) struct GhostGizmos;
 
 /// Dashed lines: the analytic branches and their average.
 #[derive(Default, Reflect, GizmoConfigGroup)]
@@ -104,12 +104,11 @@ fn draw(
     let arm_model = nominal.0;
     let reach = arm_model.reach() as f32;
 
-    // Workspace: the reachable annulus, the axes and the base.
-    let rim = Color::srgb(0.42, 0.45, 0.52);
-    pens.workspace.circle_2d(Vec2::ZERO, reach, rim).resolution(128);
-    let inner = arm_model.inner_radius() as f32;
-    if inner > 1e-6 {
-        pens.workspace.circle_2d(Vec2::ZERO, inner, rim).resolution(64);
+    // Workspace: where the tip reaches inside the joint ranges (the annulus when both joints
+    // turn all the way round), the axes and the base.
+    let rim = Color::srgb(0.6, 0.63, 0.7);
+    for curve in arm_model.outline(128) {
+        pens.workspace.linestrip_2d(curve.into_iter().map(v), rim);
     }
     let axis = Color::srgba(0.5, 0.52, 0.6, 0.25);
     pens.workspace.line_2d(Vec2::new(-1.1 * reach, 0.0), Vec2::new(1.1 * reach, 0.0), axis);

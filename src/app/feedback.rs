@@ -21,13 +21,16 @@ use crate::cli::figure::Series;
 use bevy::prelude::*;
 use bevy_egui::egui;
 use elbow::experiments::feedback::{
-    FeedbackConfig, FeedbackHead, History, Observation, calibrated_command, train_feedback_head,
+    FeedbackConfig, FeedbackHead, History, Observation, calibrated_command, train_feedback_head_watched,
 };
 use elbow::experiments::plants::{Ranges, landing};
 use elbow::plant::Camera;
 use elbow::{Point2, Pose, TrainConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Colour of the calibrated model's ghost arm (the classical baseline beside the feedback head).
+pub(crate) const CALIBRATED_COLOR: Color = Color::srgb(1.0, 0.55, 0.95);
 
 /// Moves kept for the plot.
 pub(crate) const MOVES_KEPT: usize = 200;
@@ -83,6 +86,10 @@ pub(crate) struct FeedbackLab {
     pub(crate) samples: usize,
     /// Training in progress, or why it failed.
     pub(crate) training: Option<Result<(), String>>,
+    /// The share of the training episodes collected, while it trains.
+    pub(crate) progress: Option<f64>,
+    /// Where the training stands in words ([`Job::status`]).
+    pub(crate) status: String,
     /// Requests so far (the job's key).
     requests: u64,
     /// True while the head drives the plant.
@@ -135,13 +142,23 @@ fn train(
     if job.0.due() && lab.training == Some(Ok(())) {
         let arm = nominal.0;
         let stop = job.1.clone();
+        let meter = job.0.meter();
         job.0.start(key, move || {
             let tc = TrainConfig { arm, steps: 4_000, ..TrainConfig::default() };
+            let fc = FeedbackConfig::default();
+            let episodes = |n: usize| {
+                meter.set(n, fc.episodes);
+                !stop.load(Ordering::Relaxed)
+            };
             let mut keep_going = || !stop.load(Ordering::Relaxed);
-            train_feedback_head(&tc, &FeedbackConfig::default(), &Ranges::TRAINING, Camera::default(), &mut keep_going)
+            train_feedback_head_watched(&tc, &fc, &Ranges::TRAINING, Camera::default(), &episodes, &mut keep_going)
                 .map(|(head, samples, _)| (head, samples))
                 .map_err(|e| e.to_string())
         });
+    }
+    let (progress, status) = (job.0.busy().then(|| job.0.meter().fraction().unwrap_or(0.0)), job.0.status());
+    if lab.progress != progress || lab.status != status {
+        (lab.progress, lab.status) = (progress, status);
     }
     let key = lab.requests;
     match job.0.poll(&key) {
@@ -227,7 +244,13 @@ fn observe(nominal: Res<Nominal>, settings: Res<PlantSettings>, sim: Res<Sim>, m
 /// The history window on the canvas: for each view, where the model put the tip for the
 /// command (small ring) and where the camera saw it (the arrow's head); and the calibrating
 /// baseline's command as a thin ghost arm.
-fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, scale: Res<super::camera::ViewScale>, mut gizmos: Gizmos) {
+fn draw(
+    lab: Res<FeedbackLab>,
+    nominal: Res<Nominal>,
+    scale: Res<super::camera::ViewScale>,
+    mut gizmos: Gizmos,
+    mut ghost: Gizmos<super::draw::GhostGizmos>,
+) {
     if !lab.drives {
         return;
     }
@@ -242,7 +265,10 @@ fn draw(lab: Res<FeedbackLab>, nominal: Res<Nominal>, scale: Res<super::camera::
         gizmos.arrow_2d(model, seen, color.with_alpha(fade));
     }
     if let Some(q) = lab.calibrated {
-        gizmos.linestrip_2d(arm.joints(q).map(v), Color::srgb(0.95, 0.6, 0.95).with_alpha(0.8));
+        ghost.linestrip_2d(arm.joints(q).map(v), CALIBRATED_COLOR);
+        for p in arm.joints(q).into_iter().skip(1) {
+            ghost.circle_2d(v(p), scale.px(4.0), CALIBRATED_COLOR);
+        }
     }
 }
 
@@ -257,15 +283,18 @@ pub(crate) fn section(
     ui.small(
         "A head trained on randomized plants (mismatch, flex, friction, backlash) that reads its last two moves: each command and where the camera saw the tip. Beside it, what a roboticist runs: the closed form on a model calibrated from every camera view so far (pink ghost).",
     );
+    let busy = matches!(lab.training, Some(Ok(())));
     ui.horizontal(|ui| {
-        let busy = matches!(lab.training, Some(Ok(())));
-        let label = if lab.head.is_some() { "train again" } else { "train (a minute or two, off the frame)" };
-        if ui.add_enabled(!busy, egui::Button::new(label)).clicked() {
+        let label = if lab.head.is_some() { "train again" } else { "train" };
+        if ui
+            .add_enabled(!busy, egui::Button::new(label))
+            .on_hover_text(format!(
+                "Collects {} episodes on randomized plants (nearly all of the time: each move lands on the simulated plant), then fits the head; off the frame.",
+                FeedbackConfig::default().episodes
+            ))
+            .clicked()
+        {
             train.write(TrainFeedback);
-        }
-        if busy {
-            ui.spinner();
-            ui.small("training on randomized plants…");
         }
         let mut drives = lab.drives;
         if ui.add_enabled(lab.head.is_some(), egui::Checkbox::new(&mut drives, "drives the plant")).changed() {
@@ -280,6 +309,12 @@ pub(crate) fn section(
             lab.restart();
         }
     });
+    if busy {
+        // The bar fills the panel's width and never widens it.
+        let text = format!("collecting episodes on randomized plants: {}", lab.status);
+        let bar = egui::ProgressBar::new(lab.progress.unwrap_or(0.0) as f32).text(egui::RichText::new(text).small());
+        ui.add(bar.desired_width(ui.available_width()));
+    }
     if let Some(Err(e)) = &lab.training {
         ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
     }

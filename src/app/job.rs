@@ -7,9 +7,47 @@
 //! a run start the next one when it ends. [`Job::poll`] collects a finished run without ever
 //! blocking, and drops a result whose key is no longer the one wanted (a stale result). The
 //! frame never waits for a job; dropping a job waits for its thread, so no work outlives the app.
+//!
+//! A run that knows how far it is tells its [`Meter`] ([`Job::meter`]), and the panel says where
+//! the job stands in words ([`Job::status`]): how far the running one is and for how long it
+//! has run, and how long the last one took.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How far a run is: parts done of parts in all, written by the run's threads, read by the
+/// frame. A run that never writes it is "running" without a share.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Meter(Arc<[AtomicUsize; 2]>);
+
+impl Meter {
+    /// `done` of `total` parts.
+    pub(crate) fn set(&self, done: usize, total: usize) {
+        self.0[1].store(total, Ordering::Relaxed);
+        self.0[0].store(done, Ordering::Relaxed);
+    }
+
+    /// The share done, when the run has said how many parts it has.
+    pub(crate) fn fraction(&self) -> Option<f64> {
+        let (done, total) = (self.0[0].load(Ordering::Relaxed), self.0[1].load(Ordering::Relaxed));
+        (total > 0).then(|| (done.min(total) as f64) / total as f64)
+    }
+}
+
+/// A duration in words: "0.4 s", "35 s", "2 min 05 s".
+pub(crate) fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 60.0 {
+        format!("{s:.0} s")
+    } else {
+        let whole = s.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
+    }
+}
 
 /// A background job keyed by `K` producing `T`.
 #[derive(Debug)]
@@ -22,11 +60,15 @@ pub(crate) struct Job<K, T> {
     stale: bool,
     /// When the latest run started.
     started: Option<Instant>,
+    /// How far the running one is.
+    meter: Meter,
+    /// How long the latest finished run took.
+    took: Option<Duration>,
 }
 
 impl<K, T> Default for Job<K, T> {
     fn default() -> Self {
-        Self { running: None, requested: None, stale: false, started: None }
+        Self { running: None, requested: None, stale: false, started: None, meter: Meter::default(), took: None }
     }
 }
 
@@ -73,13 +115,16 @@ impl<K: PartialEq + Clone, T: Send + 'static> Job<K, T> {
 
     /// Starts `work` for `key` on a new thread; the caller checks [`Job::due`] first (a run in
     /// progress is left to finish on its own and its result dropped). Its parallel parts run on a
-    /// pool of one thread fewer than the machine has, every thread of it at a lower scheduling
-    /// priority than the frame's, so a background run never holds a frame up.
+    /// pool of as many threads as the machine has, every thread of it at a lower scheduling
+    /// priority than the frame's, so a background run never holds a frame up (a pool of one
+    /// thread fewer left a two-core machine's second core idle: the feedback head's training
+    /// took twice as long).
     pub(crate) fn start(&mut self, key: K, work: impl FnOnce() -> T + Send + 'static) {
         self.stale = false;
         self.requested = Some(key.clone());
         self.started = Some(Instant::now());
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+        self.meter.set(0, 0);
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         self.running = Some((
             key,
             std::thread::spawn(move || {
@@ -93,6 +138,25 @@ impl<K: PartialEq + Clone, T: Send + 'static> Job<K, T> {
         ));
     }
 
+    /// The meter of the next run (and of the running one): move a clone into the run's closure
+    /// and tell it how far the run is. [`Job::start`] zeroes it.
+    pub(crate) fn meter(&self) -> Meter {
+        self.meter.clone()
+    }
+
+    /// Where the job stands in words: "running 40 % after 12 s (the last took 35 s)" while
+    /// one runs, "took 2.3 s" after one, "" before any.
+    pub(crate) fn status(&self) -> String {
+        let last = self.took.map(seconds);
+        if !self.busy() {
+            return last.map_or_else(String::new, |t| format!("took {t}"));
+        }
+        let share = self.meter.fraction().map_or_else(String::new, |f| format!(" {:.0} %", f * 100.0));
+        let ran = self.since_start().map_or_else(String::new, |d| format!(" after {}", seconds(d)));
+        let last = last.map_or_else(String::new, |t| format!(" (the last took {t})"));
+        format!("running{share}{ran}{last}")
+    }
+
     /// The finished run's result, never blocking: `None` while it runs (or when none does),
     /// `None` too for a result whose key is not `current` (stale: dropped, and the job is due
     /// again), `Some(Err)` if the computation panicked.
@@ -101,6 +165,7 @@ impl<K: PartialEq + Clone, T: Send + 'static> Job<K, T> {
             return None;
         }
         let (key, handle) = self.running.take()?;
+        self.took = self.since_start();
         let result = handle.join().map_err(|_| "the computation stopped unexpectedly".to_string());
         if &key != current {
             self.stale = true;
@@ -211,6 +276,43 @@ mod tests {
         let Some(Ok(seen)) = settle(&mut job, 1) else { panic!("the run ended") };
         let below = (frame + 10).min(19);
         assert!(seen.iter().all(|&n| n == below), "every thread at {below}, below the frame's {frame}: {seen:?}");
+    }
+
+    /// The panel's words for a job: how far the running one is (from its meter) and how long
+    /// the last one took.
+    #[test]
+    fn the_status_says_how_far_the_run_is_and_how_long_the_last_took() {
+        let mut job: Job<u32, u32> = Job::default();
+        assert_eq!(job.status(), "", "nothing has run");
+        let meter = job.meter();
+        let (open, gate) = mpsc::channel::<()>();
+        let (told, heard) = mpsc::channel::<()>();
+        job.start(1, move || {
+            meter.set(2, 5);
+            let _ = told.send(());
+            let _ = gate.recv_timeout(Duration::from_secs(60));
+            7
+        });
+        heard.recv_timeout(Duration::from_secs(60)).unwrap();
+        let running = job.status();
+        assert!(running.starts_with("running 40 % after 0."), "{running}");
+        assert!(!running.contains("last"), "no run has finished: {running}");
+        drop(open);
+        assert_eq!(settle(&mut job, 1), Some(Ok(7)));
+        assert!(job.status().starts_with("took 0."), "{}", job.status());
+        // The next run starts from nothing done, and names the last one's time.
+        let open = gated(&mut job, 1, 8);
+        let next = job.status();
+        assert!(next.starts_with("running after") && next.contains("(the last took 0."), "{next}");
+        drop(open);
+        assert_eq!(settle(&mut job, 1), Some(Ok(8)));
+    }
+
+    #[test]
+    fn durations_read_in_seconds_and_minutes() {
+        assert_eq!(seconds(Duration::from_millis(2344)), "2.3 s");
+        assert_eq!(seconds(Duration::from_millis(35_357)), "35 s");
+        assert_eq!(seconds(Duration::from_secs(125)), "2 min 05 s");
     }
 
     #[test]

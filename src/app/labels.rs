@@ -4,16 +4,21 @@
 //! logical pixels, so labels sit the same on every arm's scale.
 
 use super::camera::{ViewScale, WorldCamera};
+use super::feedback::FeedbackLab;
 use super::format::{BRANCH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color32, metres, solver_color};
 use super::manifold_draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::state::arm::{Lab, Nominal, Sim, closed_form, manifold};
-use super::state::manifold::{ChainAnswers, ChainView, method_label};
+use super::state::manifold::{ChainAnswers, ChainTraining, ChainView, method_label};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use elbow::learned::Output;
 use elbow::{HeadKind, Point2, SolverId};
+
+/// Half the side of the square around the target's cross that labels keep clear of, logical
+/// pixels.
+const TARGET_CLEAR_PX: f32 = 14.0;
 
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
@@ -68,6 +73,25 @@ impl<'a> Labeller<'a> {
         self.camera.world_to_viewport(self.transform, w).ok().filter(|s| s.is_finite()).map(|s| egui::pos2(s.x, s.y))
     }
 
+    /// Keeps a square of `half` pixels either side of world point `at` clear of the labels placed
+    /// after it: a mark that must stay visible, as the target's cross.
+    fn keep_clear(&mut self, at: Point2, half: f32) {
+        if let Some(pos) = self.screen(at) {
+            self.placed.push(egui::Rect::from_center_size(pos, egui::Vec2::splat(2.0 * half)));
+        }
+    }
+
+    /// `text` in `color` across the top of the view, wrapped to its width; world labels placed
+    /// after it keep clear of it.
+    fn note(&mut self, text: String, color: Color) {
+        let width = (self.clip.width() - 40.0).max(100.0);
+        let galley = self.painter.layout(text, egui::FontId::proportional(15.0), color32(color), width);
+        let rect = egui::Align2::CENTER_TOP.anchor_size(self.clip.center_top() + egui::vec2(0.0, 12.0), galley.size());
+        self.placed.push(rect);
+        self.painter.rect_filled(rect.expand(5.0), 4.0, egui::Color32::from_black_alpha(200));
+        self.painter.galley(rect.min, galley, color32(color));
+    }
+
     /// `label` in `color`, anchored by `anchor` at `offset` pixels from world point `at`.
     fn text(&mut self, at: Point2, offset: egui::Vec2, anchor: egui::Align2, label: String, color: Color) {
         let Some(pos) = self.screen(at) else { return };
@@ -77,6 +101,17 @@ impl<'a> Labeller<'a> {
         self.painter.rect_filled(rect.expand(3.0), 4.0, egui::Color32::from_black_alpha(190));
         self.painter.galley(rect.min, galley, color32(color));
     }
+}
+
+/// What else the two-link labels mark: the camera's frames, the real arm, the "why?" pin, the
+/// view's scale and the feedback head's calibrated ghost.
+#[derive(bevy::ecs::system::SystemParam)]
+struct Marks<'w> {
+    camera_view: Res<'w, CameraView>,
+    sim: Res<'w, Sim>,
+    why: Res<'w, WhyPin>,
+    scale: Res<'w, ViewScale>,
+    feedback: Res<'w, FeedbackLab>,
 }
 
 /// Paints the labels.
@@ -90,13 +125,17 @@ fn labels(
     target: Res<Target>,
     branches: Res<BranchLog>,
     time: Res<Time>,
-    marks: (Res<CameraView>, Res<Sim>, Res<WhyPin>, Res<ViewScale>),
+    marks: Marks,
 ) -> Result {
-    let (camera_view, sim, why, scale) = marks;
+    let Marks { camera_view, sim, why, scale, feedback } = marks;
     let now = time.elapsed_secs_f64();
     let (camera, transform) = *camera;
     let Some(mut l) = Labeller::new(contexts.ctx_mut()?, camera, transform, "world-labels") else { return Ok(()) };
     let arm = nominal.0;
+    // The target's cross and its label first: every other label keeps clear of them, so they
+    // never hide the target nor move with the arms.
+    l.keep_clear(target.pos, TARGET_CLEAR_PX);
+    l.text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
     // Elbow labels go on the side away from the forearm, so the arm does not cross them.
     let beside = |pose: elbow::Pose, dy: f32| {
         let [_, elbow, tip] = arm.joints(pose);
@@ -131,7 +170,16 @@ fn labels(
         let label = format!("MSE ≈ average of the branches\nmisses by {}", metres(solutions.row(mse).tip_error));
         l.text(tip, egui::vec2(-14.0, -10.0), egui::Align2::RIGHT_BOTTOM, label, solver_color(mse));
     }
-    l.text(target.pos, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
+    if let Some(q) = feedback.calibrated.filter(|_| feedback.drives) {
+        let label = "calibrated model (what a roboticist runs)".to_string();
+        l.text(
+            arm.joints(q)[1],
+            egui::vec2(0.0, 14.0),
+            egui::Align2::CENTER_TOP,
+            label,
+            super::feedback::CALIBRATED_COLOR,
+        );
+    }
     if camera_view.0
         && let Some(frame) = sim.plant.camera()
     {
@@ -162,11 +210,27 @@ fn chain_labels(
     answers: Res<ChainAnswers>,
     sim: Res<Sim>,
     scale: Res<ViewScale>,
+    training: Res<ChainTraining>,
 ) -> Result {
     let (camera, transform) = *camera;
     let Some(mut l) = Labeller::new(contexts.ctx_mut()?, camera, transform, "chain-labels") else { return Ok(()) };
     let Some(arm) = lab.chain() else { return Ok(()) };
     let t = target.pos;
+    // While a shown net trains, its fan misses: say so where the eye is.
+    let shown_training = [SolverId::Learned(HeadKind::Mse), SolverId::Learned(HeadKind::Mdn), SolverId::Flow]
+        .into_iter()
+        .filter(|&m| view.shows(m))
+        .filter_map(|m| training.training(m))
+        .reduce(f64::min);
+    if let Some(share) = shown_training {
+        let note = format!(
+            "The nets are still training ({:.0} %): their answers miss until they have learnt. The exact posterior needs no training.",
+            100.0 * share
+        );
+        l.note(note, LESSON_COLOR);
+    }
+    l.keep_clear(t, TARGET_CLEAR_PX);
+    l.text(t, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
     let mse = SolverId::Learned(HeadKind::Mse);
     if view.shows(mse)
         && let Some(x) = answers.mse.as_ref()
@@ -188,13 +252,16 @@ fn chain_labels(
         let Some(k) = draws.first().map(|p| p.len() / 2) else { continue };
         let mean = draws.iter().map(|p| p[k]).sum::<Point2>() / draws.len() as f64;
         if mean.x.is_finite() && mean.y.is_finite() {
-            l.text(mean, egui::vec2(0.0, -16.0), egui::Align2::CENTER_BOTTOM, method_label(m).into(), solver_color(m));
+            let label = match training.training(m) {
+                Some(share) => format!("{} (training, {:.0} %)", method_label(m), 100.0 * share),
+                None => method_label(m).into(),
+            };
+            l.text(mean, egui::vec2(0.0, -16.0), egui::Align2::CENTER_BOTTOM, label, solver_color(m));
         }
     }
     let real = sim.tip();
     let label = format!("real arm: {} off", metres(Some((real - t).norm())));
     l.text(real, egui::vec2(-14.0, 14.0), egui::Align2::RIGHT_TOP, label, PLANT_COLOR);
-    l.text(t, egui::vec2(12.0, 6.0), egui::Align2::LEFT_TOP, "target".into(), TARGET_COLOR);
     let (gravity, base) = plant_gravity(&sim);
     if let Some([from, to]) = gravity_arrow(gravity, base, &scale) {
         let mid = 0.5 * (from + to);

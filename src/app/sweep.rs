@@ -13,7 +13,7 @@
 //! The frame only polls.
 
 use super::AppSet;
-use super::job::Job;
+use super::job::{Job, Meter};
 use super::state::arm::{Lab, PlantSettings};
 use super::state::manifold::ChainNets;
 use super::state::train::Models;
@@ -21,12 +21,12 @@ use bevy::prelude::*;
 use elbow::arm::Arm;
 use elbow::chain::NetSet;
 use elbow::experiments::degradation::{
-    Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Protocol, Split, degradation_with,
-    degradation_with_nets,
+    Cell, Channel, ChannelLevels, DegradationConfig, DegradationReport, Progress, Protocol, Split,
+    degradation_observed, degradation_with_nets_observed,
 };
 use elbow::{LearnedModel, Pipeline};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Registers the sweep's view, the job and the system that starts and collects sweeps.
 pub(crate) fn plugin(app: &mut App) {
@@ -109,8 +109,9 @@ pub(crate) struct LiveSweep {
     pub(crate) channel: SweepChannel,
     /// The latest curves, and the channel they sweep.
     pub(crate) latest: Option<(SweepChannel, Arc<Vec<Curve>>)>,
-    /// Wall time of the latest sweep, milliseconds.
-    pub(crate) compute_ms: f64,
+    /// Where the sweep stands in words ([`Job::status`]): how far the running one is, how long
+    /// the last took.
+    pub(crate) status: String,
     /// A sweep is running.
     pub(crate) busy: bool,
     /// Why no sweep can run yet (a head without a model), or why the last one failed.
@@ -145,11 +146,17 @@ impl Learners {
         }
     }
 
-    /// The degradation run of `cfg` on these learners.
-    pub(crate) fn run(self, cfg: &DegradationConfig) -> Result<DegradationReport, String> {
+    /// The degradation run of `cfg` on these learners, telling `meter` how many of its jobs are
+    /// done.
+    pub(crate) fn run(self, cfg: &DegradationConfig, meter: &Meter) -> Result<DegradationReport, String> {
+        let progress = |p: Progress| {
+            if let Progress::Evaluating { done, total } = p {
+                meter.set(done, total);
+            }
+        };
         match self {
-            Learners::Heads(models) => degradation_with(cfg, models),
-            Learners::Nets(nets) => degradation_with_nets(cfg, &nets),
+            Learners::Heads(models) => degradation_observed(cfg, models, &progress),
+            Learners::Nets(nets) => degradation_with_nets_observed(cfg, &nets, &progress),
         }
         .map_err(|e| e.to_string())
     }
@@ -158,7 +165,7 @@ impl Learners {
 /// The sweep being computed and what is waiting for the next one.
 #[derive(Resource, Default)]
 pub(crate) struct SweepJob {
-    work: Job<Key, Result<(Vec<Curve>, f64), String>>,
+    work: Job<Key, Result<Vec<Curve>, String>>,
     /// The slider value of the latest sweep started (NaN: none, a camera that is off).
     level: Option<f64>,
     /// Models changed: sweep when the refresh interval has passed.
@@ -227,9 +234,8 @@ fn schedule(
     let channel = sweep.channel;
     let key = (lab.arm().clone(), channel);
     match job.work.poll(&key) {
-        Some(Ok(Ok((curves, ms)))) => {
+        Some(Ok(Ok(curves))) => {
             sweep.latest = Some((channel, Arc::new(curves)));
-            sweep.compute_ms = ms;
             sweep.note = None;
         }
         Some(Ok(Err(why)) | Err(why)) => sweep.note = Some(why),
@@ -251,16 +257,17 @@ fn schedule(
                 job.level = Some(level);
                 job.models_stale = false;
                 let cfg = config(channel, &plant, lab.arm());
-                job.work.start(key, move || {
-                    let t = Instant::now();
-                    let report = learners.run(&cfg)?;
-                    Ok((curves(&report, channel), t.elapsed().as_secs_f64() * 1e3))
-                });
+                let meter = job.work.meter();
+                job.work.start(key, move || Ok(curves(&learners.run(&cfg, &meter)?, channel)));
             }
         }
     }
     let busy = job.work.busy();
     if sweep.busy != busy {
         sweep.busy = busy;
+    }
+    let status = job.work.status();
+    if sweep.status != status {
+        sweep.status = status;
     }
 }

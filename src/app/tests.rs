@@ -582,6 +582,10 @@ fn the_live_sweep_runs_off_the_frame_and_follows_the_sliders() {
     assert!(frames >= 3, "the sweep came {frames} frame(s) after it started: a frame waited for it");
     let (channel, curves) = app.world().resource::<LiveSweep>().latest.clone().unwrap();
     assert_eq!(channel, SweepChannel::of(Channel::Encoder).unwrap());
+    // The panel says how long it took in seconds (or, if the next has started, how far it is).
+    let status = app.world().resource::<LiveSweep>().status.clone();
+    assert!(status.starts_with("took ") || status.starts_with("running"), "{status}");
+    assert!(status.contains(" s"), "{status}");
     let pipelines = elbow::experiments::degradation::pipelines();
     assert_eq!(curves.len(), pipelines.len());
     for c in curves.iter() {

@@ -106,9 +106,11 @@ pub enum BranchClass {
     Average,
     /// Near nothing valid.
     Neither,
-    /// The target is unreachable and the solver said so.
+    /// The target is unreachable (out of reach, or outside the joint ranges) and the solver
+    /// said so.
     OutsideReported,
-    /// The target is unreachable and the solver answered as if it were not.
+    /// The target is unreachable (out of reach, or outside the joint ranges) and the solver
+    /// answered as if it were not.
     OutsideSilent,
 }
 
@@ -226,7 +228,8 @@ impl Atlas {
 /// Which branch `pose` is near, given the target's branches `b` and what the solver said
 /// (within [`BRANCH_THRESHOLD`] of a branch, else of their average, else neither).
 pub fn classify(b: &Branches, pose: Pose, status: SolveStatus) -> BranchClass {
-    if b.unreachable.is_some() {
+    // Out of reach, or in reach only by a pose outside the joint ranges: unreachable either way.
+    if b.unreachable.is_some() || b.admissible == [false, false] {
         return if status.is_reported_failure() { BranchClass::OutsideReported } else { BranchClass::OutsideSilent };
     }
     let (up, down, avg) =
@@ -656,6 +659,24 @@ mod tests {
 
     fn cfg() -> AtlasConfig {
         AtlasConfig { resolution: 48, samples: 2, ..AtlasConfig::default() }
+    }
+
+    /// A target in reach only by a pose outside the joint ranges (Bishop's arm, behind its
+    /// shoulder's range) is unreachable: an answer there is silent or reported, never "neither".
+    #[test]
+    fn a_target_outside_the_joint_ranges_is_unreachable_not_neither() {
+        let arm = crate::experiments::bishop::bishop_arm();
+        let target = Point2::new(-0.9, 0.0);
+        let b = solve_branches(&arm, target);
+        assert!(b.unreachable.is_none(), "in reach of the links");
+        let pose = b.up;
+        assert_eq!(classify(&b, pose, SolveStatus::Converged), BranchClass::OutsideSilent);
+        assert_eq!(classify(&b, pose, SolveStatus::LimitViolated), BranchClass::OutsideReported);
+        // Inside the ranges the classes are the branches'.
+        let inside = arm.tip(crate::Pose::new(0.7, 0.5));
+        let b = solve_branches(&arm, inside);
+        let near = classify(&b, crate::Pose::new(0.7, 0.5), SolveStatus::Converged);
+        assert!(matches!(near, BranchClass::Up | BranchClass::Down), "{near:?}");
     }
 
     /// The two-link map of `solver` with `lineup`'s heads, through the one entry point.

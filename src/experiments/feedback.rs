@@ -41,6 +41,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Values per history slot: a presence flag, the command (two angles), the camera's offset from
 /// the nominal tip (two coordinates) and that offset taken back to the joints through the
@@ -199,12 +200,32 @@ fn targets(arm: &TwoLinkArm, region: Region, n: usize, rng: &mut ChaCha8Rng) -> 
 }
 
 /// Training samples (features, scaled correction) from episodes on plants drawn from `ranges`.
-fn episodes_data(tc: &TrainConfig, fc: &FeedbackConfig, ranges: &Ranges, camera: Camera) -> (Vec<f32>, Vec<f32>) {
+/// `episodes_done(n)` is told after each episode (from several threads); once it answers false
+/// the episodes not yet begun are skipped.
+fn episodes_data(
+    tc: &TrainConfig,
+    fc: &FeedbackConfig,
+    ranges: &Ranges,
+    camera: Camera,
+    episodes_done: &(dyn Fn(usize) -> bool + Sync),
+) -> (Vec<f32>, Vec<f32>) {
     let width = FeedbackHead::inputs(fc.history);
+    let (done, go) = (AtomicUsize::new(0), AtomicBool::new(true));
     // Episodes in parallel, each on its own random stream: every move is a few simulated moves of
     // the plant's dynamics.
-    let episodes: Vec<(Vec<f32>, Vec<f32>)> =
-        (0..fc.episodes).into_par_iter().map(|e| episode_data(tc, fc, ranges, camera, e as u64, width)).collect();
+    let episodes: Vec<(Vec<f32>, Vec<f32>)> = (0..fc.episodes)
+        .into_par_iter()
+        .map(|e| {
+            if !go.load(Ordering::Relaxed) {
+                return (Vec::new(), Vec::new());
+            }
+            let data = episode_data(tc, fc, ranges, camera, e as u64, width);
+            if !episodes_done(done.fetch_add(1, Ordering::Relaxed) + 1) {
+                go.store(false, Ordering::Relaxed);
+            }
+            data
+        })
+        .collect();
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (x, y) in episodes {
         xs.extend(x);
@@ -254,8 +275,32 @@ pub fn train_feedback_head(
     camera: Camera,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<(FeedbackHead, usize, Vec<Rollback>), ExperimentError> {
+    train_feedback_head_watched(tc, fc, ranges, camera, &|_| true, keep_going)
+}
+
+/// [`train_feedback_head`], telling `episodes_done` how many of the `fc.episodes` training
+/// episodes are collected (from several threads; collecting them is nearly all of the time).
+/// Once either it or `keep_going` answers false, the training stops and fails as
+/// [`ExperimentError::Cancelled`].
+pub fn train_feedback_head_watched(
+    tc: &TrainConfig,
+    fc: &FeedbackConfig,
+    ranges: &Ranges,
+    camera: Camera,
+    episodes_done: &(dyn Fn(usize) -> bool + Sync),
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<(FeedbackHead, usize, Vec<Rollback>), ExperimentError> {
     fc.validate()?;
-    let (xs, ys) = episodes_data(tc, fc, ranges, camera);
+    let stopped = AtomicBool::new(false);
+    let watch = |n: usize| {
+        let go = episodes_done(n);
+        stopped.fetch_or(!go, Ordering::Relaxed);
+        go
+    };
+    let (xs, ys) = episodes_data(tc, fc, ranges, camera, &watch);
+    if stopped.load(Ordering::Relaxed) || !keep_going() {
+        return Err(ExperimentError::Cancelled);
+    }
     let width = FeedbackHead::inputs(fc.history);
     let n = ys.len() / 2;
     if n < 16 {
@@ -784,6 +829,31 @@ pub(super) fn episode_sets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The app's progress and stop: every episode is counted, and a stop during the episodes
+    /// skips the rest and cancels the training rather than training on part of the data.
+    #[test]
+    fn the_episodes_are_counted_and_a_stop_skips_the_rest() {
+        let fc = FeedbackConfig { moves: 2, history: 2, episodes: 60 };
+        let tc = TrainConfig { steps: 20, hidden: 8, depth: 1, ..TrainConfig::default() };
+        let most = AtomicUsize::new(0);
+        let count = |n: usize| {
+            most.fetch_max(n, Ordering::Relaxed);
+            true
+        };
+        let trained = train_feedback_head_watched(&tc, &fc, &Ranges::TRAINING, Camera::default(), &count, &mut || true);
+        assert!(trained.is_ok());
+        assert_eq!(most.load(Ordering::Relaxed), 60, "every episode is counted once");
+        let calls = AtomicUsize::new(0);
+        let stop = |n: usize| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            n < 3
+        };
+        let stopped = train_feedback_head_watched(&tc, &fc, &Ranges::TRAINING, Camera::default(), &stop, &mut || true);
+        assert!(matches!(stopped, Err(ExperimentError::Cancelled)), "{:?}", stopped.map(|r| r.1));
+        let ran = calls.load(Ordering::Relaxed);
+        assert!(ran < 3 + 2 * rayon::current_num_threads(), "{ran} episodes ran after the stop at 3");
+    }
 
     /// A small run: heads trained nominal and randomized, episodes on plants inside the ranges.
     /// 400 training episodes (the episodes on randomized plants are what the run's time goes on;

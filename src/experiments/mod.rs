@@ -35,6 +35,7 @@ pub use bishop::{BishopConfig, BishopReport, bishop1994};
 pub use chain::{ChainConfig, ChainReport, chain};
 pub use degradation::{
     DegradationConfig, DegradationReport, Split, degradation, degradation_with, degradation_with_nets,
+    degradation_with_nets_observed,
 };
 pub use tracking::{TrackingConfig, TrackingReport, tracking};
 

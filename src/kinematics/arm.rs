@@ -204,6 +204,37 @@ impl TwoLinkArm {
         (self.l1 - self.l2).abs()
     }
 
+    /// The curves that bound the tips the arm reaches inside its joint ranges, each a polyline
+    /// of `n + 1` points: where the arm is straight or folded with its elbow inside its range
+    /// (both joints free: the outer and the inner circle), and, for a joint that does not turn
+    /// all the way round, each end of its range held while the other joint sweeps its own. The
+    /// boundary of the reachable set lies on these curves.
+    pub fn outline(&self, n: usize) -> Vec<Vec<Point2>> {
+        let n = n.max(1);
+        let [shoulder, elbow] = self.limits;
+        let sweep = |r: JointLimits| (0..=n).map(move |i| r.min + (r.max - r.min) * i as f64 / n as f64);
+        let mut curves: Vec<Vec<Point2>> = Vec::new();
+        // Straight (elbow 0) and folded (elbow π; a point when the links are equal).
+        for folded in [0.0, PI] {
+            if let Some(e) = elbow.fit(folded).or_else(|| elbow.fit(-folded))
+                && (folded == 0.0 || self.inner_radius() > 1e-12)
+            {
+                curves.push(sweep(shoulder).map(|s| self.tip(Pose::new(s, e))).collect());
+            }
+        }
+        if !shoulder.is_full_turn() {
+            for s in [shoulder.min, shoulder.max] {
+                curves.push(sweep(elbow).map(|e| self.tip(Pose::new(s, e))).collect());
+            }
+        }
+        if !elbow.is_full_turn() {
+            for e in [elbow.min, elbow.max] {
+                curves.push(sweep(shoulder).map(|s| self.tip(Pose::new(s, e))).collect());
+            }
+        }
+        curves
+    }
+
     /// Positions of the base, the elbow joint and the tip.
     pub fn joints(&self, pose: Pose) -> [Point2; 3] {
         let (s1, c1) = pose.shoulder.sin_cos();
@@ -376,6 +407,49 @@ impl Default for Mismatch {
 
 #[cfg(test)]
 mod tests {
+    /// Both joints free: the outline is the outer and the inner circle, whole.
+    #[test]
+    fn a_free_arm_is_outlined_by_its_two_circles() {
+        let arm = TwoLinkArm::new(1.0, 0.6).unwrap();
+        let curves = arm.outline(64);
+        assert_eq!(curves.len(), 2);
+        for (curve, r) in curves.iter().zip([1.6, 0.4]) {
+            assert!(curve.iter().all(|p| (p.norm() - r).abs() < 1e-12), "a circle of radius {r}");
+            assert!((curve[0] - curve[64]).norm() < 1e-12, "closed");
+        }
+        assert_eq!(TwoLinkArm::new(1.0, 1.0).unwrap().outline(8).len(), 1, "equal links: no hole");
+    }
+
+    /// With joint ranges, the outline is where the reachable set ends: wherever two neighbouring
+    /// targets of a grid differ in whether an admissible pose reaches them, an outline curve
+    /// passes between them.
+    #[test]
+    fn a_limited_arm_is_outlined_where_its_reachable_set_ends() {
+        let limits = (JointLimits::new(0.3, 1.2, "shoulder").unwrap(), JointLimits::new(-1.5, 2.0, "elbow").unwrap());
+        let arm = TwoLinkArm::new(0.8, 0.3).unwrap().with_limits(limits.0, limits.1).unwrap();
+        let points: Vec<Point2> = arm.outline(2000).into_iter().flatten().collect();
+        let reached = |p: Point2| {
+            let b = crate::analytic::solve_branches(&arm, p);
+            b.unreachable.is_none() && b.admissible.iter().any(|&ok| ok)
+        };
+        let step = 0.02;
+        let (mut crossings, mut seen) = (0, 0);
+        for i in 0..60 {
+            for j in 0..60 {
+                let p = Point2::new(-0.1 + i as f64 * step, -0.1 + j as f64 * step);
+                for q in [p + Point2::new(step, 0.0), p + Point2::new(0.0, step)] {
+                    if reached(p) != reached(q) {
+                        crossings += 1;
+                        let mid = 0.5 * (p + q);
+                        seen += usize::from(points.iter().any(|c| (c - mid).norm() < step));
+                    }
+                }
+            }
+        }
+        assert!(crossings > 50, "the grid crosses the boundary: {crossings}");
+        assert_eq!(seen, crossings, "every crossing of the reachable set's edge lies on the outline");
+    }
+
     use super::*;
     use approx::assert_relative_eq;
     use rand::{RngExt, SeedableRng};

@@ -12,7 +12,7 @@ use super::super::manifold_atlas::ChainAtlasView;
 use super::super::state::arm::{Lab, Sim};
 use super::super::state::manifold::{
     ChainAnswers, ChainNets, ChainTrainCommand, ChainTraining, ChainView, ChainWhy, IterStats, MAX_FAN,
-    SELF_MOTION_SPAN, drives, enveloped, method_label,
+    SELF_MOTION_SPAN, drives, enveloped, method_label, net_method,
 };
 use super::super::state::train::Run;
 use bevy::ecs::system::SystemParam;
@@ -343,15 +343,6 @@ fn net_label(kind: NetKind) -> &'static str {
         NetKind::Mse => "MSE net",
         NetKind::Mdn => "MDN",
         NetKind::Flow => "flow",
-    }
-}
-
-/// The method that samples a net.
-fn net_method(kind: NetKind) -> SolverId {
-    match kind {
-        NetKind::Mse => SolverId::Learned(HeadKind::Mse),
-        NetKind::Mdn => SolverId::Learned(HeadKind::Mdn),
-        NetKind::Flow => SolverId::Flow,
     }
 }
 

@@ -640,13 +640,15 @@ fn why_section(ui: &mut egui::Ui, lab: &WhyAsked, why: &mut Option<Explanation>,
 fn claims_section(ui: &mut egui::Ui, board: &ClaimsBoard) {
     use elbow::experiments::degradation::Verdict;
     let Some((claims, scene)) = &board.latest else {
-        ui.small(board.note.as_deref().unwrap_or("judging the claims…"));
+        match &board.note {
+            Some(note) => ui.small(note),
+            None => ui.small(format!("judging the claims: {}", board.status)),
+        };
         return;
     };
     ui.small(format!(
-        "{scene}: each knob swept from 0 to its slider, {BOARD_TARGETS} held-out and beyond-reach targets per setting, as `elbow experiment degradation` does ({:.0} ms{})",
-        board.compute_ms,
-        if board.busy { ", updating" } else { "" }
+        "{scene}: each knob swept from 0 to its slider, {BOARD_TARGETS} held-out and beyond-reach targets per setting, as `elbow experiment degradation` does ({})",
+        board.status
     ));
     for claim in claims.iter() {
         let (colour, verdict) = match &claim.verdict {
@@ -839,18 +841,17 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
                 ui.selectable_value(&mut channel, c, c.channel().key());
             }
         });
-        let status = match (&sweep.note, sweep.busy) {
-            (Some(note), _) => note.clone(),
-            (None, true) => "updating…".into(),
-            (None, false) => format!("{} ms", number(Some(sweep.compute_ms), 0)),
-        };
-        ui.small(status);
+        ui.small(sweep.note.clone().unwrap_or_else(|| sweep.status.clone()));
     });
     if channel != sweep.channel {
         sweep.channel = channel;
     }
     let Some((swept, curves)) = sweep.latest.clone() else {
-        ui.small("The first sweep starts once every learner has a model.");
+        ui.small(if sweep.busy {
+            "The first sweep is running: its curves show when it ends."
+        } else {
+            "The first sweep starts once every learner has a model."
+        });
         return;
     };
     let now = swept.current(plant);

@@ -5,7 +5,7 @@
 //! the registry gets its row, colour and toggle here. The plant, the target, the reality-gap
 //! knobs, the sweep and the claims are every arm's, in the other state modules.
 
-use super::train::Run;
+use super::train::{Run, RunState};
 use bevy::prelude::*;
 use elbow::Point2;
 use elbow::chain::manifold::Walk;
@@ -250,6 +250,25 @@ pub(crate) struct ChainTraining {
     pub(crate) autostart: bool,
 }
 
+/// The method that samples a net.
+pub(crate) fn net_method(kind: NetKind) -> SolverId {
+    match kind {
+        NetKind::Mse => SolverId::Learned(HeadKind::Mse),
+        NetKind::Mdn => SolverId::Learned(HeadKind::Mdn),
+        NetKind::Flow => SolverId::Flow,
+    }
+}
+
+impl ChainTraining {
+    /// The share of its steps done of the net behind method `m`, while that net trains (`None`
+    /// once it is done or stopped, and for a method with no net).
+    pub(crate) fn training(&self, m: SolverId) -> Option<f64> {
+        let k = NetKind::ALL.iter().position(|&k| net_method(k) == m)?;
+        let run = &self.runs[k];
+        (run.state == RunState::Running).then(|| run.steps_done as f64 / run.total.max(1) as f64)
+    }
+}
+
 impl Default for ChainTraining {
     fn default() -> Self {
         Self { runs: Default::default(), config: NetConfig::default(), autostart: true }
@@ -280,3 +299,22 @@ pub(crate) enum ChainTrainCommand {
 /// The chain's "why did it do that?": the latest explanation asked for, and where it was asked.
 #[derive(Resource, Debug, Clone, Default)]
 pub(crate) struct ChainWhy(pub(crate) Option<elbow::explain::chain::ChainExplanation>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The canvas says a fan's net is training, and how far: only while it runs.
+    #[test]
+    fn a_net_is_training_only_while_its_run_runs() {
+        let mut t = ChainTraining::default();
+        let mdn = SolverId::Learned(HeadKind::Mdn);
+        let k = NetKind::ALL.iter().position(|&k| k == NetKind::Mdn).unwrap();
+        t.runs[k] = Run { state: RunState::Running, steps_done: 50, total: 200, ..Run::default() };
+        assert_eq!(t.training(mdn), Some(0.25));
+        assert_eq!(t.training(SolverId::Flow), None, "the flow's run has not started");
+        assert_eq!(t.training(SolverId::Exact), None, "no net behind the exact posterior");
+        t.runs[k].state = RunState::Finished;
+        assert_eq!(t.training(mdn), None);
+    }
+}

@@ -30,9 +30,8 @@ impl Models {
     pub(crate) fn every(&self) -> Result<Vec<LearnedModel>, String> {
         HeadKind::ALL
             .iter()
-            .map(|&h| self.get(h).cloned())
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| "waiting for every head's first model".to_string())
+            .map(|&h| self.get(h).cloned().ok_or_else(|| format!("waiting for the {h} head's first model")))
+            .collect()
     }
 
     /// Replaces the model of `head`.

@@ -131,6 +131,15 @@ pub fn degradation_with_nets(
     cfg: &DegradationConfig,
     nets: &crate::chain::NetSet,
 ) -> Result<DegradationReport, ExperimentError> {
+    degradation_with_nets_observed(cfg, nets, &|_| {})
+}
+
+/// [`degradation_with_nets`], telling `progress` where the run stands (from several threads).
+pub fn degradation_with_nets_observed(
+    cfg: &DegradationConfig,
+    nets: &crate::chain::NetSet,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<DegradationReport, ExperimentError> {
     cfg.validate()?;
     let Some(arm) = &cfg.chain else {
         return Err(ExperimentError::Invalid(
@@ -140,7 +149,7 @@ pub fn degradation_with_nets(
     if let Some(kind) = crate::chain::nets::NetKind::ALL.into_iter().find(|&k| nets.get(k).is_none()) {
         return Err(ExperimentError::Invalid(format!("waiting for the {kind} net")));
     }
-    chain_run(cfg, arm, &|_| {}, None, Some(nets))
+    chain_run(cfg, arm, progress, None, Some(nets))
 }
 
 /// Where a run stands, for a progress display.
