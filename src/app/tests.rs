@@ -905,6 +905,45 @@ fn the_mdn_driver_keeps_its_branch_round_a_dragged_loop() {
 }
 
 #[test]
+fn a_far_click_keeps_the_branch_the_model_offers() {
+    // Clicks across the base and back: after each, the other branch's answer is nearer the arm's
+    // pose than its own branch's, but the MDN offers both at about one half.
+    use super::state::solve::BranchLog;
+    use elbow::ElbowMode;
+    let mut app = app();
+    app.insert_resource(trained_mdn());
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(Row::Mdn));
+    let (a, b) = (Point2::new(1.2, 0.2), Point2::new(-1.2, 0.2));
+    drag(&mut app, a.x, a.y);
+    for _ in 0..300 {
+        app.update();
+    }
+    let mut traps = 0;
+    for (k, t) in [b, a, b, a].into_iter().enumerate() {
+        let before = app.world().resource::<Sim>().measured();
+        drag(&mut app, t.x, t.y);
+        app.update();
+        let s = app.world().resource::<Solutions>();
+        let c = &s.candidates[HeadKind::Mdn];
+        let own = c.iter().filter(|c| ElbowMode::of(c.pose) == ElbowMode::of(before));
+        let near = |c: &&elbow::learned::Candidate| before.max_joint_distance(c.pose);
+        let own_near = own.map(|c| near(&c)).fold(f64::INFINITY, f64::min);
+        let any_near = c.iter().map(|c| near(&c)).fold(f64::INFINITY, f64::min);
+        traps += usize::from(any_near < own_near);
+        let weights: Vec<f32> = c.iter().map(|c| c.weight).collect();
+        assert!(weights.iter().all(|&w| w > 0.3), "click {k}: both branches offered: {weights:?}");
+        for _ in 0..300 {
+            app.update();
+        }
+        let log = app.world().resource::<BranchLog>();
+        assert_eq!(log.count, 0, "click {k} to {t:?}: {:?} with weights {weights:?}", log.latest);
+        let arm = app.world().resource::<Sim>().measured();
+        assert_eq!(ElbowMode::of(arm), ElbowMode::of(before), "click {k}: the arm kept its elbow");
+    }
+    assert!(traps > 0, "the other branch's answer was the nearer one after some click");
+}
+
+#[test]
 fn a_view_given_at_start_restores_its_target() {
     use super::scene_file::{LoadView, SaveView};
     let dir = std::env::temp_dir().join(format!("elbow-view-start-{}", std::process::id()));
