@@ -257,15 +257,17 @@ pub(crate) fn section(
     ui.small(
         "A head trained on randomized plants (mismatch, flex, friction, backlash) that reads its last two moves: each command and where the camera saw the tip. Beside it, what a roboticist runs: the closed form on a model calibrated from every camera view so far (pink ghost).",
     );
-    ui.horizontal(|ui| {
-        let busy = matches!(lab.training, Some(Ok(())));
-        let label = if lab.head.is_some() { "train again" } else { "train (a minute or two, off the frame)" };
-        if ui.add_enabled(!busy, egui::Button::new(label)).clicked() {
+    // The buttons wrap rather than widen the panel, and the training's state has a line of its
+    // own below them: starting it adds nothing to the row.
+    let busy = matches!(lab.training, Some(Ok(())));
+    ui.horizontal_wrapped(|ui| {
+        let label = if lab.head.is_some() { "train again" } else { "train" };
+        if ui
+            .add_enabled(!busy, egui::Button::new(label))
+            .on_hover_text("train on randomized plants, off the frame: a minute or two")
+            .clicked()
+        {
             train.write(TrainFeedback);
-        }
-        if busy {
-            ui.spinner();
-            ui.small("training on randomized plants…");
         }
         let mut drives = lab.drives;
         if ui.add_enabled(lab.head.is_some(), egui::Checkbox::new(&mut drives, "drives the plant")).changed() {
@@ -280,12 +282,19 @@ pub(crate) fn section(
             lab.restart();
         }
     });
-    if let Some(Err(e)) = &lab.training {
-        ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
-    }
-    if lab.head.is_some() {
-        ui.small(format!("Trained on {} moves of randomized plants.", lab.samples));
-    }
+    // Always one row of the same height, whatever it says.
+    ui.horizontal_wrapped(|ui| {
+        if busy {
+            ui.add(egui::Spinner::new().size(ui.text_style_height(&egui::TextStyle::Small)));
+            ui.small("training on randomized plants (a minute or two)…");
+        } else if let Some(Err(e)) = &lab.training {
+            ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
+        } else if lab.head.is_some() {
+            ui.small(format!("Trained on {} moves of randomized plants.", lab.samples));
+        } else {
+            ui.small("Not trained yet: train it (a minute or two, off the frame).");
+        }
+    });
     if !lab.drives {
         return;
     }
