@@ -9,7 +9,7 @@ use super::AppSet;
 use super::camera::ViewScale;
 use super::format::{BRANCH_COLOR, FLASH_COLOR, PLANT_COLOR, TARGET_COLOR, solver_color};
 use super::state::arm::{Nominal, Sim, closed_form};
-use super::state::solve::{BRANCH_MARK_SECS, BranchLog, EnvelopeStats, FLASH_SECS, Shown, Solutions};
+use super::state::solve::{BranchLog, EnvelopeStats, FLASH_SECS, Shown, Solutions};
 use super::state::view::{CameraView, Target};
 use bevy::prelude::*;
 use elbow::learned::Output;
@@ -187,15 +187,13 @@ fn draw(
         }
     }
 
-    // Where the latest branch change happened: a double ring, fading out.
-    if let Some(event) = &branches.latest {
-        let age = time.elapsed_secs_f64() - event.when;
-        if (0.0..BRANCH_MARK_SECS).contains(&age) {
-            let alpha = (1.0 - 0.7 * age / BRANCH_MARK_SECS) as f32;
-            let at = v(event.at);
-            pens.ghost.circle_2d(at, scale.px(17.0), BRANCH_COLOR.with_alpha(alpha));
-            pens.workspace.circle_2d(at, scale.px(24.0), BRANCH_COLOR.with_alpha(alpha));
-        }
+    // Where the latest branch change happened: a double ring, fading out (held in a lesson that
+    // stages a change).
+    if let Some((event, age)) = branches.marked(now) {
+        let alpha = branches.mark_alpha(age);
+        let at = v(event.at);
+        pens.ghost.circle_2d(at, scale.px(17.0), BRANCH_COLOR.with_alpha(alpha));
+        pens.workspace.circle_2d(at, scale.px(24.0), BRANCH_COLOR.with_alpha(alpha));
     }
 
     // The target: a ring and a cross, red and larger while the envelope intervenes.

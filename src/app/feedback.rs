@@ -283,8 +283,10 @@ pub(crate) fn section(
     ui.small(
         "A head trained on randomized plants (mismatch, flex, friction, backlash) that reads its last two moves: each command and where the camera saw the tip. Beside it, what a roboticist runs: the closed form on a model calibrated from every camera view so far (pink ghost).",
     );
+    // The buttons wrap rather than widen the panel, and the training's state has a line of its
+    // own below them: starting it adds nothing to the row.
     let busy = matches!(lab.training, Some(Ok(())));
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         let label = if lab.head.is_some() { "train again" } else { "train" };
         if ui
             .add_enabled(!busy, egui::Button::new(label))
@@ -309,18 +311,26 @@ pub(crate) fn section(
             lab.restart();
         }
     });
-    if busy {
-        // The bar fills the panel's width and never widens it.
-        let text = format!("collecting episodes on randomized plants: {}", lab.status);
-        let bar = egui::ProgressBar::new(lab.progress.unwrap_or(0.0) as f32).text(egui::RichText::new(text).small());
-        ui.add(bar.desired_width(ui.available_width()));
-    }
-    if let Some(Err(e)) = &lab.training {
-        ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
-    }
-    if lab.head.is_some() {
-        ui.small(format!("Trained on {} moves of randomized plants.", lab.samples));
-    }
+    // Always one row of the same height, whatever it says: while it trains, a bar as high as
+    // the line's text fills the panel's width.
+    ui.horizontal_wrapped(|ui| {
+        if busy {
+            let text = format!("collecting episodes on randomized plants: {}", lab.status);
+            let bar =
+                egui::ProgressBar::new(lab.progress.unwrap_or(0.0) as f32).text(egui::RichText::new(text).small());
+            let height = ui.text_style_height(&egui::TextStyle::Small);
+            ui.add(bar.desired_width(ui.available_width()).desired_height(height));
+        } else if let Some(Err(e)) = &lab.training {
+            ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
+        } else if lab.head.is_some() {
+            ui.small(format!("Trained on {} moves of randomized plants.", lab.samples));
+        } else {
+            ui.small(format!(
+                "Not trained yet: training collects {} episodes off the frame (about two minutes of one core).",
+                FeedbackConfig::default().episodes
+            ));
+        }
+    });
     if !lab.drives {
         return;
     }

@@ -9,7 +9,7 @@ use super::format::{BRANCH_COLOR, LESSON_COLOR, PLANT_COLOR, TARGET_COLOR, color
 use super::manifold_draw::{GRAVITY_COLOR, gravity_arrow, plant_gravity};
 use super::state::arm::{Lab, Nominal, Sim, closed_form, manifold};
 use super::state::manifold::{ChainAnswers, ChainTraining, ChainView, method_label};
-use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Shown, Solutions};
+use super::state::solve::{BranchLog, Shown, Solutions};
 use super::state::view::{CameraView, Target, WhyPin};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
@@ -191,7 +191,7 @@ fn labels(
     {
         l.text(pin, egui::vec2(0.0, 0.0), egui::Align2::CENTER_CENTER, "✱ why? asked here".into(), LESSON_COLOR);
     }
-    if let Some(event) = branches.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) {
+    if let Some((event, _)) = branches.marked(now) {
         l.text(event.at, egui::vec2(0.0, 30.0), egui::Align2::CENTER_TOP, "branch change".into(), BRANCH_COLOR);
     }
     Ok(())

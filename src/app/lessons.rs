@@ -25,7 +25,24 @@ use elbow::{Pipeline, TrainConfig, TwoLinkArm};
 
 /// Registers the lesson request, the caption's resource and the system that opens lessons.
 pub(crate) fn plugin(app: &mut App) {
-    app.add_message::<OpenLesson>().init_resource::<ActiveLesson>().add_systems(Update, open.in_set(AppSet::Target));
+    app.add_message::<OpenLesson>().init_resource::<ActiveLesson>().add_systems(
+        Update,
+        (open, release_branch_mark.run_if(resource_changed::<ActiveLesson>)).chain().in_set(AppSet::Target),
+    );
+}
+
+/// Whether `lesson` stages a branch change (it opens the arm at a start pose): while it is open,
+/// the latest change stays marked until the next one ([`BranchLog::hold`]).
+fn stages_a_branch_change(lesson: Lesson) -> bool {
+    lesson.scene().start.is_some()
+}
+
+/// Lets the branch mark fade again once the lesson that held it is closed or another opens.
+fn release_branch_mark(active: Res<ActiveLesson>, mut branches: ResMut<BranchLog>) {
+    let hold = active.0.is_some_and(stages_a_branch_change);
+    if branches.hold != hold {
+        branches.hold = hold;
+    }
 }
 
 /// Open this lesson.
@@ -107,7 +124,9 @@ fn apply(scene: &Scene, home: TwoLinkArm, s: &mut SceneState) {
             *s.target = Target::at(scene.target * s.nominal.0.reach());
             if let Some(start) = scene.start {
                 *s.sim = Sim::new(&Arm::two_link(arm), &s.plant, &start.coords());
+                // The change this lesson stages is the one marked, not one from before it.
                 s.branches.last_command = Some(start);
+                s.branches.latest = None;
             }
             s.atlas.on = true;
             s.atlas.follow_driver = true;

@@ -909,6 +909,82 @@ fn the_mdn_driver_keeps_its_branch_round_a_dragged_loop() {
 }
 
 #[test]
+fn a_far_click_keeps_the_branch_the_model_offers() {
+    // Clicks across the base and back: after each, the other branch's answer is nearer the arm's
+    // pose than its own branch's, but the MDN offers both at about one half.
+    use super::state::solve::BranchLog;
+    use elbow::ElbowMode;
+    let mut app = app();
+    app.insert_resource(trained_mdn());
+    *app.world_mut().resource_mut::<Driver>() = Driver(Pipeline::plain(Row::Mdn));
+    let (a, b) = (Point2::new(1.2, 0.2), Point2::new(-1.2, 0.2));
+    drag(&mut app, a.x, a.y);
+    for _ in 0..300 {
+        app.update();
+    }
+    let mut traps = 0;
+    for (k, t) in [b, a, b, a].into_iter().enumerate() {
+        let before = app.world().resource::<Sim>().measured();
+        drag(&mut app, t.x, t.y);
+        app.update();
+        let s = app.world().resource::<Solutions>();
+        let c = &s.candidates[HeadKind::Mdn];
+        let own = c.iter().filter(|c| ElbowMode::of(c.pose) == ElbowMode::of(before));
+        let near = |c: &&elbow::learned::Candidate| before.max_joint_distance(c.pose);
+        let own_near = own.map(|c| near(&c)).fold(f64::INFINITY, f64::min);
+        let any_near = c.iter().map(|c| near(&c)).fold(f64::INFINITY, f64::min);
+        traps += usize::from(any_near < own_near);
+        let weights: Vec<f32> = c.iter().map(|c| c.weight).collect();
+        assert!(weights.iter().all(|&w| w > 0.3), "click {k}: both branches offered: {weights:?}");
+        for _ in 0..300 {
+            app.update();
+        }
+        let log = app.world().resource::<BranchLog>();
+        assert_eq!(log.count, 0, "click {k} to {t:?}: {:?} with weights {weights:?}", log.latest);
+        let arm = app.world().resource::<Sim>().measured();
+        assert_eq!(ElbowMode::of(arm), ElbowMode::of(before), "click {k}: the arm kept its elbow");
+    }
+    assert!(traps > 0, "the other branch's answer was the nearer one after some click");
+}
+
+#[test]
+fn the_branch_flip_lessons_mark_stays_until_the_lesson_closes() {
+    use super::lessons::{ActiveLesson, OpenLesson};
+    use super::state::solve::{BRANCH_MARK_SECS, BranchLog};
+    use elbow::lessons::Lesson;
+    let mut app = app();
+    app.world_mut().resource_mut::<TrainingParams>().config = TrainConfig { steps: 30, ..TrainConfig::default() };
+    app.update();
+    app.world_mut().write_message(OpenLesson(Lesson::BranchFlip));
+    app.update();
+    app.update();
+    assert_eq!(app.world().resource::<ActiveLesson>().0, Some(Lesson::BranchFlip));
+    // The closed form drives, so the change the lesson stages happens at once (its current
+    // branch leaves the joint limits at the target), whatever the heads' training.
+    app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Analytic);
+    let clock = |app: &App| app.world().resource::<Time>().elapsed_secs_f64();
+    let mut frames = 0;
+    while app.world().resource::<BranchLog>().latest.is_none() {
+        app.update();
+        frames += 1;
+        assert!(frames < 100, "the lesson's change never happens");
+    }
+    let when = app.world().resource::<BranchLog>().latest.as_ref().map(|e| e.when).unwrap();
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(100)));
+    while clock(&app) < when + BRANCH_MARK_SECS + 13.0 {
+        app.update();
+    }
+    let log = app.world().resource::<BranchLog>();
+    let (event, age) = log.marked(clock(&app)).expect("25 s in, the change is still marked");
+    assert_eq!((event.when, log.count), (when, 1), "the one change the lesson staged");
+    assert!(age > BRANCH_MARK_SECS, "{age}");
+    // Moving on lets it fade.
+    app.world_mut().resource_mut::<ActiveLesson>().0 = None;
+    app.update();
+    assert!(app.world().resource::<BranchLog>().marked(clock(&app)).is_none(), "closed, the mark fades");
+}
+
+#[test]
 fn a_view_given_at_start_restores_its_target() {
     use super::scene_file::{LoadView, SaveView};
     let dir = std::env::temp_dir().join(format!("elbow-view-start-{}", std::process::id()));

@@ -4,10 +4,10 @@
 //! Taking the heavier component, as an offline evaluation may, is wrong for a driver: the MDN's
 //! two weights sit near one half almost everywhere, so the heavier one changes with millimetres
 //! of target motion and the arm would swing to the other elbow and back. [`keep_branch`] answers
-//! with the candidate nearest the current pose, and changes branch only when it must (the
-//! current branch leaves the joint limits, or the model no longer offers it) or when the weights
-//! cross by more than a hysteresis. Such a change is reported as a [`BranchChange`], so a user
-//! sees it happen and why.
+//! with the candidate on the current branch nearest the current pose, and changes branch only
+//! when it must (the current branch leaves the joint limits, or the model no longer offers an
+//! answer on it inside them) or when the weights cross by more than a hysteresis. Such a change
+//! is reported as a [`BranchChange`], so a user sees it happen and why.
 
 use crate::analytic::solve_branches;
 use crate::kinematics::{ElbowMode, Point2, Pose, TwoLinkArm};
@@ -46,6 +46,9 @@ pub enum BranchChange {
     },
     /// The current branch is admissible, but the model offers no answer on it here.
     NoCandidate,
+    /// The current branch is admissible, but the model's answers on it are outside the joint
+    /// limits (and another answer is inside).
+    CandidateOutsideLimits,
 }
 
 impl BranchChange {
@@ -57,6 +60,9 @@ impl BranchChange {
                 "the other branch's weight ({taken:.2}) passed the current one's ({kept:.2}) by more than {HYSTERESIS}"
             ),
             BranchChange::NoCandidate => "the model offers no answer on the current branch here".into(),
+            BranchChange::CandidateOutsideLimits => {
+                "the model's answer on the current branch is outside the joint limits here".into()
+            }
         }
     }
 }
@@ -76,10 +82,16 @@ pub fn is_branch_change(from: Pose, to: Pose) -> bool {
     ElbowMode::of(from) != ElbowMode::of(to) && from.max_joint_distance(to) > SWING
 }
 
-/// The candidate for `target` a driver at `current` takes on `arm`: the admissible one nearest
-/// `current` (least joint motion), unless another's weight exceeds it by more than
-/// `hysteresis`. Candidates outside the joint limits are taken only when none is inside;
-/// non-finite ones never. `None` when no candidate is finite.
+/// The candidate for `target` a driver at `current` takes on `arm`: the nearest `current`
+/// (least joint motion) of those on the current branch (no branch change from `current`, see
+/// [`is_branch_change`]), unless another's weight exceeds it by more than `hysteresis`.
+/// Candidates outside the joint limits are taken only when none is inside; non-finite ones
+/// never. Only when no candidate is on the current branch is the nearest of all taken. `None`
+/// when no candidate is finite.
+///
+/// Nearness alone is not the branch: after a far jump of the target, the other branch's answer
+/// can be nearer the arm's pose than its own branch's, and taking it would change branch while
+/// the model offers the current one.
 pub fn keep_branch(
     arm: &TwoLinkArm,
     target: Point2,
@@ -93,9 +105,11 @@ pub fn keep_branch(
     } else {
         finite().copied().collect()
     };
-    let nearest = *pool
-        .iter()
-        .min_by(|a, b| current.max_joint_distance(a.pose).total_cmp(&current.max_joint_distance(b.pose)))?;
+    let on_branch = |c: &&Candidate| !is_branch_change(current, c.pose);
+    let distance = |a: &&Candidate, b: &&Candidate| {
+        current.max_joint_distance(a.pose).total_cmp(&current.max_joint_distance(b.pose))
+    };
+    let nearest = *pool.iter().filter(on_branch).min_by(distance).or_else(|| pool.iter().min_by(distance))?;
     let heaviest = *pool.iter().max_by(|a, b| a.weight.total_cmp(&b.weight))?;
     let crossed = heaviest.weight > nearest.weight + hysteresis.max(0.0);
     let candidate = if crossed { heaviest } else { nearest };
@@ -104,6 +118,8 @@ pub fn keep_branch(
             BranchChange::JointLimit
         } else if crossed {
             BranchChange::WeightsCrossed { kept: nearest.weight, taken: heaviest.weight }
+        } else if finite().any(|c| !is_branch_change(current, c.pose)) {
+            BranchChange::CandidateOutsideLimits
         } else {
             BranchChange::NoCandidate
         }
@@ -158,6 +174,55 @@ mod tests {
         let pick = keep_branch(&arm, near, &both(&arm, near, 0.5), current, HYSTERESIS).unwrap();
         assert_eq!(pick.change, Some(BranchChange::JointLimit));
         assert!(arm.within_limits(pick.candidate.pose));
+    }
+
+    #[test]
+    fn a_far_jump_keeps_the_branch_when_the_model_offers_it() {
+        // From elbow-down at (1.2, 0) to (-1.2, 0): the elbow-up answer there is nearer in joint
+        // distance (2.6 rad against pi), but the model offers elbow-down too, at half the weight.
+        let arm = TwoLinkArm::default();
+        let (from, to) = (Point2::new(1.2, 0.0), Point2::new(-1.2, 0.0));
+        let current = solve_branches(&arm, from).down;
+        let b = solve_branches(&arm, to);
+        assert!(current.max_joint_distance(b.up) < current.max_joint_distance(b.down), "the trap is set");
+        for w_up in [0.5, 0.4, 0.6] {
+            let pick = keep_branch(&arm, to, &both(&arm, to, w_up), current, HYSTERESIS).unwrap();
+            assert_eq!(pick.candidate.pose, b.down, "weight {w_up} for elbow-up: the branch is kept");
+            assert_eq!(pick.change, None);
+        }
+        // And back, from elbow-up.
+        let pick = keep_branch(&arm, from, &both(&arm, from, 0.5), b.up, HYSTERESIS).unwrap();
+        assert_eq!(pick.candidate.pose, solve_branches(&arm, from).up);
+        assert_eq!(pick.change, None);
+    }
+
+    #[test]
+    fn a_change_states_the_reason_that_applied() {
+        let arm = TwoLinkArm::default();
+        let (from, to) = (Point2::new(1.2, 0.0), Point2::new(-1.2, 0.0));
+        let current = solve_branches(&arm, from).down;
+        let b = solve_branches(&arm, to);
+        // Only the other branch offered: no answer on the current one.
+        let only_up = [Candidate { weight: 1.0, pose: b.up }];
+        let pick = keep_branch(&arm, to, &only_up, current, HYSTERESIS).unwrap();
+        assert_eq!(pick.change, Some(BranchChange::NoCandidate));
+        // Both offered, the other far heavier: the weights, with the kept branch's own weight.
+        let pick = keep_branch(&arm, to, &both(&arm, to, 0.9), current, HYSTERESIS).unwrap();
+        match pick.change {
+            Some(BranchChange::WeightsCrossed { kept, taken }) => {
+                assert!((kept - 0.1).abs() < 1e-6 && (taken - 0.9).abs() < 1e-6, "{kept} {taken}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The current branch's answer outside the limits while the branch itself is admissible.
+        let limited =
+            TwoLinkArm::default().with_limits(JointLimits::FULL, JointLimits::new(-PI, 2.5, "elbow").unwrap()).unwrap();
+        let off = Candidate { weight: 0.5, pose: Pose::new(b.down.shoulder, 2.9) };
+        let c = [off, Candidate { weight: 0.5, pose: b.up }];
+        assert!(solve_branches(&limited, to).is_admissible(ElbowMode::Down));
+        let pick = keep_branch(&limited, to, &c, current, HYSTERESIS).unwrap();
+        assert_eq!(pick.change, Some(BranchChange::CandidateOutsideLimits));
+        assert!(pick.change.unwrap().describe().contains("outside the joint limits"));
     }
 
     #[test]

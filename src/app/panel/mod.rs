@@ -31,7 +31,7 @@ use super::scene_file::{LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
 use super::state::manifold::{ChainTraining, ChainView};
-use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
+use super::state::solve::{BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
 use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
@@ -46,6 +46,7 @@ use elbow::envelope::Reason;
 use elbow::experiments::degradation::{Channel, DegradationConfig};
 use elbow::explain::Explanation;
 use elbow::learned::Output;
+use elbow::learned::branch::BranchChange;
 use elbow::lineup::Family;
 use elbow::{HeadKind, Lineup, Pipeline, Point2, SolverId, Table};
 use manifold::arm_selector;
@@ -88,16 +89,18 @@ fn panel(world: &mut World) -> Result {
         egui::Id::new("elbow-root"),
         egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
     );
-    let shown = egui::Panel::left("elbow-panel")
-        .resizable(true)
-        .default_size(430.0)
-        .size_range(320.0..=720.0)
-        .show(&mut root, |ui| egui::ScrollArea::vertical().show(ui, |ui| contents(world, ui)));
+    let shown = side_panel().show(&mut root, |ui| egui::ScrollArea::vertical().show(ui, |ui| contents(world, ui)));
     world.resource_mut::<PanelWidth>().set_if_neq(PanelWidth(shown.response.rect.width()));
     let mut help = *world.resource::<Help>();
     help_overlay(&ctx, world.resource::<LabChoice>(), &mut help);
     world.resource_mut::<Help>().set_if_neq(help);
     Ok(())
+}
+
+/// The side panel: resizable, 430 px at first. A row wider than it widens it for good (egui
+/// keeps the width), so rows that can be long wrap.
+fn side_panel() -> egui::Panel {
+    egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0)
 }
 
 /// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
@@ -226,7 +229,7 @@ fn branches(
     if lab.closed_form().is_none() {
         return;
     }
-    branch_line(ui, &log, time.elapsed_secs_f64(), &sim);
+    branch_line(ui, &log, time.elapsed_secs_f64(), sim.plant.config().servo.no_load_speed());
     if feedback.drives {
         ui.colored_label(
             egui::Color32::from_rgb(115, 217, 255),
@@ -1009,21 +1012,56 @@ fn training_bar(ui: &mut egui::Ui, train: &mut MessageWriter<TrainCommand>, trai
     });
 }
 
-/// The latest change of elbow branch, while its mark is on the canvas: when, and why.
-fn branch_line(ui: &mut egui::Ui, log: &BranchLog, now: f64, sim: &Sim) {
-    let Some(event) = log.latest.as_ref().filter(|e| (0.0..BRANCH_MARK_SECS).contains(&(now - e.when))) else {
-        return;
-    };
-    let speed = sim.plant.config().servo.no_load_speed();
-    ui.colored_label(
-        color32(BRANCH_COLOR),
+/// The latest change of elbow branch, in a slot that is always there and as tall as the longest
+/// reason needs, so nothing below it moves when a change is marked: while its mark is on the
+/// canvas, when and why (`speed`: the servos' no-load speed, rad/s); otherwise, quietly, how
+/// many so far.
+fn branch_line(ui: &mut egui::Ui, log: &BranchLog, now: f64, speed: f64) {
+    let width = ui.available_width();
+    let said = |why: &str, age: f64| {
         format!(
-            "⟲ Branch change {} s ago (orange ring): {}. The swing is bounded by the servos' {} rad/s.",
-            number(Some(now - event.when), 1),
-            event.why,
+            "⟲ Branch change {} s ago (orange ring): {why}. The swing is bounded by the servos' {} rad/s.",
+            number(Some(age), 1),
             number(Some(speed), 1)
-        ),
-    );
+        )
+    };
+    let galley = |ui: &egui::Ui, text: String, color: egui::Color32| {
+        egui::WidgetText::from(egui::RichText::new(text).small().color(color)).into_galley(
+            ui,
+            Some(egui::TextWrapMode::Wrap),
+            width,
+            egui::TextStyle::Small,
+        )
+    };
+    let reasons = [
+        BranchChange::JointLimit,
+        BranchChange::WeightsCrossed { kept: 0.0, taken: 1.0 },
+        BranchChange::NoCandidate,
+        BranchChange::CandidateOutsideLimits,
+    ];
+    let tallest = reasons
+        .iter()
+        .map(|c| galley(ui, said(&c.describe(), 999.9), egui::Color32::WHITE).size().y)
+        .fold(0.0, f32::max);
+    let text = match log.marked(now) {
+        Some((event, age)) => galley(ui, said(&event.why, age), color32(BRANCH_COLOR)),
+        None => {
+            let so_far = match (log.count, &log.latest) {
+                (0, _) | (_, None) => "no change so far".to_string(),
+                (n, Some(e)) => {
+                    let changes = if n == 1 { "1 change".to_string() } else { format!("{n} changes") };
+                    format!("{changes} so far, the latest {} s ago", number(Some(now - e.when), 0))
+                }
+            };
+            galley(
+                ui,
+                format!("⟲ Elbow branch: {so_far} (a change is marked here and on the canvas)."),
+                ui.visuals().weak_text_color(),
+            )
+        }
+    };
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, tallest.max(text.size().y)), egui::Sense::hover());
+    ui.painter().galley(rect.min, text, ui.visuals().text_color());
 }
 
 /// The status text of a row.
@@ -1388,3 +1426,6 @@ pub(crate) fn model_file_row(
         None => ui.small(idle),
     };
 }
+
+#[cfg(test)]
+mod layout_tests;

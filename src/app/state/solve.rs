@@ -134,4 +134,24 @@ pub(crate) struct BranchLog {
     pub(crate) count: u32,
     /// The latest one.
     pub(crate) latest: Option<BranchEvent>,
+    /// True while a lesson that stages a branch change is open: the latest change stays marked
+    /// (ring and reason) until the next one, instead of fading after [`BRANCH_MARK_SECS`].
+    pub(crate) hold: bool,
+}
+
+impl BranchLog {
+    /// The change marked on the canvas and in the panel at app time `now`, with its age in
+    /// seconds: the latest, for [`BRANCH_MARK_SECS`], or for good while [`BranchLog::hold`].
+    pub(crate) fn marked(&self, now: f64) -> Option<(&BranchEvent, f64)> {
+        let event = self.latest.as_ref()?;
+        let age = now - event.when;
+        (age >= 0.0 && (self.hold || age < BRANCH_MARK_SECS)).then_some((event, age))
+    }
+
+    /// How strongly the mark is drawn at `age` seconds: from 1 down to 0.3 over
+    /// [`BRANCH_MARK_SECS`]; while held, no fainter than 0.6.
+    pub(crate) fn mark_alpha(&self, age: f64) -> f32 {
+        let alpha = (1.0 - 0.7 * (age / BRANCH_MARK_SECS).clamp(0.0, 1.0)) as f32;
+        if self.hold { alpha.max(0.6) } else { alpha }
+    }
 }
