@@ -26,6 +26,18 @@ fn apply_settings(lab: Res<Lab>, settings: Res<PlantSettings>, mut sim: ResMut<S
     sim.plant.set_real(real);
 }
 
+/// Why the command changed elbow branch when the driver picked no change (a solver without a
+/// branch rule, or the envelope sending its fallback in place of the driver's answer).
+pub(crate) fn unpicked_change(solutions: &Solutions) -> String {
+    match solutions.intervention {
+        Some(reason) => format!(
+            "the safety envelope rejected the driver's answer ({}) and sent its fallback, which is on the other elbow branch",
+            reason.label()
+        ),
+        None => format!("the driver ({}) answered on the other elbow branch", solutions.driver_name),
+    }
+}
+
 /// Commands this frame's command, steps the plant by the frame time, reads the encoders and
 /// records the tip error.
 #[allow(clippy::too_many_arguments)]
@@ -43,10 +55,7 @@ pub(crate) fn drive(
         if lab.closed_form().is_some() {
             let pose = Pose::of(x);
             if branches.last_command.is_some_and(|last| is_branch_change(last, pose)) {
-                let why = solutions.branch_change.map_or_else(
-                    || "the driver's answer moved to the other elbow branch".to_string(),
-                    |c| c.describe(),
-                );
+                let why = solutions.branch_change.map_or_else(|| unpicked_change(&solutions), |c| c.describe());
                 branches.count += 1;
                 branches.latest = Some(BranchEvent { at: target.pos, when: time.elapsed_secs_f64(), why });
             }
@@ -67,5 +76,22 @@ pub(crate) fn drive(
     }
     while history.0.front().is_some_and(|p| p[0] < now - HISTORY_SECS) {
         history.0.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A branch change the driver did not pick names who made it: the envelope's fallback, or
+    /// the driver's own answer.
+    #[test]
+    fn an_unpicked_branch_change_names_who_made_it() {
+        let mut s = Solutions { driver_name: "envelope(MDN)".into(), ..Solutions::default() };
+        s.intervention = Some(elbow::envelope::Reason::JointLimit);
+        let why = unpicked_change(&s);
+        assert!(why.contains("safety envelope rejected") && why.contains("joint limit"), "{why}");
+        s.intervention = None;
+        assert_eq!(unpicked_change(&s), "the driver (envelope(MDN)) answered on the other elbow branch");
     }
 }
