@@ -22,7 +22,7 @@ fn settle(ctx: &egui::Context, mut contents: impl FnMut(&mut egui::Ui)) -> egui:
         let _ = ctx.run_ui(input, |ui| {
             rect = side_panel()
                 .show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| {
+                    super::scrolled(ui, |ui| {
                         ui.separator();
                         contents(ui)
                     })
@@ -98,9 +98,29 @@ fn training_the_feedback_head_does_not_widen_the_panel() {
     world.init_resource::<FeedbackLab>();
     world.init_resource::<Messages<TrainFeedback>>();
     let (idle, below) = panel_with_feedback(&ctx, &mut world, None);
-    assert!((idle.width() - 430.0).abs() < 1.0, "the panel opens at its default width: {idle:?}");
+    assert!((idle.width() - super::PANEL_WIDTH).abs() < 1.0, "the panel opens at its default width: {idle:?}");
     let busy = panel_with_feedback(&ctx, &mut world, Some(Ok(())));
     assert_eq!(busy, (idle, below), "starting the training moves the panel's edge or what is below");
     let (failed, _) = panel_with_feedback(&ctx, &mut world, Some(Err("training failed: the plants diverged".into())));
     assert_eq!(failed, idle, "a failure's sentence wraps");
+}
+
+/// The panel's width is the panel's, not its rows': a row wider than the panel (a long status
+/// that comes and goes) neither widens it nor, once gone, lets it shrink (the panel went from 510
+/// to 462 px while the app ran, as its widest row changed).
+#[test]
+fn the_panel_keeps_its_width_whatever_its_rows() {
+    let ctx = egui::Context::default();
+    let narrow = |ui: &mut egui::Ui| {
+        ui.label("a short row");
+    };
+    let wide = |ui: &mut egui::Ui| {
+        ui.horizontal(|ui| {
+            ui.add_sized([900.0, 20.0], egui::Label::new("a row wider than the panel"));
+        });
+    };
+    let first = settle(&ctx, narrow);
+    assert!((first.width() - super::PANEL_WIDTH).abs() < 1.0, "{first:?}");
+    assert_eq!(settle(&ctx, wide), first, "a wide row widens the panel");
+    assert_eq!(settle(&ctx, narrow), first, "the panel moves once the wide row is gone");
 }

@@ -89,7 +89,7 @@ fn panel(world: &mut World) -> Result {
         egui::Id::new("elbow-root"),
         egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
     );
-    let shown = side_panel().show(&mut root, |ui| egui::ScrollArea::vertical().show(ui, |ui| contents(world, ui)));
+    let shown = side_panel().show(&mut root, |ui| scrolled(ui, |ui| contents(world, ui)));
     world.resource_mut::<PanelWidth>().set_if_neq(PanelWidth(shown.response.rect.width()));
     let mut help = *world.resource::<Help>();
     help_overlay(&ctx, world.resource::<LabChoice>(), &mut help);
@@ -97,10 +97,26 @@ fn panel(world: &mut World) -> Result {
     Ok(())
 }
 
-/// The side panel: resizable, 430 px at first. A row wider than it widens it for good (egui
-/// keeps the width), so rows that can be long wrap.
+/// The panel's contents: a vertical scroll area in a child of exactly the panel's room, so no
+/// row moves the panel's edge (egui makes a panel as wide as what it holds: a row wider than the
+/// panel widened it, and once gone the panel shrank back). A row that cannot wrap is cut at the
+/// edge.
+pub(crate) fn scrolled<R>(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
+    let room = ui.available_rect_before_wrap();
+    let mut child = ui.new_child(egui::UiBuilder::new().max_rect(room));
+    child.set_clip_rect(room.intersect(ui.clip_rect()));
+    let out = egui::ScrollArea::vertical().auto_shrink([false, false]).show(&mut child, add).inner;
+    ui.allocate_rect(room, egui::Sense::hover());
+    out
+}
+
+/// The side panel's width at first, logical pixels: the user may drag its edge (320 to 720).
+pub(crate) const PANEL_WIDTH: f32 = 500.0;
+
+/// The side panel: resizable, [`PANEL_WIDTH`] at first, and no row moves its edge (the scroll
+/// area inside it is as wide as it; rows wrap or are cut).
 fn side_panel() -> egui::Panel {
-    egui::Panel::left("elbow-panel").resizable(true).default_size(430.0).size_range(320.0..=720.0)
+    egui::Panel::left("elbow-panel").resizable(true).default_size(PANEL_WIDTH).size_range(320.0..=720.0)
 }
 
 /// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
