@@ -76,7 +76,7 @@ pub(crate) fn check_display(env: &Env) -> Result<(), String> {
     }
     Err(format!(
         "the desktop app cannot reach a display: {}; check the variables are current (a stale DISPLAY \
-         from an old session?), or use a headless command (see `elbow --help`)",
+         from an old session? XAUTHORITY for another user's display?), or use a headless command (see `elbow --help`)",
         tried.join("; ")
     ))
 }
