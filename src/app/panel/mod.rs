@@ -27,7 +27,7 @@ use super::keys::{HELP_KEYS, Help, shortcuts};
 use super::lessons::{ActiveLesson, OpenLesson};
 use super::manifold_atlas::ChainAtlasView;
 use super::replay::{self, OpenReplay, ReplayView};
-use super::scene_file::{LoadView, SaveView, ViewFileField};
+use super::scene_file::{self, LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
 use super::state::manifold::{ChainTraining, ChainView};
@@ -475,21 +475,48 @@ struct Guides<'w, 's> {
     replay_field: Local<'s, (String, String, Option<String>)>,
 }
 
-/// A path field with "save view" and "load view", and what the last one said.
+/// A name field with "save view" (to the name, or to a fresh `elbow-view-<n>.json` when none is
+/// typed) and "restore view", a menu of the view files in the start folder, and what the last
+/// save or restore said (with the file's whole path).
 fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
+    let here = std::env::current_dir().unwrap_or_default();
     ui.horizontal(|ui| {
         let mut path = guide.view_field.path.clone();
-        ui.add(egui::TextEdit::singleline(&mut path).hint_text("view.json").desired_width(180.0));
+        let hint = egui::RichText::new("name, e.g. my-scene").italics();
+        ui.add(egui::TextEdit::singleline(&mut path).hint_text(hint).desired_width(140.0));
         if path != guide.view_field.path {
             guide.view_field.path = path;
         }
-        let path = guide.view_field.path.trim().to_string();
-        if ui.add_enabled(!path.is_empty(), egui::Button::new("save view")).clicked() {
-            guide.save.write(SaveView(path.clone().into()));
+        let typed = guide.view_field.path.trim().to_string();
+        let to = scene_file::save_path(&typed, &here);
+        let file = to.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+        if ui.button("save view").on_hover_text(format!("save the scene to {file} in {}", here.display())).clicked() {
+            guide.save.write(SaveView(to));
         }
-        if ui.add_enabled(!path.is_empty(), egui::Button::new("load view")).clicked() {
-            guide.load.write(LoadView(path.into()));
+        if ui
+            .add_enabled(!typed.is_empty(), egui::Button::new("restore view"))
+            .on_hover_text("restore the file named here")
+            .on_disabled_hover_text("type a file's name, or pick one from saved ▾")
+            .clicked()
+        {
+            guide.load.write(LoadView(scene_file::load_path(&typed, &here)));
         }
+        ui.menu_button("saved ▾", |ui| {
+            let files = scene_file::view_files(&here);
+            if files.is_empty() {
+                ui.small(format!("no view files in {}", here.display()));
+            }
+            for file in files {
+                let name = file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+                if ui.button(&name).on_hover_text("restore this view").clicked() {
+                    guide.view_field.path = name;
+                    guide.load.write(LoadView(file));
+                    ui.close();
+                }
+            }
+        })
+        .response
+        .on_hover_text("the view files in the start folder, newest first");
     });
     ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files (on a chain its fans, envelope and self-motion); `elbow --view FILE` opens one.");
     ui.horizontal(|ui| {
