@@ -33,7 +33,7 @@ use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, h
 use super::state::manifold::{ChainTraining, ChainView};
 use super::state::solve::{BRANCH_MARK_SECS, BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
-use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
+use super::state::view::{CameraView, Framing, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use crate::cli::figure::Series;
 use bevy::ecs::system::InMut;
@@ -107,6 +107,11 @@ fn contents(world: &mut World, ui: &mut egui::Ui) {
     section(world, ui, header);
     section(world, ui, lessons);
     section(world, ui, replay_view);
+    if world.resource::<ReplayView>().open.is_some() {
+        // The live lab's controls (and its branch banner) would read as the record's.
+        ui.small("The live lab's controls are hidden while the replay is open (the lab runs on underneath): close the replay to get them back.");
+        return;
+    }
     section(world, ui, arms);
     ui.separator();
     section(world, ui, driver);
@@ -170,9 +175,9 @@ fn lessons(
 }
 
 /// The open replay, when one is open.
-fn replay_view(InMut(ui): InMut<egui::Ui>, mut replay: ResMut<ReplayView>) {
+fn replay_view(InMut(ui): InMut<egui::Ui>, mut replay: ResMut<ReplayView>, framing: ResMut<Framing>) {
     if replay.open.is_some() {
-        let keep = ui.group(|ui| replay::section(ui, replay.reborrow())).inner;
+        let keep = ui.group(|ui| replay::section(ui, replay.reborrow(), framing.into())).inner;
         if !keep {
             replay.close();
         }
