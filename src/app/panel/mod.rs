@@ -721,34 +721,47 @@ fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
     });
 }
 
-/// The help overlay: every key and mouse action of the open lab.
+/// The help overlay: every key and mouse action of the open lab. It fits the window whatever
+/// the lab: at most [`HELP_WIDTH`] wide (less in a narrow window), each description wrapped in
+/// its column, and a scroll bar when a short window cannot hold every row.
 fn help_overlay(ctx: &egui::Context, lab: &LabChoice, help: &mut Help) {
     let mut open = help.0;
+    let room = ctx.viewport_rect().shrink(16.0);
+    let width = HELP_WIDTH.min(room.width()).max(200.0);
     egui::Window::new("Keys and mouse")
         .open(&mut open)
         .collapsible(false)
         .resizable(false)
         .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
         .order(egui::Order::Foreground)
+        .min_width(width)
+        .max_width(width)
+        .max_height(room.height().max(120.0) - 40.0)
         .show(ctx, |ui| {
-            egui::Grid::new("help-keys").num_columns(2).striped(true).show(ui, |ui| {
-                let mut row = |key: &str, what: &str| {
-                    ui.strong(key);
-                    ui.label(what);
-                    ui.end_row();
-                };
-                row("drag or click", "move the target (in the view right of the panel)");
-                row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
-                for (_, key, shortcut) in shortcuts(lab) {
-                    row(key, &shortcut.describe());
-                }
-                for (key, what) in HELP_KEYS {
-                    row(key, what);
-                }
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                egui::Grid::new("help-keys").num_columns(2).striped(true).max_col_width(width - 110.0).show(ui, |ui| {
+                    let mut row = |key: &str, what: &str| {
+                        ui.strong(key);
+                        ui.add(egui::Label::new(what).wrap());
+                        ui.end_row();
+                    };
+                    row("drag or click", "move the target (in the view right of the panel)");
+                    row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
+                    row("wheel, + or −", "zoom the view in or out (0: as framed again)");
+                    for (_, key, shortcut) in shortcuts(lab) {
+                        row(key, &shortcut.describe());
+                    }
+                    for (key, what) in HELP_KEYS {
+                        row(key, what);
+                    }
+                });
             });
         });
     help.0 = open;
 }
+
+/// The widest the help overlay gets, logical pixels.
+const HELP_WIDTH: f32 = 520.0;
 
 /// The slider of a plant knob with its tooltip, framed in the lesson colour when the open
 /// lesson is about it (`lit`).
