@@ -389,7 +389,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>, mut framing:
 /// The zoom buttons: closer, farther, and back to the action as framed.
 fn zoom_row(ui: &mut egui::Ui, framing: &mut Mut<Framing>) {
     ui.horizontal(|ui| {
-        ui.small(format!("view ×{}", elbow::stats::fmt_num(f64::from(framing.zoom))));
+        ui.small(format!("view ×{:.2}", framing.zoom));
         if ui.small_button("+").on_hover_text("zoom in (the wheel, or +)").clicked() {
             framing.zoom_by(1.0);
         }

@@ -159,12 +159,28 @@ fn open_x11(display: &str) -> Result<(), String> {
         let (open, close) = unsafe {
             (std::mem::transmute::<*mut c_void, Open>(open), std::mem::transmute::<*mut c_void, Close>(close))
         };
-        // SAFETY: `name` is a valid C string that outlives the call.
-        let (opened, said) = with_stderr_caught(|| unsafe { open(name.as_ptr()) });
+        // A server still starting (an Xvfb just launched) can take the connection and drop it
+        // without a word: such a failure is tried again for a few seconds; a refusal with a
+        // reason is final.
+        let mut tries = 0;
+        let (opened, said) = loop {
+            // SAFETY: `name` is a valid C string that outlives the call.
+            let (opened, said) = with_stderr_caught(|| unsafe { open(name.as_ptr()) });
+            tries += 1;
+            if !opened.is_null() || !said.trim().is_empty() || tries >= X11_TRIES {
+                break (opened, said);
+            }
+            std::thread::sleep(X11_RETRY);
+        };
         if opened.is_null() {
             let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
-            let why = if said.is_empty() { String::new() } else { format!(": {said}") };
-            return Err(format!("the X server accepts connections but would not open the display{why}"));
+            if said.is_empty() {
+                // No reason given: not proof that the window cannot open, so the app goes on (if
+                // the window system fails too, its panic becomes a sentence:
+                // [`window_panic_message`]).
+                return Ok(());
+            }
+            return Err(format!("the X server accepts connections but would not open the display: {said}"));
         }
         // SAFETY: `opened` is the display just opened, closed once.
         unsafe { close(opened) };
@@ -173,6 +189,13 @@ fn open_x11(display: &str) -> Result<(), String> {
     let _ = display;
     Ok(())
 }
+
+/// How many times a display that drops the connection without a reason is tried.
+#[cfg(target_os = "linux")]
+const X11_TRIES: u32 = 8;
+/// The pause between those tries.
+#[cfg(target_os = "linux")]
+const X11_RETRY: Duration = Duration::from_millis(250);
 
 /// Runs `f` with the standard error going into a pipe, and returns what it wrote there (Xlib
 /// prints its reasons there; a failed redirection runs `f` as it is).

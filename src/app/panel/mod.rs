@@ -501,12 +501,12 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
         if ui
             .add_enabled(!typed.is_empty(), egui::Button::new("restore view"))
             .on_hover_text("restore the file named here")
-            .on_disabled_hover_text("type a file's name, or pick one from saved ▾")
+            .on_disabled_hover_text("type a file's name, or pick one under saved…")
             .clicked()
         {
             guide.load.write(LoadView(scene_file::load_path(&typed, &here)));
         }
-        ui.menu_button("saved ▾", |ui| {
+        ui.menu_button("saved…", |ui| {
             let files = scene_file::view_files(&here);
             if files.is_empty() {
                 ui.small(format!("no view files in {}", here.display()));
@@ -526,8 +526,12 @@ fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
     ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files (on a chain its fans, envelope and self-motion); `elbow --view FILE` opens one.");
     ui.horizontal(|ui| {
         let (path, index, problem) = &mut *guide.replay_field;
-        ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
-        ui.add(egui::TextEdit::singleline(index).hint_text("index").desired_width(50.0));
+        ui.add(
+            egui::TextEdit::singleline(path)
+                .hint_text(egui::RichText::new("catalog, e.g. cat.jsonl").italics())
+                .desired_width(150.0),
+        );
+        ui.add(egui::TextEdit::singleline(index).hint_text(egui::RichText::new("index").italics()).desired_width(50.0));
         let ready = !path.trim().is_empty();
         if ui
             .add_enabled(ready, egui::Button::new("replay record"))
