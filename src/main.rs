@@ -101,7 +101,7 @@ fn replay_lab(
 }
 
 /// Opens the desktop app on `lab` once the display and the GPU driver it needs are known to be
-/// there; a GPU panic while it starts becomes a message and exit code 2.
+/// there; a GPU or window-system panic while it starts becomes a message and exit code 2.
 #[cfg(feature = "app")]
 fn run_app(
     lab: cli::AppArm,
@@ -137,7 +137,7 @@ fn run_app(
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        match cli::preflight::gpu_panic_message(&text) {
+        match cli::preflight::gpu_panic_message(&text).or_else(|| cli::preflight::window_panic_message(&text)) {
             Some(message) => {
                 report(&message);
                 std::process::exit(2);

@@ -5,15 +5,17 @@
 //! wander onto it, do not move the target.
 //!
 //! The world camera frames the open arm's reach with a margin ([`frame`]), again whenever the
-//! arm changes, and [`ViewScale`] tells the drawing how many metres one logical pixel of the
+//! arm changes, or the box an open replay asks for ([`Framing`]'s focus); the wheel over the
+//! view and the `+`, `-` and `0` keys zoom it ([`zoom`]). [`ViewScale`] tells the drawing how many metres one logical pixel of the
 //! view is this frame, so every mark (crosses, rings, dots, arrows) is sized in pixels and
 //! reads the same on the SO-101's 41 cm and on rail3's 3 m.
 
 use super::AppSet;
 use super::state::arm::{Lab, Nominal};
-use super::state::view::{Hover, PanelWidth, PointerDrag};
+use super::state::view::{Framing, Hover, PanelWidth, PointerDrag};
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, CameraProjection, ScalingMode, Viewport};
+use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
 use bevy::render::render_resource::BlendState;
 use bevy::window::PrimaryWindow;
@@ -23,12 +25,9 @@ use elbow::Point2;
 
 /// Registers the cameras and the viewport and pointer systems.
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<ViewScale>().add_systems(Startup, spawn_cameras).add_systems(
-        Update,
-        (fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)), fit_viewport, measure, pointer)
-            .chain()
-            .in_set(AppSet::Input),
-    );
+    app.init_resource::<ViewScale>()
+        .add_systems(Startup, spawn_cameras)
+        .add_systems(Update, (zoom, fit_span, fit_viewport, measure, pointer).chain().in_set(AppSet::Input));
 }
 
 /// Background of the world viewport.
@@ -137,11 +136,78 @@ fn frame(lab: &Lab, nominal: &Nominal) -> [f32; 2] {
     }
 }
 
-/// Fits the world camera's frame to the open lab's arm.
-fn fit_span(lab: Res<Lab>, nominal: Res<Nominal>, mut projection: Single<&mut Projection, With<WorldCamera>>) {
-    let [min_width, min_height] = frame(&lab, &nominal);
-    if let Projection::Orthographic(o) = &mut **projection {
-        o.scaling_mode = ScalingMode::AutoMin { min_width, min_height };
+/// Pixels of a wheel that scrolls smoothly (a touchpad) per zoom step.
+const PIXELS_PER_STEP: f32 = 50.0;
+
+/// Zooms the view: a notch of the wheel over the view, or `+` / `-` (`=` and the keypad's too),
+/// a step; `0` frames again as at first. The zoom starts again as framed when the lab changes.
+/// Keys typed into a panel field, and the wheel over the panel, stay with egui.
+fn zoom(
+    lab: Res<Lab>,
+    nominal: Res<Nominal>,
+    keys: Option<Res<ButtonInput<KeyCode>>>,
+    wheel: Option<Res<AccumulatedMouseScroll>>,
+    hover: Res<Hover>,
+    egui: Option<Res<EguiWantsInput>>,
+    mut framing: ResMut<Framing>,
+) {
+    if (lab.is_changed() || nominal.is_changed()) && framing.zoom != 1.0 {
+        framing.zoom = 1.0;
+    }
+    let typing = egui.as_ref().is_some_and(|e| e.wants_any_keyboard_input());
+    let mut steps = 0.0;
+    if let Some(keys) = keys.filter(|_| !typing) {
+        if keys.any_just_pressed([KeyCode::Equal, KeyCode::NumpadAdd]) {
+            steps += 1.0;
+        }
+        if keys.any_just_pressed([KeyCode::Minus, KeyCode::NumpadSubtract]) {
+            steps -= 1.0;
+        }
+        if keys.any_just_pressed([KeyCode::Digit0, KeyCode::Numpad0]) && framing.zoom != 1.0 {
+            framing.zoom = 1.0;
+        }
+    }
+    // The wheel zooms only over the view (`Hover` is set there alone).
+    if let Some(wheel) = wheel.filter(|_| hover.0.is_some()) {
+        steps += match wheel.unit {
+            MouseScrollUnit::Line => wheel.delta.y,
+            MouseScrollUnit::Pixel => wheel.delta.y / PIXELS_PER_STEP,
+        };
+    }
+    if steps != 0.0 {
+        framing.zoom_by(steps);
+    }
+}
+
+/// The world box the camera shows at least, and where its centre is: the open replay's focus
+/// when there is one, else the lab's arm around its base ([`frame`]), `zoom` times closer.
+pub(crate) fn shown(lab: &Lab, nominal: &Nominal, framing: &Framing) -> (Vec2, [f32; 2]) {
+    let (center, size) = match framing.focus {
+        Some(f) => (Vec2::new(f.center.x as f32, f.center.y as f32), [f.size[0] as f32, f.size[1] as f32]),
+        None => (Vec2::ZERO, frame(lab, nominal)),
+    };
+    let zoom = if framing.zoom.is_finite() && framing.zoom > 0.0 { framing.zoom } else { 1.0 };
+    (center, size.map(|s| s / zoom))
+}
+
+/// Fits the world camera to what it shows ([`shown`]), when that changed.
+fn fit_span(
+    lab: Res<Lab>,
+    nominal: Res<Nominal>,
+    framing: Res<Framing>,
+    camera: Single<(&mut Projection, &mut Transform), With<WorldCamera>>,
+) {
+    let (mut projection, mut transform) = camera.into_inner();
+    let (center, [min_width, min_height]) = shown(&lab, &nominal, &framing);
+    if let Projection::Orthographic(o) = &mut *projection {
+        let mode = ScalingMode::AutoMin { min_width, min_height };
+        if !matches!(o.scaling_mode, ScalingMode::AutoMin { min_width: w, min_height: h } if w == min_width && h == min_height)
+        {
+            o.scaling_mode = mode;
+        }
+    }
+    if transform.translation.truncate() != center {
+        transform.translation = center.extend(transform.translation.z);
     }
 }
 
@@ -210,9 +276,11 @@ fn pointer(
 
 #[cfg(test)]
 mod tests {
-    use super::{Lab, Nominal, ViewScale, WorldCamera, fit_span, frame, measure, metres_per_px, press};
+    use super::{Framing, Lab, Nominal, ViewScale, WorldCamera, fit_span, frame, measure, metres_per_px, press};
+    use crate::app::state::view::{Focus, MAX_ZOOM, MIN_ZOOM};
     use bevy::camera::{ComputedCameraValues, RenderTargetInfo, ScalingMode, Viewport};
     use bevy::prelude::*;
+    use elbow::Point2;
     use elbow::TwoLinkArm;
     use elbow::arm::{Arm, ArmKind};
     use rand::{RngExt, SeedableRng};
@@ -312,8 +380,8 @@ mod tests {
     fn the_camera_refits_when_the_arm_changes_live() {
         let mut app = App::new();
         app.insert_resource(lab(ArmKind::So101)).insert_resource(Nominal(TwoLinkArm::default()));
-        app.add_systems(Update, fit_span.run_if(resource_changed::<Lab>.or_else(resource_changed::<Nominal>)));
-        let id = app.world_mut().spawn((WorldCamera, projection(1.0, 1.0))).id();
+        app.init_resource::<Framing>().add_systems(Update, fit_span);
+        let id = app.world_mut().spawn((WorldCamera, projection(1.0, 1.0), Transform::default())).id();
         let shown = |app: &App| match app.world().get::<Projection>(id) {
             Some(Projection::Orthographic(OrthographicProjection {
                 scaling_mode: ScalingMode::AutoMin { min_width, min_height },
@@ -330,6 +398,41 @@ mod tests {
         app.world_mut().resource_mut::<Nominal>().0 = long;
         app.update();
         assert!(shown(&app).iter().all(|s| (s - 2.3 * 3.5).abs() < 1e-5), "a longer two-link arm: {:?}", shown(&app));
+        // A replay's focus: the camera centres on it and shows its box; zoomed twice as close,
+        // half of it; the focus gone, the arm again round its base.
+        let focus = Focus { center: Point2::new(1.2, -0.4), size: [0.2, 0.1] };
+        app.world_mut().resource_mut::<Framing>().focus = Some(focus);
+        app.update();
+        let at = |app: &App| app.world().get::<Transform>(id).unwrap().translation.truncate();
+        assert_eq!((at(&app), shown(&app)), (Vec2::new(1.2, -0.4), [0.2, 0.1]));
+        app.world_mut().resource_mut::<Framing>().zoom = 2.0;
+        app.update();
+        assert_eq!(shown(&app), [0.1, 0.05]);
+        *app.world_mut().resource_mut::<Framing>() = Framing::default();
+        app.update();
+        assert_eq!((at(&app), shown(&app)), (Vec2::ZERO, [2.3 * 3.5; 2]));
+    }
+
+    #[test]
+    fn the_zoom_steps_by_a_quarter_and_stays_within_its_bounds() {
+        let mut f = Framing::default();
+        f.zoom_by(1.0);
+        assert!((f.zoom - 1.25).abs() < 1e-6);
+        f.zoom_by(-2.0);
+        assert!((f.zoom - 0.8).abs() < 1e-6);
+        f.zoom_by(1000.0);
+        assert_eq!(f.zoom, MAX_ZOOM);
+        f.zoom_by(-1e6);
+        assert_eq!(f.zoom, MIN_ZOOM);
+        f.zoom_by(f32::NAN);
+        assert_eq!(f.zoom, MIN_ZOOM, "a NaN step changes nothing");
+        // A box round points: the margin on each side, and a least side.
+        let b = Focus::around([Point2::new(0.0, 0.0), Point2::new(0.1, 0.05)], 0.2, 0.01).unwrap();
+        assert!((b.size[0] - 0.14).abs() < 1e-12 && (b.size[1] - 0.09).abs() < 1e-12, "{b:?}");
+        assert!(b.contains(Point2::new(0.1, 0.05)) && !b.contains(Point2::new(0.2, 0.0)));
+        let one = Focus::around([Point2::new(1.0, 1.0)], 0.2, 0.04).unwrap();
+        assert_eq!(one.size, [0.04, 0.04]);
+        assert_eq!(Focus::around([Point2::new(f64::NAN, 0.0)], 0.2, 0.04), None);
     }
 
     #[test]

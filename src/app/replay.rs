@@ -9,13 +9,16 @@
 //! record's first ([`lab_of`]). A switch of the lab by the user closes the replay.
 //!
 //! While a replay is open its scene takes the canvas: the live arms are not drawn (the live lab
-//! runs on underneath and returns when the replay closes).
+//! runs on underneath and returns when the replay closes), and the camera frames the action of
+//! the sub-step shown ([`ReplayView::focus`]: the move's target with its tolerance, the real tip,
+//! the goal's tip on the model, the sensed target), which the wheel, `+`/`-` and the section's
+//! buttons zoom. The panel shows the record's settings in place of the live lab's controls.
 
 use super::AppSet;
 use super::format::{PLANT_COLOR, TARGET_COLOR, color32, metres};
 use super::job::Job;
 use super::state::arm::{Lab, MAX_FRAME_SECS, Nominal};
-use super::state::view::Target;
+use super::state::view::{Focus, Framing, Target};
 use bevy::prelude::*;
 use bevy_egui::egui;
 use elbow::Point2;
@@ -31,7 +34,7 @@ pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ReplayView>()
         .init_resource::<ReplayJob>()
         .add_message::<OpenReplay>()
-        .add_systems(Update, (close_on_other_lab, open, collect, play).chain().in_set(AppSet::Target));
+        .add_systems(Update, (close_on_other_lab, open, collect, play, frame).chain().in_set(AppSet::Target));
 }
 
 /// Registers the replay's drawing.
@@ -116,10 +119,45 @@ impl ReplayView {
         self.error = Some(why);
     }
 
+    /// The box the camera frames while the replay is open: the shown sub-step's target with its
+    /// tolerance circle, the real tip, the goal's tip on the model and the sensed target, with a
+    /// margin (before the trace is in: the record's target and tolerance).
+    pub(crate) fn focus(&self) -> Option<Focus> {
+        let (record, _) = self.open.as_ref()?;
+        let tol = record.expected.tolerance.max(0.0);
+        let (target, mut points) = match self.current() {
+            Some((mv, tick)) => {
+                let goal = goal_points(record, &tick.goal).last().copied();
+                (mv.target, [Some(tick.tip()), Some(mv.sensed), goal].into_iter().flatten().collect())
+            }
+            None => (record.target, Vec::new()),
+        };
+        points.extend([-1.0, 1.0].map(|s| target + Point2::new(s * tol, s * tol)));
+        Focus::around(points, FOCUS_MARGIN, FOCUS_LEAST)
+    }
+
     /// Moves the scrubber by `by` sub-steps, within the trace.
     pub(crate) fn step(&mut self, by: isize) {
         let last = self.ticks.len().saturating_sub(1);
         self.at = self.at.saturating_add_signed(by).min(last);
+    }
+}
+
+/// The margin round a replay's action, a fraction of its larger side on each side.
+const FOCUS_MARGIN: f64 = 0.2;
+/// The smallest side of the box a replay frames, metres (a tip on its target still shows the
+/// arm's last centimetres).
+const FOCUS_LEAST: f64 = 0.04;
+
+/// Frames the open replay's action (the zoom starts again as framed when a replay opens or
+/// closes); without a replay the camera frames the lab's arm.
+fn frame(view: Res<ReplayView>, mut framing: ResMut<Framing>) {
+    let focus = view.focus();
+    if focus.is_some() != framing.focus.is_some() {
+        framing.zoom = 1.0;
+    }
+    if framing.focus != focus {
+        framing.focus = focus;
     }
 }
 
@@ -250,9 +288,10 @@ fn failure(record: &FailureRecord) -> String {
 
 /// The panel's replay section: what the record is, the failure, the scrubber and the controls.
 /// Returns false when the user closed the replay.
-pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
+pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>, mut framing: Mut<Framing>) -> bool {
     let Some((record, name)) = view.open.clone() else { return true };
     ui.strong(format!("Replay: {name}"));
+    zoom_row(ui, &mut framing);
     let channel = record.setting.channel.map_or_else(
         || "no channel (the baseline)".to_string(),
         |c| format!("{} at {}", c.key(), elbow::stats::fmt_num(record.setting.level)),
@@ -267,6 +306,7 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
         record.target.y
     ));
     ui.colored_label(color32(TARGET_COLOR), failure(&record));
+    settings(ui, &record);
     if let Some(e) = &view.error {
         ui.colored_label(egui::Color32::LIGHT_RED, egui::RichText::new(e).small());
     }
@@ -346,6 +386,48 @@ pub(crate) fn section(ui: &mut egui::Ui, mut view: Mut<ReplayView>) -> bool {
     !ui.button("close the replay").clicked()
 }
 
+/// The zoom buttons: closer, farther, and back to the action as framed.
+fn zoom_row(ui: &mut egui::Ui, framing: &mut Mut<Framing>) {
+    ui.horizontal(|ui| {
+        ui.small(format!("view ×{:.2}", framing.zoom));
+        if ui.small_button("+").on_hover_text("zoom in (the wheel, or +)").clicked() {
+            framing.zoom_by(1.0);
+        }
+        if ui.small_button("−").on_hover_text("zoom out (the wheel, or -)").clicked() {
+            framing.zoom_by(-1.0);
+        }
+        if ui.small_button("fit").on_hover_text("frame the target, the tips and the tolerance again (0)").clicked() {
+            framing.zoom = 1.0;
+        }
+    });
+}
+
+/// The record's settings, read-only: what the live lab's controls would show, as the run had
+/// them (the controls return when the replay closes).
+fn settings(ui: &mut egui::Ui, record: &FailureRecord) {
+    egui::CollapsingHeader::new("The record's settings (read-only)").default_open(true).show(ui, |ui| {
+        egui::Grid::new("replay-settings").num_columns(2).show(ui, |ui| {
+            let mut row = |key: &str, value: String| {
+                ui.small(key);
+                ui.small(value);
+                ui.end_row();
+            };
+            row("driver", record.pipeline.to_string());
+            row("targets", format!("`{}`, move {}", record.split.key(), record.index));
+            row("tolerance", metres(Some(record.expected.tolerance)));
+            let on: Vec<String> = elbow::experiments::degradation::Channel::ALL
+                .into_iter()
+                .filter(|&c| {
+                    c != elbow::experiments::degradation::Channel::Combined && record.setting.perturbation[c] != 0.0
+                })
+                .map(|c| format!("{} {} {}", c.key(), elbow::stats::fmt_num(record.setting.perturbation[c]), c.unit()))
+                .collect();
+            row("plant", if on.is_empty() { "every channel at zero".into() } else { on.join(", ") });
+            row("noise seed", record.seed.to_string());
+        });
+    });
+}
+
 /// The gizmos of the replay's scene.
 #[derive(Default, Reflect, GizmoConfigGroup)]
 struct ReplayGizmos;
@@ -395,7 +477,7 @@ fn draw(view: Res<ReplayView>, scale: Res<super::camera::ViewScale>, mut arm: Gi
     let r = scale.px(7.0);
     thin.line_2d(t - Vec2::X * r, t + Vec2::X * r, TARGET_COLOR);
     thin.line_2d(t - Vec2::Y * r, t + Vec2::Y * r, TARGET_COLOR);
-    thin.circle_2d(t, tolerance.max(scale.px(2.0)), TARGET_COLOR.with_alpha(0.7));
+    thin.circle_2d(t, tolerance.max(scale.px(2.0)), TARGET_COLOR.with_alpha(0.7)).resolution(128);
     thin.circle_2d(v(mv.sensed), scale.px(4.0), TARGET_COLOR.with_alpha(0.5));
     let color = if (tick.tip() - mv.target).norm() > record.expected.tolerance {
         Color::srgb(1.0, 0.3, 0.3)

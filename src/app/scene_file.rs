@@ -1,23 +1,26 @@
-//! View files: the whole scene (arm, target, driver, the plant's knobs, the atlas and sweep, the
-//! ghosts shown, the model files loaded; on a chain its driver, envelope, fans and self-motion)
-//! saved as JSON from the panel and restored from the panel or with `elbow --view FILE`. A view
-//! of another arm than the one in force switches to it first, then restores the scene.
+//! View files: the whole scene (arm, target, driver, the elbow branch the plant is on, the
+//! plant's knobs, the atlas and sweep, the ghosts shown, the model files loaded; on a chain its
+//! driver, envelope, fans and self-motion) saved as JSON from the panel and restored from the
+//! panel or with `elbow --view FILE`. A view of another arm than the one in force switches to it
+//! first, then restores the scene. The panel saves to a name typed (`.json` added when it has no
+//! extension) or to a fresh `elbow-view-<n>.json` ([`save_path`]), and lists the view files of
+//! the start folder to restore ([`view_files`]); what it says names the file's whole path.
 //!
 //! A file is written atomically (a failed write leaves the old file whole). One of another format
 //! version, or of another arm than the one open, is refused with one sentence and changes
 //! nothing; `elbow --view FILE` opens the app on the file's arm.
 
 use super::atlas::AtlasView;
-use super::state::arm::{Lab, Nominal, PlantSettings};
+use super::state::arm::{Lab, Nominal, PlantSettings, Sim};
 use super::state::manifold::{ChainView, drives, enveloped};
-use super::state::solve::{Driver, Shown};
+use super::state::solve::{BranchLog, Driver, Shown};
 use super::state::train::{LoadModel, RunState, Training};
 use super::state::view::{CameraView, Target};
 use super::sweep::{LiveSweep, SweepChannel};
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use elbow::atlas::Layer;
-use elbow::{Pipeline, Point2, SolverId, TwoLinkArm};
+use elbow::{ElbowMode, Pipeline, Point2, SolverId, TwoLinkArm};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -100,6 +103,10 @@ pub(crate) struct ViewFile {
     /// two-link arm, which the two-link button returns to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) chain: Option<ChainKnobs>,
+    /// The elbow branch the two-link plant is on (the driver keeps it from there); absent in
+    /// older files and on a chain, where the restored plant starts at the arm's rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    branch: Option<ElbowMode>,
 }
 
 impl ViewFile {
@@ -182,6 +189,8 @@ struct Scene<'w> {
     training: Res<'w, Training>,
     lab: ResMut<'w, Lab>,
     chain: ResMut<'w, ChainView>,
+    sim: ResMut<'w, Sim>,
+    branches: ResMut<'w, BranchLog>,
 }
 
 impl Scene<'_> {
@@ -221,6 +230,7 @@ impl Scene<'_> {
                 shown: SolverId::CHAIN.into_iter().filter(|&m| self.chain.shows(m)).collect(),
                 self_motion: self.chain.self_motion(),
             }),
+            branch: self.lab.closed_form().map(|_| ElbowMode::of(self.sim.measured())),
         }
     }
 
@@ -242,6 +252,16 @@ impl Scene<'_> {
         for id in SolverId::TWO_LINK {
             self.shown.0[id] = view.shown.contains(&id);
         }
+        // The plant at rest on the view's branch, on the closed form's answer for its target (the
+        // driver keeps the branch the plant is on); no branch change is logged for the move.
+        if let (Some(mode), Some(arm)) = (view.branch, self.lab.closed_form()) {
+            let branches = elbow::analytic::solve_branches(&arm, self.target.pos);
+            let pose = if mode == ElbowMode::Up { branches.up } else { branches.down };
+            if pose.is_finite() {
+                *self.sim = Sim::new(self.lab.arm(), &self.plant, &pose.coords());
+                self.branches.last_command = Some(pose);
+            }
+        }
         if let Some(c) = &view.chain {
             self.chain.driver = c.driver;
             self.chain.envelope = c.envelope && enveloped(c.driver);
@@ -259,7 +279,7 @@ fn save(mut requests: MessageReader<SaveView>, scene: Scene, mut field: ResMut<V
         let outcome = serde_json::to_vec_pretty(&view)
             .map_err(|e| e.to_string())
             .and_then(|bytes| elbow::files::write_atomic(path, &bytes).map_err(|e| e.to_string()))
-            .map(|()| format!("view saved to {}", path.display()))
+            .map(|()| format!("view saved to {}", whole(path).display()))
             .map_err(|e| format!("{}: {e}", path.display()));
         field.outcome = Some(outcome);
     }
@@ -291,7 +311,7 @@ fn load(
                 return Ok(format!("opening the view of {}…", scene.lab.arm().name));
             }
             restore(&mut scene, &view, &mut models);
-            Ok(format!("view restored from {}", path.display()))
+            Ok(format!("view restored from {}", whole(path).display()))
         });
         field.outcome = Some(outcome);
     }
@@ -314,5 +334,171 @@ fn apply_pending(
 ) {
     let Some((view, path)) = pending.0.take() else { return };
     restore(&mut scene, &view, &mut models);
-    field.outcome = Some(Ok(format!("view restored from {}", path.display())));
+    field.outcome = Some(Ok(format!("view restored from {}", whole(&path).display())));
+}
+
+/// `path` from the root (relative to the start folder when it is relative), for what the panel
+/// says: the user sees where the file is.
+fn whole(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The file the panel saves to for the name `typed` in the folder `dir`: a fresh
+/// `elbow-view-<n>.json` there when nothing is typed (an earlier one is never replaced), else
+/// the name, with `.json` added when it has no extension (relative to `dir`).
+pub(crate) fn save_path(typed: &str, dir: &Path) -> PathBuf {
+    let typed = typed.trim();
+    if typed.is_empty() {
+        return super::export::fresh_path(dir, "view", "json");
+    }
+    let path = dir.join(typed);
+    if path.extension().is_none() { path.with_extension("json") } else { path }
+}
+
+/// The file the panel restores for the name `typed` in the folder `dir`: the name as typed, or
+/// with `.json` added when only that exists.
+pub(crate) fn load_path(typed: &str, dir: &Path) -> PathBuf {
+    let path = dir.join(typed.trim());
+    let json = path.with_extension("json");
+    if !path.exists() && path.extension().is_none() && json.exists() { json } else { path }
+}
+
+/// The most view files [`view_files`] lists.
+const LISTED: usize = 30;
+
+/// The view files in `dir`, newest first (at most [`LISTED`]): the `.json` files whose opening
+/// names the view format.
+pub(crate) fn view_files(dir: &Path) -> Vec<PathBuf> {
+    use std::io::Read;
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .filter(|p| {
+            let mut head = [0u8; 256];
+            let n = std::fs::File::open(p).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+            String::from_utf8_lossy(&head[..n]).contains(FORMAT)
+        })
+        .map(|p| (p.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), p))
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.into_iter().take(LISTED).map(|(_, p)| p).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LoadView, SaveView, ViewFileField, load_path, save_path, view_files};
+    use crate::app::logic_plugin;
+    use crate::app::state::arm::{Nominal, PlantSettings, Sim};
+    use crate::app::state::solve::{Driver, Solutions};
+    use crate::app::state::train::TrainingParams;
+    use crate::app::state::view::Target;
+    use bevy::prelude::*;
+    use bevy::time::TimeUpdateStrategy;
+    use elbow::{ElbowMode, Pipeline, Point2, SolverId};
+    use std::time::Duration;
+
+    /// The logic plugins on a fixed 16 ms clock, no training, an ideal plant.
+    fn app() -> App {
+        let mut app = App::new();
+        app.insert_resource(TrainingParams { autostart: false, ..TrainingParams::default() });
+        app.insert_resource(PlantSettings::IDEAL);
+        app.add_plugins(MinimalPlugins).add_plugins(logic_plugin);
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(16)));
+        app.update();
+        app
+    }
+
+    /// The plant at rest on the branch `mode` of the closed form's answer for `target`, the
+    /// target there.
+    fn rest_on(app: &mut App, target: Point2, mode: ElbowMode) {
+        let arm = app.world().resource::<Nominal>().0;
+        let b = elbow::analytic::solve_branches(&arm, target);
+        let pose = if mode == ElbowMode::Up { b.up } else { b.down };
+        let settings = *app.world().resource::<PlantSettings>();
+        *app.world_mut().resource_mut::<Sim>() = Sim::new(&elbow::arm::Arm::two_link(arm), &settings, &pose.coords());
+        *app.world_mut().resource_mut::<Target>() = Target::at(target);
+    }
+
+    /// The branch the plant is on, and the branch of the driver's answer.
+    fn branches(app: &App) -> (ElbowMode, Option<ElbowMode>) {
+        let sim = app.world().resource::<Sim>();
+        let proposal = app.world().resource::<Solutions>().proposal.map(|s| ElbowMode::of(s.pose));
+        (ElbowMode::of(sim.measured()), proposal)
+    }
+
+    #[test]
+    fn a_restored_view_puts_the_plant_back_on_its_elbow_branch() {
+        let dir = std::env::temp_dir().join(format!("elbow-view-branch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("up.json");
+        let mut app = app();
+        app.world_mut().resource_mut::<Driver>().0 = Pipeline::plain(SolverId::Analytic);
+        let target = Point2::new(0.9, 0.7);
+        // Elbow-up, and the nearest-branch driver stays there.
+        rest_on(&mut app, target, ElbowMode::Up);
+        for _ in 0..5 {
+            app.update();
+        }
+        assert_eq!(branches(&app), (ElbowMode::Up, Some(ElbowMode::Up)));
+        app.world_mut().write_message(SaveView(path.clone()));
+        app.update();
+        let saved = std::fs::read_to_string(&path).expect("saved");
+        assert!(saved.contains("\"branch\": \"Up\""), "{saved}");
+        // The plant on the other branch, then the view restored: elbow-up again, and the driver
+        // with it.
+        rest_on(&mut app, target, ElbowMode::Down);
+        for _ in 0..5 {
+            app.update();
+        }
+        assert_eq!(branches(&app), (ElbowMode::Down, Some(ElbowMode::Down)));
+        app.world_mut().write_message(LoadView(path.clone()));
+        for _ in 0..5 {
+            app.update();
+        }
+        assert_eq!(branches(&app), (ElbowMode::Up, Some(ElbowMode::Up)), "restored onto its branch");
+        // What the panel says names the whole path.
+        let said = app.world().resource::<ViewFileField>().outcome.clone();
+        assert!(
+            matches!(&said, Some(Ok(s)) if s.ends_with(&path.display().to_string()) && path.is_absolute()),
+            "{said:?}"
+        );
+        // A file of before the branch was kept (no `branch`) still restores, on the branch the
+        // plant is on.
+        let old = dir.join("old.json");
+        std::fs::write(&old, saved.replace(",\n  \"branch\": \"Up\"", "")).expect("write");
+        rest_on(&mut app, target, ElbowMode::Down);
+        app.world_mut().write_message(LoadView(old));
+        for _ in 0..3 {
+            app.update();
+        }
+        let said = app.world().resource::<ViewFileField>().outcome.clone();
+        assert!(matches!(said, Some(Ok(_))), "{said:?}");
+        assert_eq!(branches(&app).0, ElbowMode::Down);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_panel_saves_to_a_fresh_default_name_and_lists_the_view_files() {
+        let dir = std::env::temp_dir().join(format!("elbow-view-names-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        assert_eq!(save_path("  ", &dir), dir.join("elbow-view-1.json"));
+        assert_eq!(save_path("my-scene", &dir), dir.join("my-scene.json"));
+        assert_eq!(save_path("a.view", &dir), dir.join("a.view"));
+        let mut app = app();
+        for name in ["", "", "my-scene"] {
+            app.world_mut().write_message(SaveView(save_path(name, &dir)));
+            app.update();
+        }
+        assert!(dir.join("elbow-view-2.json").exists(), "a second default save takes the next number");
+        std::fs::write(dir.join("other.json"), "{\"not\": \"a view\"}").expect("write");
+        let mut listed: Vec<String> =
+            view_files(&dir).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        listed.sort();
+        assert_eq!(listed, ["elbow-view-1.json", "elbow-view-2.json", "my-scene.json"]);
+        assert_eq!(load_path("my-scene", &dir), dir.join("my-scene.json"), "the name as saved restores");
+        assert_eq!(load_path("missing", &dir), dir.join("missing"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

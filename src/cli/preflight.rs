@@ -2,9 +2,11 @@
 //! find a GPU with? Without these checks bevy panics ("Unable to find a GPU!", or inside winit)
 //! instead of saying what is missing; with them the user gets one line naming the problem.
 //!
-//! The checks only look for what must be there (a display socket that accepts a connection,
-//! `libvulkan.so.1`); [`gpu_panic_message`] turns the GPU panics that remain (a loader with no
-//! usable driver) into the same kind of message. `ELBOW_SKIP_PREFLIGHT=1` skips the checks.
+//! The checks only look for what must be there (a display socket that accepts a connection, an
+//! X server that lets this client in, `libvulkan.so.1`); [`gpu_panic_message`] and
+//! [`window_panic_message`] turn the panics that remain (a loader with no usable driver, a
+//! window system that fails anyway) into the same kind of message. `ELBOW_SKIP_PREFLIGHT=1`
+//! skips the checks.
 
 #![cfg_attr(not(feature = "app"), allow(dead_code))]
 
@@ -62,7 +64,7 @@ pub(crate) fn check_display(env: &Env) -> Result<(), String> {
         }
     }
     if let Some(display) = &env.display {
-        match connect_x11(display) {
+        match connect_x11(display).and_then(|()| open_x11(display)) {
             Ok(()) => return Ok(()),
             Err(e) => tried.push(format!("DISPLAY={display} ({e})")),
         }
@@ -74,7 +76,7 @@ pub(crate) fn check_display(env: &Env) -> Result<(), String> {
     }
     Err(format!(
         "the desktop app cannot reach a display: {}; check the variables are current (a stale DISPLAY \
-         from an old session?), or use a headless command (see `elbow --help`)",
+         from an old session? XAUTHORITY for another user's display?), or use a headless command (see `elbow --help`)",
         tried.join("; ")
     ))
 }
@@ -129,6 +131,108 @@ fn connect_x11(display: &str) -> Result<(), String> {
     Err(last)
 }
 
+/// Opens and closes the X display `display` names through Xlib, as the window system does: a
+/// server can accept the connection and still refuse the client (no authorization: another
+/// user's display, a missing `XAUTHORITY`). What Xlib prints meanwhile becomes part of the error.
+fn open_x11(display: &str) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::{c_char, c_int, c_void};
+        /// `XOpenDisplay`'s signature.
+        type Open = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+        /// `XCloseDisplay`'s signature.
+        type Close = unsafe extern "C" fn(*mut c_void) -> c_int;
+        let name = std::ffi::CString::new(display).map_err(|_| "a NUL byte in the name".to_string())?;
+        // SAFETY: dlopen with a valid C string. The library stays loaded (the window system loads
+        // it again; unloading Xlib is not safe once a display was opened).
+        let lib = unsafe { libc::dlopen(c"libX11.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        if lib.is_null() {
+            return Err("Xlib (libX11.so.6) is not installed: apt-get install libx11-6".into());
+        }
+        // SAFETY: `lib` is a live handle; the names are valid C strings.
+        let (open, close) =
+            unsafe { (libc::dlsym(lib, c"XOpenDisplay".as_ptr()), libc::dlsym(lib, c"XCloseDisplay".as_ptr())) };
+        if open.is_null() || close.is_null() {
+            return Err("libX11.so.6 has no XOpenDisplay".into());
+        }
+        // SAFETY: both symbols are Xlib's functions of these signatures.
+        let (open, close) = unsafe {
+            (std::mem::transmute::<*mut c_void, Open>(open), std::mem::transmute::<*mut c_void, Close>(close))
+        };
+        // A server still starting (an Xvfb just launched) can take the connection and drop it
+        // without a word: such a failure is tried again for a few seconds; a refusal with a
+        // reason is final.
+        let mut tries = 0;
+        let (opened, said) = loop {
+            // SAFETY: `name` is a valid C string that outlives the call.
+            let (opened, said) = with_stderr_caught(|| unsafe { open(name.as_ptr()) });
+            tries += 1;
+            if !opened.is_null() || !said.trim().is_empty() || tries >= X11_TRIES {
+                break (opened, said);
+            }
+            std::thread::sleep(X11_RETRY);
+        };
+        if opened.is_null() {
+            let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+            if said.is_empty() {
+                // No reason given: not proof that the window cannot open, so the app goes on (if
+                // the window system fails too, its panic becomes a sentence:
+                // [`window_panic_message`]).
+                return Ok(());
+            }
+            return Err(format!("the X server accepts connections but would not open the display: {said}"));
+        }
+        // SAFETY: `opened` is the display just opened, closed once.
+        unsafe { close(opened) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = display;
+    Ok(())
+}
+
+/// How many times a display that drops the connection without a reason is tried.
+#[cfg(target_os = "linux")]
+const X11_TRIES: u32 = 8;
+/// The pause between those tries.
+#[cfg(target_os = "linux")]
+const X11_RETRY: Duration = Duration::from_millis(250);
+
+/// Runs `f` with the standard error going into a pipe, and returns what it wrote there (Xlib
+/// prints its reasons there; a failed redirection runs `f` as it is).
+#[cfg(target_os = "linux")]
+fn with_stderr_caught<T>(f: impl FnOnce() -> T) -> (T, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return (f(), String::new());
+    }
+    // SAFETY: both descriptors were just opened by pipe and are owned here alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: dup of the standard error; a negative result is checked.
+    let saved = unsafe { libc::dup(2) };
+    if saved < 0 {
+        return (f(), String::new());
+    }
+    // SAFETY: `saved` was just opened by dup and is owned here alone.
+    let saved = unsafe { OwnedFd::from_raw_fd(saved) };
+    use std::os::fd::AsRawFd;
+    // SAFETY: dup2 onto descriptor 2 of a live descriptor; restored below.
+    if unsafe { libc::dup2(write.as_raw_fd(), 2) } < 0 {
+        return (f(), String::new());
+    }
+    drop(write);
+    let out = f();
+    // SAFETY: as above: the saved standard error goes back on descriptor 2.
+    unsafe { libc::dup2(saved.as_raw_fd(), 2) };
+    // Every write end is closed now, so the read ends at what was written (a few lines: well
+    // within the pipe's buffer, so the writer never blocked).
+    let mut said = Vec::new();
+    let _ = std::fs::File::from(read).read_to_end(&mut said);
+    (out, String::from_utf8_lossy(&said).into_owned())
+}
+
 /// Ok when the Vulkan loader can be loaded (bevy finds GPUs through Vulkan on Linux).
 fn check_vulkan_loader() -> Result<(), String> {
     #[cfg(target_os = "linux")]
@@ -167,6 +271,18 @@ pub(crate) fn gpu_panic_message(panic: &str) -> Option<String> {
     })
 }
 
+/// For a panic raised while the app starts: the message to show instead, when the panic says
+/// the window system could not be reached (bevy's event loop failed to build).
+pub(crate) fn window_panic_message(panic: &str) -> Option<String> {
+    panic.contains("Failed to build event loop").then(|| {
+        let said = panic.split_whitespace().collect::<Vec<_>>().join(" ");
+        format!(
+            "the desktop app cannot open a window ({said}); check DISPLAY or WAYLAND_DISPLAY names a \
+             display this user may open, or use a headless command (see `elbow --help`)"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +312,11 @@ mod tests {
         let m = gpu_panic_message("Unable to find a GPU! Make sure you have installed required drivers!").unwrap();
         assert!(m.contains("Vulkan driver"), "{m}");
         assert!(gpu_panic_message("index out of bounds").is_none());
+        let m = window_panic_message(
+            "Failed to build event loop: Os(OsError { error: XNotSupported(XOpenDisplayFailed) })",
+        )
+        .unwrap();
+        assert!(m.contains("cannot open a window") && m.contains("XOpenDisplayFailed") && !m.contains('\n'), "{m}");
+        assert!(window_panic_message("index out of bounds").is_none());
     }
 }

@@ -27,13 +27,13 @@ use super::keys::{HELP_KEYS, Help, shortcuts};
 use super::lessons::{ActiveLesson, OpenLesson};
 use super::manifold_atlas::ChainAtlasView;
 use super::replay::{self, OpenReplay, ReplayView};
-use super::scene_file::{LoadView, SaveView, ViewFileField};
+use super::scene_file::{self, LoadView, SaveView, ViewFileField};
 use super::state::arm::Lab as LabChoice;
 use super::state::arm::{HISTORY_SECS, Nominal, PlantSettings, Sim, TipHistory, home_target, range};
 use super::state::manifold::{ChainTraining, ChainView};
 use super::state::solve::{BranchLog, Driver, EnvelopeStats, Readout, Shown, Solutions};
 use super::state::train::{LoadModel, ModelFile, Models, RunState, TrainCommand, Training, TrainingParams};
-use super::state::view::{CameraView, Hover, PanelWidth, Target, WhyPin};
+use super::state::view::{CameraView, Framing, Hover, PanelWidth, Target, WhyPin};
 use super::sweep::{Curve, LiveSweep, SweepChannel};
 use crate::cli::figure::Series;
 use bevy::ecs::system::InMut;
@@ -126,6 +126,11 @@ fn contents(world: &mut World, ui: &mut egui::Ui) {
     section(world, ui, header);
     section(world, ui, lessons);
     section(world, ui, replay_view);
+    if world.resource::<ReplayView>().open.is_some() {
+        // The live lab's controls (and its branch banner) would read as the record's.
+        ui.small("The live lab's controls are hidden while the replay is open (the lab runs on underneath): close the replay to get them back.");
+        return;
+    }
     section(world, ui, arms);
     ui.separator();
     section(world, ui, driver);
@@ -189,9 +194,9 @@ fn lessons(
 }
 
 /// The open replay, when one is open.
-fn replay_view(InMut(ui): InMut<egui::Ui>, mut replay: ResMut<ReplayView>) {
+fn replay_view(InMut(ui): InMut<egui::Ui>, mut replay: ResMut<ReplayView>, framing: ResMut<Framing>) {
     if replay.open.is_some() {
-        let keep = ui.group(|ui| replay::section(ui, replay.reborrow())).inner;
+        let keep = ui.group(|ui| replay::section(ui, replay.reborrow(), framing.into())).inner;
         if !keep {
             replay.close();
         }
@@ -494,27 +499,58 @@ struct Guides<'w, 's> {
     replay_field: Local<'s, (String, String, Option<String>)>,
 }
 
-/// A path field with "save view" and "load view", and what the last one said.
+/// A name field with "save view" (to the name, or to a fresh `elbow-view-<n>.json` when none is
+/// typed) and "restore view", a menu of the view files in the start folder, and what the last
+/// save or restore said (with the file's whole path).
 fn view_file_section(ui: &mut egui::Ui, guide: &mut Guides) {
+    let here = std::env::current_dir().unwrap_or_default();
     ui.horizontal(|ui| {
         let mut path = guide.view_field.path.clone();
-        ui.add(egui::TextEdit::singleline(&mut path).hint_text("view.json").desired_width(180.0));
+        let hint = egui::RichText::new("name, e.g. my-scene").italics();
+        ui.add(egui::TextEdit::singleline(&mut path).hint_text(hint).desired_width(140.0));
         if path != guide.view_field.path {
             guide.view_field.path = path;
         }
-        let path = guide.view_field.path.trim().to_string();
-        if ui.add_enabled(!path.is_empty(), egui::Button::new("save view")).clicked() {
-            guide.save.write(SaveView(path.clone().into()));
+        let typed = guide.view_field.path.trim().to_string();
+        let to = scene_file::save_path(&typed, &here);
+        let file = to.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+        if ui.button("save view").on_hover_text(format!("save the scene to {file} in {}", here.display())).clicked() {
+            guide.save.write(SaveView(to));
         }
-        if ui.add_enabled(!path.is_empty(), egui::Button::new("load view")).clicked() {
-            guide.load.write(LoadView(path.into()));
+        if ui
+            .add_enabled(!typed.is_empty(), egui::Button::new("restore view"))
+            .on_hover_text("restore the file named here")
+            .on_disabled_hover_text("type a file's name, or pick one under saved…")
+            .clicked()
+        {
+            guide.load.write(LoadView(scene_file::load_path(&typed, &here)));
         }
+        ui.menu_button("saved…", |ui| {
+            let files = scene_file::view_files(&here);
+            if files.is_empty() {
+                ui.small(format!("no view files in {}", here.display()));
+            }
+            for file in files {
+                let name = file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+                if ui.button(&name).on_hover_text("restore this view").clicked() {
+                    guide.view_field.path = name;
+                    guide.load.write(LoadView(file));
+                    ui.close();
+                }
+            }
+        })
+        .response
+        .on_hover_text("the view files in the start folder, newest first");
     });
     ui.small("The arm, target, driver, every slider, the atlas and sweep, the ghosts and the model files (on a chain its fans, envelope and self-motion); `elbow --view FILE` opens one.");
     ui.horizontal(|ui| {
         let (path, index, problem) = &mut *guide.replay_field;
-        ui.add(egui::TextEdit::singleline(path).hint_text("catalog.jsonl").desired_width(150.0));
-        ui.add(egui::TextEdit::singleline(index).hint_text("index").desired_width(50.0));
+        ui.add(
+            egui::TextEdit::singleline(path)
+                .hint_text(egui::RichText::new("catalog, e.g. cat.jsonl").italics())
+                .desired_width(150.0),
+        );
+        ui.add(egui::TextEdit::singleline(index).hint_text(egui::RichText::new("index").italics()).desired_width(50.0));
         let ready = !path.trim().is_empty();
         if ui
             .add_enabled(ready, egui::Button::new("replay record"))
@@ -710,34 +746,47 @@ fn bishop_readout(ui: &mut egui::Ui, models: &Models) {
     });
 }
 
-/// The help overlay: every key and mouse action of the open lab.
+/// The help overlay: every key and mouse action of the open lab. It fits the window whatever
+/// the lab: at most [`HELP_WIDTH`] wide (less in a narrow window), each description wrapped in
+/// its column, and a scroll bar when a short window cannot hold every row.
 fn help_overlay(ctx: &egui::Context, lab: &LabChoice, help: &mut Help) {
     let mut open = help.0;
+    let room = ctx.viewport_rect().shrink(16.0);
+    let width = HELP_WIDTH.min(room.width()).max(200.0);
     egui::Window::new("Keys and mouse")
         .open(&mut open)
         .collapsible(false)
         .resizable(false)
         .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
         .order(egui::Order::Foreground)
+        .min_width(width)
+        .max_width(width)
+        .max_height(room.height().max(120.0) - 40.0)
         .show(ctx, |ui| {
-            egui::Grid::new("help-keys").num_columns(2).striped(true).show(ui, |ui| {
-                let mut row = |key: &str, what: &str| {
-                    ui.strong(key);
-                    ui.label(what);
-                    ui.end_row();
-                };
-                row("drag or click", "move the target (in the view right of the panel)");
-                row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
-                for (_, key, shortcut) in shortcuts(lab) {
-                    row(key, &shortcut.describe());
-                }
-                for (key, what) in HELP_KEYS {
-                    row(key, what);
-                }
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                egui::Grid::new("help-keys").num_columns(2).striped(true).max_col_width(width - 110.0).show(ui, |ui| {
+                    let mut row = |key: &str, what: &str| {
+                        ui.strong(key);
+                        ui.add(egui::Label::new(what).wrap());
+                        ui.end_row();
+                    };
+                    row("drag or click", "move the target (in the view right of the panel)");
+                    row("hover", "read the atlas cell under the pointer (panel, under the atlas)");
+                    row("wheel, + or −", "zoom the view in or out (0: as framed again)");
+                    for (_, key, shortcut) in shortcuts(lab) {
+                        row(key, &shortcut.describe());
+                    }
+                    for (key, what) in HELP_KEYS {
+                        row(key, what);
+                    }
+                });
             });
         });
     help.0 = open;
 }
+
+/// The widest the help overlay gets, logical pixels.
+const HELP_WIDTH: f32 = 520.0;
 
 /// The slider of a plant knob with its tooltip, framed in the lesson colour when the open
 /// lesson is about it (`lit`).

@@ -7,7 +7,7 @@ use crate::app::logic_plugin;
 use crate::app::state::arm::{Lab, PlantSettings};
 use crate::app::state::manifold::ChainTraining;
 use crate::app::state::train::TrainingParams;
-use crate::app::state::view::Target;
+use crate::app::state::view::{Framing, Target};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use elbow::arm::ArmKind;
@@ -99,6 +99,21 @@ fn a_replay_opens_paused_on_the_recorded_tip_and_scrubs_and_plays() {
     assert!(!view.playing);
     let moves_kept = view.trace.as_ref().unwrap().moves.iter().filter(|m| !m.ticks.is_empty()).count();
     assert_eq!(moves_kept, KEEP_MOVES.min(record.index + 1));
+    // The camera frames the action: the target with its tolerance circle, the real tip and the
+    // sensed target, with a margin, not the whole workspace.
+    app.update();
+    let view = app.world().resource::<ReplayView>();
+    let (mv, tick) = view.current().expect("a sub-step");
+    let framing = *app.world().resource::<Framing>();
+    let focus = framing.focus.expect("the replay frames its action");
+    let tol = record.expected.tolerance;
+    for p in [tick.tip(), mv.sensed, mv.target + elbow::Point2::new(tol, tol), mv.target - elbow::Point2::new(tol, tol)]
+    {
+        assert!(focus.contains(p), "{p:?} in {focus:?}");
+    }
+    let action = (tick.tip() - mv.target).norm().max((mv.sensed - mv.target).norm()) + tol;
+    assert!(focus.size.iter().all(|&s| s <= 3.0 * 2.0 * action), "{focus:?} for {action} m of action");
+    assert_eq!(framing.zoom, 1.0);
     // Back to the start of the move, then play: a 16 ms frame advances the sub-steps of 16 ms
     // of plant time (eight of 2 ms).
     let mut view = app.world_mut().resource_mut::<ReplayView>();
@@ -110,9 +125,12 @@ fn a_replay_opens_paused_on_the_recorded_tip_and_scrubs_and_plays() {
     assert_eq!(app.world().resource::<ReplayView>().at, start + per_frame);
     app.world_mut().resource_mut::<ReplayView>().step(-3);
     assert_eq!(app.world().resource::<ReplayView>().at, start + per_frame - 3);
-    // Closed, the live lab draws again.
+    // Zoomed, then closed: the live lab draws again, framed as before, the zoom as framed.
+    app.world_mut().resource_mut::<Framing>().zoom_by(3.0);
     app.world_mut().resource_mut::<ReplayView>().close();
+    app.update();
     assert!(app.world().resource::<ReplayView>().open.is_none());
+    assert_eq!(*app.world().resource::<Framing>(), Framing::default(), "the lab's frame again");
 }
 
 #[test]
