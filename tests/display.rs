@@ -28,11 +28,21 @@ fn refused(display: &str, xauthority: Option<&Path>) -> String {
     ours[0].to_string()
 }
 
-/// An Xvfb that lets no client in, ended when dropped.
+/// An Xvfb that lets no client in, ended when dropped: asked to end (SIGTERM, so it removes its
+/// socket), killed if it has not within two seconds.
 struct LockedXvfb(Child);
 
 impl Drop for LockedXvfb {
     fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill only reads its integer arguments; the pid is our own child's, not yet
+            // waited for, so it names no other process.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.0.kill().ok();
         self.0.wait().ok();
     }
