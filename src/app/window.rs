@@ -154,8 +154,11 @@ mod tests {
         world.resource_mut::<Schedules>().ignored_scheduling_ambiguities.remove(&images);
         world.schedule_scope(PostUpdate, |world, schedule| {
             schedule.initialize(world).expect("PostUpdate builds");
-            let names: std::collections::HashMap<_, _> =
-                schedule.systems().expect("initialized").map(|(key, system)| (key, system.name().to_string())).collect();
+            let names: std::collections::HashMap<_, _> = schedule
+                .systems()
+                .expect("initialized")
+                .map(|(key, system)| (key, system.name().to_string()))
+                .collect();
             let name = |key| names.get(key).cloned().unwrap_or_default();
             schedule.graph().conflicting_systems().iter().map(|(a, b, _)| (name(a), name(b))).collect()
         })
