@@ -378,8 +378,12 @@ pub(crate) fn section(
         series("calibrated closed form", [242, 153, 242], |m| m.calibrated),
     ];
     ui.small("Tip error after each move (log scale)");
-    export::show(ui, "feedback-moves", YScale::LogMetres, &[], &all, |_| {});
-    export::buttons(ui, "feedback-moves", "tip error per move", ("move", "tip error"), YScale::LogMetres, &[], &all);
+    let title = "tip error per move";
+    let axes = ("move", "tip error");
+    let figure =
+        export::Figure { name: "feedback-tip-error-per-move", title, axes, scale: YScale::LogMetres, include: &[] };
+    export::show(ui, &figure, &all, |_| {});
+    export::buttons(ui, &figure, &all);
 }
 
 #[cfg(test)]

@@ -142,6 +142,10 @@ pub(crate) fn line_chart(
         y_axis: &YAxis,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         root.fill(&WHITE)?;
+        // The legend goes in a column of its own right of the chart, never over a curve.
+        let legend_width = if series.is_empty() { 0 } else { LEGEND_WIDTH };
+        let (width, _) = root.dim_in_pixel();
+        let (root, legend) = root.split_horizontally(width.saturating_sub(legend_width));
         let finite: Vec<(f64, f64)> = series
             .iter()
             .flat_map(|s| s.points.iter())
@@ -164,11 +168,12 @@ pub(crate) fn line_chart(
             _ => span(&mut finite.iter().map(|p| p.1)),
         };
         let (ys_lo, ys_hi) = (ys.start, ys.end);
-        let mut chart = ChartBuilder::on(root)
+        let mut chart = ChartBuilder::on(&root)
             .caption(title, (FONT, 18))
             .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+            .x_label_area_size(40)
+            // Room for a tick label such as "316.2 µm" and, left of it, the rotated axis label.
+            .y_label_area_size(84)
             .build_cartesian_2d(xs, ys)?;
         chart
             .configure_mesh()
@@ -177,20 +182,17 @@ pub(crate) fn line_chart(
             .y_label_formatter(&|v| (y_axis.label)(*v))
             .label_style((FONT, 13))
             .draw()?;
-        for s in series {
+        for (i, s) in series.iter().enumerate() {
             let [r, g, b] = s.rgb;
             let style = RGBColor(r, g, b).stroke_width(if s.dashed { 1 } else { 2 });
             // Data beyond a given range runs to its edge, as in the live plot.
             let (lo, hi) = (ys_lo, ys_hi);
             let points =
                 s.points.iter().filter(|p| p[0].is_finite() && p[1].is_finite()).map(|p| (p[0], p[1].clamp(lo, hi)));
-            chart
-                .draw_series(LineSeries::new(points, style))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
-        }
-        if !series.is_empty() {
-            chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+            chart.draw_series(LineSeries::new(points, style))?;
+            let y = 50 + 22 * i as i32;
+            legend.draw(&PathElement::new(vec![(4, y), (24, y)], style))?;
+            legend.draw(&Text::new(s.name.as_str(), (30, y - 8), (FONT, 14).into_font().color(&BLACK)))?;
         }
         Ok(())
     }
@@ -203,6 +205,10 @@ pub(crate) fn line_chart(
         }
     })
 }
+
+/// Width of the legend column right of a [`line_chart`], pixels.
+#[cfg(feature = "app")]
+const LEGEND_WIDTH: u32 = 200;
 
 /// Makes egui's bundled sans-serif font the figures' font (once per process).
 fn register_font() {

@@ -331,9 +331,11 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &Readouts) {
             export::series("flow", solver_color(SolverId::Flow), pts(&a.flow_mmd_history), false),
         ];
         ui.small("MDN and flow vs exact mismatch over the last minute (s)");
-        export::show(ui, "chain-mmd", YScale::Linear, &[0.0], &mmd, |_| {});
         let title = "learned fans vs exact posterior mismatch";
-        export::buttons(ui, "chain-mmd", title, ("seconds", "MMD"), YScale::Linear, &[0.0], &mmd);
+        let axes = ("time (s)", "MMD");
+        let figure = export::Figure { name: "chain-mmd-vs-exact", title, axes, scale: YScale::Linear, include: &[0.0] };
+        export::show(ui, &figure, &mmd, |_| {});
+        export::buttons(ui, &figure, &mmd);
     }
 }
 
@@ -405,8 +407,11 @@ fn training_section(ui: &mut egui::Ui, s: &mut TrainingRows) {
             .iter()
             .map(|&k| export::series(net_label(k), solver_color(net_method(k)), curve(s.training.run(k)), false))
             .collect();
-        export::show(ui, "chain-loss", YScale::Linear, &[], &losses, |_| {});
-        export::buttons(ui, "chain-loss", "chain nets' training loss", ("step", "loss"), YScale::Linear, &[], &losses);
+        let title = "chain nets' training loss";
+        let axes = ("training step", "loss");
+        let figure = export::Figure { name: "chain-training-loss", title, axes, scale: YScale::Linear, include: &[] };
+        export::show(ui, &figure, &losses, |_| {});
+        export::buttons(ui, &figure, &losses);
     }
 }
 

@@ -945,23 +945,28 @@ fn sweep_section(ui: &mut egui::Ui, mut sweep: Mut<LiveSweep>, plant: &PlantSett
         cols[0].small(format!("{first} vs {x_axis}"));
         let (scale, include): (YScale, &[f64]) =
             if camera { (YScale::Linear, &[0.0, 100.0]) } else { (YScale::LogMetres, &[]) };
-        export::show(&mut cols[0], "sweep-error", scale, include, &left, |plot| {
+        let title = format!("{first} vs {x_axis}");
+        let name = format!("sweep-{}-{}", export::slug(swept.channel().key()), export::slug(y));
+        let figure = export::Figure { name: &name, title: &title, axes: (&x_axis, y), scale, include };
+        export::show(&mut cols[0], &figure, &left, |plot| {
             if let Some(now) = now {
                 plot.vline(VLine::new("slider now", now).color(color32(TARGET_COLOR)));
             }
         });
-        let title = format!("{first} vs {x_axis}");
-        export::buttons(&mut cols[0], "sweep-left", &title, (&x_axis, y), scale, include, &left);
+        export::buttons(&mut cols[0], &figure, &left);
         let title = if camera { "camera check: silent failures (%)" } else { "silent failures (%)" };
         cols[1].small(title);
         let right = series(&|c| &c.silent, false);
-        export::show(&mut cols[1], "sweep-silent", YScale::Linear, &[0.0, 100.0], &right, |plot| {
+        let full = format!("{title} vs {x_axis}");
+        let name = format!("sweep-{}-{}", export::slug(swept.channel().key()), export::slug(title));
+        let axes = (x_axis.as_str(), title);
+        let figure = export::Figure { name: &name, title: &full, axes, scale: YScale::Linear, include: &[0.0, 100.0] };
+        export::show(&mut cols[1], &figure, &right, |plot| {
             if let Some(now) = now {
                 plot.vline(VLine::new("slider now", now).color(color32(TARGET_COLOR)));
             }
         });
-        let full = format!("{title} vs {x_axis}");
-        export::buttons(&mut cols[1], "sweep-right", &full, (&x_axis, title), YScale::Linear, &[0.0, 100.0], &right);
+        export::buttons(&mut cols[1], &figure, &right);
     });
     export::legend_row(ui, &left, "(dashed: inside the envelope; yellow line: the slider now)");
     ui.small(format!(
@@ -1229,13 +1234,17 @@ fn loss_plots(ui: &mut egui::Ui, training: &Training) {
     let nll = losses(true, &|l| Some(l.clamp(-50.0, 50.0)));
     ui.columns(2, |cols| {
         cols[0].small("training loss (log₁₀), squared-error heads");
-        export::show(&mut cols[0], "loss", YScale::Log, &[], &squared, |_| {});
         let title = "training loss, squared-error heads";
-        export::buttons(&mut cols[0], "loss", title, ("step", "loss"), YScale::Log, &[], &squared);
+        let axes = ("training step", "loss");
+        let figure = export::Figure { name: "training-loss", title, axes, scale: YScale::Log, include: &[] };
+        export::show(&mut cols[0], &figure, &squared, |_| {});
+        export::buttons(&mut cols[0], &figure, &squared);
         cols[1].small("mixture negative log-likelihood");
-        export::show(&mut cols[1], "nll", YScale::Linear, &[], &nll, |_| {});
         let title = "mixture negative log-likelihood";
-        export::buttons(&mut cols[1], "nll", title, ("step", "NLL"), YScale::Linear, &[], &nll);
+        let axes = ("training step", "NLL (nats)");
+        let figure = export::Figure { name: "training-nll", title, axes, scale: YScale::Linear, include: &[] };
+        export::show(&mut cols[1], &figure, &nll, |_| {});
+        export::buttons(&mut cols[1], &figure, &nll);
     });
 }
 
@@ -1252,8 +1261,11 @@ fn tip_plot(ui: &mut egui::Ui, driver_name: &str, history: &TipHistory, now: f64
         export::series(what, FLASH_COLOR, vec![[-HISTORY_SECS, tolerance.log10()], [0.0, tolerance.log10()]], true),
     ];
     let include = [tolerance.log10() - 0.5, tolerance.log10() + 0.5];
-    export::show(ui, "tip", YScale::LogMetres, &include, &tip, |_| {});
-    export::buttons(ui, "tip", &title, ("seconds", "tip error"), YScale::LogMetres, &include, &tip);
+    let axes = ("time (s)", "tip error");
+    let figure =
+        export::Figure { name: "plant-tip-error", title: &title, axes, scale: YScale::LogMetres, include: &include };
+    export::show(ui, &figure, &tip, |_| {});
+    export::buttons(ui, &figure, &tip);
 }
 
 /// Intervention counts per reason (the checks that can fire for `driver` in `lineup`), and the
