@@ -27,7 +27,9 @@ use elbow::Point2;
 pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<ViewScale>()
         .add_systems(Startup, spawn_cameras)
-        .add_systems(Update, (zoom, fit_span, fit_viewport, measure, pointer).chain().in_set(AppSet::Input));
+        // The wheel zooms where the pointer is this frame: zoom reads the hover `pointer` just set
+        // (before it, a wheel turned just after the pointer left the view for the panel zoomed).
+        .add_systems(Update, (fit_span, fit_viewport, measure, pointer, zoom).chain().in_set(AppSet::Input));
 }
 
 /// Background of the world viewport.

@@ -211,6 +211,9 @@ pub(crate) fn flat_x_range(all: &[Series]) -> Option<(f64, f64)> {
     flat.then_some((lo - 1.0, hi + 1.0))
 }
 
+/// Pixels a live plot leaves free on its right, so the last x tick's label is not cut.
+const RIGHT_ROOM_PX: f32 = 14.0;
+
 /// A live plot of `all` as `figure` says: both axes labelled, x ticks from [`x_marks`] and
 /// [`tick`], y ticks in `scale`'s quantity, the robust y range (widened to `include`), a sensible
 /// x span for a single sample ([`flat_x_range`]), its legend inside when it has at most
@@ -222,6 +225,8 @@ pub(crate) fn show(ui: &mut egui::Ui, figure: &Figure<'_>, all: &[Series], extra
     let flat_x = flat_x_range(all);
     let mut plot = Plot::new(name)
         .height(PLOT_HEIGHT)
+        // Room on the right for half the last x tick's label, which is centred on the plot's edge.
+        .width((ui.available_width() - RIGHT_ROOM_PX).max(100.0))
         .allow_drag(false)
         .allow_zoom(false)
         .allow_scroll(false)

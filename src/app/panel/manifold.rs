@@ -249,6 +249,12 @@ pub(crate) fn atlas_rows(ui: &mut egui::Ui, mut atlas: Mut<ChainAtlasView>, hove
     }
 }
 
+/// The width `name` takes in the body font, logical pixels.
+fn name_width(ui: &egui::Ui, name: &str) -> f32 {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    ui.fonts_mut(|f| f.layout_no_wrap(name.to_string(), font, egui::Color32::WHITE).size().x)
+}
+
 /// One row per method: its colour, name and live figures.
 fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &Readouts) {
     let a = &*s.answers;
@@ -262,12 +268,17 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &Readouts) {
             metres(Some(TOLERANCE))
         )
     };
-    egui::Grid::new("chain-readouts").num_columns(2).striped(true).show(ui, |ui| {
-        for &m in arm.methods() {
-            ui.horizontal(|ui| {
-                swatch(ui, solver_color(m));
-                ui.label(method_label(m));
-            });
+    // One row a method: its swatch and name in a column of their own, its numbers wrapping in
+    // what is left of the panel's width.
+    let name_width = arm.methods().iter().map(|&m| name_width(ui, method_label(m))).fold(0.0, f32::max);
+    for &m in arm.methods() {
+        ui.horizontal_top(|ui| {
+            swatch(ui, solver_color(m));
+            let height = ui.text_style_height(&egui::TextStyle::Body);
+            let layout = egui::Layout::left_to_right(egui::Align::Center);
+            let name =
+                ui.allocate_ui_with_layout(egui::vec2(name_width, height), layout, |ui| ui.label(method_label(m)));
+            ui.add_space((name_width - name.response.rect.width()).max(0.0));
             let text = match m {
                 SolverId::Learned(HeadKind::Mse) => match &a.mse {
                     Some(x) => {
@@ -314,10 +325,9 @@ fn readouts(ui: &mut egui::Ui, arm: &Arm, target: Point2, s: &Readouts) {
                 // A chain's methods are its arm's (`Arm::methods`): none of the closed form's.
                 _ => String::new(),
             };
-            ui.small(text);
-            ui.end_row();
-        }
-    });
+            ui.add(egui::Label::new(egui::RichText::new(text).small()).wrap());
+        });
+    }
     ui.small(format!(
         "DLS and hybrid: {PER_FRAME} fresh solutions a frame, averaged. Mismatch: the MMD of a learned fan against the exact one (0 when they match; the CLI's `experiment chain` measures it over 1,000 targets)."
     ));
