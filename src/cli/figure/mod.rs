@@ -3,6 +3,9 @@
 //! the core's atomic write ([`elbow::files`]), so a failed run never leaves a half-written file
 //! where a good one was.
 
+mod glyphs;
+
+use glyphs::Bitmap;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -71,7 +74,7 @@ impl Output {
             Format::Png => {
                 let mut rgb = vec![0u8; width as usize * height as usize * 3];
                 {
-                    let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
+                    let root = Bitmap(BitMapBackend::with_buffer(&mut rgb, (width, height))).into_drawing_area();
                     draw(Canvas::Bitmap(&root))?;
                     root.present().map_err(|e| format!("cannot draw the figure: {e}"))?;
                 }
@@ -96,7 +99,7 @@ pub(crate) enum Canvas<'r, 'b> {
     /// An SVG document.
     Svg(&'r DrawingArea<SVGBackend<'b>, Shift>),
     /// An RGB bitmap.
-    Bitmap(&'r DrawingArea<BitMapBackend<'b>, Shift>),
+    Bitmap(&'r DrawingArea<Bitmap<'b>, Shift>),
 }
 
 /// One line of a [`line_chart`].
