@@ -119,29 +119,6 @@ mod tests {
         }
     }
 
-    /// Values a number formatter meets: tiny, huge, negative, round, not finite.
-    const VALUES: [f64; 14] =
-        [0.0, -0.0, 1e-9, 0.00123, 0.0703, 0.4957, 1.0, -2.5, 17.5, 316.2, 3000.0, 1e6, -1e12, f64::NAN];
-
-    #[test]
-    fn every_number_formatter_writes_only_glyphs_the_font_has() {
-        use super::super::export::{YScale, tick};
-        let mut fonts = egui::epaint::text::Fonts::new(Default::default(), egui::FontDefinitions::default());
-        let font = egui::FontId::proportional(super::super::window::SMALL_TEXT);
-        let mut texts = Vec::new();
-        for v in VALUES {
-            texts.push(metres(Some(v)));
-            texts.extend((0..4).map(|d| number(Some(v), d)));
-            texts.extend([1e-5, 0.01, 1.0, 1000.0, 5e5].map(|step| tick(v, step)));
-            texts.extend([YScale::Linear, YScale::Log, YScale::LogMetres].map(|s| s.label(v.log10())));
-            texts.push(format!("MDN w={}", number(Some(v), 2)));
-        }
-        for text in &texts {
-            let missing: String = text.chars().filter(|c| !fonts.has_glyph(&font, *c)).collect();
-            assert!(missing.is_empty(), "{text:?} has glyphs the font lacks: {missing:?}");
-        }
-    }
-
     #[test]
     fn non_finite_numbers_show_a_dash() {
         for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {

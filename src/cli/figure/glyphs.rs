@@ -12,10 +12,14 @@ use plotters::prelude::BitMapBackend;
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind};
 
+/// The font family every figure uses (egui's bundled sans-serif, registered with plotters by
+/// the figure module).
+pub(crate) const FONT: &str = "sans-serif";
+
 /// plotters' bitmap backend, its text drawn by [`draw_glyphs`].
 pub(crate) struct Bitmap<'a>(pub(crate) BitMapBackend<'a>);
 
-/// The figures' font (the one [`super::register_font`] gives plotters), parsed once.
+/// The figures' font (the one the figure module registers with plotters), parsed once.
 fn font() -> Option<&'static FontRef<'static>> {
     static FONT: std::sync::OnceLock<Option<FontRef<'static>>> = std::sync::OnceLock::new();
     FONT.get_or_init(|| FontRef::try_from_slice(epaint_default_fonts::UBUNTU_LIGHT).ok()).as_ref()
@@ -129,7 +133,7 @@ impl<'a> DrawingBackend for Bitmap<'a> {
         pos: BackendCoord,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
         let color = style.color();
-        let Some(font) = font().filter(|_| style.family().as_str() == super::FONT) else {
+        let Some(font) = font().filter(|_| style.family().as_str() == FONT) else {
             return self.0.draw_text(text, style, pos);
         };
         if color.alpha == 0.0 {

@@ -11,8 +11,7 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-/// The font family every figure uses.
-pub(crate) const FONT: &str = "sans-serif";
+pub(crate) use glyphs::FONT;
 
 /// A figure's file format, from its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
