@@ -20,6 +20,9 @@ use elbow::{HeadKind, Point2, SolverId};
 /// pixels.
 const TARGET_CLEAR_PX: f32 = 14.0;
 
+/// Pixels between a label and the view's edge, at least.
+const EDGE_MARGIN_PX: f32 = 8.0;
+
 /// Registers the label painter in egui's pass.
 pub(crate) fn plugin(app: &mut App) {
     app.add_systems(
@@ -61,7 +64,9 @@ impl<'a> Labeller<'a> {
     /// A labeller on its own layer `id` over the view of `camera` (`None` without a viewport).
     fn new(ctx: &egui::Context, camera: &'a Camera, transform: &'a GlobalTransform, id: &str) -> Option<Self> {
         let view = camera.logical_viewport_rect()?;
-        let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y));
+        // A margin inside the view's edges, so a label pushed in from an edge is not flush with it.
+        let clip = egui::Rect::from_min_max(egui::pos2(view.min.x, view.min.y), egui::pos2(view.max.x, view.max.y))
+            .shrink(EDGE_MARGIN_PX);
         let painter =
             ctx.layer_painter(egui::LayerId::new(egui::Order::Middle, egui::Id::new(id))).with_clip_rect(clip);
         Some(Self { painter, clip, camera, transform, placed: Vec::new() })

@@ -124,3 +124,18 @@ fn the_panel_keeps_its_width_whatever_its_rows() {
     assert_eq!(settle(&ctx, wide), first, "a wide row widens the panel");
     assert_eq!(settle(&ctx, narrow), first, "the panel moves once the wide row is gone");
 }
+
+/// A lesson whose knob is in the collapsed reality gap opens that section as it opens (friction
+/// and flex opened on a closed section, their knob out of sight), once: the user may close it.
+#[test]
+fn a_lesson_opens_the_section_its_knob_is_in() {
+    use super::opens_the_gap;
+    use crate::app::lessons::ActiveLesson;
+    use elbow::lessons::Lesson;
+    let friction = ActiveLesson(Some(Lesson::Friction));
+    assert!(opens_the_gap(None, friction), "the app opened on the friction lesson");
+    assert!(opens_the_gap(Some(ActiveLesson(None)), friction), "the friction lesson was chosen");
+    assert!(!opens_the_gap(Some(friction), friction), "already open: the user may close the section");
+    assert!(opens_the_gap(Some(friction), ActiveLesson(Some(Lesson::Flex))));
+    assert!(!opens_the_gap(Some(ActiveLesson(None)), ActiveLesson(Some(Lesson::Noise))), "noise's knob is above it");
+}

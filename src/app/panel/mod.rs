@@ -81,7 +81,10 @@ fn collapsing<M>(
 /// Shows the panel, section by section, and records its width for the world viewport. Every
 /// section runs on every arm: it shows what applies to the arm in force and says in one line
 /// what does not.
-fn panel(world: &mut World) -> Result {
+fn panel(world: &mut World, mut seen: Local<Option<ActiveLesson>>) -> Result {
+    // A lesson just opened whose knob sits in the reality gap opens that section with it.
+    let active = *world.resource::<ActiveLesson>();
+    let gap_open = opens_the_gap(seen.replace(active), active);
     let mut contexts = world.query_filtered::<&mut EguiContext, With<PrimaryEguiContext>>();
     let ctx = contexts.single_mut(world)?.get_mut().clone();
     let mut root = egui::Ui::new(
@@ -89,7 +92,7 @@ fn panel(world: &mut World) -> Result {
         egui::Id::new("elbow-root"),
         egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
     );
-    let shown = side_panel().show(&mut root, |ui| scrolled(ui, |ui| contents(world, ui)));
+    let shown = side_panel().show(&mut root, |ui| scrolled(ui, |ui| contents(world, ui, gap_open)));
     world.resource_mut::<PanelWidth>().set_if_neq(PanelWidth(shown.response.rect.width()));
     let mut help = *world.resource::<Help>();
     help_overlay(&ctx, world.resource::<LabChoice>(), &mut help);
@@ -122,7 +125,7 @@ fn side_panel() -> egui::Panel {
 /// The panel's sections, top to bottom: the live controls first (driver, envelope, noise and
 /// backlash, atlas), so they fit without scrolling at 1280x720; the rest in collapsible
 /// sections.
-fn contents(world: &mut World, ui: &mut egui::Ui) {
+fn contents(world: &mut World, ui: &mut egui::Ui, gap_open: bool) {
     section(world, ui, header);
     section(world, ui, lessons);
     section(world, ui, replay_view);
@@ -138,7 +141,10 @@ fn contents(world: &mut World, ui: &mut egui::Ui) {
     section(world, ui, branches);
     collapsing(world, ui, "Feedback head: a learner that sees its own feedback", false, feedback_head);
     section(world, ui, perturbations);
-    collapsing(world, ui, "Reality gap: friction, flex, latency, camera", false, reality_gap);
+    egui::CollapsingHeader::new("Reality gap: friction, flex, latency, camera")
+        .default_open(false)
+        .open(gap_open.then_some(true))
+        .show(ui, |ui| section(world, ui, reality_gap));
     ui.separator();
     section(world, ui, atlas);
     collapsing(world, ui, "Why did it do that? An answer here, taken apart", false, why);
@@ -176,7 +182,8 @@ fn header(
     let fps = if ms > 0.0 { Some(1e3 / ms) } else { None };
     let keys: Vec<&str> = shortcuts(&lab).into_iter().map(|(_, key, _)| key).collect();
     ui.small(format!(
-        "Drag or click in the view to move the target.  Keys: {} ?.  frame {} ms ({} fps)",
+        // No break inside the frame time (non-breaking spaces): it wraps as one piece.
+        "Drag or click in the view to move the target.  Keys: {} ?.  frame\u{a0}{}\u{a0}ms\u{a0}({}\u{a0}fps)",
         keys.join(" "),
         number(Some(ms), 1),
         number(fps, 0)
@@ -277,6 +284,17 @@ fn feedback_head(
             ));
         }
     }
+}
+
+/// Whether the "Reality gap" section opens this frame: the lesson `now` has just replaced
+/// `before` (the previous frame's; `None` on the first frame) and lights a knob inside it.
+fn opens_the_gap(before: Option<ActiveLesson>, now: ActiveLesson) -> bool {
+    before != Some(now) && lit(&now).is_some_and(in_the_gap)
+}
+
+/// Whether `channel`'s slider is one a lesson lights in the collapsed "Reality gap" section.
+fn in_the_gap(channel: Channel) -> bool {
+    matches!(channel, Channel::Friction | Channel::Flex | Channel::Latency)
 }
 
 /// The knob the open lesson sets, if any.
