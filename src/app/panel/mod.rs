@@ -1021,10 +1021,23 @@ fn rgba(c: paint::Rgba) -> egui::Color32 {
 
 /// One entry of a colour key: a small square of `color` and its label.
 fn key_swatch(ui: &mut egui::Ui, label: &str, color: paint::Rgba) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
-    ui.painter().rect_filled(rect, 2.0, rgba(color));
-    ui.small(label);
+    // One piece (swatch, gap, label), so a wrapping row never leaves a swatch at a line's end.
+    let font = egui::TextStyle::Small.resolve(ui.style());
+    let text = ui.fonts_mut(|f| f.layout_no_wrap(label.to_string(), font, ui.visuals().text_color()));
+    let gap = ui.spacing().item_spacing.x;
+    let size = egui::vec2(SWATCH_PX + gap + text.size().x, text.size().y.max(SWATCH_PX));
+    let (rect, _) = ui.allocate_exact_size(size, egui::Sense::hover());
+    let swatch = egui::Rect::from_center_size(
+        egui::pos2(rect.min.x + SWATCH_PX / 2.0, rect.center().y),
+        egui::Vec2::splat(SWATCH_PX),
+    );
+    ui.painter().rect_filled(swatch, 2.0, rgba(color));
+    let at = egui::pos2(swatch.max.x + gap, rect.center().y - text.size().y / 2.0);
+    ui.painter().galley(at, text, ui.visuals().text_color());
 }
+
+/// Side of a colour key's swatch, logical pixels.
+const SWATCH_PX: f32 = 10.0;
 
 /// The numbers of the cell under the pointer.
 fn hover_readout(ui: &mut egui::Ui, atlas: &Atlas, hover: Option<elbow::Point2>) {
