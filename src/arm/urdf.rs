@@ -355,7 +355,9 @@ impl UrdfArm {
             self.root,
             self.tip
         );
-        let v = |v: &Vector3<f64>| format!("({:.6}, {:.6}, {:.6})", v.x, v.y, v.z);
+        // Rounded to the micrometre, without a `-0.000000`.
+        let c = |x: f64| if x.abs() < 5e-7 { 0.0 } else { x };
+        let v = |v: &Vector3<f64>| format!("({:.6}, {:.6}, {:.6})", c(v.x), c(v.y), c(v.z));
         let p = &self.plane;
         let _ = writeln!(
             s,
@@ -668,8 +670,8 @@ fn build(path: &str, robot: &urdf_rs::Robot, options: &UrdfOptions) -> Result<Ur
         }
         None => {
             let mut groups: Vec<Vec<usize>> = Vec::new();
-            for i in 0..path_joints.len() {
-                let joint = &robot.joints[path_joints[i]];
+            for (i, &j) in path_joints.iter().enumerate() {
+                let joint = &robot.joints[j];
                 if !revolute(&joint.joint_type) || options.hold.contains_key(&joint.name) {
                     continue;
                 }
