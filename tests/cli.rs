@@ -757,3 +757,67 @@ fn degradation_flags_are_refused_in_the_users_terms() {
     let (code, _, err) = run(&["--camera-period", "0,0.0001", "--protocol", "exercise", "--csv"]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// `--arm-file`: a URDF file as the arm, described value by value, solved on, and refused in one
+/// sentence with exit code 2 when it makes no planar chain.
+#[test]
+fn an_arm_from_a_urdf_file_is_described_solved_on_and_refused_in_one_sentence() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/so101_pitch.urdf");
+    let (code, out, err) = elbow(&["solve", "--arm-file", file, "--tip", "gripper_frame", "--describe"]);
+    assert_eq!(code, 0, "{err}");
+    for needle in [
+        "3 kept joints (`shoulder_lift`, `elbow_flex`, `wrist_flex`)",
+        "held: `shoulder_pan` at 0",
+        "(from the file's <dynamics damping>)",
+    ] {
+        assert!(out.contains(needle), "{needle:?} not in {out}");
+    }
+    let held = ["--hold", "shoulder_pan=0,wrist_roll=-0.0", "--joints", "shoulder_lift,elbow_flex,wrist_flex"];
+    let mut args = vec!["solve", "0.3", "0.1", "--arm-file", file, "--tip", "gripper_frame", "--train-steps", "20"];
+    args.extend(held);
+    args.extend(["--samples", "2", "--json"]);
+    let (code, out, err) = elbow(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["reachable"].as_bool(), v["coordinates"].as_array().map(Vec::len)), (Some(true), Some(3)), "{out}");
+    assert!(err.contains("elbow train --arm-file ..."), "{err}");
+
+    let bad = chain_scratch("bad.urdf");
+    std::fs::write(&bad, "<robot name=\"r\"><link name=\"a\"></robot>").unwrap();
+    let bad = bad.to_str().unwrap();
+    let png = chain_scratch("never.png").to_string_lossy().into_owned();
+    for (args, needle) in [
+        (vec!["solve", "1", "0", "--arm-file", bad], "is not a URDF file this lab reads"),
+        (vec!["atlas", "--arm-file", bad, "--out", &png], "is not a URDF file this lab reads"),
+        (vec!["solve", "1", "0", "--arm-file", "/nonexistent/arm.urdf"], "cannot read /nonexistent/arm.urdf"),
+        (
+            vec!["solve", "1", "0", "--arm-file", file],
+            "several end links (`gripper_frame`, `camera_mount`, `moving_jaw`)",
+        ),
+        (
+            vec![
+                "solve",
+                "1",
+                "0",
+                "--arm-file",
+                file,
+                "--tip",
+                "gripper_frame",
+                "--joints",
+                "shoulder_pan,shoulder_lift",
+            ],
+            "are not parallel",
+        ),
+        (
+            vec!["solve", "1", "0", "--arm-file", file, "--tip", "gripper_frame", "--hold", "wrist_roll"],
+            "expected NAME=VALUE",
+        ),
+        (vec!["solve", "1", "0", "--arm-file", file, "--arm", "3r"], "cannot be used with"),
+        (vec!["solve", "1", "0", "--tip", "gripper_frame"], "required arguments were not provided"),
+        (vec!["solve", "--describe", "--arm", "3r"], "--describe needs --arm-file"),
+    ] {
+        refused_in_one_line(&args, needle);
+    }
+    assert!(!std::path::Path::new(&png).exists(), "nothing written");
+    let _ = std::fs::remove_file(bad);
+}

@@ -32,6 +32,7 @@
 //! two-link arm.
 
 pub mod so101;
+pub mod urdf;
 
 use crate::chain::arm::{Chain, ChainError, Link, Marginal, Prior, Travel};
 use crate::kinematics::{JointLimits, Point2, TwoLinkArm};
@@ -148,7 +149,7 @@ impl ArmKind {
                 (chain, prior)
             }
         };
-        Arm { name: self.key().to_string(), kind: Some(self), chain, prior }
+        Arm { name: self.key().to_string(), kind: Some(self), chain, prior, body: None }
     }
 }
 
@@ -179,6 +180,20 @@ pub struct Arm {
     pub chain: Chain,
     /// The prior over its coordinates (test targets and training data are drawn from it).
     pub prior: Prior,
+    /// The body of an arm read from a file ([`urdf`]); the named arms' and the others' come from
+    /// [`Arm::real`] (left out of JSON when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+}
+
+/// The body of an arm read from a file: each link's mass properties and whether it hangs in a
+/// vertical plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Body {
+    /// Each revolute link's mass properties in its own frame (`x` along the link).
+    pub bodies: Vec<crate::plant::dynamics::Inertia>,
+    /// True when the chain's plane is vertical (gravity along its −y).
+    pub vertical: bool,
 }
 
 /// The fewest link lengths that make an arm from lengths a redundant chain.
@@ -196,7 +211,7 @@ impl Arm {
         let chain = limited_chain(lengths)?;
         let prior = Prior::uniform(&chain);
         let name = format!("lengths {}", lengths.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(","));
-        Ok(Self { name, kind: None, chain, prior })
+        Ok(Self { name, kind: None, chain, prior, body: None })
     }
 
     /// The two-link arm `arm` as a value: a chain of its two links with their limits, a uniform
@@ -208,7 +223,7 @@ impl Arm {
         }
         let chain = Chain::from(arm);
         let prior = Prior::uniform(&chain);
-        Self { name: format!("lengths {},{}", arm.l1(), arm.l2()), kind: None, chain, prior }
+        Self { name: format!("lengths {},{}", arm.l1(), arm.l2()), kind: None, chain, prior, body: None }
     }
 
     /// The arm's closed form, when it has one: the two-link arm it is (no rail, two revolute
@@ -254,19 +269,23 @@ impl Arm {
     }
 
     /// The arm as the plant builds it: the SO-101's links with their measured mass properties,
-    /// any other chain's as uniform rods ([`crate::plant::RealChain::rods`]).
+    /// an arm from a file's with its own ([`Arm::body`]), any other chain's as uniform rods
+    /// ([`crate::plant::RealChain::rods`]).
     pub fn real(&self) -> crate::plant::RealChain {
         let mut real = crate::plant::RealChain::rods(self.chain.clone());
         if self.kind == Some(ArmKind::So101) {
             real.bodies = so101::BODIES.to_vec();
         }
+        if let Some(body) = &self.body {
+            real.bodies = body.bodies.clone();
+        }
         real
     }
 
-    /// True when the arm hangs in a vertical plane (the SO-101's pitch joints): its plant has
-    /// gravity on. The others lie on a table.
+    /// True when the arm hangs in a vertical plane (the SO-101's pitch joints, or an arm from a
+    /// file whose plane is vertical): its plant has gravity on. The others lie on a table.
     pub fn vertical(&self) -> bool {
-        self.kind == Some(ArmKind::So101)
+        self.kind == Some(ArmKind::So101) || self.body.as_ref().is_some_and(|b| b.vertical)
     }
 
     /// The farthest the tip gets from the origin: the reach, plus the rail's travel.

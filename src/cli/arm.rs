@@ -1,9 +1,11 @@
 //! The arm of `solve`, `train` and `atlas` (and of the app, [`super::Cli::app_lab`]): one parser
 //! for `--arm 2r|3r|rail3`, `--lengths` with two values (a two-link arm) or three or more (a
-//! chain from lengths) and `--elbow-limits` (two-link arms only).
+//! chain from lengths), `--arm-file` (a URDF file, with `--tip`, `--joints` and `--hold`) and
+//! `--elbow-limits` (two-link arms only).
 
 use super::{AppArm, AppLengths, ArmArgs, Failure, parse_app_lengths, parse_range_deg};
 use clap::Args;
+use elbow::arm::urdf::{UrdfArm, UrdfOptions};
 use elbow::arm::{Arm, ArmKind};
 use elbow::chain::ChainModel;
 use elbow::chain::nets::NetConfig;
@@ -11,7 +13,7 @@ use elbow::experiments::chain::{ChainConfig, Progress, train_nets};
 use elbow::kinematics::TwoLinkArm;
 use elbow::learned::{HeadKind, LearnedModel, ModelFile, TrainConfig, Trainer};
 use elbow::lineup::SolverId;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `--arm`, `--lengths` and `--elbow-limits` of a command that runs on any arm.
 #[derive(Debug, Clone, Default, Args)]
@@ -27,12 +29,48 @@ pub(crate) struct ArmChoice {
     /// Elbow joint range `MIN,MAX` in degrees, within ±720 (default: unlimited; two-link arms only).
     #[arg(long, value_parser = parse_range_deg, allow_hyphen_values = true)]
     pub(crate) elbow_limits: Option<(f64, f64)>,
+    /// A URDF file as the arm: its serial chain from the root to the tip link, the revolute
+    /// joints with parallel axes kept, the others held (meshes are never read; `elbow solve
+    /// --arm-file FILE --describe` lists what was read).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["arm", "lengths"])]
+    pub(crate) arm_file: Option<PathBuf>,
+    /// With --arm-file: the tip link (default: the only end link of the file's tree).
+    #[arg(long, value_name = "LINK", requires = "arm_file")]
+    pub(crate) tip: Option<String>,
+    /// With --arm-file: the joints to keep, by name (default: the most revolute joints with
+    /// parallel axes on the way to the tip).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "arm_file")]
+    pub(crate) joints: Option<Vec<String>>,
+    /// With --arm-file: the values other joints are held at, radians or metres (default 0).
+    #[arg(long, value_name = "NAME=VALUE,...", value_delimiter = ',', value_parser = parse_hold, requires = "arm_file", allow_hyphen_values = true)]
+    pub(crate) hold: Option<Vec<(String, f64)>>,
+}
+
+/// One `--hold` entry, `NAME=VALUE`.
+fn parse_hold(s: &str) -> Result<(String, f64), String> {
+    let Some((name, value)) = s.split_once('=') else {
+        return Err(format!("expected NAME=VALUE, got `{}`", super::shown(s)));
+    };
+    let value: f64 = value.trim().parse().map_err(|_| format!("`{}` is not a number", super::shown(value.trim())))?;
+    if !value.is_finite() {
+        return Err(format!("the value of {} must be finite", super::shown(name.trim())));
+    }
+    Ok((name.trim().to_string(), value))
 }
 
 impl ArmChoice {
     /// The arm these flags give: the two-link arm unless `--arm` names a chain or `--lengths`
     /// has three or more values.
     pub(crate) fn lab(&self) -> Result<AppArm, String> {
+        if let Some(file) = self.urdf()? {
+            if self.elbow_limits.is_some() {
+                return Err(format!(
+                    "--elbow-limits is for the two-link arm; arm {} has its own joint limits",
+                    file.arm.name
+                ));
+            }
+            return Ok(AppArm::Chain(file.arm));
+        }
         let lab = match (self.arm, &self.lengths) {
             (Some(ArmKind::TwoR) | None, None) => AppArm::TwoLink(TwoLinkArm::default()),
             (_, Some(AppLengths::Two(a, b))) => AppArm::TwoLink(TwoLinkArm::new(*a, *b).map_err(|e| e.to_string())?),
@@ -49,6 +87,19 @@ impl ArmChoice {
             }
             (chain, None) => Ok(chain),
         }
+    }
+}
+
+impl ArmChoice {
+    /// The arm read from `--arm-file`, if one was given.
+    pub(crate) fn urdf(&self) -> Result<Option<UrdfArm>, String> {
+        let Some(path) = &self.arm_file else { return Ok(None) };
+        let options = UrdfOptions {
+            tip: self.tip.clone(),
+            joints: self.joints.clone(),
+            hold: self.hold.iter().flatten().cloned().collect(),
+        };
+        UrdfArm::load(path, &options).map(Some).map_err(|e| e.to_string())
     }
 }
 
@@ -156,7 +207,11 @@ pub(crate) fn chain_nets(
     if learned.is_empty() {
         return Ok(ChainModel::new(arm.clone(), cfg.net, Default::default()));
     }
-    let key = arm.kind.map_or_else(|| "--lengths ...".to_string(), |k| format!("--arm {k}"));
+    let key = match arm.kind {
+        Some(k) => format!("--arm {k}"),
+        None if arm.body.is_some() => "--arm-file ...".to_string(),
+        None => "--lengths ...".to_string(),
+    };
     super::note(format_args!(
         "training small nets for {} ({steps} steps, no --model); `elbow train {key} --out m.json` trains and keeps them, then pass --model m.json",
         learned.join(", ")

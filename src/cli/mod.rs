@@ -150,7 +150,7 @@ impl Cli {
     pub(crate) fn app_lab(&self) -> Result<AppArm, String> {
         use elbow::lessons::SceneArm;
         let asked = self.arm.is_some() || self.lengths.is_some();
-        let lab = ArmChoice { arm: self.arm, lengths: self.lengths.clone(), elbow_limits: None }.lab()?;
+        let lab = ArmChoice { arm: self.arm, lengths: self.lengths.clone(), ..ArmChoice::default() }.lab()?;
         let Some(lesson) = self.lesson else { return Ok(lab) };
         match (lesson.scene().arm, &lab) {
             (SceneArm::TwoLink { .. }, AppArm::TwoLink(_)) => Ok(lab),

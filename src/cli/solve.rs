@@ -20,11 +20,14 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub(crate) struct SolveArgs {
     /// Target x, metres (within ±1e9).
-    #[arg(allow_hyphen_values = true, value_parser = target_coordinate)]
-    x: f64,
+    #[arg(allow_hyphen_values = true, value_parser = target_coordinate, required_unless_present = "describe")]
+    x: Option<f64>,
     /// Target y, metres (within ±1e9).
-    #[arg(allow_hyphen_values = true, value_parser = target_coordinate)]
-    y: f64,
+    #[arg(allow_hyphen_values = true, value_parser = target_coordinate, required_unless_present = "describe")]
+    y: Option<f64>,
+    /// With --arm-file: print every value read from the file and where it came from, and stop.
+    #[arg(long, requires = "arm_file", conflicts_with_all = ["x", "json"])]
+    describe: bool,
     #[command(flatten)]
     pub(crate) arm: ArmChoice,
     /// Chains only: answers per sampled method (MDN, DLS, hybrid, exact), 1 to 1000 [default: 5].
@@ -80,6 +83,11 @@ struct SolveReport {
 
 /// `elbow solve`: the two-link arm's branches, or every method's answers on a chain.
 pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
+    if args.describe {
+        let file = args.arm.urdf()?.ok_or_else(|| "--describe needs --arm-file".to_string())?;
+        outln!("{}", file.describe().trim_end());
+        return Ok(());
+    }
     match args.arm.lab()? {
         AppArm::TwoLink(arm) => {
             let chain_only = [
@@ -100,10 +108,18 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
     }
 }
 
+impl SolveArgs {
+    /// The target (clap asks for both coordinates unless `--describe` is given).
+    fn target(&self) -> (f64, f64) {
+        (self.x.unwrap_or_default(), self.y.unwrap_or_default())
+    }
+}
+
 /// `elbow solve` on a two-link arm.
 fn run_two_link(args: &SolveArgs, arm: &elbow::TwoLinkArm) -> Result<(), String> {
+    let (tx, ty) = args.target();
     let arm = *arm;
-    let target = Point2::new(args.x, args.y);
+    let target = Point2::new(tx, ty);
     let b = solve_branches(&arm, target);
     let row = |name, pose: Pose, admissible| {
         let tip = arm.tip(pose);
@@ -117,7 +133,7 @@ fn run_two_link(args: &SolveArgs, arm: &elbow::TwoLinkArm) -> Result<(), String>
         }
     };
     let report = SolveReport {
-        target: [args.x, args.y],
+        target: [tx, ty],
         reachable: b.unreachable.is_none(),
         unreachable_reason: b.unreachable.map(|(r, _)| r.to_string()),
         missed_by: b.unreachable.map(|(_, d)| d),
@@ -131,7 +147,7 @@ fn run_two_link(args: &SolveArgs, arm: &elbow::TwoLinkArm) -> Result<(), String>
         return print_json(&report);
     }
     let num = elbow::stats::fmt_num;
-    outln!("target ({}, {}) on arm l1={} l2={}", num(args.x), num(args.y), arm.l1(), arm.l2());
+    outln!("target ({}, {}) on arm l1={} l2={}", num(tx), num(ty), arm.l1(), arm.l2());
     match b.unreachable {
         None => outln!("reachable"),
         Some((reason, d)) => {
@@ -212,6 +228,7 @@ struct ChainSolveReport {
 
 /// `elbow solve` on a chain: every applicable method's answers ([`solutions`]).
 fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
+    let (tx, ty) = args.target();
     if args.model.is_some() && args.train_steps.is_some() {
         return Err("--train-steps is for the nets trained here; --model gives them trained".to_string().into());
     }
@@ -231,7 +248,7 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
         ));
     }
     let methods = &methods[..];
-    let target = Point2::new(args.x, args.y);
+    let target = Point2::new(tx, ty);
     let chain = &arm.chain;
     let shown = |x: &[f64]| -> Vec<f64> {
         x.iter().enumerate().map(|(i, &v)| if chain.is_angle(i) { v.to_degrees() } else { v }).collect()
@@ -247,8 +264,8 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
             return Err(format!(
                 "the {} method gives no finite answer for ({}, {}): its net cannot be trusted (a corrupt model file?)",
                 method.key(),
-                args.x,
-                args.y
+                tx,
+                ty
             )
             .into());
         }
@@ -283,7 +300,7 @@ fn run_chain(args: &SolveArgs, arm: &Arm) -> Result<(), Failure> {
         None => format!("trained here for {steps} steps, seed {seed}"),
     };
     let report = ChainSolveReport {
-        target: [args.x, args.y],
+        target: [tx, ty],
         arm: arm.name.clone(),
         coordinates,
         reachable,
