@@ -815,6 +815,12 @@ fn an_arm_from_a_urdf_file_is_described_solved_on_and_refused_in_one_sentence() 
         (vec!["solve", "1", "0", "--arm-file", file, "--arm", "3r"], "cannot be used with"),
         (vec!["solve", "1", "0", "--tip", "gripper_frame"], "required arguments were not provided"),
         (vec!["solve", "--describe", "--arm", "3r"], "--describe needs --arm-file"),
+        // The app's own --arm-file: a bad file is refused before any window opens, and before a
+        // command it belongs to the app.
+        (vec!["--arm-file", bad], "is not a URDF file this lab reads"),
+        (vec!["--arm-file", file], "several end links"),
+        (vec!["--arm-file", file, "--tip", "gripper_frame", "--arm", "so101"], "cannot be used with"),
+        (vec!["--arm-file", file, "solve", "1", "0"], "--arm-file before a command is for the app"),
     ] {
         refused_in_one_line(&args, needle);
     }

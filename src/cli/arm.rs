@@ -29,6 +29,15 @@ pub(crate) struct ArmChoice {
     /// Elbow joint range `MIN,MAX` in degrees, within ±720 (default: unlimited; two-link arms only).
     #[arg(long, value_parser = parse_range_deg, allow_hyphen_values = true)]
     pub(crate) elbow_limits: Option<(f64, f64)>,
+    /// `--arm-file` and its options.
+    #[command(flatten)]
+    pub(crate) file: ArmFile,
+}
+
+/// `--arm-file FILE` with `--tip`, `--joints` and `--hold`: an arm read from a URDF file, for a
+/// command ([`ArmChoice`]) or the app.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ArmFile {
     /// A URDF file as the arm: its serial chain from the root to the tip link, the revolute
     /// joints with parallel axes kept, the others held (meshes are never read; `elbow solve
     /// --arm-file FILE --describe` lists what was read).
@@ -91,6 +100,13 @@ impl ArmChoice {
 }
 
 impl ArmChoice {
+    /// The arm read from `--arm-file`, if one was given.
+    pub(crate) fn urdf(&self) -> Result<Option<UrdfArm>, String> {
+        self.file.urdf()
+    }
+}
+
+impl ArmFile {
     /// The arm read from `--arm-file`, if one was given.
     pub(crate) fn urdf(&self) -> Result<Option<UrdfArm>, String> {
         let Some(path) = &self.arm_file else { return Ok(None) };

@@ -32,7 +32,7 @@ pub(crate) mod replay;
 mod solve;
 mod train;
 
-pub(crate) use arm::ArmChoice;
+pub(crate) use arm::{ArmChoice, ArmFile};
 use clap::{Args, Parser, Subcommand};
 use elbow::arm::{Arm, ArmKind};
 use elbow::kinematics::{JointLimits, Mismatch, RealArm, TwoLinkArm};
@@ -58,6 +58,9 @@ pub(crate) struct Cli {
     /// (`L1,L2,L3,...`) for a chain (shoulder ±90°, the other joints ±150°).
     #[arg(long, value_name = "L1,L2,...", value_parser = parse_app_lengths, allow_hyphen_values = true)]
     pub(crate) lengths: Option<AppLengths>,
+    /// The app's arm from a URDF file (`--arm-file`, `--tip`, `--joints`, `--hold`).
+    #[command(flatten)]
+    pub(crate) arm_file: ArmFile,
     /// Open the app on a lesson: averaging, joints-region, bishop1994, branch-flip, noise,
     /// backlash, friction, flex, envelope, hybrid (the two-link arm), manifold or seeds (the
     /// rail3 chain), gravity (the SO-101).
@@ -149,8 +152,9 @@ impl Cli {
     /// The app's arm: `--arm` or `--lengths`, checked as every command's arm is ([`ArmChoice`]).
     pub(crate) fn app_lab(&self) -> Result<AppArm, String> {
         use elbow::lessons::SceneArm;
-        let asked = self.arm.is_some() || self.lengths.is_some();
-        let lab = ArmChoice { arm: self.arm, lengths: self.lengths.clone(), ..ArmChoice::default() }.lab()?;
+        let asked = self.arm.is_some() || self.lengths.is_some() || self.arm_file.arm_file.is_some();
+        let file = self.arm_file.clone();
+        let lab = ArmChoice { arm: self.arm, lengths: self.lengths.clone(), file, ..ArmChoice::default() }.lab()?;
         let Some(lesson) = self.lesson else { return Ok(lab) };
         match (lesson.scene().arm, &lab) {
             (SceneArm::TwoLink { .. }, AppArm::TwoLink(_)) => Ok(lab),
@@ -170,6 +174,9 @@ impl Cli {
     pub(crate) fn app_flags_with_command(&self) -> Option<&'static str> {
         match (&self.command, self.model.is_empty(), self.lengths.is_some(), self.arm.is_some()) {
             (None, ..) => None,
+            (Some(_), ..) if self.arm_file.arm_file.is_some() => {
+                Some("--arm-file before a command is for the app; commands take their own --arm-file")
+            }
             (Some(_), ..) if self.lesson.is_some() => Some("--lesson is for the app; it goes without a command"),
             (Some(_), ..) if self.view.is_some() => Some("--view is for the app; it goes without a command"),
             (Some(_), ..) if self.size.is_some() => Some("--size is for the app; it goes without a command"),
