@@ -860,7 +860,7 @@ mod tests {
 
     /// A small arm: a base yaw joint, two pitch joints (the second of type `second`), a fixed
     /// tip; link `l1` with `inertial`.
-    fn small(second: &str, inertial: &str) -> String {
+    pub(super) fn small(second: &str, inertial: &str) -> String {
         format!(
             r#"<robot name="small">
   <link name="base"/>
@@ -982,23 +982,8 @@ mod tests {
 
 #[cfg(test)]
 mod refusals {
+    use super::tests::small;
     use super::*;
-
-    fn small(second: &str, inertial: &str) -> String {
-        format!(
-            r#"<robot name="small">
-  <link name="base"/>
-  <link name="yaw_link"/>
-  <link name="l1">{inertial}</link>
-  <link name="l2"/>
-  <link name="tip"/>
-  <joint name="yaw" type="revolute"><origin xyz="0 0 0.1"/><parent link="base"/><child link="yaw_link"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="j1" type="revolute"><parent link="yaw_link"/><child link="l1"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="j2" type="{second}"><origin xyz="0.3 0 0"/><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="end" type="fixed"><origin xyz="0.2 0 0"/><parent link="l2"/><child link="tip"/></joint>
-</robot>"#
-        )
-    }
 
     fn err(text: &str, options: &UrdfOptions) -> UrdfError {
         UrdfArm::parse("small.urdf", text, options).unwrap_err()
